@@ -1,0 +1,13 @@
+//! Sans-IO Kafka protocol layer for onelog.
+//!
+//! Everything here is pure: bytes in, typed values or bytes out. No sockets, no tokio, no clock.
+//! The broker owns all I/O and calls into this crate to frame, decode and encode, and to
+//! validate and patch client record batches without ever re-encoding them (DESIGN §3).
+
+pub mod batch;
+pub mod codec;
+pub mod error_code;
+pub mod frame;
+pub mod topic_name;
+
+pub use kafka_protocol;
