@@ -1,0 +1,84 @@
+//! What every request handler can reach: the Raft node, the applied state, the proposer, and
+//! this node's identity. Cloned cheaply (`Arc`) into each request's task.
+
+use std::sync::Arc;
+
+use crate::config::BrokerConfig;
+use crate::proposer::Proposer;
+use crate::raft::sm_store::SmShared;
+use crate::raft::Raft;
+
+pub struct Ctx {
+    pub node_id: u64,
+    pub raft: Raft,
+    pub sm: Arc<SmShared>,
+    pub proposer: Proposer,
+    pub advertised_host: String,
+    pub advertised_port: i32,
+}
+
+/// A broker as Metadata and DescribeCluster list it.
+#[derive(Debug, Clone)]
+pub struct BrokerInfo {
+    pub node_id: i32,
+    pub host: String,
+    pub port: i32,
+}
+
+impl Ctx {
+    pub fn config(&self) -> &BrokerConfig {
+        &self.sm.config
+    }
+
+    /// The current Raft leader, which is the Kafka leader of every partition and the
+    /// controller.
+    pub fn leader_id(&self) -> Option<u64> {
+        self.raft.metrics().borrow().current_leader
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.leader_id() == Some(self.node_id)
+    }
+
+    /// The Raft term: every partition's leader epoch (DESIGN §6).
+    pub fn leader_epoch(&self) -> i32 {
+        self.raft.metrics().borrow().current_term as i32
+    }
+
+    /// Every voter and learner, with the Kafka address recorded in the membership.
+    pub fn brokers(&self) -> Vec<BrokerInfo> {
+        let applied = self.sm.applied.read().expect("applied lock");
+        let mut brokers: Vec<BrokerInfo> = applied
+            .membership
+            .membership()
+            .nodes()
+            .filter(|(id, _)| **id != self.node_id)
+            .filter_map(|(id, addr)| {
+                let (host, port) = addr.kafka.rsplit_once(':')?;
+                Some(BrokerInfo { node_id: *id as i32, host: host.to_string(), port: port.parse().ok()? })
+            })
+            .collect();
+        // This node always reports its current address, even if restarted with a new one.
+        let (host, port) = (self.advertised_host.clone(), self.advertised_port);
+        brokers.push(BrokerInfo { node_id: self.node_id as i32, host, port });
+        brokers.sort_by_key(|b| b.node_id);
+        brokers
+    }
+
+    /// Voter ids: the replicas of every partition.
+    pub fn voter_ids(&self) -> Vec<i32> {
+        let applied = self.sm.applied.read().expect("applied lock");
+        let mut ids: Vec<i32> = applied.membership.membership().voter_ids().map(|id| id as i32).collect();
+        if ids.is_empty() {
+            ids.push(self.node_id as i32);
+        }
+        ids
+    }
+
+    pub fn cluster_id(&self) -> String {
+        let applied = self.sm.applied.read().expect("applied lock");
+        applied.state.cluster_id.clone().unwrap_or_else(|| "onelog".to_string())
+    }
+}
+
+pub type SharedCtx = Arc<Ctx>;

@@ -1,0 +1,104 @@
+//! Background duties: naming a fresh cluster, byte-driven checkpoints, and retention.
+//!
+//! Retention is decided by the leader from its applied state and proposed as `TrimLog` ops,
+//! so every replica deletes the same segments at the same point in the log (DESIGN §2).
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::ctx::SharedCtx;
+use crate::limits;
+use crate::state::command::{Op, TrimLog};
+
+pub fn start(ctx: SharedCtx) {
+    tokio::spawn(name_cluster(ctx.clone()));
+    tokio::spawn(checkpoint_by_bytes(ctx.clone()));
+    tokio::spawn(retention(ctx));
+}
+
+async fn name_cluster(ctx: SharedCtx) {
+    let mut metrics = ctx.raft.metrics();
+    loop {
+        let unnamed = ctx.sm.applied.read().expect("applied lock").state.cluster_id.is_none();
+        if !unnamed {
+            return;
+        }
+        if ctx.is_leader() {
+            let cluster_id = uuid::Uuid::new_v4().simple().to_string();
+            if ctx.proposer.propose_op(Op::InitCluster { cluster_id }).await.is_ok() {
+                continue;
+            }
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// openraft triggers checkpoints by entry count; large entries need a byte trigger too, or
+/// the Raft log would grow without bound between checkpoints.
+async fn checkpoint_by_bytes(ctx: SharedCtx) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        if ctx.sm.bytes_since_checkpoint.load(Ordering::Relaxed) >= limits::CHECKPOINT_INTERVAL_BYTES {
+            ctx.sm.bytes_since_checkpoint.store(0, Ordering::Relaxed);
+            if let Err(e) = ctx.raft.trigger().snapshot().await {
+                tracing::warn!(error = %e, "could not trigger a checkpoint");
+            }
+        }
+    }
+}
+
+async fn retention(ctx: SharedCtx) {
+    let interval_ms = ctx.config().i64("log.retention.check.interval.ms").max(100) as u64;
+    let mut tick = tokio::time::interval(Duration::from_millis(interval_ms));
+    loop {
+        tick.tick().await;
+        if !ctx.is_leader() {
+            continue;
+        }
+        let trims = retention_trims(&ctx);
+        if !trims.is_empty() {
+            tracing::info!(count = trims.len(), "retention: trimming partitions");
+            if let Err(e) = ctx.proposer.propose_op(Op::TrimLog(trims)).await {
+                tracing::warn!(error = %e, "retention proposal failed");
+            }
+        }
+    }
+}
+
+fn topic_setting(ctx: &SharedCtx, configs: &std::collections::BTreeMap<String, String>, key: &str, broker_key: &str) -> i64 {
+    configs.get(key).and_then(|v| v.parse().ok()).unwrap_or_else(|| ctx.config().i64(broker_key))
+}
+
+/// New log start offsets for partitions whose oldest sealed segments are past retention.
+fn retention_trims(ctx: &SharedCtx) -> Vec<TrimLog> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let applied = ctx.sm.applied.read().expect("applied lock");
+    let partitions = ctx.sm.partitions.read().expect("partitions lock");
+    let mut trims = Vec::new();
+    for (name, topic) in &applied.state.topics {
+        let retention_ms = topic_setting(ctx, &topic.configs, "retention.ms", "log.retention.ms");
+        let retention_bytes = topic_setting(ctx, &topic.configs, "retention.bytes", "log.retention.bytes");
+        for (p, ps) in topic.partitions.iter().enumerate() {
+            let Some(log) = partitions.get(&topic.topic_id, p as i32) else { continue };
+            let log = log.lock().expect("partition lock");
+            let mut remaining = log.total_bytes() as i64;
+            let mut new_start = ps.log_start_offset;
+            for (next_base, bytes, max_ts) in log.sealed_segments() {
+                let too_old = retention_ms >= 0 && max_ts < now - retention_ms;
+                let too_big = retention_bytes >= 0 && remaining > retention_bytes;
+                if !(too_old || too_big) {
+                    break;
+                }
+                remaining -= bytes as i64;
+                new_start = next_base;
+            }
+            if new_start > ps.log_start_offset {
+                trims.push(TrimLog { topic: name.clone(), partition: p as i32, log_start_offset: new_start });
+            }
+        }
+    }
+    trims
+}

@@ -1,0 +1,17 @@
+//! Fault-injection points, compiled only into the `fault-injection` build the tests spawn.
+//!
+//! `ONELOG_FAULT=<name>` makes the process abort — like a kill -9, no destructors, no flushes —
+//! when execution reaches the point of that name.
+
+/// Aborts the process here if `ONELOG_FAULT` names this point.
+#[cfg(feature = "fault-injection")]
+pub fn point(name: &str) {
+    if std::env::var("ONELOG_FAULT").is_ok_and(|v| v == name) {
+        tracing::error!(point = name, "fault injection: aborting");
+        std::process::abort();
+    }
+}
+
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn point(_name: &str) {}

@@ -1,0 +1,49 @@
+//! CreatePartitions (key 37): grow a topic's partition count, in one Raft entry.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::{ApiKey, CreatePartitionsResponse, RequestKind, ResponseKind};
+
+use super::util::str_bytes;
+use super::HandlerResult;
+use crate::admin;
+use crate::ctx::SharedCtx;
+use crate::state::command::NewPartitions;
+
+pub const KEY: ApiKey = ApiKey::CreatePartitions;
+pub const VERSIONS: (i16, i16) = (0, 3);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::CreatePartitions(body) = req.body else { anyhow::bail!("not a CreatePartitions body") };
+    let items: Vec<NewPartitions> =
+        body.topics.iter().map(|t| NewPartitions { topic: t.name.0.to_string(), count: t.count }).collect();
+    let outcomes = if body.validate_only {
+        let applied = ctx.sm.applied.read().expect("applied lock");
+        items
+            .iter()
+            .map(|i| match applied.state.topics.get(&i.topic) {
+                None => (error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("Topic '{}' does not exist.", i.topic))),
+                Some(t) if i.count <= t.partitions.len() as i32 => {
+                    (error_code::INVALID_PARTITIONS, Some(format!("Topic currently has {} partitions.", t.partitions.len())))
+                }
+                Some(_) => (error_code::NONE, None),
+            })
+            .collect()
+    } else {
+        admin::create_partitions(&ctx, items).await
+    };
+    let results = body
+        .topics
+        .into_iter()
+        .zip(outcomes)
+        .map(|(t, (code, message))| {
+            CreatePartitionsTopicResult::default()
+                .with_name(t.name)
+                .with_error_code(code)
+                .with_error_message(message.map(str_bytes))
+        })
+        .collect();
+    Ok(Some(ResponseKind::CreatePartitions(CreatePartitionsResponse::default().with_results(results))))
+}

@@ -1,0 +1,67 @@
+//! CreateTopics (key 19): validated against Kafka's rules, created in one Raft entry.
+
+use std::collections::BTreeMap;
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::{ApiKey, CreateTopicsResponse, RequestKind, ResponseKind};
+
+use super::describe_configs::topic_entries;
+use super::util::{str_bytes, uuid};
+use super::HandlerResult;
+use crate::admin::{self, TopicRequest};
+use crate::ctx::SharedCtx;
+
+pub const KEY: ApiKey = ApiKey::CreateTopics;
+pub const VERSIONS: (i16, i16) = (2, 7);
+pub const ACCEPTED_MIN_VERSION: i16 = 2;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::CreateTopics(body) = req.body else { anyhow::bail!("not a CreateTopics body") };
+    let requests: Vec<TopicRequest> = body
+        .topics
+        .iter()
+        .map(|t| {
+            let configs: BTreeMap<String, String> = t
+                .configs
+                .iter()
+                .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+                .collect();
+            // Manual assignments fix the partition count; replicas are always all voters.
+            let partitions = if t.assignments.is_empty() { t.num_partitions } else { t.assignments.len() as i32 };
+            let rf = if t.assignments.is_empty() { t.replication_factor } else { -1 };
+            TopicRequest { name: t.name.0.to_string(), partitions, replication_factor: rf, configs }
+        })
+        .collect();
+    let results = admin::create_topics(&ctx, &requests, body.validate_only).await;
+    let applied = ctx.sm.applied.read().expect("applied lock");
+    let topics = requests
+        .iter()
+        .zip(results)
+        .map(|(r, (code, message))| {
+            let mut result = CreatableTopicResult::default()
+                .with_name(kafka_protocol::messages::TopicName(str_bytes(r.name.clone())))
+                .with_error_code(code)
+                .with_error_message(message.map(str_bytes));
+            if let (error_code::NONE, Some(t)) = (code, applied.state.topics.get(&r.name)) {
+                let configs = topic_entries(ctx.config(), &t.configs)
+                    .into_iter()
+                    .map(|e| {
+                        CreatableTopicConfigs::default()
+                            .with_name(str_bytes(e.name))
+                            .with_value(Some(str_bytes(e.value)))
+                            .with_config_source(e.source)
+                    })
+                    .collect();
+                result = result
+                    .with_topic_id(uuid(&t.topic_id))
+                    .with_num_partitions(t.partitions.len() as i32)
+                    .with_replication_factor(t.replication_factor)
+                    .with_configs(Some(configs));
+            }
+            result
+        })
+        .collect();
+    Ok(Some(ResponseKind::CreateTopics(CreateTopicsResponse::default().with_topics(topics))))
+}

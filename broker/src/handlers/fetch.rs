@@ -1,0 +1,132 @@
+//! Fetch (key 1): whole stored batches from the fetch offset, up to the high watermark
+//! (read_uncommitted) or the last stable offset (read_committed), with long polling.
+//!
+//! Fetch sessions (KIP-227) are declined with session id 0, so clients send full requests.
+//! The first batch is always returned whole even if larger than the limits (KIP-74).
+
+use std::time::Duration;
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::fetch_request::FetchRequest;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{ApiKey, FetchResponse, RequestKind, ResponseKind};
+
+use super::util::uuid_bytes;
+use super::HandlerResult;
+use crate::ctx::{Ctx, SharedCtx};
+use crate::limits;
+
+pub const KEY: ApiKey = ApiKey::Fetch;
+pub const VERSIONS: (i16, i16) = (4, 16);
+pub const ACCEPTED_MIN_VERSION: i16 = 4;
+
+const READ_COMMITTED: i8 = 1;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::Fetch(body) = req.body else { anyhow::bail!("not a Fetch body") };
+    let wait_ms = i64::from(body.max_wait_ms).clamp(0, limits::FETCH_WAIT_MS_MAX) as u64;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
+    let mut applied = ctx.sm.applied_index.subscribe();
+    loop {
+        applied.mark_unchanged();
+        let (response, bytes, errors) = read_all(&ctx, &body, req.api_version)?;
+        let satisfied = bytes >= body.min_bytes.max(0) as usize || errors;
+        if satisfied || tokio::time::Instant::now() >= deadline {
+            return Ok(Some(ResponseKind::Fetch(response)));
+        }
+        if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
+            let (response, _, _) = read_all(&ctx, &body, req.api_version)?;
+            return Ok(Some(ResponseKind::Fetch(response)));
+        }
+    }
+}
+
+/// One pass over every requested partition: (response, record bytes, any partition error).
+fn read_all(ctx: &Ctx, body: &FetchRequest, version: i16) -> anyhow::Result<(FetchResponse, usize, bool)> {
+    let mut budget = (body.max_bytes.max(0) as usize).min(limits::FETCH_RESPONSE_BYTES_MAX);
+    let mut total = 0usize;
+    let mut errors = false;
+    let is_leader = ctx.is_leader();
+    let epoch = ctx.leader_epoch();
+    let mut topics = Vec::with_capacity(body.topics.len());
+    for topic in &body.topics {
+        // KIP-516: v13+ names topics by id only.
+        let name = if version >= 13 { resolve_name(ctx, &uuid_bytes(&topic.topic_id)) } else { Some(topic.topic.0.to_string()) };
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for p in &topic.partitions {
+            let mut data = PartitionData::default().with_partition_index(p.partition);
+            let code = match &name {
+                None => error_code::UNKNOWN_TOPIC_ID,
+                Some(_) if !is_leader => error_code::NOT_LEADER_OR_FOLLOWER,
+                Some(_) if p.current_leader_epoch > epoch => error_code::UNKNOWN_LEADER_EPOCH,
+                Some(_) if p.current_leader_epoch >= 0 && p.current_leader_epoch < epoch => error_code::FENCED_LEADER_EPOCH,
+                Some(n) => {
+                    let max = (p.partition_max_bytes.max(0) as usize).min(budget);
+                    let first = total == 0;
+                    read_partition(ctx, n, p.partition, p.fetch_offset, max, first, body.isolation_level, &mut data)?
+                }
+            };
+            errors |= code != error_code::NONE;
+            let bytes = data.records.as_ref().map_or(0, |r| r.len());
+            total += bytes;
+            budget = budget.saturating_sub(bytes);
+            partitions.push(data.with_error_code(code));
+        }
+        let mut t = FetchableTopicResponse::default().with_partitions(partitions);
+        if version >= 13 {
+            t = t.with_topic_id(topic.topic_id);
+        } else {
+            t = t.with_topic(topic.topic.clone());
+        }
+        topics.push(t);
+    }
+    let response = FetchResponse::default().with_session_id(0).with_responses(topics);
+    Ok((response, total, errors))
+}
+
+fn resolve_name(ctx: &Ctx, id: &[u8; 16]) -> Option<String> {
+    let applied = ctx.sm.applied.read().expect("applied lock");
+    applied.state.topic_by_id(id).map(|(n, _)| n.clone())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_partition(
+    ctx: &Ctx,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_bytes: usize,
+    first: bool,
+    isolation_level: i8,
+    data: &mut PartitionData,
+) -> anyhow::Result<i16> {
+    let (log, ps) = {
+        let applied = ctx.sm.applied.read().expect("applied lock");
+        let Some(t) = applied.state.topics.get(topic) else { return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION) };
+        let Some(ps) = usize::try_from(partition).ok().and_then(|i| t.partitions.get(i)) else {
+            return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
+        };
+        let log = ctx.sm.partitions.read().expect("partitions lock").get(&t.topic_id, partition);
+        (log, ps.clone())
+    };
+    data.high_watermark = ps.high_watermark();
+    data.last_stable_offset = ps.last_stable_offset();
+    data.log_start_offset = ps.log_start_offset;
+    if isolation_level == READ_COMMITTED {
+        data.aborted_transactions = Some(Vec::new());
+    }
+    if offset < ps.log_start_offset || offset > ps.high_watermark() {
+        return Ok(error_code::OFFSET_OUT_OF_RANGE);
+    }
+    let upper = if isolation_level == READ_COMMITTED { ps.last_stable_offset() } else { ps.high_watermark() };
+    let Some(log) = log else { return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION) };
+    if offset >= upper || (max_bytes == 0 && !first) {
+        data.records = Some(bytes::Bytes::new());
+        return Ok(error_code::NONE);
+    }
+    let read = log.lock().expect("partition lock").read(offset, max_bytes.max(1), upper)?;
+    data.records = Some(read.map(|r| r.bytes).unwrap_or_default());
+    Ok(error_code::NONE)
+}
+

@@ -1,0 +1,118 @@
+//! Metadata (key 3): brokers, controller, topics with ids, partitions and their leader.
+//!
+//! Every partition's leader is the Raft leader and its leader epoch the Raft term; replicas
+//! and ISR are the voters. Unknown topics are created here when `auto.create.topics.enable`
+//! is on and the client allows it (v4+), as Kafka does.
+
+use std::collections::BTreeMap;
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_compat::topic_name::topic_name_problem;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{ApiKey, MetadataResponse, RequestKind, ResponseKind};
+
+use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
+use super::HandlerResult;
+use crate::admin::{self, TopicRequest};
+use crate::ctx::SharedCtx;
+
+pub const KEY: ApiKey = ApiKey::Metadata;
+pub const VERSIONS: (i16, i16) = (0, 12);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::Metadata(body) = req.body else { anyhow::bail!("not a Metadata body") };
+    let version = req.api_version;
+    // v0: an empty list means all topics; v1+: null means all topics.
+    let requested: Option<Vec<(Option<String>, [u8; 16])>> = match body.topics {
+        Some(t) if version == 0 && t.is_empty() => None,
+        Some(t) => Some(t.into_iter().map(|t| (t.name.map(|n| n.0.to_string()), uuid_bytes(&t.topic_id))).collect()),
+        None => None,
+    };
+    let auto_create = (version < 4 || body.allow_auto_topic_creation) && ctx.config().bool("auto.create.topics.enable");
+    if let (true, Some(requested)) = (auto_create, &requested) {
+        create_missing(&ctx, requested).await;
+    }
+    let response = MetadataResponse::default()
+        .with_brokers(brokers(&ctx))
+        .with_cluster_id(Some(str_bytes(ctx.cluster_id())))
+        .with_controller_id(ctx.leader_id().map_or(-1, |l| l as i32).into())
+        .with_topics(topics(&ctx, requested));
+    Ok(Some(ResponseKind::Metadata(response)))
+}
+
+async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])]) {
+    let missing: Vec<TopicRequest> = {
+        let applied = ctx.sm.applied.read().expect("applied lock");
+        requested
+            .iter()
+            .filter_map(|(name, _)| name.clone())
+            .filter(|n| !applied.state.topics.contains_key(n) && topic_name_problem(n).is_none())
+            .map(|name| TopicRequest { name, partitions: -1, replication_factor: -1, configs: BTreeMap::new() })
+            .collect()
+    };
+    if !missing.is_empty() {
+        let results = admin::create_topics(ctx, &missing, false).await;
+        tracing::info!(topics = ?missing.iter().map(|t| &t.name).collect::<Vec<_>>(), ?results, "auto-created topics");
+    }
+}
+
+fn brokers(ctx: &SharedCtx) -> Vec<MetadataResponseBroker> {
+    ctx.brokers()
+        .into_iter()
+        .map(|b| MetadataResponseBroker::default().with_node_id(b.node_id.into()).with_host(str_bytes(b.host)).with_port(b.port))
+        .collect()
+}
+
+fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -> Vec<MetadataResponseTopic> {
+    let leader = ctx.leader_id().map_or(-1, |l| l as i32);
+    let epoch = ctx.leader_epoch();
+    let voters = ctx.voter_ids();
+    let applied = ctx.sm.applied.read().expect("applied lock");
+    let state = &applied.state;
+    let describe = |name: &str, t: &crate::state::Topic| {
+        let partitions = (0..t.partitions.len() as i32)
+            .map(|p| {
+                MetadataResponsePartition::default()
+                    .with_error_code(if leader < 0 { error_code::LEADER_NOT_AVAILABLE } else { error_code::NONE })
+                    .with_partition_index(p)
+                    .with_leader_id(leader.into())
+                    .with_leader_epoch(epoch)
+                    .with_replica_nodes(voters.iter().map(|v| (*v).into()).collect())
+                    .with_isr_nodes(voters.iter().map(|v| (*v).into()).collect())
+            })
+            .collect();
+        MetadataResponseTopic::default()
+            .with_name(Some(topic_name(name)))
+            .with_topic_id(uuid(&t.topic_id))
+            .with_partitions(partitions)
+    };
+    match requested {
+        None => state.topics.iter().map(|(n, t)| describe(n, t)).collect(),
+        Some(list) => list
+            .into_iter()
+            .map(|(name, id)| {
+                let found = match &name {
+                    Some(n) => state.topics.get_key_value(n.as_str()),
+                    None => state.topic_by_id(&id),
+                };
+                match found {
+                    Some((n, t)) => describe(n, t),
+                    None => unknown(name, id),
+                }
+            })
+            .collect(),
+    }
+}
+
+fn unknown(name: Option<String>, id: [u8; 16]) -> MetadataResponseTopic {
+    let code = match &name {
+        Some(n) if topic_name_problem(n).is_some() => error_code::INVALID_TOPIC_EXCEPTION,
+        Some(_) => error_code::UNKNOWN_TOPIC_OR_PARTITION,
+        None => error_code::UNKNOWN_TOPIC_ID,
+    };
+    MetadataResponseTopic::default().with_error_code(code).with_name(name.map(topic_name)).with_topic_id(uuid(&id))
+}

@@ -1,0 +1,87 @@
+//! One file per Kafka API, and the one registry that drives both dispatch and ApiVersions.
+//!
+//! Handlers are thin: take the decoded request, make one domain call, build the response.
+//! Each partition carries its own error code; one failing partition never fails the request.
+
+pub mod api_versions;
+pub mod create_partitions;
+pub mod create_topics;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+mod util;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use kafka_compat::codec::Request;
+use kafka_protocol::messages::{ApiKey, ResponseKind};
+
+use crate::ctx::SharedCtx;
+
+/// `Ok(None)`: the request wants no response (produce with acks=0).
+pub type HandlerResult = anyhow::Result<Option<ResponseKind>>;
+pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send>>;
+
+/// A registered API: the versions advertised, the versions served, and the handler.
+pub struct Handler {
+    pub key: ApiKey,
+    pub min_version: i16,
+    pub max_version: i16,
+    /// Lowest version actually served; below it, advertised-only (Produce v0–v2, DESIGN §6).
+    pub accepted_min_version: i16,
+    pub run: fn(SharedCtx, Request) -> HandlerFuture,
+}
+
+macro_rules! handler {
+    ($module:ident) => {
+        Handler {
+            key: $module::KEY,
+            min_version: $module::VERSIONS.0,
+            max_version: $module::VERSIONS.1,
+            accepted_min_version: $module::ACCEPTED_MIN_VERSION,
+            run: |ctx, req| Box::pin($module::handle(ctx, req)),
+        }
+    };
+}
+
+/// Every API onelog serves.
+pub static HANDLERS: &[Handler] = &[
+    handler!(produce),
+    handler!(fetch),
+    handler!(list_offsets),
+    handler!(metadata),
+    handler!(api_versions),
+    handler!(create_topics),
+    handler!(delete_topics),
+    handler!(describe_configs),
+    handler!(create_partitions),
+    handler!(describe_cluster),
+];
+
+pub fn lookup(api_key: i16) -> Option<&'static Handler> {
+    HANDLERS.iter().find(|h| h.key as i16 == api_key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_and_api_versions_agree() {
+        let advertised = api_versions::keys();
+        assert_eq!(advertised.len(), HANDLERS.len());
+        for h in HANDLERS {
+            let a = advertised.iter().find(|a| a.api_key == h.key as i16).expect("advertised");
+            assert_eq!((a.min_version, a.max_version), (h.min_version, h.max_version), "{:?}", h.key);
+            assert!(h.min_version <= h.accepted_min_version && h.accepted_min_version <= h.max_version);
+            // Every served version must be decodable by the protocol crate.
+            let lib = h.key.valid_versions();
+            assert!(lib.min <= h.accepted_min_version && h.max_version <= lib.max, "{:?} beyond {lib:?}", h.key);
+        }
+    }
+}

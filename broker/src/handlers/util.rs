@@ -1,0 +1,20 @@
+//! Small helpers shared by handlers: string conversions and Kafka's "no value" defaults.
+
+use kafka_protocol::messages::TopicName;
+use kafka_protocol::protocol::StrBytes;
+
+pub fn str_bytes(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+pub fn topic_name(s: impl Into<String>) -> TopicName {
+    TopicName(str_bytes(s))
+}
+
+pub fn uuid(id: &[u8; 16]) -> uuid::Uuid {
+    uuid::Uuid::from_bytes(*id)
+}
+
+pub fn uuid_bytes(id: &uuid::Uuid) -> [u8; 16] {
+    *id.as_bytes()
+}

@@ -1,0 +1,172 @@
+//! The pure state machine: `apply_op(state, op) -> (result, effects)`.
+//!
+//! No clock, no randomness, no I/O: everything comes from the op, which the leader filled in.
+//! Partition bytes are not written here; apply returns [`Effect`]s that the storage layer
+//! performs, so every replica applying the same log reaches the same state and the same files.
+
+use bytes::Bytes;
+use kafka_compat::batch::parse_header;
+use kafka_compat::error_code;
+
+use super::command::{NewPartitions, NewTopic, Op, OpResult, PartitionAppend, ProduceOp, TrimLog};
+use super::{BrokerState, PartitionState, Topic};
+
+/// A change to partition files that the storage layer performs after apply.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    CreatePartitionLog { topic_id: [u8; 16], partition: i32 },
+    Append { topic_id: [u8; 16], partition: i32, batch: Bytes },
+    DeleteTopicLogs { topic_id: [u8; 16] },
+    TrimLog { topic_id: [u8; 16], partition: i32, log_start_offset: i64 },
+}
+
+/// Applies one op; effects are appended to `effects` only if the op succeeds.
+pub fn apply_op(state: &mut BrokerState, op: &Op, effects: &mut Vec<Effect>) -> OpResult {
+    match op {
+        Op::InitCluster { cluster_id } => {
+            if state.cluster_id.is_none() {
+                state.cluster_id = Some(cluster_id.clone());
+            }
+            OpResult::Done
+        }
+        Op::Produce(produce) => apply_produce(state, produce, effects),
+        Op::CreateTopics(topics) => OpResult::PerItem(topics.iter().map(|t| create_topic(state, t, effects)).collect()),
+        Op::DeleteTopics(names) => OpResult::PerItem(names.iter().map(|n| delete_topic(state, n, effects)).collect()),
+        Op::CreatePartitions(items) => {
+            OpResult::PerItem(items.iter().map(|p| create_partitions(state, p, effects)).collect())
+        }
+        Op::TrimLog(trims) => {
+            for trim in trims {
+                trim_log(state, trim, effects);
+            }
+            OpResult::Done
+        }
+    }
+}
+
+fn refused(error_code: i16, message: String) -> OpResult {
+    OpResult::Refused { error_code, message }
+}
+
+/// Checks every partition of the op before touching any, so the op applies all-or-nothing.
+/// The leader stamped the offsets; a follower recomputes them and refuses a mismatch rather
+/// than diverge (DESIGN §2: offsets never come from a guess).
+fn apply_produce(state: &mut BrokerState, op: &ProduceOp, effects: &mut Vec<Effect>) -> OpResult {
+    for (index, append) in op.partitions.iter().enumerate() {
+        if op.partitions[..index].iter().any(|p| p.topic == append.topic && p.partition == append.partition) {
+            return refused(error_code::INVALID_REQUEST, format!("{}-{} twice in one op", append.topic, append.partition));
+        }
+        if let Err(result) = check_append(state, append) {
+            return result;
+        }
+    }
+    let mut base_offsets = Vec::with_capacity(op.partitions.len());
+    let mut log_start_offsets = Vec::with_capacity(op.partitions.len());
+    for append in &op.partitions {
+        let topic = state.topics.get_mut(&append.topic).expect("checked above");
+        let topic_id = topic.topic_id;
+        let partition = &mut topic.partitions[append.partition as usize];
+        base_offsets.push(partition.log_end_offset);
+        log_start_offsets.push(partition.log_start_offset);
+        for batch in &append.batches {
+            let header = parse_header(batch).expect("checked above");
+            partition.log_end_offset = header.last_offset() + 1;
+            if header.max_timestamp > partition.max_timestamp {
+                partition.max_timestamp = header.max_timestamp;
+                partition.max_timestamp_offset = header.last_offset();
+            }
+            effects.push(Effect::Append { topic_id, partition: append.partition, batch: batch.clone() });
+        }
+        partition.assert_invariants(&append.topic, append.partition);
+    }
+    OpResult::Produced { base_offsets, log_start_offsets, append_time_ms: op.append_time_ms }
+}
+
+fn check_append(state: &BrokerState, append: &PartitionAppend) -> Result<(), OpResult> {
+    let Some(partition) = state.partition(&append.topic, append.partition) else {
+        return Err(refused(
+            error_code::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("{}-{} does not exist", append.topic, append.partition),
+        ));
+    };
+    let mut expected = partition.log_end_offset;
+    for batch in &append.batches {
+        let header = parse_header(batch).map_err(|e| refused(error_code::CORRUPT_MESSAGE, e.to_string()))?;
+        if header.base_offset != expected || header.size_bytes != batch.len() {
+            return Err(refused(
+                error_code::NOT_LEADER_OR_FOLLOWER,
+                format!(
+                    "{}-{}: batch stamped at {} but the log ends at {expected}",
+                    append.topic, append.partition, header.base_offset
+                ),
+            ));
+        }
+        expected = header.last_offset() + 1;
+    }
+    Ok(())
+}
+
+fn create_topic(state: &mut BrokerState, new: &NewTopic, effects: &mut Vec<Effect>) -> (i16, Option<String>) {
+    if state.topics.contains_key(&new.name) {
+        return (error_code::TOPIC_ALREADY_EXISTS, Some(format!("Topic '{}' already exists.", new.name)));
+    }
+    if new.partitions <= 0 {
+        return (error_code::INVALID_PARTITIONS, Some("Number of partitions must be positive.".into()));
+    }
+    let partitions = (0..new.partitions).map(|_| PartitionState::new()).collect();
+    for partition in 0..new.partitions {
+        effects.push(Effect::CreatePartitionLog { topic_id: new.topic_id, partition });
+    }
+    let topic = Topic {
+        topic_id: new.topic_id,
+        replication_factor: new.replication_factor,
+        configs: new.configs.clone(),
+        partitions,
+    };
+    state.topics.insert(new.name.clone(), topic);
+    (error_code::NONE, None)
+}
+
+fn delete_topic(state: &mut BrokerState, name: &str, effects: &mut Vec<Effect>) -> (i16, Option<String>) {
+    match state.topics.remove(name) {
+        Some(topic) => {
+            effects.push(Effect::DeleteTopicLogs { topic_id: topic.topic_id });
+            (error_code::NONE, None)
+        }
+        None => (error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("Topic '{name}' does not exist."))),
+    }
+}
+
+fn create_partitions(state: &mut BrokerState, req: &NewPartitions, effects: &mut Vec<Effect>) -> (i16, Option<String>) {
+    let Some(topic) = state.topics.get_mut(&req.topic) else {
+        return (error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("Topic '{}' does not exist.", req.topic)));
+    };
+    let current = topic.partitions.len() as i32;
+    if req.count <= current {
+        let message = format!("Topic currently has {current} partitions, {} would not be an increase.", req.count);
+        return (error_code::INVALID_PARTITIONS, Some(message));
+    }
+    for partition in current..req.count {
+        topic.partitions.push(PartitionState::new());
+        effects.push(Effect::CreatePartitionLog { topic_id: topic.topic_id, partition });
+    }
+    (error_code::NONE, None)
+}
+
+fn trim_log(state: &mut BrokerState, trim: &TrimLog, effects: &mut Vec<Effect>) {
+    let Some(topic) = state.topics.get_mut(&trim.topic) else { return };
+    let topic_id = topic.topic_id;
+    let Some(partition) = usize::try_from(trim.partition).ok().and_then(|p| topic.partitions.get_mut(p)) else {
+        return;
+    };
+    // Retention only moves forward and never past the end of the log.
+    let target = trim.log_start_offset.min(partition.log_end_offset);
+    if target > partition.log_start_offset {
+        partition.log_start_offset = target;
+        effects.push(Effect::TrimLog { topic_id, partition: trim.partition, log_start_offset: target });
+    }
+}
+
+#[cfg(test)]
+#[path = "apply_tests.rs"]
+mod tests;

@@ -1,0 +1,161 @@
+//! The bytes of one partition: an ordered list of segments, the materialized view of every
+//! `Append` the Raft log applied to this partition.
+//!
+//! Nothing here is fsynced on the apply path: the Raft log is the write-ahead log. A checkpoint
+//! flushes partition files first, and start-up truncates each partition to its checkpointed
+//! end before the Raft log is re-applied (DESIGN §3).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use kafka_compat::batch::parse_header;
+
+use super::segment::{IndexEntry, Segment};
+
+pub struct PartitionLog {
+    dir: PathBuf,
+    segments: Vec<Segment>,
+}
+
+/// Batches read for a fetch: whole batches, starting with the one holding the fetch offset.
+pub struct ReadBatches {
+    pub bytes: Bytes,
+}
+
+impl PartitionLog {
+    /// Opens (or creates) the partition directory and truncates it to `end_offset`.
+    pub fn open(dir: &Path, log_start_offset: i64, end_offset: i64) -> io::Result<PartitionLog> {
+        std::fs::create_dir_all(dir)?;
+        let mut bases: Vec<(i64, PathBuf)> = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "log") {
+                if let Some(base) = path.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok()) {
+                    bases.push((base, path));
+                }
+            }
+        }
+        bases.sort();
+        let mut segments = Vec::new();
+        let count = bases.len();
+        for (i, (base, path)) in bases.into_iter().enumerate() {
+            let next_base = segments_next_base(&segments);
+            let doomed = base > end_offset || (base == end_offset && !segments.is_empty());
+            if doomed || next_base.is_some_and(|n| base != n) {
+                // Beyond the checkpoint (the Raft log rewrites it) or not contiguous.
+                let _ = std::fs::remove_file(path.with_extension("index"));
+                std::fs::remove_file(&path)?;
+                continue;
+            }
+            segments.push(Segment::open(path, base, end_offset, i + 1 < count)?);
+        }
+        let mut log = PartitionLog { dir: dir.to_path_buf(), segments };
+        log.trim(log_start_offset)?;
+        Ok(log)
+    }
+
+    pub fn log_end_offset(&self) -> Option<i64> {
+        self.segments.iter().rev().find_map(|s| s.last_offset()).map(|o| o + 1)
+    }
+
+    /// Appends one stamped batch, rolling to a new preallocated segment when the active one
+    /// is full.
+    pub fn append(&mut self, batch: &[u8], segment_bytes: u64) -> io::Result<()> {
+        let header = parse_header(batch).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let need_roll = self.segments.last().is_none_or(|s| !s.has_room(batch.len()));
+        if need_roll {
+            if let Some(active) = self.segments.last_mut() {
+                active.seal()?;
+            }
+            let capacity = segment_bytes.max(batch.len() as u64);
+            self.segments.push(Segment::create(&self.dir, header.base_offset, capacity)?);
+        }
+        let entry = IndexEntry {
+            base_offset: header.base_offset,
+            last_offset: header.last_offset(),
+            position: 0,
+            size: batch.len() as u32,
+            max_timestamp: header.max_timestamp,
+        };
+        self.segments.last_mut().expect("rolled above").append(batch, entry)
+    }
+
+    /// Reads whole batches from the one containing `offset`, stopping before `upper_offset`
+    /// (high watermark or last stable offset) and at `max_bytes` — but always returning the
+    /// first batch whole, as Kafka does (KIP-74), so a large batch cannot stall a consumer.
+    pub fn read(&self, offset: i64, max_bytes: usize, upper_offset: i64) -> io::Result<Option<ReadBatches>> {
+        let seg_index = self.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
+        for segment in &self.segments[seg_index..] {
+            let first = segment.index.partition_point(|e| e.last_offset < offset);
+            let candidates = &segment.index[first..];
+            let mut take = 0usize;
+            let mut bytes = 0usize;
+            for entry in candidates {
+                if entry.last_offset >= upper_offset || (take > 0 && bytes + entry.size as usize > max_bytes) {
+                    break;
+                }
+                bytes += entry.size as usize;
+                take += 1;
+            }
+            if take == 0 {
+                if candidates.is_empty() {
+                    continue;
+                }
+                return Ok(None);
+            }
+            let start = candidates[0].position;
+            let data = segment.read_at(start, bytes)?;
+            return Ok(Some(ReadBatches { bytes: Bytes::from(data) }));
+        }
+        Ok(None)
+    }
+
+    /// Index entries of all segments, oldest first (time index scans, retention).
+    pub fn index_entries(&self) -> impl Iterator<Item = &IndexEntry> {
+        self.segments.iter().flat_map(|s| s.index.iter())
+    }
+
+    /// Reads the batch described by `entry`.
+    pub fn read_batch(&self, entry: &IndexEntry) -> io::Result<Vec<u8>> {
+        let seg_index = self.segments.partition_point(|s| s.base_offset <= entry.base_offset).saturating_sub(1);
+        self.segments[seg_index].read_at(entry.position, entry.size as usize)
+    }
+
+    /// Per sealed segment: (first offset of the next segment, bytes, newest timestamp).
+    /// Retention only ever removes whole sealed segments, like Kafka.
+    pub fn sealed_segments(&self) -> Vec<(i64, u64, i64)> {
+        let n = self.segments.len();
+        (0..n.saturating_sub(1))
+            .map(|i| {
+                let s = &self.segments[i];
+                let max_ts = s.index.iter().map(|e| e.max_timestamp).max().unwrap_or(-1);
+                (self.segments[i + 1].base_offset, s.written_bytes, max_ts)
+            })
+            .collect()
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.written_bytes).sum()
+    }
+
+    /// Deletes sealed segments that lie wholly below `log_start_offset`.
+    pub fn trim(&mut self, log_start_offset: i64) -> io::Result<()> {
+        while self.segments.len() > 1 && self.segments[1].base_offset <= log_start_offset {
+            self.segments.remove(0).delete()?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.segments.iter_mut().try_for_each(Segment::flush)
+    }
+}
+
+fn segments_next_base(segments: &[Segment]) -> Option<i64> {
+    segments.last().map(|s| s.last_offset().map_or(s.base_offset, |o| o + 1))
+}
+
+#[cfg(test)]
+#[path = "partition_log_tests.rs"]
+mod tests;
