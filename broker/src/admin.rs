@@ -38,15 +38,27 @@ pub fn validate_topics(ctx: &Ctx, requests: &[TopicRequest]) -> (Vec<NewTopic>, 
         let problem = if let Some(p) = topic_name_problem(&req.name) {
             Some((error_code::INVALID_TOPIC_EXCEPTION, p.to_string()))
         } else if partitions <= 0 || partitions > limits::TOPIC_PARTITIONS_MAX {
-            Some((error_code::INVALID_PARTITIONS, format!("Number of partitions {partitions} is not in 1..={}.", limits::TOPIC_PARTITIONS_MAX)))
+            Some((
+                error_code::INVALID_PARTITIONS,
+                format!("Number of partitions {partitions} is not in 1..={}.", limits::TOPIC_PARTITIONS_MAX),
+            ))
         } else if rf <= 0 || rf > voters.max(1) {
-            Some((error_code::INVALID_REPLICATION_FACTOR, format!("Replication factor: {rf} larger than available brokers: {voters}.")))
+            Some((
+                error_code::INVALID_REPLICATION_FACTOR,
+                format!("Replication factor: {rf} larger than available brokers: {voters}."),
+            ))
         } else {
             topic_configs_problem(&req.configs).map(|p| (error_code::INVALID_CONFIG, p))
         };
         if problem.is_none() {
             let topic_id = *uuid::Uuid::new_v4().as_bytes();
-            valid.push(NewTopic { name: req.name.clone(), topic_id, partitions, replication_factor: rf, configs: req.configs.clone() });
+            valid.push(NewTopic {
+                name: req.name.clone(),
+                topic_id,
+                partitions,
+                replication_factor: rf,
+                configs: req.configs.clone(),
+            });
         }
         errors.push(problem);
     }
@@ -60,7 +72,9 @@ pub async fn create_topics(ctx: &Ctx, requests: &[TopicRequest], validate_only: 
     if !valid.is_empty() && !validate_only {
         applied = match ctx.proposer.propose_op(Op::CreateTopics(valid.clone())).await {
             Ok(OpResult::PerItem(items)) => items.into_iter(),
-            Ok(other) => vec![(error_code::UNKNOWN_SERVER_ERROR, Some(format!("{other:?}"))); valid.len()].into_iter(),
+            Ok(other) => {
+                vec![(error_code::UNKNOWN_SERVER_ERROR, Some(format!("{other:?}"))); valid.len()].into_iter()
+            }
             Err(e) => vec![(e.error_code(), Some(e.to_string())); valid.len()].into_iter(),
         };
     } else if validate_only {
@@ -68,10 +82,12 @@ pub async fn create_topics(ctx: &Ctx, requests: &[TopicRequest], validate_only: 
         let state = ctx.sm.applied.read().expect("applied lock");
         let clash: Vec<_> = valid
             .iter()
-            .map(|t| if state.state.topics.contains_key(&t.name) {
-                (error_code::TOPIC_ALREADY_EXISTS, Some(format!("Topic '{}' already exists.", t.name)))
-            } else {
-                (error_code::NONE, None)
+            .map(|t| {
+                if state.state.topics.contains_key(&t.name) {
+                    (error_code::TOPIC_ALREADY_EXISTS, Some(format!("Topic '{}' already exists.", t.name)))
+                } else {
+                    (error_code::NONE, None)
+                }
             })
             .collect();
         applied = clash.into_iter();

@@ -21,7 +21,8 @@ fn is_large(layout: &Layout) -> bool {
 unsafe fn map(size: usize) -> *mut u8 {
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
     // SAFETY: anonymous mapping with no address hint; the kernel picks a fresh range.
-    let ptr = unsafe { libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+    let ptr =
+        unsafe { libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
     if ptr == libc::MAP_FAILED {
         std::ptr::null_mut()
     } else {

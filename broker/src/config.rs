@@ -66,7 +66,8 @@ impl BrokerConfig {
             values.insert(def.broker_name.to_string(), (def.default.to_string(), false, def.config_type));
         }
         for item in overrides {
-            let (key, value) = item.split_once('=').with_context(|| format!("--config {item}: expected key=value"))?;
+            let (key, value) =
+                item.split_once('=').with_context(|| format!("--config {item}: expected key=value"))?;
             let Some(entry) = values.get_mut(key) else { bail!("--config {key}: unknown broker config") };
             *entry = (value.to_string(), true, entry.2);
         }
@@ -105,6 +106,8 @@ impl BrokerConfig {
     }
 
     pub fn i64(&self, key: &str) -> i64 {
-        self.get(key).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("config {key} is validated at start"))
+        self.get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("config {key} is validated at start"))
     }
 }

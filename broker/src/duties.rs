@@ -68,7 +68,12 @@ async fn retention(ctx: SharedCtx) {
     }
 }
 
-fn topic_setting(ctx: &SharedCtx, configs: &std::collections::BTreeMap<String, String>, key: &str, broker_key: &str) -> i64 {
+fn topic_setting(
+    ctx: &SharedCtx,
+    configs: &std::collections::BTreeMap<String, String>,
+    key: &str,
+    broker_key: &str,
+) -> i64 {
     configs.get(key).and_then(|v| v.parse().ok()).unwrap_or_else(|| ctx.config().i64(broker_key))
 }
 

@@ -26,7 +26,9 @@ static ALLOC: alloc_guard::GuardedAlloc = alloc_guard::GuardedAlloc;
 fn main() -> anyhow::Result<()> {
     let args = config::Args::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
+        )
         .with_writer(std::io::stderr)
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -56,7 +56,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tracing::warn!(peers = ?args.peers, "multi-node clusters are not served by this build; running as one node");
     }
 
-    let log_store = LogStore::<TypeConfig>::open(&args.data_dir.join("raft-log"), LogStoreOptions::default())?;
+    let log_store =
+        LogStore::<TypeConfig>::open(&args.data_dir.join("raft-log"), LogStoreOptions::default())?;
     let sm = sm_store::open(args.data_dir.join("state"), config)?;
     let state_machine = StateMachineStore { shared: sm.clone() };
     let raft = Raft::new(args.node_id, Arc::new(raft_config()?), Network, log_store, state_machine).await?;
@@ -77,7 +78,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         advertised_port: port,
     });
     duties::start(ctx.clone());
-    let listener = TcpListener::bind(args.kafka_listen).await.with_context(|| format!("binding {}", args.kafka_listen))?;
+    let listener = TcpListener::bind(args.kafka_listen)
+        .await
+        .with_context(|| format!("binding {}", args.kafka_listen))?;
     tracing::info!(kafka = %args.kafka_listen, advertised = %advertised, node_id = args.node_id, "onelog ready");
     tokio::select! {
         result = server::serve(listener, ctx) => result?,
@@ -107,7 +110,8 @@ async fn wait_until_caught_up(raft: &Raft) {
 }
 
 async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    let mut term =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}

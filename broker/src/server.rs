@@ -38,7 +38,11 @@ pub async fn serve(listener: TcpListener, ctx: SharedCtx) -> anyhow::Result<()> 
 /// A response slot: the task producing the response bytes (None: the request wants none).
 type Pending = JoinHandle<anyhow::Result<Option<Bytes>>>;
 
-async fn serve_connection(stream: TcpStream, ctx: SharedCtx, request_memory: Arc<Semaphore>) -> anyhow::Result<()> {
+async fn serve_connection(
+    stream: TcpStream,
+    ctx: SharedCtx,
+    request_memory: Arc<Semaphore>,
+) -> anyhow::Result<()> {
     let peer = stream.peer_addr()?;
     let (mut reader, mut writer) = stream.into_split();
     let (tx, mut rx) = mpsc::channel::<Pending>(limits::INFLIGHT_REQUESTS_PER_CONNECTION_MAX);
@@ -105,7 +109,9 @@ fn route(ctx: &SharedCtx, frame: Bytes, memory: OwnedSemaphorePermit) -> Result<
     if handler.key == ApiKey::ApiVersions && version > handler.max_version {
         // KIP-511: answer in v0 with UNSUPPORTED_VERSION and our ranges.
         let corr = prefix.correlation_id;
-        return Ok(tokio::spawn(async move { Ok(Some(codec::encode_api_versions_fallback(corr, api_versions::keys())?)) }));
+        return Ok(tokio::spawn(async move {
+            Ok(Some(codec::encode_api_versions_fallback(corr, api_versions::keys())?))
+        }));
     }
     if version < handler.accepted_min_version || version > handler.max_version {
         return Err(format!(

@@ -18,7 +18,12 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 pub fn keys() -> Vec<ApiVersion> {
     HANDLERS
         .iter()
-        .map(|h| ApiVersion::default().with_api_key(h.key as i16).with_min_version(h.min_version).with_max_version(h.max_version))
+        .map(|h| {
+            ApiVersion::default()
+                .with_api_key(h.key as i16)
+                .with_min_version(h.min_version)
+                .with_max_version(h.max_version)
+        })
         .collect()
 }
 

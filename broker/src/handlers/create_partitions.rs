@@ -24,10 +24,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         items
             .iter()
             .map(|i| match applied.state.topics.get(&i.topic) {
-                None => (error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("Topic '{}' does not exist.", i.topic))),
-                Some(t) if i.count <= t.partitions.len() as i32 => {
-                    (error_code::INVALID_PARTITIONS, Some(format!("Topic currently has {} partitions.", t.partitions.len())))
-                }
+                None => (
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    Some(format!("Topic '{}' does not exist.", i.topic)),
+                ),
+                Some(t) if i.count <= t.partitions.len() as i32 => (
+                    error_code::INVALID_PARTITIONS,
+                    Some(format!("Topic currently has {} partitions.", t.partitions.len())),
+                ),
                 Some(_) => (error_code::NONE, None),
             })
             .collect()

@@ -29,7 +29,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
                 .collect();
             // Manual assignments fix the partition count; replicas are always all voters.
-            let partitions = if t.assignments.is_empty() { t.num_partitions } else { t.assignments.len() as i32 };
+            let partitions =
+                if t.assignments.is_empty() { t.num_partitions } else { t.assignments.len() as i32 };
             let rf = if t.assignments.is_empty() { t.replication_factor } else { -1 };
             TopicRequest { name: t.name.0.to_string(), partitions, replication_factor: rf, configs }
         })

@@ -18,7 +18,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DeleteTopics(body) = req.body else { anyhow::bail!("not a DeleteTopics body") };
     // Resolve every requested topic to (name, id) first; unknown ids are answered directly.
     let wanted: Vec<(Option<String>, [u8; 16])> = if req.api_version >= 6 {
-        body.topics.iter().map(|t| (t.name.as_ref().map(|n| n.0.to_string()), uuid_bytes(&t.topic_id))).collect()
+        body.topics
+            .iter()
+            .map(|t| (t.name.as_ref().map(|n| n.0.to_string()), uuid_bytes(&t.topic_id)))
+            .collect()
     } else {
         body.topic_names.iter().map(|n| (Some(n.0.to_string()), [0; 16])).collect()
     };

@@ -52,8 +52,16 @@ pub fn topic_entries(config: &BrokerConfig, topic_configs: &BTreeMap<String, Str
             }
             synonyms.push((def.broker_name.to_string(), def.default.to_string(), SOURCE_DEFAULT));
             let (value, source) = (synonyms[0].1.clone(), synonyms[0].2);
-            let documentation = (!def.enforced).then_some("Accepted and reported; onelog does not act on it.");
-            ConfigEntry { name: def.name.to_string(), value, source, config_type: def.config_type as i8, synonyms, documentation }
+            let documentation =
+                (!def.enforced).then_some("Accepted and reported; onelog does not act on it.");
+            ConfigEntry {
+                name: def.name.to_string(),
+                value,
+                source,
+                config_type: def.config_type as i8,
+                synonyms,
+                documentation,
+            }
         })
         .collect()
 }
@@ -85,10 +93,15 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 let applied = ctx.sm.applied.read().expect("applied lock");
                 match applied.state.topics.get(&name) {
                     Some(t) => Ok(topic_entries(ctx.config(), &t.configs)),
-                    None => Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic '{name}' does not exist."))),
+                    None => Err((
+                        error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                        format!("Topic '{name}' does not exist."),
+                    )),
                 }
             }
-            RESOURCE_BROKER if name.is_empty() || name == ctx.node_id.to_string() => Ok(broker_entries(ctx.config())),
+            RESOURCE_BROKER if name.is_empty() || name == ctx.node_id.to_string() => {
+                Ok(broker_entries(ctx.config()))
+            }
             RESOURCE_BROKER => Err((error_code::INVALID_REQUEST, format!("Broker {name} is not this node."))),
             other => Err((error_code::INVALID_REQUEST, format!("Resource type {other} is not supported."))),
         };
@@ -105,18 +118,29 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                     .collect();
                 result = result.with_configs(configs);
             }
-            Err((code, message)) => result = result.with_error_code(code).with_error_message(Some(str_bytes(message))),
+            Err((code, message)) => {
+                result = result.with_error_code(code).with_error_message(Some(str_bytes(message)))
+            }
         }
         results.push(result);
     }
     Ok(Some(ResponseKind::DescribeConfigs(DescribeConfigsResponse::default().with_results(results))))
 }
 
-fn to_result(e: ConfigEntry, include_synonyms: bool, include_documentation: bool) -> DescribeConfigsResourceResult {
+fn to_result(
+    e: ConfigEntry,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> DescribeConfigsResourceResult {
     let synonyms = if include_synonyms {
         e.synonyms
             .into_iter()
-            .map(|(n, v, s)| DescribeConfigsSynonym::default().with_name(str_bytes(n)).with_value(Some(str_bytes(v))).with_source(s))
+            .map(|(n, v, s)| {
+                DescribeConfigsSynonym::default()
+                    .with_name(str_bytes(n))
+                    .with_value(Some(str_bytes(v)))
+                    .with_source(s)
+            })
             .collect()
     } else {
         Vec::new()

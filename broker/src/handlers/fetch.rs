@@ -52,7 +52,11 @@ fn read_all(ctx: &Ctx, body: &FetchRequest, version: i16) -> anyhow::Result<(Fet
     let mut topics = Vec::with_capacity(body.topics.len());
     for topic in &body.topics {
         // KIP-516: v13+ names topics by id only.
-        let name = if version >= 13 { resolve_name(ctx, &uuid_bytes(&topic.topic_id)) } else { Some(topic.topic.0.to_string()) };
+        let name = if version >= 13 {
+            resolve_name(ctx, &uuid_bytes(&topic.topic_id))
+        } else {
+            Some(topic.topic.0.to_string())
+        };
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let mut data = PartitionData::default().with_partition_index(p.partition);
@@ -60,11 +64,22 @@ fn read_all(ctx: &Ctx, body: &FetchRequest, version: i16) -> anyhow::Result<(Fet
                 None => error_code::UNKNOWN_TOPIC_ID,
                 Some(_) if !is_leader => error_code::NOT_LEADER_OR_FOLLOWER,
                 Some(_) if p.current_leader_epoch > epoch => error_code::UNKNOWN_LEADER_EPOCH,
-                Some(_) if p.current_leader_epoch >= 0 && p.current_leader_epoch < epoch => error_code::FENCED_LEADER_EPOCH,
+                Some(_) if p.current_leader_epoch >= 0 && p.current_leader_epoch < epoch => {
+                    error_code::FENCED_LEADER_EPOCH
+                }
                 Some(n) => {
                     let max = (p.partition_max_bytes.max(0) as usize).min(budget);
                     let first = total == 0;
-                    read_partition(ctx, n, p.partition, p.fetch_offset, max, first, body.isolation_level, &mut data)?
+                    read_partition(
+                        ctx,
+                        n,
+                        p.partition,
+                        p.fetch_offset,
+                        max,
+                        first,
+                        body.isolation_level,
+                        &mut data,
+                    )?
                 }
             };
             errors |= code != error_code::NONE;
@@ -103,7 +118,9 @@ fn read_partition(
 ) -> anyhow::Result<i16> {
     let (log, ps) = {
         let applied = ctx.sm.applied.read().expect("applied lock");
-        let Some(t) = applied.state.topics.get(topic) else { return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION) };
+        let Some(t) = applied.state.topics.get(topic) else {
+            return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
+        };
         let Some(ps) = usize::try_from(partition).ok().and_then(|i| t.partitions.get(i)) else {
             return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
         };
@@ -129,4 +146,3 @@ fn read_partition(
     data.records = Some(read.map(|r| r.bytes).unwrap_or_default());
     Ok(error_code::NONE)
 }
-

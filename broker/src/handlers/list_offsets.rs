@@ -3,7 +3,9 @@
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::{ApiKey, ListOffsetsResponse, RequestKind, ResponseKind};
 use kafka_protocol::records::RecordBatchDecoder;
 
@@ -31,7 +33,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         let name = topic.name.0.to_string();
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
-            let out = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index).with_leader_epoch(epoch);
+            let out = ListOffsetsPartitionResponse::default()
+                .with_partition_index(p.partition_index)
+                .with_leader_epoch(epoch);
             let (code, timestamp, offset) = if !is_leader {
                 (error_code::NOT_LEADER_OR_FOLLOWER, -1, -1)
             } else if p.current_leader_epoch > epoch {
@@ -49,7 +53,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 }
 
 /// (error code, timestamp, offset) for one partition.
-fn lookup(ctx: &Ctx, topic: &str, partition: i32, timestamp: i64, isolation: i8) -> anyhow::Result<(i16, i64, i64)> {
+fn lookup(
+    ctx: &Ctx,
+    topic: &str,
+    partition: i32,
+    timestamp: i64,
+    isolation: i8,
+) -> anyhow::Result<(i16, i64, i64)> {
     let Some((ps, log)) = partition_of(ctx, topic, partition) else {
         return Ok((error_code::UNKNOWN_TOPIC_OR_PARTITION, -1, -1));
     };
@@ -76,7 +86,8 @@ fn partition_of(ctx: &Ctx, topic: &str, partition: i32) -> Option<(PartitionStat
 /// batch's records (decompressed if need be) give the exact offset, as Kafka answers.
 fn offset_for_timestamp(log: &SharedLog, target: i64, high_watermark: i64) -> anyhow::Result<(i64, i64)> {
     let log = log.lock().expect("partition lock");
-    let Some(entry) = log.index_entries().find(|e| e.max_timestamp >= target && e.base_offset < high_watermark).copied()
+    let Some(entry) =
+        log.index_entries().find(|e| e.max_timestamp >= target && e.base_offset < high_watermark).copied()
     else {
         return Ok((-1, -1));
     };

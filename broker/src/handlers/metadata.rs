@@ -29,10 +29,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     // v0: an empty list means all topics; v1+: null means all topics.
     let requested: Option<Vec<(Option<String>, [u8; 16])>> = match body.topics {
         Some(t) if version == 0 && t.is_empty() => None,
-        Some(t) => Some(t.into_iter().map(|t| (t.name.map(|n| n.0.to_string()), uuid_bytes(&t.topic_id))).collect()),
+        Some(t) => {
+            Some(t.into_iter().map(|t| (t.name.map(|n| n.0.to_string()), uuid_bytes(&t.topic_id))).collect())
+        }
         None => None,
     };
-    let auto_create = (version < 4 || body.allow_auto_topic_creation) && ctx.config().bool("auto.create.topics.enable");
+    let auto_create =
+        (version < 4 || body.allow_auto_topic_creation) && ctx.config().bool("auto.create.topics.enable");
     if let (true, Some(requested)) = (auto_create, &requested) {
         create_missing(&ctx, requested).await;
     }
@@ -51,7 +54,12 @@ async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])
             .iter()
             .filter_map(|(name, _)| name.clone())
             .filter(|n| !applied.state.topics.contains_key(n) && topic_name_problem(n).is_none())
-            .map(|name| TopicRequest { name, partitions: -1, replication_factor: -1, configs: BTreeMap::new() })
+            .map(|name| TopicRequest {
+                name,
+                partitions: -1,
+                replication_factor: -1,
+                configs: BTreeMap::new(),
+            })
             .collect()
     };
     if !missing.is_empty() {
@@ -63,7 +71,12 @@ async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])
 fn brokers(ctx: &SharedCtx) -> Vec<MetadataResponseBroker> {
     ctx.brokers()
         .into_iter()
-        .map(|b| MetadataResponseBroker::default().with_node_id(b.node_id.into()).with_host(str_bytes(b.host)).with_port(b.port))
+        .map(|b| {
+            MetadataResponseBroker::default()
+                .with_node_id(b.node_id.into())
+                .with_host(str_bytes(b.host))
+                .with_port(b.port)
+        })
         .collect()
 }
 
@@ -77,7 +90,11 @@ fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -
         let partitions = (0..t.partitions.len() as i32)
             .map(|p| {
                 MetadataResponsePartition::default()
-                    .with_error_code(if leader < 0 { error_code::LEADER_NOT_AVAILABLE } else { error_code::NONE })
+                    .with_error_code(if leader < 0 {
+                        error_code::LEADER_NOT_AVAILABLE
+                    } else {
+                        error_code::NONE
+                    })
                     .with_partition_index(p)
                     .with_leader_id(leader.into())
                     .with_leader_epoch(epoch)
@@ -114,5 +131,8 @@ fn unknown(name: Option<String>, id: [u8; 16]) -> MetadataResponseTopic {
         Some(_) => error_code::UNKNOWN_TOPIC_OR_PARTITION,
         None => error_code::UNKNOWN_TOPIC_ID,
     };
-    MetadataResponseTopic::default().with_error_code(code).with_name(name.map(topic_name)).with_topic_id(uuid(&id))
+    MetadataResponseTopic::default()
+        .with_error_code(code)
+        .with_name(name.map(topic_name))
+        .with_topic_id(uuid(&id))
 }

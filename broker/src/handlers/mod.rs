@@ -81,7 +81,11 @@ mod tests {
             assert!(h.min_version <= h.accepted_min_version && h.accepted_min_version <= h.max_version);
             // Every served version must be decodable by the protocol crate.
             let lib = h.key.valid_versions();
-            assert!(lib.min <= h.accepted_min_version && h.max_version <= lib.max, "{:?} beyond {lib:?}", h.key);
+            assert!(
+                lib.min <= h.accepted_min_version && h.max_version <= lib.max,
+                "{:?} beyond {lib:?}",
+                h.key
+            );
         }
     }
 }

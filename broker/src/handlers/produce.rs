@@ -62,7 +62,11 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 check_partition(&ctx, &name, p.index, p.records.unwrap_or_default())
             };
             match checked {
-                Ok(batches) if appends.iter().any(|a: &UnstampedAppend| a.topic == name && a.partition == p.index) => {
+                Ok(batches)
+                    if appends
+                        .iter()
+                        .any(|a: &UnstampedAppend| a.topic == name && a.partition == p.index) =>
+                {
                     let _ = batches;
                     slot.error_code = error_code::INVALID_REQUEST;
                     slot.message = Some("partition appears twice in the request".into());
@@ -83,7 +87,11 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     if !appends.is_empty() {
         let append_time = log_append_times(&ctx, &appends);
         let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64);
-        let outcome = tokio::time::timeout(timeout.max(Duration::from_millis(1)), ctx.proposer.propose(Proposal::Produce(appends))).await;
+        let outcome = tokio::time::timeout(
+            timeout.max(Duration::from_millis(1)),
+            ctx.proposer.propose(Proposal::Produce(appends)),
+        )
+        .await;
         record_outcome(&mut slots, &owners, outcome, &append_time);
     }
     if acks == 0 {
@@ -101,14 +109,18 @@ fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes
             return Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("unknown topic {topic}"))));
         };
         if partition < 0 || partition as usize >= t.partitions.len() {
-            return Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("unknown partition {topic}-{partition}"))));
+            return Err((
+                error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                Some(format!("unknown partition {topic}-{partition}")),
+            ));
         }
         t.configs
             .get("max.message.bytes")
             .and_then(|v| v.parse::<i64>().ok())
             .unwrap_or_else(|| ctx.config().i64("message.max.bytes"))
     };
-    validate_record_set(&records, max_bytes.max(0) as usize).map_err(|e| (e.error_code(), Some(e.to_string())))
+    validate_record_set(&records, max_bytes.max(0) as usize)
+        .map_err(|e| (e.error_code(), Some(e.to_string())))
 }
 
 /// Per append: whether its topic uses LogAppendTime (the response then carries the time the
@@ -160,7 +172,9 @@ fn response(slots: Vec<Slot>) -> ProduceResponse {
         match topics.last_mut() {
             Some(t) if t.name.0.as_str() == slot.topic => t.partition_responses.push(partition),
             _ => topics.push(
-                TopicProduceResponse::default().with_name(topic_name(slot.topic)).with_partition_responses(vec![partition]),
+                TopicProduceResponse::default()
+                    .with_name(topic_name(slot.topic))
+                    .with_partition_responses(vec![partition]),
             ),
         }
     }

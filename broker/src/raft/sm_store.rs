@@ -63,7 +63,11 @@ pub fn open(dir: PathBuf, config: BrokerConfig) -> io::Result<Arc<SmShared>> {
     let partitions = Partitions::open(&dir.join("partitions"), &cp.state, &config)?;
     let index = cp.last_applied.map_or(0, |l| l.index);
     Ok(Arc::new(SmShared {
-        applied: RwLock::new(Applied { last_applied: cp.last_applied, membership: cp.membership, state: cp.state }),
+        applied: RwLock::new(Applied {
+            last_applied: cp.last_applied,
+            membership: cp.membership,
+            state: cp.state,
+        }),
         partitions: RwLock::new(partitions),
         applied_index: watch::channel(index).0,
         bytes_since_checkpoint: AtomicU64::new(0),
@@ -200,11 +204,16 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let bytes = snapshot.into_inner();
         let checkpoint = checkpoint::decode(&bytes).map_err(io_err)?;
         raft_store::write_file_atomic(&self.shared.checkpoint_path(), &bytes).map_err(io_err)?;
-        let partitions = Partitions::open(&self.shared.dir.join("partitions"), &checkpoint.state, &self.shared.config)
-            .map_err(io_err)?;
+        let partitions =
+            Partitions::open(&self.shared.dir.join("partitions"), &checkpoint.state, &self.shared.config)
+                .map_err(io_err)?;
         let mut applied = self.shared.applied.write().expect("applied lock");
         *self.shared.partitions.write().expect("partitions lock") = partitions;
-        *applied = Applied { last_applied: meta.last_log_id, membership: checkpoint.membership, state: checkpoint.state };
+        *applied = Applied {
+            last_applied: meta.last_log_id,
+            membership: checkpoint.membership,
+            state: checkpoint.state,
+        };
         self.shared.applied_index.send_replace(meta.last_log_id.map_or(0, |l| l.index));
         Ok(())
     }

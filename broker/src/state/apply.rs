@@ -30,8 +30,12 @@ pub fn apply_op(state: &mut BrokerState, op: &Op, effects: &mut Vec<Effect>) -> 
             OpResult::Done
         }
         Op::Produce(produce) => apply_produce(state, produce, effects),
-        Op::CreateTopics(topics) => OpResult::PerItem(topics.iter().map(|t| create_topic(state, t, effects)).collect()),
-        Op::DeleteTopics(names) => OpResult::PerItem(names.iter().map(|n| delete_topic(state, n, effects)).collect()),
+        Op::CreateTopics(topics) => {
+            OpResult::PerItem(topics.iter().map(|t| create_topic(state, t, effects)).collect())
+        }
+        Op::DeleteTopics(names) => {
+            OpResult::PerItem(names.iter().map(|n| delete_topic(state, n, effects)).collect())
+        }
         Op::CreatePartitions(items) => {
             OpResult::PerItem(items.iter().map(|p| create_partitions(state, p, effects)).collect())
         }
@@ -54,7 +58,10 @@ fn refused(error_code: i16, message: String) -> OpResult {
 fn apply_produce(state: &mut BrokerState, op: &ProduceOp, effects: &mut Vec<Effect>) -> OpResult {
     for (index, append) in op.partitions.iter().enumerate() {
         if op.partitions[..index].iter().any(|p| p.topic == append.topic && p.partition == append.partition) {
-            return refused(error_code::INVALID_REQUEST, format!("{}-{} twice in one op", append.topic, append.partition));
+            return refused(
+                error_code::INVALID_REQUEST,
+                format!("{}-{} twice in one op", append.topic, append.partition),
+            );
         }
         if let Err(result) = check_append(state, append) {
             return result;
@@ -137,13 +144,21 @@ fn delete_topic(state: &mut BrokerState, name: &str, effects: &mut Vec<Effect>) 
     }
 }
 
-fn create_partitions(state: &mut BrokerState, req: &NewPartitions, effects: &mut Vec<Effect>) -> (i16, Option<String>) {
+fn create_partitions(
+    state: &mut BrokerState,
+    req: &NewPartitions,
+    effects: &mut Vec<Effect>,
+) -> (i16, Option<String>) {
     let Some(topic) = state.topics.get_mut(&req.topic) else {
-        return (error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("Topic '{}' does not exist.", req.topic)));
+        return (
+            error_code::UNKNOWN_TOPIC_OR_PARTITION,
+            Some(format!("Topic '{}' does not exist.", req.topic)),
+        );
     };
     let current = topic.partitions.len() as i32;
     if req.count <= current {
-        let message = format!("Topic currently has {current} partitions, {} would not be an increase.", req.count);
+        let message =
+            format!("Topic currently has {current} partitions, {} would not be an increase.", req.count);
         return (error_code::INVALID_PARTITIONS, Some(message));
     }
     for partition in current..req.count {
@@ -156,7 +171,8 @@ fn create_partitions(state: &mut BrokerState, req: &NewPartitions, effects: &mut
 fn trim_log(state: &mut BrokerState, trim: &TrimLog, effects: &mut Vec<Effect>) {
     let Some(topic) = state.topics.get_mut(&trim.topic) else { return };
     let topic_id = topic.topic_id;
-    let Some(partition) = usize::try_from(trim.partition).ok().and_then(|p| topic.partitions.get_mut(p)) else {
+    let Some(partition) = usize::try_from(trim.partition).ok().and_then(|p| topic.partitions.get_mut(p))
+    else {
         return;
     };
     // Retention only moves forward and never past the end of the log.

@@ -21,7 +21,9 @@ pub struct Command {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Op {
     /// First leader of a fresh cluster names it.
-    InitCluster { cluster_id: String },
+    InitCluster {
+        cluster_id: String,
+    },
     /// One produce request: every partition it wrote, applied together (DRMQ's atomic write).
     Produce(ProduceOp),
     CreateTopics(Vec<NewTopic>),
@@ -78,9 +80,16 @@ pub struct CommandResponse {
 pub enum OpResult {
     Done,
     /// Per partition of the produce op, in order: base offset of its first batch.
-    Produced { base_offsets: Vec<i64>, log_start_offsets: Vec<i64>, append_time_ms: i64 },
+    Produced {
+        base_offsets: Vec<i64>,
+        log_start_offsets: Vec<i64>,
+        append_time_ms: i64,
+    },
     /// The op as a whole was refused; Kafka error code and a message.
-    Refused { error_code: i16, message: String },
+    Refused {
+        error_code: i16,
+        message: String,
+    },
     /// Per-item error codes (topics created, deleted, partitions added), in request order.
     PerItem(Vec<(i16, Option<String>)>),
 }

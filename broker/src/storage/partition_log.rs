@@ -92,7 +92,8 @@ impl PartitionLog {
             let mut take = 0usize;
             let mut bytes = 0usize;
             for entry in candidates {
-                if entry.last_offset >= upper_offset || (take > 0 && bytes + entry.size as usize > max_bytes) {
+                if entry.last_offset >= upper_offset || (take > 0 && bytes + entry.size as usize > max_bytes)
+                {
                     break;
                 }
                 bytes += entry.size as usize;
@@ -118,7 +119,8 @@ impl PartitionLog {
 
     /// Reads the batch described by `entry`.
     pub fn read_batch(&self, entry: &IndexEntry) -> io::Result<Vec<u8>> {
-        let seg_index = self.segments.partition_point(|s| s.base_offset <= entry.base_offset).saturating_sub(1);
+        let seg_index =
+            self.segments.partition_point(|s| s.base_offset <= entry.base_offset).saturating_sub(1);
         self.segments[seg_index].read_at(entry.position, entry.size as usize)
     }
 

@@ -34,8 +34,12 @@ impl Partitions {
     pub fn open(root: &Path, state: &BrokerState, config: &BrokerConfig) -> io::Result<Partitions> {
         std::fs::create_dir_all(root)?;
         let segment_bytes_default = config.i64("log.segment.bytes").max(1024) as u64;
-        let mut partitions =
-            Partitions { root: root.to_path_buf(), segment_bytes_default, logs: BTreeMap::new(), segment_bytes: BTreeMap::new() };
+        let mut partitions = Partitions {
+            root: root.to_path_buf(),
+            segment_bytes_default,
+            logs: BTreeMap::new(),
+            segment_bytes: BTreeMap::new(),
+        };
         let known: Vec<String> = state.topics.values().map(|t| hex(&t.topic_id)).collect();
         for entry in std::fs::read_dir(root)? {
             let entry = entry?;
@@ -49,7 +53,8 @@ impl Partitions {
             partitions.remember_segment_bytes(state, &topic.topic_id);
             for (p, ps) in topic.partitions.iter().enumerate() {
                 let dir = partitions.dir(&topic.topic_id, p as i32);
-                let log = super::partition_log::PartitionLog::open(&dir, ps.log_start_offset, ps.log_end_offset)?;
+                let log =
+                    super::partition_log::PartitionLog::open(&dir, ps.log_start_offset, ps.log_end_offset)?;
                 if log.log_end_offset().unwrap_or(ps.log_start_offset) < ps.log_end_offset {
                     tracing::error!(topic = %name, partition = p, expected = ps.log_end_offset,
                         found = ?log.log_end_offset(), "partition files end before the checkpoint");
@@ -83,7 +88,8 @@ impl Partitions {
             match effect {
                 Effect::CreatePartitionLog { topic_id, partition } => {
                     self.remember_segment_bytes(state, topic_id);
-                    let log = super::partition_log::PartitionLog::open(&self.dir(topic_id, *partition), 0, 0)?;
+                    let log =
+                        super::partition_log::PartitionLog::open(&self.dir(topic_id, *partition), 0, 0)?;
                     self.logs.insert((*topic_id, *partition), Arc::new(Mutex::new(log)));
                 }
                 Effect::Append { topic_id, partition, batch } => {
@@ -93,7 +99,8 @@ impl Partitions {
                         }
                         topics_written.push(*topic_id);
                     }
-                    let segment_bytes = self.segment_bytes.get(topic_id).copied().unwrap_or(self.segment_bytes_default);
+                    let segment_bytes =
+                        self.segment_bytes.get(topic_id).copied().unwrap_or(self.segment_bytes_default);
                     let log = self.get(topic_id, *partition).ok_or_else(|| missing(topic_id, *partition))?;
                     log.lock().expect("partition lock").append(batch, segment_bytes)?;
                 }
@@ -108,7 +115,8 @@ impl Partitions {
     }
 
     fn delete_topic(&mut self, topic_id: &[u8; 16]) -> io::Result<()> {
-        let keys: Vec<_> = self.logs.range((*topic_id, i32::MIN)..=(*topic_id, i32::MAX)).map(|(k, _)| *k).collect();
+        let keys: Vec<_> =
+            self.logs.range((*topic_id, i32::MIN)..=(*topic_id, i32::MAX)).map(|(k, _)| *k).collect();
         for key in keys {
             self.logs.remove(&key);
         }

@@ -109,7 +109,15 @@ impl Segment {
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
         preallocate(&file, capacity_bytes)?;
         raft_store::fsync_dir(dir)?;
-        Ok(Segment { base_offset, path, file, written_bytes: 0, capacity_bytes, index: Vec::new(), dirty: true })
+        Ok(Segment {
+            base_offset,
+            path,
+            file,
+            written_bytes: 0,
+            capacity_bytes,
+            index: Vec::new(),
+            dirty: true,
+        })
     }
 
     /// Opens an existing segment, keeping only batches whose last offset is below
@@ -117,8 +125,15 @@ impl Segment {
     pub fn open(path: PathBuf, base_offset: i64, end_offset: i64, sealed: bool) -> io::Result<Segment> {
         let file = OpenOptions::new().read(true).write(true).open(&path)?;
         let capacity_bytes = file.metadata()?.len();
-        let mut segment =
-            Segment { base_offset, path, file, written_bytes: 0, capacity_bytes, index: Vec::new(), dirty: false };
+        let mut segment = Segment {
+            base_offset,
+            path,
+            file,
+            written_bytes: 0,
+            capacity_bytes,
+            index: Vec::new(),
+            dirty: false,
+        };
         let loaded = sealed && segment.load_index_file(end_offset)?;
         if !loaded {
             segment.scan(end_offset)?;
