@@ -12,6 +12,7 @@ pub mod describe_configs;
 pub mod fetch;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 mod util;
 
@@ -61,6 +62,7 @@ pub static HANDLERS: &[Handler] = &[
     handler!(describe_configs),
     handler!(create_partitions),
     handler!(describe_cluster),
+    handler!(offset_for_leader_epoch),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

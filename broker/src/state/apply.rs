@@ -78,6 +78,9 @@ fn apply_produce(state: &mut BrokerState, op: &ProduceOp, effects: &mut Vec<Effe
         for batch in &append.batches {
             let header = parse_header(batch).expect("checked above");
             partition.log_end_offset = header.last_offset() + 1;
+            if partition.leader_epochs.last().is_none_or(|(e, _)| *e < header.partition_leader_epoch) {
+                partition.leader_epochs.push((header.partition_leader_epoch, header.base_offset));
+            }
             if header.max_timestamp > partition.max_timestamp {
                 partition.max_timestamp = header.max_timestamp;
                 partition.max_timestamp_offset = header.last_offset();

@@ -123,3 +123,31 @@ fn trim_never_moves_backwards_or_past_the_end() {
     let (state, _, _) = apply_all(&log);
     assert_eq!(state.partition("a", 0).unwrap().log_start_offset, 4);
 }
+
+#[test]
+fn leader_epoch_cache_answers_offset_for_leader_epoch() {
+    let restamp = |b: Bytes, epoch: i32| {
+        let h = kafka_compat::batch::parse_header(&b).unwrap();
+        stamp_batch(
+            &b,
+            BatchStamp {
+                base_offset: h.base_offset,
+                partition_leader_epoch: epoch,
+                log_append_time_ms: None,
+            },
+        )
+    };
+    let log = vec![
+        create("a", 1, 1),
+        produce(vec![("a", 0, vec![restamp(batch(0, 5), 1)])]),
+        produce(vec![("a", 0, vec![restamp(batch(5, 2), 3)])]),
+    ];
+    let (state, _, _) = apply_all(&log);
+    let p = state.partition("a", 0).unwrap();
+    assert_eq!(p.leader_epochs, vec![(1, 0), (3, 5)]);
+    assert_eq!(p.end_offset_for_epoch(1), (1, 5));
+    assert_eq!(p.end_offset_for_epoch(2), (1, 5));
+    assert_eq!(p.end_offset_for_epoch(3), (3, 7));
+    assert_eq!(p.end_offset_for_epoch(0), (0, 0));
+    assert_eq!(p.end_offset_for_epoch(4), (-1, -1));
+}

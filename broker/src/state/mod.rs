@@ -37,11 +37,36 @@ pub struct PartitionState {
     /// Largest batch max-timestamp seen, and the last offset of that batch (ListOffsets -3).
     pub max_timestamp: i64,
     pub max_timestamp_offset: i64,
+    /// Leader epoch cache (KIP-101): (epoch, first offset written in it), ascending.
+    #[serde(default)]
+    pub leader_epochs: Vec<(i32, i64)>,
 }
 
 impl PartitionState {
     pub fn new() -> Self {
-        PartitionState { log_start_offset: 0, log_end_offset: 0, max_timestamp: -1, max_timestamp_offset: -1 }
+        PartitionState {
+            log_start_offset: 0,
+            log_end_offset: 0,
+            max_timestamp: -1,
+            max_timestamp_offset: -1,
+            leader_epochs: Vec::new(),
+        }
+    }
+
+    /// KIP-101/KIP-320: the end offset of `epoch` on this log, as (epoch, end offset): the
+    /// largest epoch not above the one asked for, ending where the next epoch starts.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        let Some(&(latest, _)) = self.leader_epochs.last() else { return (-1, -1) };
+        if epoch == latest {
+            return (latest, self.log_end_offset);
+        }
+        let higher = self.leader_epochs.iter().find(|(e, _)| *e > epoch);
+        let floor = self.leader_epochs.iter().rev().find(|(e, _)| *e <= epoch);
+        match (floor, higher) {
+            (_, None) => (-1, -1),
+            (Some((e, _)), Some((_, start))) => (*e, *start),
+            (None, Some((_, start))) => (epoch, *start),
+        }
     }
 
     pub fn high_watermark(&self) -> i64 {
