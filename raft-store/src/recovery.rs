@@ -1,0 +1,179 @@
+//! Rebuilding the log from its segment files at open, and cutting off a torn tail.
+//!
+//! Segments are scanned in index order. The log ends at the first record that is not valid
+//! (zero length, length over the limit, running past the file, CRC mismatch, index not
+//! contiguous). Whatever follows it, in that segment and in later ones, was never acknowledged:
+//! the flusher completes a callback only after every segment written before it is synced. So
+//! it is wiped: the rest of the segment is zeroed and later segments are deleted. Zeroing
+//! matters: a stale record left behind a shorter new one could otherwise line up with the next
+//! expected index and come back to life at a later open.
+
+use std::collections::VecDeque;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::LogStoreError;
+use crate::format::{
+    check_header, check_record, parse_segment_name, Invalid, RecordHeader, RECORD_HEADER_BYTES,
+};
+use crate::fsutil::{first_nonzero, fsync_dir, zero_range};
+use crate::index::{EntryIndex, Loc};
+use crate::limits::SCAN_BUFFER_BYTES;
+use crate::segment::Segment;
+
+/// The log as found on disk.
+pub(crate) struct Recovered {
+    /// In index order; the last one is where appends continue.
+    pub segments: VecDeque<Segment>,
+    /// Live entries: those after the purge point.
+    pub index: EntryIndex,
+}
+
+/// Scans `dir`. `purged` is the index of the last purged entry, if any.
+pub(crate) fn recover(
+    dir: &Path,
+    entry_bytes_max: u32,
+    purged: Option<u64>,
+) -> Result<Recovered, LogStoreError> {
+    let mut listed = list_segments(dir)?;
+    let mut dir_changed = drop_purged_segments(&mut listed, purged)?;
+    let mut segments = VecDeque::new();
+    let mut index = EntryIndex::new(purged.map_or(listed.first().map_or(0, |s| s.0), |p| p + 1));
+    let mut listed = listed.into_iter();
+    while let Some((base, path)) = listed.next() {
+        if let Some(prev) = segments.back().map(|s: &Segment| s.next_index).filter(|&next| next != base) {
+            tracing::warn!(segment = %path.display(), expected = prev, "raft log segment does not continue the log; removing it and all later ones");
+            remove_segments(std::iter::once((base, path)).chain(listed.by_ref()))?;
+            dir_changed = true;
+            break;
+        }
+        check_no_hole(base, purged, segments.is_empty(), &path)?;
+        let (segment, torn) = load_segment(base, path, entry_bytes_max, purged, &mut index)?;
+        segments.push_back(segment);
+        if torn {
+            remove_segments(listed.by_ref())?;
+            dir_changed = true;
+        }
+    }
+    if dir_changed {
+        fsync_dir(dir).map_err(|e| LogStoreError::io_at("syncing", dir, e))?;
+    }
+    Ok(Recovered { segments, index })
+}
+
+/// Segment files in `dir` sorted by first index; deletes leftover `*.tmp` files on the way.
+fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, LogStoreError> {
+    let mut found = Vec::new();
+    let entries = fs::read_dir(dir).map_err(|e| LogStoreError::io_at("listing", dir, e))?;
+    for entry in entries {
+        let path = entry.map_err(|e| LogStoreError::io_at("listing", dir, e))?.path();
+        if path.extension().is_some_and(|ext| ext == "tmp") {
+            // An unfinished preallocation or atomic write: never part of the log.
+            fs::remove_file(&path).map_err(|e| LogStoreError::io_at("removing", &path, e))?;
+        } else if let Some(base) = parse_segment_name(&path) {
+            found.push((base, path));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Deletes segments that hold only purged entries: those followed by a segment that starts at or
+/// before `purged + 1` (finishing a purge interrupted between persisting the purge point and
+/// deleting the files). Returns whether anything was deleted.
+fn drop_purged_segments(
+    listed: &mut Vec<(u64, PathBuf)>,
+    purged: Option<u64>,
+) -> Result<bool, LogStoreError> {
+    let Some(purged) = purged else { return Ok(false) };
+    let covered = listed.windows(2).take_while(|w| w[1].0 <= purged.saturating_add(1)).count();
+    remove_segments(listed.drain(..covered))?;
+    Ok(covered > 0)
+}
+
+/// The first kept segment must start at or before the entry after the purge point; anything
+/// else is a hole in the log that no crash of ours can produce.
+fn check_no_hole(base: u64, purged: Option<u64>, is_first: bool, path: &Path) -> Result<(), LogStoreError> {
+    match purged {
+        Some(p) if is_first && base > p.saturating_add(1) => Err(LogStoreError::Corrupt(format!(
+            "{} starts at log index {base} but entries are purged only up to {p}",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn remove_segments(segments: impl Iterator<Item = (u64, PathBuf)>) -> Result<(), LogStoreError> {
+    for (_, path) in segments {
+        tracing::warn!(segment = %path.display(), "removing raft log segment");
+        fs::remove_file(&path).map_err(|e| LogStoreError::io_at("removing", &path, e))?;
+    }
+    Ok(())
+}
+
+/// Scans one segment, adds its live records to `index`, wipes a torn tail. Returns the segment
+/// and whether its tail was torn (then all later segments must go).
+fn load_segment(
+    base: u64,
+    path: PathBuf,
+    entry_bytes_max: u32,
+    purged: Option<u64>,
+    index: &mut EntryIndex,
+) -> Result<(Segment, bool), LogStoreError> {
+    let io_err = |e| LogStoreError::io_at("recovering", &path, e);
+    let file = OpenOptions::new().read(true).write(true).open(&path).map_err(io_err)?;
+    let capacity = file.metadata().map_err(io_err)?.len();
+    let scan = scan_segment(&file, base, capacity, entry_bytes_max).map_err(io_err)?;
+    let end = scan.locs.last().map_or(0, Loc::end);
+    let torn = first_nonzero(&file, end, capacity).map_err(io_err)?.is_some();
+    if torn {
+        let zeroed = zero_range(&file, end, capacity).map_err(io_err)?;
+        file.sync_data().map_err(io_err)?;
+        tracing::warn!(segment = %path.display(), position = end, bytes_zeroed = zeroed, reason = ?scan.stop,
+            last_valid_index = base + scan.locs.len() as u64, "truncated torn tail of raft log");
+    }
+    let next_index = base + scan.locs.len() as u64;
+    for (i, loc) in (base..).zip(scan.locs) {
+        if purged.map_or(true, |p| i > p) {
+            index.push(loc);
+        }
+    }
+    let segment = Segment { base, path, file: Arc::new(file), write_pos: end, next_index, capacity };
+    Ok((segment, torn))
+}
+
+/// Valid records of one segment, and why the scan stopped (`None`: end of file).
+struct Scan {
+    locs: Vec<Loc>,
+    stop: Option<Invalid>,
+}
+
+fn scan_segment(file: &File, base: u64, file_len: u64, entry_bytes_max: u32) -> io::Result<Scan> {
+    let mut reader = BufReader::with_capacity(SCAN_BUFFER_BYTES, file);
+    let (mut locs, mut pos, mut payload) = (Vec::new(), 0u64, Vec::new());
+    let stop = loop {
+        if pos + RECORD_HEADER_BYTES as u64 > file_len {
+            break None;
+        }
+        let mut header = [0u8; RECORD_HEADER_BYTES];
+        reader.read_exact(&mut header)?;
+        let parsed = RecordHeader::parse(&header);
+        if let Err(why) = check_header(&parsed, entry_bytes_max) {
+            break Some(why);
+        }
+        let (record_bytes, bytes_left) = (parsed.record_bytes(), file_len - pos);
+        if record_bytes > bytes_left {
+            break Some(Invalid::Truncated { record_bytes, bytes_left });
+        }
+        payload.resize(parsed.payload_len as usize, 0);
+        reader.read_exact(&mut payload)?;
+        if let Err(why) = check_record(&header, &payload, base + locs.len() as u64) {
+            break Some(why);
+        }
+        locs.push(Loc { pos, len: record_bytes as u32 });
+        pos += record_bytes;
+    };
+    Ok(Scan { locs, stop })
+}
