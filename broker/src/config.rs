@@ -29,9 +29,9 @@ pub struct Args {
     /// host:port clients are told to connect to (Metadata); defaults to --kafka-listen.
     #[arg(long)]
     pub advertised_kafka: Option<String>,
-    /// Address for Raft traffic between nodes.
-    #[arg(long, default_value = "127.0.0.1:19092")]
-    pub raft_listen: SocketAddr,
+    /// Address for Raft traffic between nodes (not bound by a one-node cluster unless given).
+    #[arg(long)]
+    pub raft_listen: Option<SocketAddr>,
     /// Other voters as id=raft_host:port@kafka_host:port, comma separated (multi-node clusters).
     #[arg(long, value_delimiter = ',')]
     pub peers: Vec<String>,

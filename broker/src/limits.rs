@@ -46,3 +46,43 @@ pub const REQUEST_MEMORY_BYTES_MAX: usize = 512 * 1024 * 1024;
 /// Client bytes applied between checkpoints; past this a checkpoint is triggered even if the
 /// entry-count policy has not fired, bounding Raft log size and restart replay.
 pub const CHECKPOINT_INTERVAL_BYTES: u64 = 512 * 1024 * 1024;
+
+/// Bytes of one Raft RPC frame after its 8-byte length+CRC header, checked before the frame is
+/// allocated. Must hold one log entry as large as raft-store accepts (64 MiB, its default
+/// `entry_bytes_max`) plus the AppendEntries envelope, or that entry could never replicate.
+pub const RAFT_FRAME_BYTES_MAX: usize = 72 * 1024 * 1024;
+
+/// Bytes of one AppendEntries request. A larger request with more than one entry is refused
+/// locally with openraft's `PayloadTooLarge`, so openraft resends fewer entries: one RPC's send
+/// plus the follower's fsync must fit in the heartbeat-interval RPC timeout.
+pub const RAFT_APPEND_ENTRIES_BYTES_MAX: usize = 16 * 1024 * 1024;
+
+/// Raft RPCs one inbound peer connection may have being handled at once; the server stops
+/// reading the connection until one finishes.
+pub const RAFT_INFLIGHT_RPCS_PER_CONNECTION_MAX: usize = 32;
+
+/// Encoded Raft RPC frames queued for one peer connection's writer; callers wait when full
+/// (inside their RPC timeout).
+pub const RAFT_OUTBOUND_FRAMES_PER_PEER_MAX: usize = 64;
+
+/// Read and write buffer of a Raft peer connection (bytes). Larger frames bypass it.
+pub const RAFT_SOCKET_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Longest a TCP connect plus handshake to a Raft peer may take (ms); capped further at half
+/// the RPC's own timeout so a black-holed peer is reported unreachable, not timed out.
+pub const RAFT_CONNECT_TIMEOUT_MS: u64 = 1_000;
+
+/// First and largest wait before reconnecting to a Raft peer after a failed connect (ms); the
+/// wait doubles per consecutive failure. RPCs inside the wait fail at once as unreachable.
+pub const RAFT_RECONNECT_BACKOFF_MS_MIN: u64 = 20;
+pub const RAFT_RECONNECT_BACKOFF_MS_MAX: u64 = 1_000;
+
+/// Longest an accepted Raft connection may take to send its handshake (ms).
+pub const RAFT_HANDSHAKE_TIMEOUT_MS: u64 = 5_000;
+
+/// Pause after a failed accept on the Raft listener (ms), e.g. out of file descriptors.
+pub const RAFT_ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
+
+/// Consecutive timed-out Raft RPCs, with no response of any kind in between, after which the
+/// connection to that peer is dropped and made afresh (a peer gone without FIN or RST).
+pub const RAFT_SILENT_TIMEOUTS_BEFORE_RECONNECT: u32 = 5;

@@ -60,8 +60,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         LogStore::<TypeConfig>::open(&args.data_dir.join("raft-log"), LogStoreOptions::default())?;
     let sm = sm_store::open(args.data_dir.join("state"), config)?;
     let state_machine = StateMachineStore { shared: sm.clone() };
-    let raft = Raft::new(args.node_id, Arc::new(raft_config()?), Network, log_store, state_machine).await?;
-    let me = NodeAddr { raft: args.raft_listen.to_string(), kafka: advertised.clone() };
+    let raft =
+        Raft::new(args.node_id, Arc::new(raft_config()?), Network::default(), log_store, state_machine)
+            .await?;
+    // A one-node cluster has no peers to hear from; the Raft listener is bound when asked for
+    // (or when peers exist), so many single-node brokers can share a machine.
+    let raft_addr = match args.raft_listen {
+        Some(addr) => {
+            let listener = TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+            tokio::spawn(crate::raft::transport::serve_raft(listener, raft.clone()));
+            addr.to_string()
+        }
+        None => String::new(),
+    };
+    let me = NodeAddr { raft: raft_addr, kafka: advertised.clone() };
     if !raft.is_initialized().await? {
         tracing::info!(node_id = args.node_id, "initializing a new one-node cluster");
         raft.initialize(BTreeMap::from([(args.node_id, me)])).await?;

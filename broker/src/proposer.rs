@@ -79,11 +79,19 @@ impl Proposer {
         Proposer { tx }
     }
 
-    /// Puts `proposal` in the log and waits until it is committed and applied.
-    pub async fn propose(&self, proposal: Proposal) -> Result<OpResult, ProposeError> {
+    /// Queues `proposal` (in call order) and returns a future of its result.
+    pub async fn submit(
+        &self,
+        proposal: Proposal,
+    ) -> Result<impl std::future::Future<Output = Result<OpResult, ProposeError>>, ProposeError> {
         let (reply, rx) = oneshot::channel();
         self.tx.send((proposal, reply)).await.map_err(|_| ProposeError::Fatal("proposer stopped".into()))?;
-        rx.await.map_err(|_| ProposeError::Fatal("proposer dropped the request".into()))?
+        Ok(async move { rx.await.map_err(|_| ProposeError::Fatal("proposer dropped the request".into()))? })
+    }
+
+    /// Puts `proposal` in the log and waits until it is committed and applied.
+    pub async fn propose(&self, proposal: Proposal) -> Result<OpResult, ProposeError> {
+        self.submit(proposal).await?.await
     }
 
     /// Convenience for ops that need no stamping.

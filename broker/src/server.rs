@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::ctx::SharedCtx;
-use crate::handlers::{self, api_versions};
+use crate::handlers::{self, api_versions, HandlerFuture, Run};
 use crate::limits;
 
 pub async fn serve(listener: TcpListener, ctx: SharedCtx) -> anyhow::Result<()> {
@@ -82,7 +82,7 @@ async fn serve_connection(
         let memory = request_memory.clone().acquire_many_owned(permits).await?;
         let mut frame = BytesMut::zeroed(len);
         reader.read_exact(&mut frame).await?;
-        match route(&ctx, frame.freeze(), memory) {
+        match route(&ctx, frame.freeze(), memory).await {
             Ok(pending) => {
                 if tx.send(pending).await.is_err() {
                     break;
@@ -99,8 +99,11 @@ async fn serve_connection(
     Ok(())
 }
 
-/// Checks api key and version against the handler registry, then spawns the handler.
-fn route(ctx: &SharedCtx, frame: Bytes, memory: OwnedSemaphorePermit) -> Result<Pending, String> {
+/// Checks api key and version against the handler registry, then spawns the handler. An
+/// ordered handler's first stage runs here, in the read loop, so that requests of one
+/// connection reach the log in the order they were sent (Kafka appends a connection's
+/// produce requests in order; librdkafka pipelines them).
+async fn route(ctx: &SharedCtx, frame: Bytes, memory: OwnedSemaphorePermit) -> Result<Pending, String> {
     let prefix = codec::peek_prefix(&frame).map_err(|e| e.to_string())?;
     let Some(handler) = handlers::lookup(prefix.api_key) else {
         return Err(format!("unknown api key {}", prefix.api_key));
@@ -120,11 +123,16 @@ fn route(ctx: &SharedCtx, frame: Bytes, memory: OwnedSemaphorePermit) -> Result<
         ));
     }
     let request = codec::decode_request(frame).map_err(|e: DecodeError| e.to_string())?;
-    let ctx = ctx.clone();
-    let run = handler.run;
+    let (key, version, corr) = (request.api_key, request.api_version, request.header.correlation_id);
+    let response: HandlerFuture = match handler.run {
+        Run::Concurrent(run) => run(ctx.clone(), request),
+        Run::Ordered(submit) => match submit(ctx.clone(), request).await {
+            Ok(rest) => rest,
+            Err(e) => return Err(format!("{key:?} v{version}: {e:#}")),
+        },
+    };
     Ok(tokio::spawn(async move {
-        let (key, version, corr) = (request.api_key, request.api_version, request.header.correlation_id);
-        let response = run(ctx, request).await?;
+        let response = response.await?;
         drop(memory);
         match response {
             Some(body) => Ok(Some(codec::encode_response(key, version, corr, &body)?)),

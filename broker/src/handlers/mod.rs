@@ -27,6 +27,18 @@ use crate::ctx::SharedCtx;
 /// `Ok(None)`: the request wants no response (produce with acks=0).
 pub type HandlerResult = anyhow::Result<Option<ResponseKind>>;
 pub type HandlerFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send>>;
+/// The first stage of an ordered handler: returns the rest of the handler as a future.
+pub type SubmitFuture = Pin<Box<dyn Future<Output = anyhow::Result<HandlerFuture>> + Send>>;
+
+/// How a handler runs relative to other requests on its connection.
+#[derive(Clone, Copy)]
+pub enum Run {
+    /// Spawned at once; responses are still written in request order.
+    Concurrent(fn(SharedCtx, Request) -> HandlerFuture),
+    /// Two stages (Redpanda's two-stage handlers): the first runs in the connection's read
+    /// loop and submits to the log in request order; the second, spawned, awaits the commit.
+    Ordered(fn(SharedCtx, Request) -> SubmitFuture),
+}
 
 /// A registered API: the versions advertised, the versions served, and the handler.
 pub struct Handler {
@@ -35,7 +47,7 @@ pub struct Handler {
     pub max_version: i16,
     /// Lowest version actually served; below it, advertised-only (Produce v0–v2, DESIGN §6).
     pub accepted_min_version: i16,
-    pub run: fn(SharedCtx, Request) -> HandlerFuture,
+    pub run: Run,
 }
 
 macro_rules! handler {
@@ -45,14 +57,23 @@ macro_rules! handler {
             min_version: $module::VERSIONS.0,
             max_version: $module::VERSIONS.1,
             accepted_min_version: $module::ACCEPTED_MIN_VERSION,
-            run: |ctx, req| Box::pin($module::handle(ctx, req)),
+            run: Run::Concurrent(|ctx, req| Box::pin($module::handle(ctx, req))),
+        }
+    };
+    (ordered $module:ident) => {
+        Handler {
+            key: $module::KEY,
+            min_version: $module::VERSIONS.0,
+            max_version: $module::VERSIONS.1,
+            accepted_min_version: $module::ACCEPTED_MIN_VERSION,
+            run: Run::Ordered(|ctx, req| Box::pin($module::submit(ctx, req))),
         }
     };
 }
 
 /// Every API onelog serves.
 pub static HANDLERS: &[Handler] = &[
-    handler!(produce),
+    handler!(ordered produce),
     handler!(fetch),
     handler!(list_offsets),
     handler!(metadata),

@@ -14,7 +14,7 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ApiKey, ProduceResponse, RequestKind, ResponseKind};
 
 use super::util::{str_bytes, topic_name};
-use super::HandlerResult;
+use super::HandlerFuture;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::proposer::{is_log_append_time, Proposal, UnstampedAppend};
 use crate::state::command::OpResult;
@@ -35,7 +35,8 @@ struct Slot {
     log_append_time: i64,
 }
 
-pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+/// Stage one, in the connection's read loop: validate and queue for the log in request order.
+pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFuture> {
     let RequestKind::Produce(body) = req.body else { anyhow::bail!("not a Produce body") };
     let acks = body.acks;
     let mut slots = Vec::new();
@@ -84,20 +85,24 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             slots.push(slot);
         }
     }
-    if !appends.is_empty() {
-        let append_time = log_append_times(&ctx, &appends);
-        let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64);
-        let outcome = tokio::time::timeout(
-            timeout.max(Duration::from_millis(1)),
-            ctx.proposer.propose(Proposal::Produce(appends)),
-        )
-        .await;
-        record_outcome(&mut slots, &owners, outcome, &append_time);
-    }
-    if acks == 0 {
-        return Ok(None);
-    }
-    Ok(Some(ResponseKind::Produce(response(slots))))
+    let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64).max(Duration::from_millis(1));
+    let append_time = log_append_times(&ctx, &appends);
+    let pending =
+        if appends.is_empty() { None } else { Some(ctx.proposer.submit(Proposal::Produce(appends)).await) };
+    // Stage two, spawned: wait for the commit and answer.
+    Ok(Box::pin(async move {
+        if let Some(pending) = pending {
+            let outcome = match pending {
+                Ok(result) => tokio::time::timeout(timeout, result).await,
+                Err(e) => Ok(Err(e)),
+            };
+            record_outcome(&mut slots, &owners, outcome, &append_time);
+        }
+        if acks == 0 {
+            return Ok(None);
+        }
+        Ok(Some(ResponseKind::Produce(response(slots))))
+    }))
 }
 
 type Checked = Result<Vec<kafka_compat::batch::ValidBatch>, (i16, Option<String>)>;

@@ -3,6 +3,7 @@
 pub mod checkpoint;
 pub mod network;
 pub mod sm_store;
+pub mod transport;
 
 use std::fmt;
 use std::io::Cursor;

@@ -1,0 +1,16 @@
+//! The Raft RPC transport between onelog nodes: a framed binary protocol over TCP, one
+//! persistent pipelined connection per peer.
+//!
+//! - [`codec`]: the frame format (length, CRC32C, kind, request id, bincode body).
+//! - [`client`]: the connection to one peer, shared by every openraft client for it; the
+//!   openraft-facing `RaftNetwork` is in `raft::network`.
+//! - [`server`]: [`serve_raft`], answering peers' requests with the local `Raft`.
+
+pub mod client;
+pub mod codec;
+pub mod server;
+
+pub use server::serve_raft;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,193 @@
+//! The server end of the Raft transport: accepts peer connections and hands their requests to
+//! the local `Raft`.
+//!
+//! Each request runs in its own task, so a vote or heartbeat is answered while an earlier
+//! AppendEntries waits for its fsync; responses carry the request id and leave through one
+//! writer task per connection, in completion order. A frame that fails its length or CRC
+//! check, or does not decode, closes the connection: the byte stream is no longer trusted, and
+//! the client fails its outstanding requests and reconnects. When the Raft node stops, the
+//! listener and every connection close, so peers see it as unreachable.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use serde::Serialize;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+
+use super::codec::{self, Frame, FrameError, Hello, Kind, PROTOCOL_VERSION};
+use crate::limits;
+use crate::raft::{Raft, TypeConfig};
+
+/// Serves Raft RPCs from peers until the local Raft node shuts down (then returns `Ok`).
+/// Accept errors (e.g. out of file descriptors) are logged and retried after a pause.
+// node.rs does not spawn it yet; drop this `allow` when it does.
+pub async fn serve_raft(listener: TcpListener, raft: Raft) -> anyhow::Result<()> {
+    let node_id = raft.metrics().borrow().id;
+    // Dropped on return: every connection task sees it and closes.
+    let (_stop, stop) = watch::channel(());
+    let stopped = raft_stopped(raft.clone());
+    tokio::pin!(stopped);
+    tracing::info!(node_id, addr = ?listener.local_addr().ok(), "serving raft peers");
+    loop {
+        tokio::select! {
+            _ = &mut stopped => {
+                tracing::info!(node_id, "raft stopped; closing the raft listener");
+                return Ok(());
+            }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    tokio::spawn(serve_connection(stream, peer, raft.clone(), node_id, stop.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(node_id, error = %e, "raft listener accept failed");
+                    tokio::time::sleep(Duration::from_millis(limits::RAFT_ACCEPT_ERROR_BACKOFF_MS)).await;
+                }
+            },
+        }
+    }
+}
+
+/// Resolves once the Raft core has exited: its metrics sender is dropped with it.
+async fn raft_stopped(raft: Raft) {
+    let mut metrics = raft.metrics();
+    drop(raft);
+    while metrics.changed().await.is_ok() {}
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    raft: Raft,
+    node_id: u64,
+    mut stop: watch::Receiver<()>,
+) {
+    let _ = stream.set_nodelay(true);
+    let (read_half, mut write_half) = stream.into_split();
+    let mut reader = BufReader::with_capacity(limits::RAFT_SOCKET_BUFFER_BYTES, read_half);
+    let handshake = Duration::from_millis(limits::RAFT_HANDSHAKE_TIMEOUT_MS);
+    match tokio::time::timeout(handshake, accept_hello(&mut reader, node_id)).await {
+        Ok(Ok(reply)) => {
+            if let Err(e) = write_half.write_all(&reply).await {
+                tracing::debug!(%peer, error = %e, "raft handshake reply failed");
+                return;
+            }
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(%peer, error = %e, "raft peer handshake refused; closing");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(%peer, "raft peer sent no handshake in time; closing");
+            return;
+        }
+    }
+    tracing::debug!(%peer, "raft peer connected");
+
+    let (responses, outbound) = mpsc::channel(limits::RAFT_INFLIGHT_RPCS_PER_CONNECTION_MAX);
+    let writer = tokio::spawn(codec::write_frames(outbound, write_half));
+    let inflight = Arc::new(Semaphore::new(limits::RAFT_INFLIGHT_RPCS_PER_CONNECTION_MAX));
+    let outcome = loop {
+        let next = async {
+            // Stop reading while the connection has its limit of requests being handled.
+            // (The semaphore is never closed, so `ok()` is always `Some`.)
+            let permit = inflight.clone().acquire_owned().await.ok();
+            (permit, codec::read_frame(&mut reader, limits::RAFT_FRAME_BYTES_MAX).await)
+        };
+        let (permit, frame) = tokio::select! {
+            _ = stop.changed() => break Ok(()),
+            next = next => next,
+        };
+        let request = match frame {
+            Ok(None) => break Ok(()),
+            Ok(Some(frame)) => Request::decode(frame),
+            Err(e) => Err(e),
+        };
+        match request {
+            Ok(request) => drop(tokio::spawn(handle(request, raft.clone(), responses.clone(), permit))),
+            Err(e) => break Err(e),
+        }
+    };
+    match outcome {
+        Ok(()) => tracing::debug!(%peer, "raft peer connection closed"),
+        Err(e) => tracing::warn!(%peer, error = %e, "bad frame from raft peer; closing the connection"),
+    }
+    // The client has gone, sent garbage, or we are stopping: responses still being computed
+    // have nobody to go to. Aborting the writer closes the socket now.
+    writer.abort();
+}
+
+/// Checks the client's handshake and returns ours.
+async fn accept_hello(
+    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
+    node_id: u64,
+) -> anyhow::Result<Vec<u8>> {
+    let frame = codec::read_frame(reader, limits::RAFT_FRAME_BYTES_MAX)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("closed before the handshake"))?;
+    anyhow::ensure!(frame.kind == Kind::Hello, "expected a handshake, got a {:?} frame", frame.kind);
+    let hello: Hello = frame.decode_body()?;
+    anyhow::ensure!(
+        hello.protocol_version == PROTOCOL_VERSION,
+        "peer speaks protocol {}, we speak {PROTOCOL_VERSION}",
+        hello.protocol_version
+    );
+    if hello.node_id != node_id {
+        // The client refuses our reply; say why on this side too.
+        tracing::warn!(expected = hello.node_id, node_id, "raft peer dialed us for another node id");
+    }
+    let ours = Hello { protocol_version: PROTOCOL_VERSION, node_id };
+    Ok(codec::encode(Kind::Hello, 0, &ours, limits::RAFT_FRAME_BYTES_MAX)?)
+}
+
+enum Request {
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<u64>),
+    InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+}
+
+impl Request {
+    /// Decodes on the reading task, so a body that does not decode closes the connection.
+    fn decode(frame: Frame) -> Result<(u64, Request), FrameError> {
+        let request = match frame.kind {
+            Kind::AppendEntries => Request::AppendEntries(frame.decode_body()?),
+            Kind::Vote => Request::Vote(frame.decode_body()?),
+            Kind::InstallSnapshot => Request::InstallSnapshot(frame.decode_body()?),
+            Kind::Hello | Kind::Response => return Err(FrameError::Unexpected(frame.kind)),
+        };
+        Ok((frame.request_id, request))
+    }
+}
+
+/// Runs one request against the local Raft and queues its tagged result, `Ok` or the
+/// `RaftError`, for the client to map back.
+async fn handle(
+    (request_id, request): (u64, Request),
+    raft: Raft,
+    responses: mpsc::Sender<Vec<u8>>,
+    _permit: Option<OwnedSemaphorePermit>,
+) {
+    let frame = match request {
+        Request::AppendEntries(req) => encode_response(request_id, &raft.append_entries(req).await),
+        Request::Vote(req) => encode_response(request_id, &raft.vote(req).await),
+        Request::InstallSnapshot(req) => encode_response(request_id, &raft.install_snapshot(req).await),
+    };
+    if let Some(frame) = frame {
+        // The connection may be gone; then nobody is waiting for this response.
+        let _ = responses.send(frame).await;
+    }
+}
+
+fn encode_response<T: Serialize>(request_id: u64, result: &T) -> Option<Vec<u8>> {
+    match codec::encode(Kind::Response, request_id, result, limits::RAFT_FRAME_BYTES_MAX) {
+        Ok(frame) => Some(frame),
+        Err(e) => {
+            // Responses are a few bytes; the client times out and retries.
+            tracing::error!(request_id, error = %e, "cannot encode a raft response");
+            None
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! `onelog-bench`: closed-loop produce benchmark against a running broker or a spawned release
+//! build, printed as a markdown table beside the floor measured in the same run (loopback TCP
+//! round trip, fdatasync of a preallocated file).
+//!
+//! Each "producer" is one concurrent sender sharing a single librdkafka FutureProducer; it awaits
+//! every delivery before sending the next record, so each latency sample is one message's.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use clap::{Args, Parser, Subcommand};
+use harness::bench::floor::{loopback_rtt, preallocated_fdatasync};
+use harness::bench::stats::Percentiles;
+use harness::kafka::client_config;
+use harness::process::onelog_binary;
+use harness::{Broker, BrokerOptions};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+#[derive(Parser)]
+#[command(about = "Benchmarks for onelog; they report figures and assert nothing")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Closed-loop produce with acks=all.
+    Produce(ProduceArgs),
+    /// Only the floor: loopback TCP round trip and fdatasync of a preallocated file.
+    Floor {
+        /// Directory for the fdatasync file; the system temp directory by default.
+        #[arg(long)]
+        sync_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+struct ProduceArgs {
+    /// A running broker; conflicts with --spawn.
+    #[arg(long, conflicts_with = "spawn", required_unless_present = "spawn")]
+    bootstrap: Option<String>,
+    /// Start a release onelog (ONELOG_BIN or target/release/onelog) in a temporary directory.
+    #[arg(long)]
+    spawn: bool,
+    #[arg(long, default_value_t = 1024)]
+    record_bytes: usize,
+    /// Seconds per producer count.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Comma-separated concurrent sender counts, one table row each.
+    #[arg(long, value_delimiter = ',', default_value = "1,10,100")]
+    producers: Vec<usize>,
+    #[arg(long, default_value = "onelog-bench")]
+    topic: String,
+    #[arg(long, default_value_t = 1)]
+    partitions: i32,
+    /// Directory for the fdatasync floor; the spawned broker's node directory, else the system
+    /// temp directory.
+    #[arg(long)]
+    sync_dir: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Produce(args) => produce(args).await,
+        Command::Floor { sync_dir } => {
+            let sync_dir = sync_dir.unwrap_or_else(std::env::temp_dir);
+            print_floor(&loopback_rtt()?, &preallocated_fdatasync(&sync_dir)?, &sync_dir);
+            Ok(())
+        }
+    }
+}
+
+async fn produce(args: ProduceArgs) -> Result<()> {
+    let broker = match args.spawn {
+        true => Some(spawn_release()?),
+        false => None,
+    };
+    let bootstrap = match (&broker, &args.bootstrap) {
+        (Some(b), _) => b.bootstrap(),
+        (None, Some(b)) => b.clone(),
+        (None, None) => bail!("--bootstrap or --spawn"),
+    };
+    let sync_dir = args
+        .sync_dir
+        .clone()
+        .or_else(|| broker.as_ref().map(|b| b.dir().to_path_buf()))
+        .unwrap_or_else(std::env::temp_dir);
+    let rtt = loopback_rtt()?;
+    let fsync = preallocated_fdatasync(&sync_dir)?;
+    ensure_topic(&bootstrap, &args.topic, args.partitions).await?;
+
+    println!(
+        "\nproduce, acks=all, {} B records, {} s per row, broker {bootstrap}\n",
+        args.record_bytes, args.seconds
+    );
+    println!("| producers | msgs/s | MB/s | p50 ms | p99 ms |");
+    println!("|---:|---:|---:|---:|---:|");
+    for &producers in &args.producers {
+        let row = run_closed_loop(&bootstrap, &args, producers).await?;
+        println!(
+            "| {producers} | {:.0} | {:.2} | {:.3} | {:.3} |",
+            row.msgs_per_s, row.mb_per_s, row.latency.p50_ms, row.latency.p99_ms
+        );
+    }
+    println!("\nfloor, same run:");
+    print_floor(&rtt, &fsync, &sync_dir);
+    Ok(())
+}
+
+fn print_floor(rtt: &Percentiles, fsync: &Percentiles, sync_dir: &Path) {
+    println!("\n| floor | samples | p50 ms | p99 ms |");
+    println!("|---|---:|---:|---:|");
+    println!("| loopback TCP RTT | {} | {:.3} | {:.3} |", rtt.samples, rtt.p50_ms, rtt.p99_ms);
+    println!(
+        "| fdatasync, preallocated file in {} | {} | {:.3} | {:.3} |",
+        sync_dir.display(),
+        fsync.samples,
+        fsync.p50_ms,
+        fsync.p99_ms
+    );
+}
+
+fn spawn_release() -> Result<Broker> {
+    let options = BrokerOptions { binary: Some(onelog_binary("release")?), ..BrokerOptions::default() };
+    let broker = Broker::start(options)?;
+    eprintln!("spawned onelog at {} (log {})", broker.bootstrap(), broker.log_path().display());
+    Ok(broker)
+}
+
+async fn ensure_topic(bootstrap: &str, topic: &str, partitions: i32) -> Result<()> {
+    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap).create()?;
+    let new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    for result in admin.create_topics([&new_topic], &AdminOptions::new()).await? {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((name, code)) => bail!("creating {name}: {code:?}"),
+        }
+    }
+    Ok(())
+}
+
+struct Row {
+    msgs_per_s: f64,
+    mb_per_s: f64,
+    latency: Percentiles,
+}
+
+async fn run_closed_loop(bootstrap: &str, args: &ProduceArgs, producers: usize) -> Result<Row> {
+    let producer: FutureProducer = client_config(bootstrap)
+        .set("acks", "all")
+        .set("enable.idempotence", "false")
+        .set("linger.ms", "0")
+        .set("message.timeout.ms", "30000")
+        .create()?;
+    let payload: Arc<Vec<u8>> = Arc::new((0..args.record_bytes).map(|i| (i * 31 % 251) as u8).collect());
+    let topic = Arc::new(args.topic.clone());
+    let duration = Duration::from_secs(args.seconds);
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(producers);
+    for sender in 0..producers {
+        let (producer, payload, topic) = (producer.clone(), payload.clone(), topic.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut n = 0u64;
+            while start.elapsed() < duration {
+                let key = format!("{sender}-{n}");
+                let record = FutureRecord::to(topic.as_str()).key(&key).payload(payload.as_slice());
+                let sent = Instant::now();
+                producer.send(record, Duration::from_secs(30)).await.map_err(|(e, _)| e)?;
+                samples.push(sent.elapsed());
+                n += 1;
+            }
+            anyhow::Ok(samples)
+        }));
+    }
+    let mut samples = Vec::new();
+    for task in tasks {
+        samples.extend(task.await??);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let count = samples.len() as f64;
+    Ok(Row {
+        msgs_per_s: count / elapsed,
+        mb_per_s: count * args.record_bytes as f64 / elapsed / 1e6,
+        latency: Percentiles::of(samples),
+    })
+}

@@ -1,0 +1,131 @@
+//! rdkafka (librdkafka) helpers shared by the tests and the benchmark: client configs, topic
+//! creation through the AdminClient, and reading partitions back from the beginning.
+//!
+//! Consumers use `assign()` with explicit offsets and never commit: onelog has no group
+//! coordinator yet, and reading by assignment keeps what a test checks independent of groups.
+//! librdkafka still wants a `group.id` before it accepts `assign()` (else `_UNKNOWN_GROUP`).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::{ClientConfig, Offset, Timestamp, TopicPartitionList};
+
+/// Timeout for one metadata or watermark request.
+pub const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A client config pointed at `bootstrap`.
+pub fn client_config(bootstrap: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", bootstrap)
+        .set("client.id", "onelog-harness")
+        .set("broker.address.family", "v4");
+    config
+}
+
+/// Creates topics with replication factor 1; fails if any creation fails.
+pub async fn create_topics(bootstrap: &str, topics: &[(&str, i32)]) -> Result<()> {
+    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap).create()?;
+    let new_topics: Vec<NewTopic<'_>> = topics
+        .iter()
+        .map(|(name, partitions)| NewTopic::new(name, *partitions, TopicReplication::Fixed(1)))
+        .collect();
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    for result in admin.create_topics(&new_topics, &options).await? {
+        if let Err((name, code)) = result {
+            bail!("AdminClient create_topics {name}: {code:?}");
+        }
+    }
+    Ok(())
+}
+
+/// One consumed record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumedRecord {
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub timestamp: Timestamp,
+}
+
+/// Records per (topic, partition).
+pub type PartitionRecords = BTreeMap<(String, i32), Vec<ConsumedRecord>>;
+
+/// Reads every listed partition from its start up to the high watermark it has when the read
+/// begins, with CRC checks on. Fails on any consumer error or after `timeout`.
+pub fn read_partitions(
+    bootstrap: &str,
+    partitions: &[(String, i32)],
+    timeout: Duration,
+) -> Result<PartitionRecords> {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", "onelog-harness-reader")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("check.crcs", "true")
+        .set("enable.partition.eof", "false")
+        .create()
+        .context("creating consumer")?;
+    let mut targets = BTreeMap::new();
+    let mut assignment = TopicPartitionList::new();
+    for (topic, partition) in partitions {
+        let (_, high) = consumer
+            .fetch_watermarks(topic, *partition, CLIENT_REQUEST_TIMEOUT)
+            .with_context(|| format!("watermarks of {topic}/{partition}"))?;
+        targets.insert((topic.clone(), *partition), high);
+        assignment.add_partition_offset(topic, *partition, Offset::Beginning)?;
+    }
+    consumer.assign(&assignment)?;
+    poll_until(&consumer, &targets, timeout)
+}
+
+fn poll_until(
+    consumer: &BaseConsumer,
+    targets: &BTreeMap<(String, i32), i64>,
+    timeout: Duration,
+) -> Result<PartitionRecords> {
+    let mut out: PartitionRecords = targets.keys().map(|k| (k.clone(), Vec::new())).collect();
+    let done = |out: &PartitionRecords| {
+        targets.iter().all(|(k, &high)| out[k].last().map_or(high == 0, |r| r.offset + 1 >= high))
+    };
+    let deadline = Instant::now() + timeout;
+    while !done(&out) {
+        if Instant::now() > deadline {
+            let progress: Vec<String> = targets
+                .iter()
+                .map(|(k, high)| format!("{}/{}: {} of {high}", k.0, k.1, out[k].len()))
+                .collect();
+            bail!("consumer timed out after {timeout:?}: {}", progress.join(", "));
+        }
+        let Some(message) = consumer.poll(Duration::from_millis(200)) else {
+            continue;
+        };
+        let message = message.context("consumer error")?;
+        let key = (message.topic().to_owned(), message.partition());
+        let records = out.get_mut(&key).with_context(|| format!("message from unassigned {key:?}"))?;
+        records.push(to_record(&message));
+    }
+    Ok(out)
+}
+
+fn to_record<M: Message>(message: &M) -> ConsumedRecord {
+    let headers = message
+        .headers()
+        .map(|hs| {
+            hs.iter().map(|h| (h.key.to_owned(), h.value.map(<[u8]>::to_vec).unwrap_or_default())).collect()
+        })
+        .unwrap_or_default();
+    ConsumedRecord {
+        offset: message.offset(),
+        key: message.key().map(<[u8]>::to_vec),
+        value: message.payload().map(<[u8]>::to_vec),
+        headers,
+        timestamp: message.timestamp(),
+    }
+}

@@ -1,0 +1,171 @@
+//! Typed requests on top of [`RawClient`]: create topics, produce record batches, read a
+//! partition back. Each returns the broker's error codes as data so tests can assert on them.
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, FetchRequest, ProduceRequest, ProduceResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::batch::{decode_batches, StoredRecord};
+use crate::raw_client::RawClient;
+
+/// Highest Produce version the harness sends: v13 names topics by id only.
+pub const PRODUCE_VERSION_CAP: i16 = 12;
+/// Highest Fetch version the harness sends: v13 names topics by id only.
+pub const FETCH_VERSION_CAP: i16 = 12;
+/// Bytes a harness fetch asks for per partition and round.
+pub const FETCH_PARTITION_BYTES_MAX: i32 = 4 * 1024 * 1024;
+
+/// Creates topics named `topics` with the given partition counts; returns (name, error code).
+pub async fn create_topics(client: &mut RawClient, topics: &[(&str, i32)]) -> Result<Vec<(String, i16)>> {
+    let request = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(
+        topics
+            .iter()
+            .map(|(name, partitions)| {
+                CreatableTopic::default()
+                    .with_name(topic_name(name))
+                    .with_num_partitions(*partitions)
+                    .with_replication_factor(-1)
+            })
+            .collect(),
+    );
+    let version = client.version::<CreateTopicsRequest>(7)?;
+    let response = client.request(version, &request).await?;
+    Ok(response.topics.iter().map(|t| (t.name.0.to_string(), t.error_code)).collect())
+}
+
+/// Creates topics and fails unless every one was created.
+pub async fn create_topics_ok(client: &mut RawClient, topics: &[(&str, i32)]) -> Result<()> {
+    for (name, code) in create_topics(client, topics).await? {
+        if code != 0 {
+            bail!("CreateTopics {name:?}: error code {code}");
+        }
+    }
+    Ok(())
+}
+
+/// One record batch for one topic-partition of a Produce request.
+#[derive(Debug, Clone)]
+pub struct BatchFor {
+    pub topic: String,
+    pub partition: i32,
+    pub records: Bytes,
+}
+
+/// Sends ONE Produce request holding every batch in `batches` (grouped by topic, in order).
+pub async fn produce(client: &mut RawClient, acks: i16, batches: &[BatchFor]) -> Result<ProduceResponse> {
+    let version = client.version::<ProduceRequest>(PRODUCE_VERSION_CAP)?;
+    produce_at(client, version, acks, batches).await
+}
+
+/// [`produce`] at an explicit version.
+pub async fn produce_at(
+    client: &mut RawClient,
+    version: i16,
+    acks: i16,
+    batches: &[BatchFor],
+) -> Result<ProduceResponse> {
+    client.request(version, &produce_request(acks, batches)).await
+}
+
+/// A Produce request holding every batch in `batches`, grouped by topic in first-seen order.
+pub fn produce_request(acks: i16, batches: &[BatchFor]) -> ProduceRequest {
+    let mut topic_data: Vec<TopicProduceData> = Vec::new();
+    for batch in batches {
+        let partition = PartitionProduceData::default()
+            .with_index(batch.partition)
+            .with_records(Some(batch.records.clone()));
+        match topic_data.iter_mut().find(|t| t.name.0.as_str() == batch.topic) {
+            Some(topic) => topic.partition_data.push(partition),
+            None => topic_data.push(
+                TopicProduceData::default()
+                    .with_name(topic_name(&batch.topic))
+                    .with_partition_data(vec![partition]),
+            ),
+        }
+    }
+    ProduceRequest::default().with_acks(acks).with_timeout_ms(30_000).with_topic_data(topic_data)
+}
+
+/// Every (topic, partition, error code, base offset) in a Produce response.
+pub fn produce_results(response: &ProduceResponse) -> Vec<(String, i32, i16, i64)> {
+    response
+        .responses
+        .iter()
+        .flat_map(|t| {
+            t.partition_responses
+                .iter()
+                .map(move |p| (t.name.0.to_string(), p.index, p.error_code, p.base_offset))
+        })
+        .collect()
+}
+
+/// A partition as read back with Fetch.
+#[derive(Debug, Clone)]
+pub struct FetchedPartition {
+    pub high_watermark: i64,
+    pub records: Vec<StoredRecord>,
+}
+
+/// Reads `topic`/`partition` from offset 0 up to its high watermark (read_uncommitted).
+pub async fn fetch_all(client: &mut RawClient, topic: &str, partition: i32) -> Result<FetchedPartition> {
+    let version = client.version::<FetchRequest>(FETCH_VERSION_CAP)?;
+    let mut records = Vec::new();
+    let mut offset = 0;
+    loop {
+        let (high_watermark, blob) = fetch_once(client, version, topic, partition, offset).await?;
+        let fetched = decode_batches(blob).with_context(|| format!("{topic}/{partition} @{offset}"))?;
+        // A batch may start before `offset`: Fetch returns the whole batch holding it.
+        let before = offset;
+        records.extend(fetched.into_iter().filter(|r| r.offset >= before));
+        offset = records.last().map_or(before, |r| r.offset + 1);
+        if offset >= high_watermark {
+            return Ok(FetchedPartition { high_watermark, records });
+        }
+        if offset == before {
+            bail!("{topic}/{partition}: no records at {offset} below high watermark {high_watermark}");
+        }
+    }
+}
+
+async fn fetch_once(
+    client: &mut RawClient,
+    version: i16,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> Result<(i64, Bytes)> {
+    let request =
+        FetchRequest::default().with_max_wait_ms(0).with_min_bytes(1).with_topics(vec![FetchTopic::default(
+        )
+        .with_topic(topic_name(topic))
+        .with_partitions(vec![FetchPartition::default()
+            .with_partition(partition)
+            .with_fetch_offset(offset)
+            .with_partition_max_bytes(FETCH_PARTITION_BYTES_MAX)])]);
+    let response = client.request(version, &request).await?;
+    if response.error_code != 0 {
+        bail!("Fetch {topic}/{partition}: top-level error {}", response.error_code);
+    }
+    let data = response
+        .responses
+        .iter()
+        .filter(|t| t.topic.0.as_str() == topic)
+        .flat_map(|t| t.partitions.iter())
+        .find(|p| p.partition_index == partition)
+        .with_context(|| format!("Fetch response lacks {topic}/{partition}"))?;
+    if data.error_code != 0 {
+        bail!("Fetch {topic}/{partition} @{offset}: error {}", data.error_code);
+    }
+    Ok((data.high_watermark, data.records.clone().unwrap_or_default()))
+}
+
+/// A topic name as kafka-protocol types it.
+pub fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The one test command: builds the broker with fault injection (the scenario tests crash it on
+# purpose), points the harness at that binary, and runs every test in the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
+
+# The test build enables the same feature, so `cargo test` does not rebuild target/debug/onelog
+# without it and swap the binary the harness spawns.
+features=(--features broker/fault-injection)
+
+cargo build -p broker "${features[@]}"
+export ONELOG_BIN="$target_dir/debug/onelog"
+
+if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --workspace "${features[@]}" --no-fail-fast
+    # nextest does not run doctests.
+    cargo test --workspace "${features[@]}" --doc
+else
+    cargo test --workspace "${features[@]}" --no-fail-fast
+fi
