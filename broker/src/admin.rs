@@ -8,8 +8,18 @@ use kafka_compat::topic_name::topic_name_problem;
 
 use crate::ctx::Ctx;
 use crate::limits;
+use crate::proposer::ProposeError;
 use crate::state::command::{NewPartitions, NewTopic, Op, OpResult};
 use crate::state::topic_config::topic_configs_problem;
+
+/// Admin requests sent to a follower get NOT_CONTROLLER: the Raft leader is the controller,
+/// and admin clients move to the controller named in Metadata on this error.
+fn admin_error_code(e: &ProposeError) -> i16 {
+    match e {
+        ProposeError::NotLeader => error_code::NOT_CONTROLLER,
+        ProposeError::Fatal(_) => e.error_code(),
+    }
+}
 
 /// A topic to create as a client asked for it (-1: broker default).
 pub struct TopicRequest {
@@ -75,7 +85,7 @@ pub async fn create_topics(ctx: &Ctx, requests: &[TopicRequest], validate_only: 
             Ok(other) => {
                 vec![(error_code::UNKNOWN_SERVER_ERROR, Some(format!("{other:?}"))); valid.len()].into_iter()
             }
-            Err(e) => vec![(e.error_code(), Some(e.to_string())); valid.len()].into_iter(),
+            Err(e) => vec![(admin_error_code(&e), Some(e.to_string())); valid.len()].into_iter(),
         };
     } else if validate_only {
         // Still report a name clash, as Kafka does for validate_only.
@@ -109,7 +119,7 @@ pub async fn delete_topics(ctx: &Ctx, names: Vec<String>) -> ItemResults {
     match ctx.proposer.propose_op(Op::DeleteTopics(names)).await {
         Ok(OpResult::PerItem(items)) => items,
         Ok(other) => vec![(error_code::UNKNOWN_SERVER_ERROR, Some(format!("{other:?}"))); n],
-        Err(e) => vec![(e.error_code(), Some(e.to_string())); n],
+        Err(e) => vec![(admin_error_code(&e), Some(e.to_string())); n],
     }
 }
 
@@ -122,6 +132,6 @@ pub async fn create_partitions(ctx: &Ctx, items: Vec<NewPartitions>) -> ItemResu
     match ctx.proposer.propose_op(Op::CreatePartitions(items)).await {
         Ok(OpResult::PerItem(items)) => items,
         Ok(other) => vec![(error_code::UNKNOWN_SERVER_ERROR, Some(format!("{other:?}"))); n],
-        Err(e) => vec![(e.error_code(), Some(e.to_string())); n],
+        Err(e) => vec![(admin_error_code(&e), Some(e.to_string())); n],
     }
 }

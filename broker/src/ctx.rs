@@ -1,7 +1,9 @@
 //! What every request handler can reach: the Raft node, the applied state, the proposer, and
 //! this node's identity. Cloned cheaply (`Arc`) into each request's task.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::config::BrokerConfig;
 use crate::proposer::Proposer;
@@ -15,6 +17,38 @@ pub struct Ctx {
     pub proposer: Proposer,
     pub advertised_host: String,
     pub advertised_port: i32,
+    pub lease: LeaderLease,
+}
+
+/// When this node last heard from a quorum as leader. A leader that was paused (SIGSTOP, a
+/// long GC-like stall) may not know it was deposed; it serves reads only while a quorum
+/// acknowledged it within the lease, shorter than the election timeout, so it can never serve
+/// a read older than what a newer leader has acknowledged.
+pub struct LeaderLease {
+    start: Instant,
+    /// Milliseconds since `start` of the last quorum acknowledgement; u64::MAX: never.
+    acked_at_ms: AtomicU64,
+}
+
+impl Default for LeaderLease {
+    fn default() -> Self {
+        LeaderLease { start: Instant::now(), acked_at_ms: AtomicU64::new(u64::MAX) }
+    }
+}
+
+impl LeaderLease {
+    /// Records openraft's `millis_since_quorum_ack` as seen now.
+    pub fn observe(&self, millis_since_quorum_ack: Option<u64>) {
+        let now = self.start.elapsed().as_millis() as u64;
+        let at = millis_since_quorum_ack.map_or(u64::MAX, |ago| now.saturating_sub(ago));
+        self.acked_at_ms.store(at, Ordering::Relaxed);
+    }
+
+    pub fn is_valid(&self) -> bool {
+        let at = self.acked_at_ms.load(Ordering::Relaxed);
+        at != u64::MAX
+            && (self.start.elapsed().as_millis() as u64).saturating_sub(at) < crate::limits::LEADER_LEASE_MS
+    }
 }
 
 /// A broker as Metadata and DescribeCluster list it.
@@ -36,8 +70,13 @@ impl Ctx {
         self.raft.metrics().borrow().current_leader
     }
 
+    /// Whether this node may act as the Kafka leader now: it is the Raft leader and, in a
+    /// multi-voter cluster, holds a fresh lease (see [`LeaderLease`]).
     pub fn is_leader(&self) -> bool {
-        self.leader_id() == Some(self.node_id)
+        if self.leader_id() != Some(self.node_id) {
+            return false;
+        }
+        self.voter_ids().len() <= 1 || self.lease.is_valid()
     }
 
     /// The Raft term: every partition's leader epoch (DESIGN §6).

@@ -3,17 +3,47 @@
 //! Retention is decided by the leader from its applied state and proposed as `TrimLog` ops,
 //! so every replica deletes the same segments at the same point in the log (DESIGN §2).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::ctx::SharedCtx;
 use crate::limits;
 use crate::state::command::{Op, TrimLog};
 
+/// Set before a graceful shutdown stops the Raft node, so that stop is not taken for a fault.
+pub static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
+
 pub fn start(ctx: SharedCtx) {
+    tokio::spawn(watch_raft(ctx.clone()));
     tokio::spawn(name_cluster(ctx.clone()));
     tokio::spawn(checkpoint_by_bytes(ctx.clone()));
     tokio::spawn(retention(ctx));
+}
+
+/// Follows openraft's metrics: refreshes the leader lease, and stops the process when the
+/// Raft node has stopped on a fatal error (a failed fsync, DESIGN §3) — a node that cannot
+/// write must not keep answering.
+async fn watch_raft(ctx: SharedCtx) {
+    let mut metrics = ctx.raft.metrics();
+    loop {
+        {
+            let m = metrics.borrow_and_update();
+            if let Err(fatal) = &m.running_state {
+                tracing::error!(error = %fatal, "Raft node stopped on a fatal error; exiting");
+                std::process::exit(70);
+            }
+            if m.current_leader == Some(ctx.node_id) {
+                ctx.lease.observe(m.millis_since_quorum_ack);
+            }
+        }
+        if metrics.changed().await.is_err() {
+            if SHUTTING_DOWN.load(Ordering::SeqCst) {
+                return;
+            }
+            tracing::error!("Raft node stopped; exiting");
+            std::process::exit(70);
+        }
+    }
 }
 
 async fn name_cluster(ctx: SharedCtx) {

@@ -86,3 +86,21 @@ pub const RAFT_ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
 /// Consecutive timed-out Raft RPCs, with no response of any kind in between, after which the
 /// connection to that peer is dropped and made afresh (a peer gone without FIN or RST).
 pub const RAFT_SILENT_TIMEOUTS_BEFORE_RECONNECT: u32 = 5;
+
+/// Raft heartbeat interval (ms); openraft also uses it as the AppendEntries timeout.
+pub const RAFT_HEARTBEAT_MS: u64 = 100;
+
+/// Raft election timeout range (ms): a follower that hears nothing for this long stands.
+pub const RAFT_ELECTION_TIMEOUT_MIN_MS: u64 = 300;
+pub const RAFT_ELECTION_TIMEOUT_MAX_MS: u64 = 600;
+
+/// How long after its last quorum acknowledgement a leader still serves reads: shorter than
+/// the minimum election timeout, so no other leader can have been elected meanwhile.
+pub const LEADER_LEASE_MS: u64 = 250;
+const _: () = assert!(LEADER_LEASE_MS < RAFT_ELECTION_TIMEOUT_MIN_MS);
+
+/// Longest a follower waits for the leader to create an auto-created topic (ms).
+pub const FORWARD_TIMEOUT_MS: u64 = 5_000;
+
+/// Largest response a forwarded request may return.
+pub const FORWARD_RESPONSE_BYTES_MAX: usize = 1024 * 1024;

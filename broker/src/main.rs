@@ -8,6 +8,7 @@ mod config;
 mod ctx;
 mod duties;
 mod fault;
+mod forward;
 mod handlers;
 mod limits;
 mod node;

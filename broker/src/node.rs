@@ -23,9 +23,9 @@ use crate::{duties, server};
 fn raft_config() -> anyhow::Result<openraft::Config> {
     let config = openraft::Config {
         cluster_name: "onelog".to_string(),
-        heartbeat_interval: 100,
-        election_timeout_min: 300,
-        election_timeout_max: 600,
+        heartbeat_interval: limits::RAFT_HEARTBEAT_MS,
+        election_timeout_min: limits::RAFT_ELECTION_TIMEOUT_MIN_MS,
+        election_timeout_max: limits::RAFT_ELECTION_TIMEOUT_MAX_MS,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(limits::CHECKPOINT_INTERVAL_ENTRIES),
         max_in_snapshot_log_to_keep: limits::LOG_ENTRIES_KEPT_BELOW_CHECKPOINT,
         ..Default::default()
@@ -52,8 +52,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let advertised = args.advertised_kafka.clone().unwrap_or_else(|| args.kafka_listen.to_string());
     let (host, port) = advertised.rsplit_once(':').context("--advertised-kafka must be host:port")?;
     let port: i32 = port.parse().context("--advertised-kafka port")?;
-    if !args.peers.is_empty() {
-        tracing::warn!(peers = ?args.peers, "multi-node clusters are not served by this build; running as one node");
+    let peers = parse_peers(&args.peers)?;
+    if !peers.is_empty() && args.raft_listen.is_none() {
+        anyhow::bail!("--peers needs --raft-listen: peers must be able to reach this node");
     }
 
     let log_store =
@@ -74,9 +75,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => String::new(),
     };
     let me = NodeAddr { raft: raft_addr, kafka: advertised.clone() };
-    if !raft.is_initialized().await? {
-        tracing::info!(node_id = args.node_id, "initializing a new one-node cluster");
-        raft.initialize(BTreeMap::from([(args.node_id, me)])).await?;
+    // A fresh cluster is initialized by its lowest-id voter only, with every voter's
+    // addresses; the others learn the membership from its first AppendEntries.
+    let lowest = peers.keys().next().is_none_or(|id| args.node_id < *id);
+    if !raft.is_initialized().await? && lowest {
+        let mut members = peers.clone();
+        members.insert(args.node_id, me);
+        tracing::info!(node_id = args.node_id, voters = members.len(), "initializing a new cluster");
+        raft.initialize(members).await?;
     }
     let proposer = Proposer::start(args.node_id, raft.clone(), sm.clone());
     wait_until_caught_up(&raft).await;
@@ -88,6 +94,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         proposer,
         advertised_host: host.to_string(),
         advertised_port: port,
+        lease: Default::default(),
     });
     duties::start(ctx.clone());
     let listener = TcpListener::bind(args.kafka_listen)
@@ -98,8 +105,23 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         result = server::serve(listener, ctx) => result?,
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
+    duties::SHUTTING_DOWN.store(true, std::sync::atomic::Ordering::SeqCst);
     raft.shutdown().await.ok();
     Ok(())
+}
+
+/// Parses `--peers id=raft_host:port@kafka_host:port,...`.
+fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, NodeAddr>> {
+    let mut out = BTreeMap::new();
+    for peer in peers.iter().filter(|p| !p.is_empty()) {
+        let (id, addrs) =
+            peer.split_once('=').with_context(|| format!("--peers {peer}: expected id=raft@kafka"))?;
+        let (raft, kafka) =
+            addrs.split_once('@').with_context(|| format!("--peers {peer}: expected id=raft@kafka"))?;
+        let id: u64 = id.parse().with_context(|| format!("--peers {peer}: bad node id"))?;
+        out.insert(id, NodeAddr { raft: raft.to_string(), kafka: kafka.to_string() });
+    }
+    Ok(out)
 }
 
 /// Waits until a leader is known and every entry that was in the log at start is applied,

@@ -97,6 +97,28 @@ pub fn encode_api_versions_fallback(correlation_id: i32, api_keys: Vec<ApiVersio
     encode_response(ApiKey::ApiVersions, 0, correlation_id, &ResponseKind::ApiVersions(body))
 }
 
+/// Encodes a request frame (length prefix, header, body), for brokers talking to each other.
+pub fn encode_request(
+    api_key: ApiKey,
+    api_version: i16,
+    correlation_id: i32,
+    client_id: &str,
+    body: &RequestKind,
+) -> anyhow::Result<Bytes> {
+    let mut buf = BytesMut::with_capacity(256);
+    buf.put_i32(0);
+    let header = RequestHeader::default()
+        .with_request_api_key(api_key as i16)
+        .with_request_api_version(api_version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(kafka_protocol::protocol::StrBytes::from_string(client_id.to_string())));
+    header.encode(&mut buf, api_key.request_header_version(api_version))?;
+    body.encode(&mut buf, api_version)?;
+    let len = i32::try_from(buf.len() - 4)?;
+    buf[0..4].copy_from_slice(&len.to_be_bytes());
+    Ok(buf.freeze())
+}
+
 /// Decodes a response frame (without its length prefix); used by tests and tools.
 pub fn decode_response(
     api_key: ApiKey,

@@ -62,9 +62,15 @@ async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])
             })
             .collect()
     };
-    if !missing.is_empty() {
+    if missing.is_empty() {
+        return;
+    }
+    let names: Vec<String> = missing.iter().map(|t| t.name.clone()).collect();
+    if ctx.is_leader() {
         let results = admin::create_topics(ctx, &missing, false).await;
-        tracing::info!(topics = ?missing.iter().map(|t| &t.name).collect::<Vec<_>>(), ?results, "auto-created topics");
+        tracing::info!(topics = ?names, ?results, "auto-created topics");
+    } else if let Err(e) = crate::forward::create_topics_on_leader(ctx, &names).await {
+        tracing::warn!(topics = ?names, error = %format!("{e:#}"), "could not forward topic auto-creation to the leader");
     }
 }
 
