@@ -3,10 +3,10 @@
 pub mod checkpoint;
 pub mod network;
 pub mod sm_store;
+pub mod snapshot_archive;
 pub mod transport;
 
 use std::fmt;
-use std::io::Cursor;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +20,7 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = NodeAddr,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = tokio::fs::File,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

@@ -4,9 +4,14 @@
 //! Readers (Fetch, Metadata, …) share [`Applied`] through [`SmShared`]; apply holds the write
 //! lock for one entry at a time, so a reader always sees the state after a whole entry — never
 //! half of a multi-partition produce.
+//!
+//! On disk the state machine lives in a generation directory, `state/gen-N/` holding
+//! `checkpoint` and `partitions/`, named by `state/CURRENT`. Checkpoints are written inside the
+//! current generation; installing a leader's snapshot builds a complete new generation and
+//! then switches `CURRENT` atomically, so a crash mid-install leaves the old one intact.
 
-use std::io::{self, Cursor};
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -15,11 +20,13 @@ use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, StorageError, Storag
 use tokio::sync::watch;
 
 use super::checkpoint::{self, Checkpoint};
+use super::snapshot_archive;
 use super::{LogId, NodeAddr, StoredMembership, TypeConfig};
 use crate::config::BrokerConfig;
 use crate::state::apply::{apply_op, Effect};
 use crate::state::command::CommandResponse;
 use crate::state::BrokerState;
+use crate::storage::partition_log::PartitionLog;
 use crate::storage::partitions::Partitions;
 
 type StorageResult<T> = Result<T, StorageError<u64>>;
@@ -41,13 +48,47 @@ pub struct SmShared {
     /// Client bytes applied since the last checkpoint (drives byte-based checkpoints).
     pub bytes_since_checkpoint: AtomicU64,
     pub config: BrokerConfig,
+    /// `state/`: holds `CURRENT` and the generation directories.
     dir: PathBuf,
+    /// The current generation directory.
+    generation: RwLock<PathBuf>,
 }
 
 impl SmShared {
     fn checkpoint_path(&self) -> PathBuf {
-        self.dir.join("checkpoint")
+        self.generation.read().expect("generation lock").join("checkpoint")
     }
+}
+
+const CURRENT: &str = "CURRENT";
+
+/// Reads `CURRENT` (a fresh node starts at `gen-0`) and removes any other generation: one
+/// left behind by an install that crashed before switching, or the one it replaced.
+fn current_generation(dir: &Path) -> io::Result<PathBuf> {
+    let name = match std::fs::read_to_string(dir.join(CURRENT)) {
+        Ok(s) => s.trim().to_string(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => "gen-0".to_string(),
+        Err(e) => return Err(e),
+    };
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let file_name = entry.file_name().to_string_lossy().to_string();
+        if file_name.starts_with("gen-") && file_name != name {
+            tracing::info!(dir = %entry.path().display(), "removing stale state generation");
+            std::fs::remove_dir_all(entry.path())?;
+        }
+    }
+    let generation = dir.join(&name);
+    std::fs::create_dir_all(&generation)?;
+    Ok(generation)
+}
+
+fn generation_number(path: &Path) -> u64 {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("gen-"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 fn io_err(e: io::Error) -> StorageError<u64> {
@@ -57,10 +98,11 @@ fn io_err(e: io::Error) -> StorageError<u64> {
 /// Opens the state machine: loads the checkpoint (if any) and truncates partition files to it.
 pub fn open(dir: PathBuf, config: BrokerConfig) -> io::Result<Arc<SmShared>> {
     std::fs::create_dir_all(&dir)?;
-    let loaded = checkpoint::load(&dir.join("checkpoint"))?;
+    let generation = current_generation(&dir)?;
+    let loaded = checkpoint::load(&generation.join("checkpoint"))?;
     let cp = loaded.map(|(cp, _)| cp).unwrap_or_default();
     tracing::info!(last_applied = ?cp.last_applied, topics = cp.state.topics.len(), "loaded checkpoint");
-    let partitions = Partitions::open(&dir.join("partitions"), &cp.state, &config)?;
+    let partitions = Partitions::open(&generation.join("partitions"), &cp.state, &config)?;
     let index = cp.last_applied.map_or(0, |l| l.index);
     Ok(Arc::new(SmShared {
         applied: RwLock::new(Applied {
@@ -73,6 +115,7 @@ pub fn open(dir: PathBuf, config: BrokerConfig) -> io::Result<Arc<SmShared>> {
         bytes_since_checkpoint: AtomicU64::new(0),
         config,
         dir,
+        generation: RwLock::new(generation),
     }))
 }
 
@@ -138,29 +181,105 @@ impl StateMachineStore {
     }
 }
 
-fn snapshot_of(checkpoint: &Checkpoint, bytes: Vec<u8>) -> Snapshot<TypeConfig> {
+fn snapshot_meta(checkpoint: &Checkpoint) -> SnapshotMeta<u64, NodeAddr> {
     let snapshot_id = match checkpoint.last_applied {
-        Some(l) => format!("{}-{}", l.leader_id, l.index),
+        Some(l) => format!("{}-{}-{}", l.leader_id.term, l.leader_id.node_id, l.index),
         None => "empty".to_string(),
     };
-    Snapshot {
-        meta: SnapshotMeta {
-            last_log_id: checkpoint.last_applied,
-            last_membership: checkpoint.membership.clone(),
-            snapshot_id,
-        },
-        snapshot: Box::new(Cursor::new(bytes)),
+    SnapshotMeta {
+        last_log_id: checkpoint.last_applied,
+        last_membership: checkpoint.membership.clone(),
+        snapshot_id,
     }
 }
 
+impl StateMachineStore {
+    /// The archive of the current checkpoint, built on first use and kept until the next
+    /// checkpoint (followers far behind need it; most checkpoints are never shipped).
+    fn current_archive(&self) -> io::Result<Option<(SnapshotMeta<u64, NodeAddr>, PathBuf)>> {
+        let generation = self.shared.generation.read().expect("generation lock").clone();
+        let Some((checkpoint, bytes)) = checkpoint::load(&generation.join("checkpoint"))? else {
+            return Ok(None);
+        };
+        let meta = snapshot_meta(&checkpoint);
+        let path = generation.join(format!("snapshot-{}.olsnap", meta.snapshot_id));
+        if !path.exists() {
+            let partitions = self.shared.partitions.read().expect("partitions lock");
+            snapshot_archive::write(&path, &checkpoint, &bytes, &partitions)?;
+            remove_other_archives(&generation, &path)?;
+            tracing::info!(snapshot = %meta.snapshot_id, "snapshot archive written");
+        }
+        Ok(Some((meta, path)))
+    }
+
+    /// Builds a complete new generation from a received archive, switches `CURRENT` to it,
+    /// then swaps it in memory.
+    fn install_archive(&self, archive: &Path) -> io::Result<Checkpoint> {
+        let old = self.shared.generation.read().expect("generation lock").clone();
+        let next = self.shared.dir.join(format!("gen-{}", generation_number(&old) + 1));
+        let _ = std::fs::remove_dir_all(&next);
+        let root = next.join("partitions");
+        std::fs::create_dir_all(&root)?;
+        let mut firsts = Vec::new();
+        let (mut checkpoint, _) = snapshot_archive::read(archive, |part, data, len| {
+            firsts.push((part.topic_id, part.partition, part.first_offset));
+            PartitionLog::import(
+                &Partitions::dir_in(&root, &part.topic_id, part.partition),
+                part.first_offset,
+                data,
+                len,
+            )
+        })?;
+        // Retention on the leader may have removed segments after its checkpoint; the data
+        // then starts later than the checkpointed log start, and the log start follows it.
+        for topic in checkpoint.state.topics.values_mut() {
+            for (p, ps) in topic.partitions.iter_mut().enumerate() {
+                let first =
+                    firsts.iter().find(|(id, q, _)| *id == topic.topic_id && *q == p as i32).map(|f| f.2);
+                if let Some(first) = first.filter(|f| *f > ps.log_start_offset) {
+                    ps.log_start_offset = first.min(ps.log_end_offset);
+                }
+            }
+        }
+        raft_store::write_file_atomic(&next.join("checkpoint"), &checkpoint::encode(&checkpoint))?;
+        raft_store::fsync_dir(&next)?;
+        let name = next.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        raft_store::write_file_atomic(&self.shared.dir.join(CURRENT), name.as_bytes())?;
+        let partitions = Partitions::open(&root, &checkpoint.state, &self.shared.config)?;
+        *self.shared.partitions.write().expect("partitions lock") = partitions;
+        *self.shared.generation.write().expect("generation lock") = next;
+        if let Err(e) = std::fs::remove_dir_all(&old) {
+            tracing::warn!(dir = %old.display(), error = %e, "could not remove the replaced generation");
+        }
+        Ok(checkpoint)
+    }
+}
+
+fn remove_other_archives(generation: &Path, keep: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(generation)? {
+        let path = entry?.path();
+        if path != keep && path.extension().is_some_and(|e| e == "olsnap" || e == "tmp") {
+            std::fs::remove_file(path)?;
+        }
+    }
+    Ok(())
+}
+
+async fn open_file(path: PathBuf) -> StorageResult<Box<tokio::fs::File>> {
+    Ok(Box::new(tokio::fs::File::open(&path).await.map_err(io_err)?))
+}
+
 impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
+    /// Takes a checkpoint. openraft keeps only the meta of what this returns; the archive a
+    /// follower receives is built from the checkpoint when one is asked for.
     async fn build_snapshot(&mut self) -> StorageResult<Snapshot<TypeConfig>> {
         let this = self.clone();
-        let (checkpoint, bytes) = tokio::task::spawn_blocking(move || this.write_checkpoint())
+        let (checkpoint, _) = tokio::task::spawn_blocking(move || this.write_checkpoint())
             .await
             .map_err(|e| io_err(io::Error::other(e)))?
             .map_err(io_err)?;
-        Ok(snapshot_of(&checkpoint, bytes))
+        let snapshot = open_file(self.shared.checkpoint_path()).await?;
+        Ok(Snapshot { meta: snapshot_meta(&checkpoint), snapshot })
     }
 }
 
@@ -193,25 +312,37 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         self.clone()
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<Cursor<Vec<u8>>>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<tokio::fs::File>> {
+        let path = self.shared.dir.join("incoming.olsnap");
+        let file = tokio::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .await
+            .map_err(io_err)?;
+        Ok(Box::new(file))
     }
 
-    /// Replaces the local state with a leader's checkpoint. Partition files are shipped with
-    /// snapshots by the replication work; a one-node cluster never receives a snapshot.
+    /// Replaces the local state and partition files with a leader's snapshot archive.
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<u64, NodeAddr>,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        mut snapshot: Box<tokio::fs::File>,
     ) -> StorageResult<()> {
-        let bytes = snapshot.into_inner();
-        let checkpoint = checkpoint::decode(&bytes).map_err(io_err)?;
-        raft_store::write_file_atomic(&self.shared.checkpoint_path(), &bytes).map_err(io_err)?;
-        let partitions =
-            Partitions::open(&self.shared.dir.join("partitions"), &checkpoint.state, &self.shared.config)
-                .map_err(io_err)?;
+        use tokio::io::AsyncWriteExt;
+        snapshot.flush().await.map_err(io_err)?;
+        snapshot.sync_all().await.map_err(io_err)?;
+        drop(snapshot);
+        let this = self.clone();
+        let archive = self.shared.dir.join("incoming.olsnap");
+        let checkpoint = tokio::task::spawn_blocking(move || this.install_archive(&archive))
+            .await
+            .map_err(|e| io_err(io::Error::other(e)))?
+            .map_err(io_err)?;
+        tracing::info!(snapshot = %meta.snapshot_id, topics = checkpoint.state.topics.len(), "installed snapshot");
         let mut applied = self.shared.applied.write().expect("applied lock");
-        *self.shared.partitions.write().expect("partitions lock") = partitions;
         *applied = Applied {
             last_applied: meta.last_log_id,
             membership: checkpoint.membership,
@@ -222,7 +353,18 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     }
 
     async fn get_current_snapshot(&mut self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
-        let loaded = checkpoint::load(&self.shared.checkpoint_path()).map_err(io_err)?;
-        Ok(loaded.map(|(checkpoint, bytes)| snapshot_of(&checkpoint, bytes)))
+        let this = self.clone();
+        let archive = tokio::task::spawn_blocking(move || this.current_archive())
+            .await
+            .map_err(|e| io_err(io::Error::other(e)))?
+            .map_err(io_err)?;
+        match archive {
+            Some((meta, path)) => Ok(Some(Snapshot { meta, snapshot: open_file(path).await? })),
+            None => Ok(None),
+        }
     }
 }
+
+#[cfg(test)]
+#[path = "sm_store_tests.rs"]
+mod tests;

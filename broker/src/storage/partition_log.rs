@@ -112,6 +112,38 @@ impl PartitionLog {
         Ok(None)
     }
 
+    /// File ranges holding every batch below `end_offset`, oldest first, and the first
+    /// offset they cover (`end_offset` when there are none). Used to build snapshot archives.
+    pub fn export_ranges(&self, end_offset: i64) -> (i64, Vec<(PathBuf, u64, u64)>) {
+        let mut first = None;
+        let mut ranges = Vec::new();
+        for segment in &self.segments {
+            let entries: Vec<_> = segment.index.iter().take_while(|e| e.last_offset < end_offset).collect();
+            if let (Some(a), Some(b)) = (entries.first(), entries.last()) {
+                first.get_or_insert(a.base_offset);
+                ranges.push((segment.path.clone(), a.position, b.position + u64::from(b.size) - a.position));
+            }
+        }
+        (first.unwrap_or(end_offset), ranges)
+    }
+
+    /// Writes `len` bytes of batches starting at `first_offset` as the partition's only
+    /// segment (a snapshot install); the segment is scanned like any other when opened.
+    pub fn import(dir: &Path, first_offset: i64, data: &mut dyn io::Read, len: u64) -> io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let path = super::segment::segment_path(dir, first_offset);
+        let mut file = std::fs::File::create(&path)?;
+        let copied = io::copy(data, &mut file)?;
+        if copied != len {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "snapshot partition data truncated"));
+        }
+        file.sync_all()?;
+        raft_store::fsync_dir(dir)
+    }
+
     /// Index entries of all segments, oldest first (time index scans, retention).
     pub fn index_entries(&self) -> impl Iterator<Item = &IndexEntry> {
         self.segments.iter().flat_map(|s| s.index.iter())
@@ -151,6 +183,37 @@ impl PartitionLog {
 
     pub fn flush(&mut self) -> io::Result<()> {
         self.segments.iter_mut().try_for_each(Segment::flush)
+    }
+
+    /// Feeds `visit` the stored bytes of every batch holding an offset in
+    /// `[from_offset, end_offset)`, oldest first, in reads of at most `chunk_bytes`; returns
+    /// (batches, bytes) visited. Starting at the batch that holds `from_offset`, not at the
+    /// first segment, makes the bytes independent of how segments were rolled or trimmed, so
+    /// replicas with different `segment.bytes` visit the same bytes (the admin `/digest`).
+    pub fn visit_stored_bytes(
+        &self,
+        from_offset: i64,
+        end_offset: i64,
+        chunk_bytes: usize,
+        visit: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<(u64, u64)> {
+        let (mut batches, mut bytes) = (0u64, 0u64);
+        for segment in &self.segments {
+            let first = segment.index.partition_point(|e| e.last_offset < from_offset);
+            let wanted = &segment.index[first..];
+            let taken = wanted.partition_point(|e| e.base_offset < end_offset);
+            let (Some(a), Some(b)) = (wanted.first(), wanted[..taken].last()) else { continue };
+            // Batches of a segment lie back to back, so the range is one contiguous read.
+            let (mut at, end) = (a.position, b.position + u64::from(b.size));
+            while at < end {
+                let n = (end - at).min(chunk_bytes.max(1) as u64) as usize;
+                visit(&segment.read_at(at, n)?);
+                at += n as u64;
+            }
+            batches += taken as u64;
+            bytes += end - a.position;
+        }
+        Ok((batches, bytes))
     }
 }
 

@@ -66,7 +66,12 @@ impl Partitions {
     }
 
     fn dir(&self, topic_id: &[u8; 16], partition: i32) -> PathBuf {
-        self.root.join(hex(topic_id)).join(partition.to_string())
+        Self::dir_in(&self.root, topic_id, partition)
+    }
+
+    /// Where a partition's files live under a partitions root.
+    pub fn dir_in(root: &Path, topic_id: &[u8; 16], partition: i32) -> PathBuf {
+        root.join(hex(topic_id)).join(partition.to_string())
     }
 
     fn remember_segment_bytes(&mut self, state: &BrokerState, topic_id: &[u8; 16]) {

@@ -49,6 +49,7 @@ fn raft_config(tweak: impl FnOnce(&mut openraft::Config)) -> Arc<openraft::Confi
 }
 
 async fn start_node(id: u64, config: Arc<openraft::Config>) -> anyhow::Result<TestNode> {
+    let _ = tracing_subscriber::fmt().with_env_filter("warn").with_test_writer().try_init();
     let dir = tempfile::tempdir()?;
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = NodeAddr { raft: listener.local_addr()?.to_string(), kafka: "127.0.0.1:0".to_string() };
