@@ -38,6 +38,9 @@ pub struct Args {
     /// Kafka broker config override, key=value (repeatable), e.g. auto.create.topics.enable=false.
     #[arg(long = "config", value_name = "KEY=VALUE")]
     pub configs: Vec<String>,
+    /// Address of the HTTP admin API (status, digest, membership); not bound when absent.
+    #[arg(long)]
+    pub admin_listen: Option<SocketAddr>,
 }
 
 /// Broker-only configs and their defaults (topic-level defaults come from TOPIC_CONFIGS).
@@ -48,6 +51,9 @@ const BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
     ("socket.request.max.bytes", "104857600", ConfigType::Int),
     ("log.retention.check.interval.ms", "300000", ConfigType::Long),
     ("delete.topic.enable", "true", ConfigType::Boolean),
+    // KIP-98: how long an idle producer id keeps its state, and how often the leader looks.
+    ("producer.id.expiration.ms", "86400000", ConfigType::Int),
+    ("producer.id.expiration.check.interval.ms", "600000", ConfigType::Int),
 ];
 
 /// Effective broker configuration: every known key with its value and whether it was set.

@@ -73,7 +73,8 @@ impl Ctx {
     /// Whether this node may act as the Kafka leader now: it is the Raft leader and, in a
     /// multi-voter cluster, holds a fresh lease (see [`LeaderLease`]).
     pub fn is_leader(&self) -> bool {
-        if self.leader_id() != Some(self.node_id) {
+        // A leader handing over on shutdown stops taking requests first.
+        if self.leader_id() != Some(self.node_id) || crate::duties::SHUTTING_DOWN.load(Ordering::Relaxed) {
             return false;
         }
         self.voter_ids().len() <= 1 || self.lease.is_valid()

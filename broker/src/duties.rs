@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::ctx::SharedCtx;
 use crate::limits;
-use crate::state::command::{Op, TrimLog};
+use crate::state::command::{ExpireProducersOp, Op, TrimLog};
 
 /// Set before a graceful shutdown stops the Raft node, so that stop is not taken for a fault.
 pub static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
@@ -17,7 +17,8 @@ pub fn start(ctx: SharedCtx) {
     tokio::spawn(watch_raft(ctx.clone()));
     tokio::spawn(name_cluster(ctx.clone()));
     tokio::spawn(checkpoint_by_bytes(ctx.clone()));
-    tokio::spawn(retention(ctx));
+    tokio::spawn(retention(ctx.clone()));
+    tokio::spawn(expire_producers(ctx));
 }
 
 /// Follows openraft's metrics: refreshes the leader lease, and stops the process when the
@@ -29,6 +30,9 @@ async fn watch_raft(ctx: SharedCtx) {
         {
             let m = metrics.borrow_and_update();
             if let Err(fatal) = &m.running_state {
+                if SHUTTING_DOWN.load(Ordering::SeqCst) {
+                    return;
+                }
                 tracing::error!(error = %fatal, "Raft node stopped on a fatal error; exiting");
                 std::process::exit(70);
             }
@@ -136,4 +140,30 @@ fn retention_trims(ctx: &SharedCtx) -> Vec<TrimLog> {
         }
     }
     trims
+}
+
+/// Kafka's `producer.id.expiration.ms` (KIP-98): the leader proposes forgetting producers idle
+/// that long, with its clock and the setting in the op, so every replica forgets the same
+/// producers at the same point in the log. Looks every `producer.id.expiration.check.interval.ms`.
+async fn expire_producers(ctx: SharedCtx) {
+    let interval_ms = ctx.config().i64("producer.id.expiration.check.interval.ms").max(100) as u64;
+    let mut tick = tokio::time::interval(Duration::from_millis(interval_ms));
+    loop {
+        tick.tick().await;
+        if !ctx.is_leader() {
+            continue;
+        }
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        let expiration_ms = ctx.config().i64("producer.id.expiration.ms");
+        let due =
+            ctx.sm.applied.read().expect("applied lock").state.producers.expirable(now_ms, expiration_ms);
+        if due == 0 {
+            continue;
+        }
+        tracing::info!(count = due, "expiring idle producer ids");
+        let op = Op::ExpireProducers(ExpireProducersOp { now_ms, expiration_ms });
+        if let Err(e) = ctx.proposer.propose_op(op).await {
+            tracing::warn!(error = %e, "producer id expiry proposal failed");
+        }
+    }
 }

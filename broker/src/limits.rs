@@ -104,3 +104,49 @@ pub const FORWARD_TIMEOUT_MS: u64 = 5_000;
 
 /// Largest response a forwarded request may return.
 pub const FORWARD_RESPONSE_BYTES_MAX: usize = 1024 * 1024;
+
+/// Bytes of one admin API request head (request line and headers); a longer head gets 431.
+/// Admin requests carry their parameters in the query string and have no body.
+pub const ADMIN_REQUEST_HEAD_BYTES_MAX: usize = 8 * 1024;
+
+/// Header lines one admin API request may carry; more get 431.
+pub const ADMIN_REQUEST_HEADERS_MAX: usize = 64;
+
+/// Longest an admin client may take to send its request head (ms); then 408.
+pub const ADMIN_REQUEST_READ_TIMEOUT_MS: u64 = 5_000;
+
+/// Longest writing one admin API response may take (ms); then the connection is dropped.
+pub const ADMIN_RESPONSE_WRITE_TIMEOUT_MS: u64 = 5_000;
+
+/// Admin API connections served at once; further accepts wait.
+pub const ADMIN_CONNECTIONS_MAX: usize = 16;
+
+/// Longest an admin membership change may take, including a new learner catching up (ms);
+/// then 504, and the change may still complete.
+pub const ADMIN_MEMBERSHIP_CHANGE_TIMEOUT_MS: u64 = 120_000;
+
+/// Bytes read from a partition file at once while hashing it for the admin `/digest`.
+pub const ADMIN_DIGEST_READ_CHUNK_BYTES: usize = 1024 * 1024;
+
+/// After answering, an admin connection reads and discards what the client still sends (a
+/// refused body) for at most this long and this many bytes before closing, so closing with
+/// unread data does not reset the connection before the client reads the response.
+pub const ADMIN_CLOSE_DRAIN_MS: u64 = 1_000;
+pub const ADMIN_CLOSE_DRAIN_BYTES_MAX: usize = 64 * 1024;
+
+/// Producer ids with idempotence state kept at once (KIP-98), so a flood of producers (each
+/// InitProducerId, or produce with an unknown id) cannot exhaust memory; the state is also in
+/// every checkpoint. Each (producer, partition) holds ~0.3 KiB. When full, InitProducerId
+/// evicts the least recently used producer idle for `PRODUCER_ID_EVICTION_IDLE_MS_MIN`, or is
+/// refused retriably; a produce that would add an id is refused retriably.
+pub const PRODUCER_IDS_LIVE_MAX: u64 = 50_000;
+
+/// Idle time after which a producer may be evicted to make room for a new one: longer than any
+/// client's retry window (librdkafka message.timeout.ms 300 s, Java delivery.timeout.ms 120 s
+/// by default), so no retry of an already appended batch can arrive after the eviction and be
+/// appended again (ms).
+pub const PRODUCER_ID_EVICTION_IDLE_MS_MIN: i64 = 15 * 60 * 1000;
+
+/// Batches remembered per (producer, partition) for duplicate detection: Kafka's five, which
+/// is why idempotent clients keep at most five requests in flight per connection (KIP-98).
+pub const PRODUCER_BATCHES_KEPT: usize = 5;

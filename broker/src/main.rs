@@ -3,6 +3,7 @@
 //! With no arguments it serves a one-node cluster on 127.0.0.1:9092 with data in `./data`.
 
 mod admin;
+mod admin_api;
 mod alloc_guard;
 mod config;
 mod ctx;

@@ -85,6 +85,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         raft.initialize(members).await?;
     }
     let proposer = Proposer::start(args.node_id, raft.clone(), sm.clone());
+    crate::admin_api::start(
+        args.admin_listen,
+        crate::admin_api::AdminCtx {
+            node_id: args.node_id,
+            raft: raft.clone(),
+            sm: sm.clone(),
+            kafka: advertised.clone(),
+        },
+    )
+    .await?;
     wait_until_caught_up(&raft).await;
 
     let ctx = Arc::new(Ctx {
@@ -106,6 +116,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
     duties::SHUTTING_DOWN.store(true, std::sync::atomic::Ordering::SeqCst);
+    // Kafka requests are refused from here (Ctx::is_leader checks SHUTTING_DOWN); the entries in
+    // flight replicate, then the most caught-up follower takes over.
+    crate::raft::transport::handover::hand_over(&raft, args.node_id, Duration::from_secs(2)).await;
     raft.shutdown().await.ok();
     Ok(())
 }

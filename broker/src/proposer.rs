@@ -5,6 +5,12 @@
 //! proposer stamps every produce batch with its offset and the leader's term: it reads the
 //! applied state, which is complete because only one entry is in flight and a leader first
 //! applies every entry of earlier terms (DESIGN §4). Followers re-check the stamps on apply.
+//!
+//! Idempotent batches (KIP-98) are checked here too, against the applied producer state plus
+//! what earlier ops of the same entry append (`producers::Pending`): a duplicate is answered
+//! with its original offset and not proposed, a partition that fails the check is answered with
+//! its error and left out, and the rest of the request is still one all-or-nothing op. Apply
+//! runs the same check again and refuses the op if its answer differs.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,10 +21,12 @@ use kafka_compat::error_code;
 use openraft::error::{ClientWriteError, RaftError};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::config::BrokerConfig;
 use crate::limits;
 use crate::raft::sm_store::SmShared;
 use crate::raft::Raft;
-use crate::state::command::{Command, Op, OpResult, PartitionAppend, ProduceOp};
+use crate::state::command::{Command, Op, OpResult, PartitionAppend, PartitionProduced, ProduceOp};
+use crate::state::producers::{BatchMeta, BatchSeq, Pending, Verdict};
 use crate::state::BrokerState;
 
 /// A produce op before the leader has stamped it.
@@ -138,16 +146,18 @@ impl Sequencer {
                 return;
             }
         };
-        let (ops, replies) = self.stamp(queued, term);
+        let (ops, waiting) = self.stamp(queued, term);
         if ops.is_empty() {
+            assert!(waiting.is_empty(), "only proposals with ops in the entry wait for it");
             return;
         }
+        let op_count = ops.len();
         match self.raft.client_write(Command { ops }).await {
             Ok(response) => {
                 let results = response.data.results;
-                assert_eq!(results.len(), replies.len(), "one result per proposed op");
-                for (reply, result) in replies.into_iter().zip(results) {
-                    let _ = reply.send(Ok(result));
+                assert_eq!(results.len(), op_count, "one result per proposed op");
+                for (reply, waiting) in waiting {
+                    let _ = reply.send(Ok(waiting.answer(&results)));
                 }
             }
             Err(e) => {
@@ -158,7 +168,9 @@ impl Sequencer {
                 // The entry may still commit later under a new leader; this node re-reads the
                 // applied state before it stamps again.
                 self.term = 0;
-                replies.into_iter().for_each(|reply| drop(reply.send(Err(err.clone()))));
+                for (reply, waiting) in waiting {
+                    let _ = reply.send(waiting.failed(&err));
+                }
             }
         }
     }
@@ -185,74 +197,262 @@ impl Sequencer {
         }
     }
 
-    /// Stamps produce proposals against the applied state. Proposals that cannot be stamped
-    /// (their partition vanished) are answered at once and left out.
-    fn stamp(&self, queued: Vec<(Proposal, Reply)>, term: u64) -> (Vec<Op>, Vec<Reply>) {
+    fn stamp(&self, queued: Vec<(Proposal, Reply)>, term: u64) -> (Vec<Op>, Vec<(Reply, Waiting)>) {
         let applied = self.shared.applied.read().expect("applied lock");
-        let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();
-        let now = now_ms();
-        let mut ops = Vec::with_capacity(queued.len());
-        let mut replies = Vec::with_capacity(queued.len());
-        for (proposal, reply) in queued {
-            let op = match proposal {
-                Proposal::Op(op) => op,
-                Proposal::Produce(appends) => {
-                    match stamp_produce(&applied.state, &self.shared.config, &mut next, appends, term, now) {
-                        Ok(op) => op,
-                        Err(result) => {
-                            let _ = reply.send(Ok(result));
-                            continue;
-                        }
-                    }
-                }
-            };
-            ops.push(op);
-            replies.push(reply);
-        }
-        (ops, replies)
+        stamp_entry(&applied.state, &self.shared.config, term, now_ms(), queued)
     }
 }
 
-fn stamp_produce(
+/// Builds one entry's ops from the queued proposals, in queue order, against `state` (the
+/// applied state). Produce proposals decided entirely here are answered at once; the others
+/// wait for the entry.
+fn stamp_entry(
     state: &BrokerState,
-    config: &crate::config::BrokerConfig,
-    next: &mut BTreeMap<(String, i32), i64>,
-    appends: Vec<UnstampedAppend>,
+    config: &BrokerConfig,
     term: u64,
     now: i64,
-) -> Result<Op, OpResult> {
-    let mut partitions = Vec::with_capacity(appends.len());
-    // Check every partition first so a refused op reserves no offsets.
-    for append in &appends {
-        if state.partition(&append.topic, append.partition).is_none() {
-            let message = format!("{}-{} does not exist", append.topic, append.partition);
-            return Err(OpResult::Refused { error_code: error_code::UNKNOWN_TOPIC_OR_PARTITION, message });
+    queued: Vec<(Proposal, Reply)>,
+) -> (Vec<Op>, Vec<(Reply, Waiting)>) {
+    let mut entry = EntryBuilder::new(state, config, term, now);
+    let mut waiting = Vec::with_capacity(queued.len());
+    for (proposal, reply) in queued {
+        match proposal {
+            Proposal::Op(op) => {
+                if matches!(op, Op::InitProducerId(_)) {
+                    entry.producer_ids_allocated += 1;
+                }
+                waiting.push((reply, Waiting::Op(entry.ops.len())));
+                entry.ops.push(op);
+            }
+            Proposal::Produce(appends) => {
+                let slots = entry.add_produce(appends);
+                if slots.iter().all(|s| matches!(s, Slot::Decided(_))) {
+                    let decided = slots.into_iter().map(|s| s.answer(&[])).collect();
+                    let _ = reply.send(Ok(OpResult::Produced(decided)));
+                } else {
+                    waiting.push((reply, Waiting::Produce(slots)));
+                }
+            }
         }
     }
-    for append in appends {
-        let key = (append.topic.clone(), append.partition);
-        let partition = state.partition(&append.topic, append.partition).expect("checked above");
-        let offset = next.entry(key).or_insert(partition.log_end_offset);
-        let log_append_time = is_log_append_time(state, config, &append.topic).then_some(now);
+    (entry.ops, waiting)
+}
+
+/// How a proposal in the entry is answered once the entry is applied.
+enum Waiting {
+    /// `Proposal::Op`: the result of that op.
+    Op(usize),
+    /// `Proposal::Produce`: one slot per partition, in request order.
+    Produce(Vec<Slot>),
+}
+
+impl Waiting {
+    fn answer(self, results: &[OpResult]) -> OpResult {
+        match self {
+            Waiting::Op(op) => results[op].clone(),
+            Waiting::Produce(slots) => {
+                OpResult::Produced(slots.into_iter().map(|s| s.answer(results)).collect())
+            }
+        }
+    }
+
+    /// The answer when the entry did not commit here: partitions decided at stamping keep
+    /// their answer, the others get the error.
+    fn failed(self, err: &ProposeError) -> Result<OpResult, ProposeError> {
+        match self {
+            Waiting::Op(_) => Err(err.clone()),
+            Waiting::Produce(slots) => {
+                let failed = OpResult::Refused { error_code: err.error_code(), message: err.to_string() };
+                Ok(OpResult::Produced(
+                    slots.into_iter().map(|s| s.answer(std::slice::from_ref(&failed))).collect(),
+                ))
+            }
+        }
+    }
+}
+
+/// One partition of a produce proposal, as stamping left it.
+enum Slot {
+    /// Answered from the applied state: an error, or a duplicate of a committed batch.
+    Decided(PartitionProduced),
+    /// Appended as partition `index` of op `op`.
+    Appended { op: usize, index: usize },
+    /// A duplicate of a batch that op `op` of this entry appends (a retry queued behind its
+    /// original): true only if that op applies, so it is never answered before the entry.
+    DuplicateInEntry { op: usize, result: PartitionProduced },
+}
+
+impl Slot {
+    /// `results`: the entry's op results, or a single refusal standing for every op.
+    fn answer(self, results: &[OpResult]) -> PartitionProduced {
+        let outcome = |op: usize| results.get(op).or(results.first());
+        match self {
+            Slot::Decided(result) => result,
+            Slot::Appended { op, index } => match outcome(op) {
+                Some(OpResult::Produced(parts)) => parts[index].clone(),
+                other => refusal(other),
+            },
+            Slot::DuplicateInEntry { op, result } => match outcome(op) {
+                Some(OpResult::Produced(_)) => result,
+                other => refusal(other),
+            },
+        }
+    }
+}
+
+fn refusal(result: Option<&OpResult>) -> PartitionProduced {
+    match result {
+        Some(OpResult::Refused { error_code, message }) => {
+            PartitionProduced::error(*error_code, message.clone())
+        }
+        other => PartitionProduced::error(error_code::UNKNOWN_SERVER_ERROR, format!("unexpected {other:?}")),
+    }
+}
+
+/// The entry being built: its ops, and the offsets and producer state they will leave.
+struct EntryBuilder<'a> {
+    state: &'a BrokerState,
+    config: &'a BrokerConfig,
+    term: u64,
+    now: i64,
+    ops: Vec<Op>,
+    next_offset: BTreeMap<(String, i32), i64>,
+    producers: Pending,
+    /// (topic, partition, base offset) of each idempotent batch this entry appends → its op.
+    entry_batches: BTreeMap<(String, i32, i64), usize>,
+    /// InitProducerId ops in this entry: each may add a live producer id.
+    producer_ids_allocated: u64,
+}
+
+impl<'a> EntryBuilder<'a> {
+    fn new(state: &'a BrokerState, config: &'a BrokerConfig, term: u64, now: i64) -> Self {
+        EntryBuilder {
+            state,
+            config,
+            term,
+            now,
+            ops: Vec::new(),
+            next_offset: BTreeMap::new(),
+            producers: Pending::default(),
+            entry_batches: BTreeMap::new(),
+            producer_ids_allocated: 0,
+        }
+    }
+
+    /// Adds one produce request: the partitions that pass become one op.
+    fn add_produce(&mut self, appends: Vec<UnstampedAppend>) -> Vec<Slot> {
+        let op = self.ops.len();
+        let mut partitions = Vec::new();
+        let mut slots = Vec::with_capacity(appends.len());
+        for append in appends {
+            match self.check(&append) {
+                Ok(seq) => {
+                    slots.push(Slot::Appended { op, index: partitions.len() });
+                    partitions.push(self.stamp_append(append, seq, op));
+                }
+                Err(slot) => slots.push(slot),
+            }
+        }
+        if !partitions.is_empty() {
+            self.ops.push(Op::Produce(ProduceOp { append_time_ms: self.now, partitions }));
+        }
+        slots
+    }
+
+    /// Whether `append` goes into the entry (with its idempotent batch, if any); if not, its
+    /// answer.
+    fn check(&self, append: &UnstampedAppend) -> Result<Option<BatchSeq>, Slot> {
+        let (topic, p) = (&append.topic, append.partition);
+        let decided = |code, message: String| Slot::Decided(PartitionProduced::error(code, message));
+        let Some(partition) = self.state.partition(topic, p) else {
+            return Err(decided(
+                error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                format!("{topic}-{p} does not exist"),
+            ));
+        };
+        let seqs: Vec<BatchSeq> = append.batches.iter().filter_map(|b| BatchSeq::of(&b.header)).collect();
+        let seq = match (seqs.as_slice(), append.batches.len()) {
+            ([], _) => return Ok(None),
+            ([seq], 1) => *seq,
+            // The produce handler refuses these; Kafka allows one batch per partition (v3+).
+            _ => {
+                return Err(decided(error_code::INVALID_RECORD, "one idempotent batch per partition".into()))
+            }
+        };
+        match self.producers.check(&self.state.producers, topic, p, &seq) {
+            Verdict::Append => {}
+            Verdict::Duplicate(meta) => {
+                let result = PartitionProduced {
+                    error_code: error_code::NONE,
+                    message: None,
+                    base_offset: meta.base_offset,
+                    log_start_offset: partition.log_start_offset,
+                    append_time_ms: meta.append_time_ms,
+                };
+                return Err(match self.entry_batches.get(&(topic.clone(), p, meta.base_offset)) {
+                    Some(&op) => Slot::DuplicateInEntry { op, result },
+                    None => Slot::Decided(result),
+                });
+            }
+            Verdict::Reject { error_code, message } => return Err(decided(error_code, message)),
+        }
+        if self.producers.is_new(&self.state.producers, seq.producer_id) {
+            // Counted high: InitProducerId ops in the entry may evict as well as add.
+            let live = self.state.producers.live.len() as u64
+                + self.producers.new_producer_ids() as u64
+                + self.producer_ids_allocated;
+            if live >= limits::PRODUCER_IDS_LIVE_MAX {
+                // Retriable: the producer keeps its sequence and retries until there is room.
+                let message = format!("{live} live producer ids, the limit; retry later");
+                return Err(decided(error_code::NOT_ENOUGH_REPLICAS, message));
+            }
+        }
+        Ok(Some(seq))
+    }
+
+    /// Stamps offsets and the term into `append`'s batches and records its idempotent batch.
+    fn stamp_append(&mut self, append: UnstampedAppend, seq: Option<BatchSeq>, op: usize) -> PartitionAppend {
+        let partition = self.state.partition(&append.topic, append.partition).expect("checked");
+        let log_append_time = is_log_append_time(self.state, self.config, &append.topic).then_some(self.now);
+        let offset = self
+            .next_offset
+            .entry((append.topic.clone(), append.partition))
+            .or_insert(partition.log_end_offset);
+        let base_offset = *offset;
         let batches = append
             .batches
             .iter()
             .map(|b| {
                 let stamp = BatchStamp {
                     base_offset: *offset,
-                    partition_leader_epoch: term as i32,
+                    partition_leader_epoch: self.term as i32,
                     log_append_time_ms: log_append_time,
                 };
                 *offset += i64::from(b.header.last_offset_delta) + 1;
                 stamp_batch(&b.bytes, stamp)
             })
             .collect();
-        partitions.push(PartitionAppend { topic: append.topic, partition: append.partition, batches });
+        let last_offset = *offset - 1;
+        if let Some(seq) = seq {
+            let meta = BatchMeta {
+                first_seq: seq.first_seq,
+                last_seq: seq.last_seq,
+                base_offset,
+                last_offset,
+                append_time_ms: self.now,
+            };
+            self.producers.record(&self.state.producers, &append.topic, append.partition, &seq, meta);
+            self.entry_batches.insert((append.topic.clone(), append.partition, base_offset), op);
+        }
+        PartitionAppend { topic: append.topic, partition: append.partition, batches }
     }
-    Ok(Op::Produce(ProduceOp { append_time_ms: now, partitions }))
 }
 
 pub fn is_log_append_time(state: &BrokerState, config: &crate::config::BrokerConfig, topic: &str) -> bool {
     let configured = state.topics.get(topic).and_then(|t| t.configs.get("message.timestamp.type"));
     configured.map(String::as_str).or(config.get("log.message.timestamp.type")) == Some("LogAppendTime")
 }
+
+#[cfg(test)]
+#[path = "proposer_tests.rs"]
+mod tests;

@@ -106,7 +106,7 @@ fn poll_until(
         let Some(message) = consumer.poll(Duration::from_millis(200)) else {
             continue;
         };
-        let message = message.context("consumer error")?;
+        let message = message.map_err(|e| anyhow::anyhow!("consumer error: {e:?}"))?;
         let key = (message.topic().to_owned(), message.partition());
         let records = out.get_mut(&key).with_context(|| format!("message from unassigned {key:?}"))?;
         records.push(to_record(&message));

@@ -1,19 +1,24 @@
-//! Test and benchmark tools for onelog: broker process control, a raw Kafka client for inputs
-//! real clients never send, rdkafka helpers, and the atomic multi-topic write.
+//! Test and benchmark tools for onelog: broker and cluster process control, a raw Kafka client
+//! for inputs real clients never send, rdkafka helpers, a producer load that runs through faults,
+//! the admin API client, and the atomic multi-topic write.
 //!
 //! The integration tests in `tests/` and the `onelog-bench` binary are built from these parts;
-//! each test spawns its own broker process with its own directory and port.
+//! each test spawns its own broker processes with their own directories and ports.
 
+pub mod admin_api;
 pub mod atomic;
 pub mod batch;
 pub mod bench;
 pub mod check;
+pub mod cluster;
 pub mod codec;
 pub mod kafka;
+pub mod load;
 pub mod probe;
 pub mod process;
 pub mod raw_client;
 pub mod raw_ops;
 
+pub use cluster::{Cluster, ClusterOptions};
 pub use process::{Broker, BrokerOptions};
 pub use raw_client::RawClient;

@@ -7,7 +7,7 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    CreateTopicsRequest, FetchRequest, ProduceRequest, ProduceResponse, TopicName,
+    CreateTopicsRequest, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -140,29 +140,66 @@ async fn fetch_once(
     partition: i32,
     offset: i64,
 ) -> Result<(i64, Bytes)> {
-    let request =
-        FetchRequest::default().with_max_wait_ms(0).with_min_bytes(1).with_topics(vec![FetchTopic::default(
-        )
-        .with_topic(topic_name(topic))
-        .with_partitions(vec![FetchPartition::default()
-            .with_partition(partition)
-            .with_fetch_offset(offset)
-            .with_partition_max_bytes(FETCH_PARTITION_BYTES_MAX)])]);
+    let request = fetch_request(&[(topic, partition, offset)], FETCH_PARTITION_BYTES_MAX);
     let response = client.request(version, &request).await?;
     if response.error_code != 0 {
         bail!("Fetch {topic}/{partition}: top-level error {}", response.error_code);
     }
-    let data = response
-        .responses
-        .iter()
-        .filter(|t| t.topic.0.as_str() == topic)
-        .flat_map(|t| t.partitions.iter())
-        .find(|p| p.partition_index == partition)
+    let data = fetch_results(&response)
+        .into_iter()
+        .find(|r| r.topic == topic && r.partition == partition)
         .with_context(|| format!("Fetch response lacks {topic}/{partition}"))?;
     if data.error_code != 0 {
         bail!("Fetch {topic}/{partition} @{offset}: error {}", data.error_code);
     }
-    Ok((data.high_watermark, data.records.clone().unwrap_or_default()))
+    Ok((data.high_watermark, data.records))
+}
+
+/// A Fetch request (read_uncommitted, no wait, no leader epoch) for each (topic, partition,
+/// offset), asking up to `partition_bytes_max` per partition; for pipelining with
+/// [`RawClient::send_request`].
+pub fn fetch_request(partitions: &[(&str, i32, i64)], partition_bytes_max: i32) -> FetchRequest {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for &(topic, partition, offset) in partitions {
+        let fetch = FetchPartition::default()
+            .with_partition(partition)
+            .with_fetch_offset(offset)
+            .with_partition_max_bytes(partition_bytes_max);
+        match topics.iter_mut().find(|t| t.topic.0.as_str() == topic) {
+            Some(t) => t.partitions.push(fetch),
+            None => {
+                topics.push(FetchTopic::default().with_topic(topic_name(topic)).with_partitions(vec![fetch]))
+            }
+        }
+    }
+    FetchRequest::default().with_max_wait_ms(0).with_min_bytes(1).with_topics(topics)
+}
+
+/// One partition of a Fetch response, as data.
+#[derive(Debug, Clone)]
+pub struct FetchResult {
+    pub topic: String,
+    pub partition: i32,
+    pub error_code: i16,
+    pub high_watermark: i64,
+    pub records: Bytes,
+}
+
+/// Every partition of a Fetch response (topics named, i.e. v12 and below).
+pub fn fetch_results(response: &FetchResponse) -> Vec<FetchResult> {
+    response
+        .responses
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(move |p| FetchResult {
+                topic: t.topic.0.to_string(),
+                partition: p.partition_index,
+                error_code: p.error_code,
+                high_watermark: p.high_watermark,
+                records: p.records.clone().unwrap_or_default(),
+            })
+        })
+        .collect()
 }
 
 /// A topic name as kafka-protocol types it.

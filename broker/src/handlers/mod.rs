@@ -10,6 +10,7 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod fetch;
+pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
@@ -84,6 +85,7 @@ pub static HANDLERS: &[Handler] = &[
     handler!(create_partitions),
     handler!(describe_cluster),
     handler!(offset_for_leader_epoch),
+    handler!(init_producer_id),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

@@ -4,6 +4,9 @@
 //! are left out; the rest of the request is one `Produce` op, so a request spanning several
 //! topics applies all-or-nothing (DRMQ's atomic write). acks=0 gets no response; acks=1 and
 //! acks=all both reply after the entry is committed and applied — stronger than Kafka's acks=1.
+//!
+//! Idempotent batches (KIP-98) are sequence-checked by the proposer; each partition's answer
+//! (its error, its offset, or a duplicate's original offset) comes back per partition.
 
 use std::time::Duration;
 
@@ -124,8 +127,26 @@ fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes
             .and_then(|v| v.parse::<i64>().ok())
             .unwrap_or_else(|| ctx.config().i64("message.max.bytes"))
     };
-    validate_record_set(&records, max_bytes.max(0) as usize)
-        .map_err(|e| (e.error_code(), Some(e.to_string())))
+    let batches = validate_record_set(&records, max_bytes.max(0) as usize)
+        .map_err(|e| (e.error_code(), Some(e.to_string())))?;
+    check_idempotent(&batches)?;
+    Ok(batches)
+}
+
+/// Kafka's rules for batches carrying a producer id: one batch per partition per request
+/// (Produce v3+), and a real epoch and sequence (LogValidator), or INVALID_RECORD.
+fn check_idempotent(batches: &[kafka_compat::batch::ValidBatch]) -> Result<(), (i16, Option<String>)> {
+    let invalid = |why: &str| Err((error_code::INVALID_RECORD, Some(why.to_string())));
+    let with_pid = batches.iter().filter(|b| b.header.producer_id >= 0);
+    for batch in with_pid.clone() {
+        if batch.header.base_sequence < 0 || batch.header.producer_epoch < 0 {
+            return invalid("a batch with a producer id needs a sequence and epoch of at least 0");
+        }
+    }
+    if with_pid.count() > 0 && batches.len() > 1 {
+        return invalid("produce requests carry one batch per partition when it has a producer id");
+    }
+    Ok(())
 }
 
 /// Per append: whether its topic uses LogAppendTime (the response then carries the time the
@@ -138,29 +159,29 @@ fn log_append_times(ctx: &Ctx, appends: &[UnstampedAppend]) -> Vec<bool> {
 type Outcome = Result<Result<OpResult, crate::proposer::ProposeError>, tokio::time::error::Elapsed>;
 
 fn record_outcome(slots: &mut [Slot], owners: &[usize], outcome: Outcome, log_append_time: &[bool]) {
-    match outcome {
-        Ok(Ok(OpResult::Produced { base_offsets, log_start_offsets, append_time_ms })) => {
-            for (i, slot_index) in owners.iter().enumerate() {
-                let slot = &mut slots[*slot_index];
-                slot.base_offset = base_offsets[i];
-                slot.log_start_offset = log_start_offsets[i];
-                if log_append_time[i] {
-                    slot.log_append_time = append_time_ms;
+    let (code, message) = match outcome {
+        // One answer per append, in order (the proposer merges what it decided itself).
+        Ok(Ok(OpResult::Produced(parts))) if parts.len() == owners.len() => {
+            for (i, part) in parts.into_iter().enumerate() {
+                let slot = &mut slots[owners[i]];
+                slot.error_code = part.error_code;
+                slot.message = part.message;
+                slot.base_offset = part.base_offset;
+                slot.log_start_offset = part.log_start_offset;
+                if log_append_time[i] && part.error_code == error_code::NONE {
+                    slot.log_append_time = part.append_time_ms;
                 }
             }
+            return;
         }
-        other => {
-            let (code, message) = match other {
-                Ok(Ok(OpResult::Refused { error_code, message })) => (error_code, Some(message)),
-                Ok(Ok(unexpected)) => (error_code::UNKNOWN_SERVER_ERROR, Some(format!("{unexpected:?}"))),
-                Ok(Err(e)) => (e.error_code(), Some(e.to_string())),
-                Err(_) => (error_code::REQUEST_TIMED_OUT, Some("not committed within timeout_ms".into())),
-            };
-            for slot_index in owners {
-                slots[*slot_index].error_code = code;
-                slots[*slot_index].message = message.clone();
-            }
-        }
+        Ok(Ok(OpResult::Refused { error_code, message })) => (error_code, Some(message)),
+        Ok(Ok(unexpected)) => (error_code::UNKNOWN_SERVER_ERROR, Some(format!("{unexpected:?}"))),
+        Ok(Err(e)) => (e.error_code(), Some(e.to_string())),
+        Err(_) => (error_code::REQUEST_TIMED_OUT, Some("not committed within timeout_ms".into())),
+    };
+    for slot_index in owners {
+        slots[*slot_index].error_code = code;
+        slots[*slot_index].message = message.clone();
     }
 }
 

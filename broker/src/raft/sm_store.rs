@@ -212,11 +212,11 @@ impl StateMachineStore {
         Ok(Some((meta, path)))
     }
 
-    /// Builds a complete new generation from a received archive, switches `CURRENT` to it,
-    /// then swaps it in memory.
-    fn install_archive(&self, archive: &Path) -> io::Result<Checkpoint> {
-        let old = self.shared.generation.read().expect("generation lock").clone();
-        let next = self.shared.dir.join(format!("gen-{}", generation_number(&old) + 1));
+    /// Builds a complete new generation from a received archive and switches `CURRENT` to it.
+    /// The caller swaps state and partitions in memory together.
+    fn install_archive(&self, archive: &Path) -> io::Result<(Checkpoint, Partitions, PathBuf)> {
+        let current = self.shared.generation.read().expect("generation lock").clone();
+        let next = self.shared.dir.join(format!("gen-{}", generation_number(&current) + 1));
         let _ = std::fs::remove_dir_all(&next);
         let root = next.join("partitions");
         std::fs::create_dir_all(&root)?;
@@ -246,12 +246,7 @@ impl StateMachineStore {
         let name = next.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
         raft_store::write_file_atomic(&self.shared.dir.join(CURRENT), name.as_bytes())?;
         let partitions = Partitions::open(&root, &checkpoint.state, &self.shared.config)?;
-        *self.shared.partitions.write().expect("partitions lock") = partitions;
-        *self.shared.generation.write().expect("generation lock") = next;
-        if let Err(e) = std::fs::remove_dir_all(&old) {
-            tracing::warn!(dir = %old.display(), error = %e, "could not remove the replaced generation");
-        }
-        Ok(checkpoint)
+        Ok((checkpoint, partitions, next))
     }
 }
 
@@ -337,17 +332,28 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         drop(snapshot);
         let this = self.clone();
         let archive = self.shared.dir.join("incoming.olsnap");
-        let checkpoint = tokio::task::spawn_blocking(move || this.install_archive(&archive))
-            .await
-            .map_err(|e| io_err(io::Error::other(e)))?
-            .map_err(io_err)?;
+        let (checkpoint, partitions, next) =
+            tokio::task::spawn_blocking(move || this.install_archive(&archive))
+                .await
+                .map_err(|e| io_err(io::Error::other(e)))?
+                .map_err(io_err)?;
         tracing::info!(snapshot = %meta.snapshot_id, topics = checkpoint.state.topics.len(), "installed snapshot");
-        let mut applied = self.shared.applied.write().expect("applied lock");
-        *applied = Applied {
-            last_applied: meta.last_log_id,
-            membership: checkpoint.membership,
-            state: checkpoint.state,
+        // State and files change under the applied lock together: readers see either the old
+        // pair or the new one.
+        let old = {
+            let mut applied = self.shared.applied.write().expect("applied lock");
+            *self.shared.partitions.write().expect("partitions lock") = partitions;
+            let old = std::mem::replace(&mut *self.shared.generation.write().expect("generation lock"), next);
+            *applied = Applied {
+                last_applied: meta.last_log_id,
+                membership: checkpoint.membership,
+                state: checkpoint.state,
+            };
+            old
         };
+        if let Err(e) = std::fs::remove_dir_all(&old) {
+            tracing::warn!(dir = %old.display(), error = %e, "could not remove the replaced generation");
+        }
         self.shared.applied_index.send_replace(meta.last_log_id.map_or(0, |l| l.index));
         Ok(())
     }

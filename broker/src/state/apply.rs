@@ -8,7 +8,10 @@ use bytes::Bytes;
 use kafka_compat::batch::parse_header;
 use kafka_compat::error_code;
 
-use super::command::{NewPartitions, NewTopic, Op, OpResult, PartitionAppend, ProduceOp, TrimLog};
+use super::command::{
+    NewPartitions, NewTopic, Op, OpResult, PartitionAppend, PartitionProduced, ProduceOp, TrimLog,
+};
+use super::producers::{BatchMeta, BatchSeq, Pending, Verdict};
 use super::{BrokerState, PartitionState, Topic};
 
 /// A change to partition files that the storage layer performs after apply.
@@ -45,6 +48,15 @@ pub fn apply_op(state: &mut BrokerState, op: &Op, effects: &mut Vec<Effect>) -> 
             }
             OpResult::Done
         }
+        Op::InitProducerId(init) => match state.producers.allocate(init) {
+            Ok(producer_id) => OpResult::ProducerIdAllocated { producer_id, producer_epoch: 0 },
+            // Retriable for every client (Java re-enqueues it, librdkafka retries in 500 ms).
+            Err(message) => refused(error_code::COORDINATOR_LOAD_IN_PROGRESS, message),
+        },
+        Op::ExpireProducers(expire) => {
+            state.producers.expire(expire);
+            OpResult::Done
+        }
     }
 }
 
@@ -67,14 +79,22 @@ fn apply_produce(state: &mut BrokerState, op: &ProduceOp, effects: &mut Vec<Effe
             return result;
         }
     }
-    let mut base_offsets = Vec::with_capacity(op.partitions.len());
-    let mut log_start_offsets = Vec::with_capacity(op.partitions.len());
+    let pending = match check_producers(state, op) {
+        Ok(pending) => pending,
+        Err(result) => return result,
+    };
+    let mut produced = Vec::with_capacity(op.partitions.len());
     for append in &op.partitions {
         let topic = state.topics.get_mut(&append.topic).expect("checked above");
         let topic_id = topic.topic_id;
         let partition = &mut topic.partitions[append.partition as usize];
-        base_offsets.push(partition.log_end_offset);
-        log_start_offsets.push(partition.log_start_offset);
+        produced.push(PartitionProduced {
+            error_code: error_code::NONE,
+            message: None,
+            base_offset: partition.log_end_offset,
+            log_start_offset: partition.log_start_offset,
+            append_time_ms: op.append_time_ms,
+        });
         for batch in &append.batches {
             let header = parse_header(batch).expect("checked above");
             partition.log_end_offset = header.last_offset() + 1;
@@ -89,7 +109,55 @@ fn apply_produce(state: &mut BrokerState, op: &ProduceOp, effects: &mut Vec<Effe
         }
         partition.assert_invariants(&append.topic, append.partition);
     }
-    OpResult::Produced { base_offsets, log_start_offsets, append_time_ms: op.append_time_ms }
+    state.producers.commit(pending, op.append_time_ms);
+    OpResult::Produced(produced)
+}
+
+/// Re-runs the leader's sequence checks (KIP-98) on the stamped batches. The leader left out
+/// duplicates and refused batches, so anything but `Append` means its view of the producer
+/// state differs from this one; the op is refused rather than applied differently.
+fn check_producers(state: &BrokerState, op: &ProduceOp) -> Result<Pending, OpResult> {
+    let mut pending = Pending::default();
+    for append in &op.partitions {
+        for batch in &append.batches {
+            let header = parse_header(batch).expect("checked by check_append");
+            let Some(seq) = BatchSeq::of(&header) else { continue };
+            match pending.check(&state.producers, &append.topic, append.partition, &seq) {
+                Verdict::Append => {
+                    let meta = BatchMeta {
+                        first_seq: seq.first_seq,
+                        last_seq: seq.last_seq,
+                        base_offset: header.base_offset,
+                        last_offset: header.last_offset(),
+                        append_time_ms: op.append_time_ms,
+                    };
+                    pending.record(&state.producers, &append.topic, append.partition, &seq, meta);
+                }
+                // A retry sees NONE with the original offset once the leader's view is current.
+                Verdict::Duplicate(meta) => {
+                    return Err(refused(
+                        error_code::NOT_LEADER_OR_FOLLOWER,
+                        format!(
+                            "{}-{}: producer {} batch {}..{} was already appended at {}",
+                            append.topic,
+                            append.partition,
+                            seq.producer_id,
+                            seq.first_seq,
+                            seq.last_seq,
+                            meta.base_offset
+                        ),
+                    ))
+                }
+                Verdict::Reject { error_code, message } => {
+                    return Err(refused(
+                        error_code,
+                        format!("{}-{}: {message}", append.topic, append.partition),
+                    ))
+                }
+            }
+        }
+    }
+    Ok(pending)
 }
 
 fn check_append(state: &BrokerState, append: &PartitionAppend) -> Result<(), OpResult> {
@@ -140,6 +208,7 @@ fn create_topic(state: &mut BrokerState, new: &NewTopic, effects: &mut Vec<Effec
 fn delete_topic(state: &mut BrokerState, name: &str, effects: &mut Vec<Effect>) -> (i16, Option<String>) {
     match state.topics.remove(name) {
         Some(topic) => {
+            state.producers.forget_topic(name);
             effects.push(Effect::DeleteTopicLogs { topic_id: topic.topic_id });
             (error_code::NONE, None)
         }
@@ -188,4 +257,4 @@ fn trim_log(state: &mut BrokerState, trim: &TrimLog, effects: &mut Vec<Effect>) 
 
 #[cfg(test)]
 #[path = "apply_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -31,6 +31,30 @@ pub enum Op {
     CreatePartitions(Vec<NewPartitions>),
     /// Retention, decided by the leader: move a partition's log start offset forward.
     TrimLog(Vec<TrimLog>),
+    /// InitProducerId of an idempotent producer (KIP-98): apply allocates the next id.
+    InitProducerId(InitProducerIdOp),
+    /// The leader's `producer.id.expiration.ms` duty: forget producers idle that long.
+    ExpireProducers(ExpireProducersOp),
+}
+
+/// Everything allocation depends on travels in the op, so replicas running with other limits
+/// or clocks still decide alike.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InitProducerIdOp {
+    /// Leader wall clock: the new producer's last activity, and the clock eviction reads.
+    pub now_ms: i64,
+    /// `limits::PRODUCER_IDS_LIVE_MAX` on the leader.
+    pub producer_ids_live_max: u64,
+    /// `limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN` on the leader.
+    pub eviction_idle_ms_min: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExpireProducersOp {
+    /// Leader wall clock when the duty ran.
+    pub now_ms: i64,
+    /// The leader's `producer.id.expiration.ms`.
+    pub expiration_ms: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -79,11 +103,13 @@ pub struct CommandResponse {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum OpResult {
     Done,
-    /// Per partition of the produce op, in order: base offset of its first batch.
-    Produced {
-        base_offsets: Vec<i64>,
-        log_start_offsets: Vec<i64>,
-        append_time_ms: i64,
+    /// Per partition of the produce op (or, from the proposer, of the produce request), in
+    /// order.
+    Produced(Vec<PartitionProduced>),
+    /// InitProducerId: the new id, epoch 0.
+    ProducerIdAllocated {
+        producer_id: i64,
+        producer_epoch: i16,
     },
     /// The op as a whole was refused; Kafka error code and a message.
     Refused {
@@ -92,4 +118,28 @@ pub enum OpResult {
     },
     /// Per-item error codes (topics created, deleted, partitions added), in request order.
     PerItem(Vec<(i16, Option<String>)>),
+}
+
+/// One partition's produce outcome. A duplicate batch (KIP-98) gets NONE and the offsets and
+/// append time of the batch it repeats.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PartitionProduced {
+    pub error_code: i16,
+    pub message: Option<String>,
+    pub base_offset: i64,
+    pub log_start_offset: i64,
+    /// Leader clock of the op that appended the batch (the LogAppendTime of such topics).
+    pub append_time_ms: i64,
+}
+
+impl PartitionProduced {
+    pub fn error(error_code: i16, message: impl Into<String>) -> Self {
+        PartitionProduced {
+            error_code,
+            message: Some(message.into()),
+            base_offset: -1,
+            log_start_offset: -1,
+            append_time_ms: -1,
+        }
+    }
 }

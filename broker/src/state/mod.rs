@@ -6,17 +6,23 @@
 
 pub mod apply;
 pub mod command;
+pub mod producers;
 pub mod topic_config;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use producers::Producers;
+
 /// Replicated metadata and offsets of the whole broker.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct BrokerState {
     pub cluster_id: Option<String>,
     pub topics: BTreeMap<String, Topic>,
+    /// Idempotent producers (KIP-98): live ids and their per-partition sequence state.
+    #[serde(default)]
+    pub producers: Producers,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -1,6 +1,6 @@
-//! `onelog-bench`: closed-loop produce benchmark against a running broker or a spawned release
-//! build, printed as a markdown table beside the floor measured in the same run (loopback TCP
-//! round trip, fdatasync of a preallocated file).
+//! `onelog-bench`: closed-loop produce benchmark against a running broker, a spawned release
+//! build, or a spawned release cluster of N voters, printed as a markdown table beside the
+//! floor measured in the same run (loopback TCP round trip, fdatasync of a preallocated file).
 //!
 //! Each "producer" is one concurrent sender sharing a single librdkafka FutureProducer; it awaits
 //! every delivery before sending the next record, so each latency sample is one message's.
@@ -15,7 +15,7 @@ use harness::bench::floor::{loopback_rtt, preallocated_fdatasync};
 use harness::bench::stats::Percentiles;
 use harness::kafka::client_config;
 use harness::process::onelog_binary;
-use harness::{Broker, BrokerOptions};
+use harness::{Broker, BrokerOptions, Cluster, ClusterOptions};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
@@ -42,12 +42,16 @@ enum Command {
 
 #[derive(Args)]
 struct ProduceArgs {
-    /// A running broker; conflicts with --spawn.
-    #[arg(long, conflicts_with = "spawn", required_unless_present = "spawn")]
+    /// A running broker or cluster (host:port,...); conflicts with --spawn and --spawn-cluster.
+    #[arg(long, conflicts_with_all = ["spawn", "spawn_cluster"], required_unless_present_any = ["spawn", "spawn_cluster"])]
     bootstrap: Option<String>,
     /// Start a release onelog (ONELOG_BIN or target/release/onelog) in a temporary directory.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "spawn_cluster")]
     spawn: bool,
+    /// Start a cluster of N release onelog voters (ONELOG_BIN or target/release/onelog) on
+    /// 127.0.0.1, each in its own temporary directory, and produce against all of them.
+    #[arg(long, value_name = "N")]
+    spawn_cluster: Option<u64>,
     #[arg(long, default_value_t = 1024)]
     record_bytes: usize,
     /// Seconds per producer count.
@@ -78,28 +82,69 @@ async fn main() -> Result<()> {
     }
 }
 
+/// What the benchmark produces against.
+enum Target {
+    Running(String),
+    Broker(Broker),
+    Cluster(Cluster),
+}
+
+impl Target {
+    fn bootstrap(&self) -> String {
+        match self {
+            Target::Running(b) => b.clone(),
+            Target::Broker(b) => b.bootstrap(),
+            Target::Cluster(c) => c.bootstrap(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Target::Running(b) => format!("broker {b}"),
+            Target::Broker(b) => format!("one spawned node {}", b.bootstrap()),
+            Target::Cluster(c) => format!("spawned {}-node cluster {}", c.ids().len(), c.bootstrap()),
+        }
+    }
+
+    fn dir(&self) -> Option<PathBuf> {
+        match self {
+            Target::Running(_) => None,
+            Target::Broker(b) => Some(b.dir().to_path_buf()),
+            Target::Cluster(c) => Some(c.root().to_path_buf()),
+        }
+    }
+
+    /// Replication factor for the benchmark topic: every voter is a replica.
+    fn replication(&self) -> i32 {
+        match self {
+            Target::Cluster(c) => c.ids().len() as i32,
+            _ => 1,
+        }
+    }
+}
+
+fn target(args: &ProduceArgs) -> Result<Target> {
+    Ok(match (args.spawn, args.spawn_cluster, &args.bootstrap) {
+        (true, _, _) => Target::Broker(spawn_release()?),
+        (false, Some(nodes), _) => Target::Cluster(spawn_release_cluster(nodes)?),
+        (false, None, Some(b)) => Target::Running(b.clone()),
+        (false, None, None) => bail!("--bootstrap, --spawn or --spawn-cluster N"),
+    })
+}
+
 async fn produce(args: ProduceArgs) -> Result<()> {
-    let broker = match args.spawn {
-        true => Some(spawn_release()?),
-        false => None,
-    };
-    let bootstrap = match (&broker, &args.bootstrap) {
-        (Some(b), _) => b.bootstrap(),
-        (None, Some(b)) => b.clone(),
-        (None, None) => bail!("--bootstrap or --spawn"),
-    };
-    let sync_dir = args
-        .sync_dir
-        .clone()
-        .or_else(|| broker.as_ref().map(|b| b.dir().to_path_buf()))
-        .unwrap_or_else(std::env::temp_dir);
+    let target = target(&args)?;
+    let bootstrap = target.bootstrap();
+    let sync_dir = args.sync_dir.clone().or_else(|| target.dir()).unwrap_or_else(std::env::temp_dir);
     let rtt = loopback_rtt()?;
     let fsync = preallocated_fdatasync(&sync_dir)?;
-    ensure_topic(&bootstrap, &args.topic, args.partitions).await?;
+    ensure_topic(&bootstrap, &args.topic, args.partitions, target.replication()).await?;
 
     println!(
-        "\nproduce, acks=all, {} B records, {} s per row, broker {bootstrap}\n",
-        args.record_bytes, args.seconds
+        "\nproduce, acks=all, {} B records, {} s per row, {}\n",
+        args.record_bytes,
+        args.seconds,
+        target.describe()
     );
     println!("| producers | msgs/s | MB/s | p50 ms | p99 ms |");
     println!("|---:|---:|---:|---:|---:|");
@@ -135,9 +180,20 @@ fn spawn_release() -> Result<Broker> {
     Ok(broker)
 }
 
-async fn ensure_topic(bootstrap: &str, topic: &str, partitions: i32) -> Result<()> {
+fn spawn_release_cluster(nodes: u64) -> Result<Cluster> {
+    let options = ClusterOptions { profile: "release", ..ClusterOptions::new(nodes) };
+    let cluster = Cluster::start_with(options)?;
+    eprintln!(
+        "spawned {nodes} onelog nodes at {} (directories in {})",
+        cluster.bootstrap(),
+        cluster.root().display()
+    );
+    Ok(cluster)
+}
+
+async fn ensure_topic(bootstrap: &str, topic: &str, partitions: i32, replication: i32) -> Result<()> {
     let admin: AdminClient<DefaultClientContext> = client_config(bootstrap).create()?;
-    let new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    let new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(replication));
     for result in admin.create_topics([&new_topic], &AdminOptions::new()).await? {
         match result {
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}

@@ -3,7 +3,7 @@
 //! ```text
 //!   0   4  len          u32 LE: bytes after this 8-byte header (kind + request id + body)
 //!   4   4  crc32c       u32 LE: CRC32C of those `len` bytes
-//!   8   1  kind         Hello | AppendEntries | Vote | InstallSnapshot | Response
+//!   8   1  kind         Hello | AppendEntries | Vote | InstallSnapshot | TimeoutNow | Response
 //!   9   8  request id   u64 LE: chosen by the client, echoed in the Response
 //!  17   n  body         bincode 1.3 (fixint, no trailing bytes) of the request or the result
 //! ```
@@ -39,6 +39,8 @@ pub enum Kind {
     AppendEntries = 2,
     Vote = 3,
     InstallSnapshot = 4,
+    /// Leadership handover: the leader asks an up-to-date follower to stand for election.
+    TimeoutNow = 5,
     /// `Result<response, RaftError>` of the request with the same id.
     Response = 0x80,
 }
@@ -52,6 +54,7 @@ impl TryFrom<u8> for Kind {
             2 => Kind::AppendEntries,
             3 => Kind::Vote,
             4 => Kind::InstallSnapshot,
+            5 => Kind::TimeoutNow,
             0x80 => Kind::Response,
             other => return Err(FrameError::UnknownKind(other)),
         })

@@ -5,9 +5,11 @@
 //! - [`client`]: the connection to one peer, shared by every openraft client for it; the
 //!   openraft-facing `RaftNetwork` is in `raft::network`.
 //! - [`server`]: [`serve_raft`], answering peers' requests with the local `Raft`.
+//! - [`handover`]: leadership handover on graceful shutdown.
 
 pub mod client;
 pub mod codec;
+pub mod handover;
 pub mod server;
 
 pub use server::serve_raft;

@@ -147,6 +147,7 @@ enum Request {
     AppendEntries(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<u64>),
     InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+    TimeoutNow(super::handover::TimeoutNow),
 }
 
 impl Request {
@@ -156,6 +157,7 @@ impl Request {
             Kind::AppendEntries => Request::AppendEntries(frame.decode_body()?),
             Kind::Vote => Request::Vote(frame.decode_body()?),
             Kind::InstallSnapshot => Request::InstallSnapshot(frame.decode_body()?),
+            Kind::TimeoutNow => Request::TimeoutNow(frame.decode_body()?),
             Kind::Hello | Kind::Response => return Err(FrameError::Unexpected(frame.kind)),
         };
         Ok((frame.request_id, request))
@@ -174,6 +176,7 @@ async fn handle(
         Request::AppendEntries(req) => encode_response(request_id, &raft.append_entries(req).await),
         Request::Vote(req) => encode_response(request_id, &raft.vote(req).await),
         Request::InstallSnapshot(req) => encode_response(request_id, &raft.install_snapshot(req).await),
+        Request::TimeoutNow(req) => encode_response(request_id, &super::handover::on_timeout_now(&raft, req)),
     };
     if let Some(frame) = frame {
         // The connection may be gone; then nobody is waiting for this response.

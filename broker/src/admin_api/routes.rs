@@ -1,0 +1,87 @@
+//! The admin API's one routing table: path → allowed method → handler. An unknown path is
+//! 404; a known path with another method is 405 with `Allow`.
+
+use serde_json::{json, Value};
+
+use super::http::{HttpError, Query, Request};
+use super::{digest, members, status, AdminCtx};
+
+/// One JSON response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub status: u16,
+    pub body: Value,
+    /// `Allow` header of a 405.
+    pub allow: Option<&'static str>,
+}
+
+impl Response {
+    pub fn json(status: u16, body: Value) -> Self {
+        Response { status, body, allow: None }
+    }
+
+    pub fn error(status: u16, message: impl Into<String>) -> Self {
+        Response::json(status, json!({ "error": message.into() }))
+    }
+}
+
+impl From<HttpError> for Response {
+    fn from(e: HttpError) -> Self {
+        Response::error(e.status, e.message)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Endpoint {
+    Status,
+    Digest,
+    AddLearner,
+    Promote,
+    Remove,
+    Elect,
+}
+
+const ROUTES: &[(&str, &str, Endpoint)] = &[
+    ("/status", "GET", Endpoint::Status),
+    ("/digest", "GET", Endpoint::Digest),
+    ("/members/add-learner", "POST", Endpoint::AddLearner),
+    ("/members/promote", "POST", Endpoint::Promote),
+    ("/members/remove", "POST", Endpoint::Remove),
+    ("/leader/elect", "POST", Endpoint::Elect),
+];
+
+pub async fn route(ctx: &AdminCtx, request: &Request) -> Response {
+    let Some((_, method, endpoint)) = ROUTES.iter().find(|(path, _, _)| *path == request.path) else {
+        return Response::error(404, format!("no such endpoint {:?}", request.path));
+    };
+    if request.method != *method {
+        let message = format!("{} takes {method}, not {}", request.path, request.method);
+        return Response { allow: Some(method), ..Response::error(405, message) };
+    }
+    let result = match endpoint {
+        Endpoint::Status => get_status(ctx, &request.query),
+        Endpoint::Digest => get_digest(ctx, &request.query).await,
+        Endpoint::AddLearner => members::add_learner(ctx, &request.query).await,
+        Endpoint::Promote => members::promote(ctx, &request.query).await,
+        Endpoint::Remove => members::remove(ctx, &request.query).await,
+        Endpoint::Elect => members::elect(ctx, &request.query).await,
+    };
+    result.unwrap_or_else(Response::from)
+}
+
+fn get_status(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
+    query.allow_only(&[])?;
+    Ok(Response::json(200, status::status(ctx)))
+}
+
+async fn get_digest(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
+    query.allow_only(&[])?;
+    let (node_id, sm) = (ctx.node_id, ctx.sm.clone());
+    // File reads under std locks: off the async workers.
+    let computed = tokio::task::spawn_blocking(move || digest::compute(node_id, &sm)).await;
+    Ok(match computed {
+        Ok(Ok(digest)) => Response::json(200, serde_json::to_value(digest).expect("digest serializes")),
+        Ok(Err(e)) => Response::error(500, format!("reading partition files: {e}")),
+        Err(e) => Response::error(500, format!("digest task failed: {e}")),
+    })
+}

@@ -1,0 +1,56 @@
+//! `GET /status`, and the membership as every admin response shows it, both read from
+//! openraft's metrics (this node's view: a follower may lag the leader's membership).
+
+use openraft::{RaftMetrics, ServerState};
+use serde_json::{json, Value};
+
+use super::AdminCtx;
+use crate::raft::{NodeAddr, StoredMembership};
+
+pub fn role(state: ServerState) -> &'static str {
+    match state {
+        ServerState::Leader => "leader",
+        ServerState::Follower => "follower",
+        ServerState::Candidate => "candidate",
+        ServerState::Learner => "learner",
+        ServerState::Shutdown => "shutdown",
+    }
+}
+
+/// `{"log_index", "voters", "learners", "nodes": [{"id","raft","kafka"}], "joint"}`. During a
+/// joint configuration (Raft §6) `voters` lists the voters of both configurations.
+pub fn membership_json(membership: &StoredMembership) -> Value {
+    let m = membership.membership();
+    let voters: Vec<u64> = m.voter_ids().collect();
+    let learners: Vec<u64> = m.learner_ids().collect();
+    let nodes: Vec<Value> = m.nodes().map(|(id, addr)| node_json(*id, addr)).collect();
+    json!({
+        "log_index": membership.log_id().map(|l| l.index),
+        "voters": voters,
+        "learners": learners,
+        "nodes": nodes,
+        "joint": m.get_joint_config().len() > 1,
+    })
+}
+
+fn node_json(id: u64, addr: &NodeAddr) -> Value {
+    json!({ "id": id, "raft": addr.raft, "kafka": addr.kafka })
+}
+
+pub fn status(ctx: &AdminCtx) -> Value {
+    let metrics: RaftMetrics<u64, NodeAddr> = ctx.raft.metrics().borrow().clone();
+    let membership = membership_json(&metrics.membership_config);
+    json!({
+        "node_id": ctx.node_id,
+        "leader": metrics.current_leader,
+        "term": metrics.current_term,
+        "role": role(metrics.state),
+        "last_log_index": metrics.last_log_index,
+        "last_applied": metrics.last_applied.map(|l| l.index),
+        "voters": membership["voters"],
+        "learners": membership["learners"],
+        "nodes": membership["nodes"],
+        "membership_log_index": membership["log_index"],
+        "kafka": ctx.kafka,
+    })
+}

@@ -1,0 +1,137 @@
+//! InitProducerId (key 22), every version (v0–v5): producer ids for idempotent producers.
+//!
+//! Without a transactional id, Kafka's coordinator "always blindly accepts the request and
+//! returns a new producerId", epoch 0 — also when a KIP-360 client (v3+) sends its current id
+//! and epoch: idempotent producers bump their epoch themselves and come back here only for a
+//! fresh id. Here that is one log op whose apply takes the next id from a counter in the
+//! replicated state, so ids are unique across failovers and nothing is random.
+//!
+//! Any broker may be asked (librdkafka and Java ask the least loaded one), so a follower
+//! forwards the request to the leader, as Metadata forwards topic auto-creation. When no
+//! leader can answer the reply is COORDINATOR_LOAD_IN_PROGRESS, which every client retries as
+//! it is. Not NOT_COORDINATOR: on that Java's idempotent producer looks up a *transaction*
+//! coordinator (FindCoordinator with a null key), which is meaningless without transactions.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use bytes::BytesMut;
+use kafka_compat::codec::{decode_response, encode_request, Request};
+use kafka_compat::error_code;
+use kafka_compat::frame::{frame_body_len, FRAME_PREFIX_BYTES};
+use kafka_protocol::messages::{
+    ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId, RequestKind, ResponseKind,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::HandlerResult;
+use crate::ctx::{Ctx, SharedCtx};
+use crate::limits;
+use crate::state::command::{InitProducerIdOp, Op, OpResult};
+
+pub const KEY: ApiKey = ApiKey::InitProducerId;
+pub const VERSIONS: (i16, i16) = (0, 5);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+/// Client id of a request this broker forwarded; its receiver never forwards it again, so
+/// requests cannot circle while leadership moves.
+const FORWARDED_CLIENT_ID: &str = "onelog-forward-init-producer-id";
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::InitProducerId(body) = req.body else { anyhow::bail!("not an InitProducerId body") };
+    let forwarded = req.header.client_id.as_ref().is_some_and(|c| c.as_str() == FORWARDED_CLIENT_ID);
+    let response = match body.transactional_id.as_ref().map(|t| t.0.as_str()) {
+        // Kafka: an empty transactional id is an invalid request, not "no transactional id".
+        Some("") => error(error_code::INVALID_REQUEST),
+        Some(transactional_id) => {
+            // Transactions are not served yet. UNSUPPORTED_VERSION is fatal with a clear
+            // message in Java ("Unexpected error in InitProducerIdResponse; The version of API
+            // is not supported") and makes librdkafka's init_transactions() fail with it at its
+            // timeout. Authorization errors would be fatal too, but would send users hunting
+            // for ACLs; coordinator errors would be retried for ever.
+            tracing::warn!(
+                transactional_id,
+                "InitProducerId for a transactional producer: transactions are not supported yet"
+            );
+            error(error_code::UNSUPPORTED_VERSION)
+        }
+        None if ctx.is_leader() => allocate(&ctx).await,
+        None if forwarded => error(error_code::COORDINATOR_LOAD_IN_PROGRESS),
+        None => forward(&ctx, req.api_version, body).await,
+    };
+    Ok(Some(ResponseKind::InitProducerId(response)))
+}
+
+fn error(code: i16) -> InitProducerIdResponse {
+    InitProducerIdResponse::default()
+        .with_error_code(code)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1)
+}
+
+/// One InitProducerId op in the log; the leader's clock and limits travel in it.
+async fn allocate(ctx: &Ctx) -> InitProducerIdResponse {
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let op = Op::InitProducerId(InitProducerIdOp {
+        now_ms,
+        producer_ids_live_max: limits::PRODUCER_IDS_LIVE_MAX,
+        eviction_idle_ms_min: limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN,
+    });
+    match ctx.proposer.propose_op(op).await {
+        Ok(OpResult::ProducerIdAllocated { producer_id, producer_epoch }) => {
+            InitProducerIdResponse::default()
+                .with_error_code(error_code::NONE)
+                .with_producer_id(ProducerId(producer_id))
+                .with_producer_epoch(producer_epoch)
+        }
+        Ok(OpResult::Refused { error_code, message }) => {
+            tracing::warn!(error_code, %message, "InitProducerId refused");
+            error(error_code)
+        }
+        Ok(other) => {
+            tracing::error!(result = ?other, "InitProducerId: unexpected op result");
+            error(error_code::UNKNOWN_SERVER_ERROR)
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "InitProducerId not committed; the client retries");
+            error(error_code::COORDINATOR_LOAD_IN_PROGRESS)
+        }
+    }
+}
+
+async fn forward(ctx: &Ctx, version: i16, body: InitProducerIdRequest) -> InitProducerIdResponse {
+    let timeout = Duration::from_millis(limits::FORWARD_TIMEOUT_MS);
+    match tokio::time::timeout(timeout, forward_to_leader(ctx, version, body)).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %format!("{e:#}"), "InitProducerId: forwarding to the leader failed");
+            error(error_code::COORDINATOR_LOAD_IN_PROGRESS)
+        }
+        Err(_) => error(error_code::COORDINATOR_LOAD_IN_PROGRESS),
+    }
+}
+
+/// Sends the request to the leader as it came, and returns the leader's answer.
+async fn forward_to_leader(
+    ctx: &Ctx,
+    version: i16,
+    body: InitProducerIdRequest,
+) -> anyhow::Result<InitProducerIdResponse> {
+    let leader = ctx.leader_id().context("no leader")?;
+    let broker =
+        ctx.brokers().into_iter().find(|b| b.node_id as u64 == leader).context("leader address unknown")?;
+    let body = RequestKind::InitProducerId(body);
+    let frame = encode_request(KEY, version, 1, FORWARDED_CLIENT_ID, &body)?;
+    let mut stream = TcpStream::connect((broker.host.as_str(), broker.port as u16)).await?;
+    stream.write_all(&frame).await?;
+    let mut prefix = [0u8; FRAME_PREFIX_BYTES];
+    stream.read_exact(&mut prefix).await?;
+    let len = frame_body_len(prefix, limits::FORWARD_RESPONSE_BYTES_MAX)?;
+    let mut response = BytesMut::zeroed(len);
+    stream.read_exact(&mut response).await?;
+    match decode_response(KEY, version, response.freeze())?.1 {
+        ResponseKind::InitProducerId(response) => Ok(response),
+        other => anyhow::bail!("leader answered with {other:?}"),
+    }
+}

@@ -1,0 +1,215 @@
+//! A blocking client for the broker's HTTP/1.1 admin API (`--admin-listen`): `GET /status`,
+//! `GET /digest` and the membership `POST`s, decoded from JSON.
+//!
+//! Blocking on purpose, like `probe`: cluster control runs from plain `#[test]`s and from inside
+//! a tokio runtime alike. One request per connection (`Connection: close`), bounded in time and
+//! in response size, so a paused (SIGSTOP) node costs a timeout, never a hang.
+//!
+//! Fields whose JSON shape the contract leaves open (`last_applied`, `hash`, `kafka`) are kept
+//! as `serde_json::Value`: the harness only compares them for equality and prints them.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Longest one admin request may take, connect included.
+pub const ADMIN_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// Largest admin response the harness reads, in bytes.
+pub const ADMIN_RESPONSE_BYTES_MAX: u64 = 16 * 1024 * 1024;
+/// HTTP status of a leader-only endpoint asked on a follower ("Misdirected Request").
+pub const STATUS_MISDIRECTED: u16 = 421;
+
+/// `GET /status`: one node's view of the Raft group.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Status {
+    pub node_id: u64,
+    /// The leader this node knows of, if any.
+    pub leader: Option<u64>,
+    pub term: u64,
+    /// openraft's server state: "Leader", "Follower", "Candidate", "Learner", "Shutdown".
+    pub role: String,
+    #[serde(default)]
+    pub last_log_index: Value,
+    #[serde(default)]
+    pub last_applied: Value,
+    #[serde(default)]
+    pub voters: Vec<u64>,
+    #[serde(default)]
+    pub learners: Vec<u64>,
+    #[serde(default)]
+    pub kafka: Value,
+}
+
+impl Status {
+    /// Whether this node says it is the leader.
+    pub fn is_leader(&self) -> bool {
+        self.role.eq_ignore_ascii_case("leader")
+    }
+}
+
+/// `GET /digest`: what one node has applied, partition by partition.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Digest {
+    pub node_id: u64,
+    pub last_applied: Value,
+    pub partitions: Vec<PartitionDigest>,
+}
+
+/// One partition of a [`Digest`].
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct PartitionDigest {
+    pub topic: String,
+    pub partition: i32,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub hash: Value,
+    /// Every other field the broker reports (topic id, batch and byte counts, ...): compared
+    /// like the rest, so a replica differing in any of them differs.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// An HTTP response: status code and body.
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// The body as text, for error messages.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// `GET /status`.
+pub fn status(addr: SocketAddr) -> Result<Status> {
+    get_json(addr, "/status")
+}
+
+/// `GET /digest`.
+pub fn digest(addr: SocketAddr) -> Result<Digest> {
+    get_json(addr, "/digest")
+}
+
+/// `POST path` (e.g. `/members/promote?id=4`); returns the response whatever its status.
+pub fn post(addr: SocketAddr, path: &str) -> Result<HttpResponse> {
+    request(addr, "POST", path)
+}
+
+fn get_json<T: serde::de::DeserializeOwned>(addr: SocketAddr, path: &str) -> Result<T> {
+    let response = request(addr, "GET", path)?;
+    if response.status != 200 {
+        bail!("GET {path} on {addr}: HTTP {}: {}", response.status, response.text());
+    }
+    serde_json::from_slice(&response.body)
+        .with_context(|| format!("GET {path} on {addr}: decoding {}", response.text()))
+}
+
+/// One HTTP/1.1 request on a fresh connection.
+pub fn request(addr: SocketAddr, method: &str, path: &str) -> Result<HttpResponse> {
+    let mut stream = TcpStream::connect_timeout(&addr, ADMIN_REQUEST_TIMEOUT)
+        .with_context(|| format!("connecting to admin API {addr}"))?;
+    stream.set_read_timeout(Some(ADMIN_REQUEST_TIMEOUT))?;
+    stream.set_write_timeout(Some(ADMIN_REQUEST_TIMEOUT))?;
+    let head =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes()).with_context(|| format!("{method} {path} to {addr}"))?;
+    let mut raw = Vec::new();
+    stream
+        .take(ADMIN_RESPONSE_BYTES_MAX)
+        .read_to_end(&mut raw)
+        .with_context(|| format!("{method} {path} on {addr}: reading the response"))?;
+    parse_response(&raw).with_context(|| format!("{method} {path} on {addr}"))
+}
+
+/// Parses a whole HTTP/1.1 response read until the server closed the connection.
+fn parse_response(raw: &[u8]) -> Result<HttpResponse> {
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").context("no end of headers")?;
+    let head = std::str::from_utf8(&raw[..split]).context("headers are not UTF-8")?;
+    let body = &raw[split + 4..];
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .with_context(|| format!("bad status line {status_line:?}"))?;
+    let header = |name: &str| {
+        head.split("\r\n").skip(1).find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    };
+    let body = if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        dechunk(body)?
+    } else if let Some(length) = header("content-length") {
+        let length: usize = length.parse().context("bad Content-Length")?;
+        if body.len() < length {
+            bail!("body cut short: {} of {length} bytes", body.len());
+        }
+        body[..length].to_vec()
+    } else {
+        body.to_vec()
+    };
+    Ok(HttpResponse { status, body })
+}
+
+/// Decodes a chunked body (RFC 9112 §7.1), ignoring extensions and trailers.
+fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let end = rest.windows(2).position(|w| w == b"\r\n").context("chunk size line")?;
+        let line = std::str::from_utf8(&rest[..end])?;
+        let size = usize::from_str_radix(line.split(';').next().unwrap_or_default().trim(), 16)
+            .with_context(|| format!("chunk size {line:?}"))?;
+        rest = &rest[end + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        if rest.len() < size + 2 {
+            bail!("chunk cut short");
+        }
+        out.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_content_length_and_chunked_bodies() {
+        let plain = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+        let response = parse_response(plain).unwrap();
+        assert_eq!((response.status, response.body.as_slice()), (200, &b"{}"[..]));
+
+        let chunked = b"HTTP/1.1 421 Misdirected Request\r\nTransfer-Encoding: chunked\r\n\r\n\
+                        3\r\nnot\r\n7\r\n leader\r\n0\r\n\r\n";
+        let response = parse_response(chunked).unwrap();
+        assert_eq!((response.status, response.text().as_str()), (421, "not leader"));
+    }
+
+    #[test]
+    fn decodes_status_and_digest() {
+        let status: Status = serde_json::from_str(
+            r#"{"node_id":2,"leader":null,"term":3,"role":"Follower","last_log_index":10,
+                "last_applied":9,"voters":[1,2,3],"learners":[],"kafka":"127.0.0.1:9093"}"#,
+        )
+        .unwrap();
+        assert_eq!((status.node_id, status.leader, status.is_leader()), (2, None, false));
+        let digest: Digest = serde_json::from_str(
+            r#"{"node_id":1,"last_applied":9,"partitions":[{"topic":"t","partition":0,
+                "log_start_offset":0,"log_end_offset":5,"hash":"ab12"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(digest.partitions[0].log_end_offset, 5);
+    }
+}

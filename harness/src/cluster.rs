@@ -1,0 +1,621 @@
+//! A multi-node onelog cluster for scenario tests that read as linear phases: start three
+//! nodes, find the leader, kill it, wait for a new one, compare what every replica applied.
+//!
+//! Every node gets free ports (Kafka, Raft, admin) and its own directory under one temporary
+//! root: `node-<id>/data` is its `--data-dir`, `node-<id>/onelog.log` receives its stdout and
+//! stderr across restarts. A node keeps its ports and directory for its whole life, so
+//! `kill9` + `start_node` is a restart of the same replica and `wipe` + `start_node` a replaced disk.
+//!
+//! Leader and digest queries go through the admin API (`--admin-listen`, see `admin_api`).
+//! A binary built without it still runs: the leader is then read from each node's Metadata
+//! controller id, and `digests` fails saying the admin API is missing (never a silent pass).
+//!
+//! Like `process`, everything here blocks: call it from plain tests, or from a multi-threaded
+//! tokio runtime with a worker to spare. When a test panics, `Drop` prints every node's log
+//! tail and keeps the root directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use tempfile::TempDir;
+
+use crate::admin_api::{self, Digest, Status};
+use crate::probe::{probe_api_versions, probe_controller};
+use crate::process::{onelog_binary, LOG_TAIL_LINES, READY_TIMEOUT, TERMINATE_TIMEOUT};
+
+/// Longest `leader()` waits for every live node to name the same live leader.
+pub const LEADER_TIMEOUT: Duration = Duration::from_secs(20);
+/// Longest `assert_digests_equal` waits for every live node to reach the same applied index.
+pub const DIGEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The broker's `RAFT_ELECTION_TIMEOUT_MAX_MS` (broker/src/limits.rs): the harness talks to
+/// processes only, so the figure is mirrored here.
+pub const ELECTION_TIMEOUT_MAX: Duration = Duration::from_millis(600);
+/// Pause between two polls of the cluster's state.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+/// Timeout of one Kafka probe (readiness, Metadata controller id).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Whole-cluster start attempts when another process takes a chosen port first.
+const PORT_ATTEMPTS: usize = 3;
+
+/// How to run a cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// Voters, with ids 1..=nodes.
+    pub nodes: u64,
+    /// `--config key=value` overrides for every node, in order.
+    pub configs: Vec<(String, String)>,
+    /// Extra environment variables for every node (e.g. `RUST_LOG`).
+    pub env: Vec<(String, String)>,
+    /// The `onelog` binary; `onelog_binary(profile)` when `None`.
+    pub binary: Option<PathBuf>,
+    /// "debug" or "release": where to look when `binary` is `None`.
+    pub profile: &'static str,
+}
+
+impl ClusterOptions {
+    /// `nodes` voters from the debug build (or `ONELOG_BIN`), no overrides.
+    pub fn new(nodes: u64) -> Self {
+        Self { nodes, configs: Vec::new(), env: Vec::new(), binary: None, profile: "debug" }
+    }
+
+    /// Adds a `--config key=value` override.
+    pub fn config(mut self, key: &str, value: impl ToString) -> Self {
+        self.configs.push((key.to_owned(), value.to_string()));
+        self
+    }
+}
+
+struct Node {
+    dir: PathBuf,
+    kafka: SocketAddr,
+    raft: SocketAddr,
+    admin: SocketAddr,
+    /// `None` once the harness stopped it (kill9, terminate) or before the first start.
+    child: Option<Child>,
+    /// Stopped with SIGSTOP and not yet continued.
+    paused: bool,
+}
+
+/// A running cluster of onelog processes; see the module documentation.
+pub struct Cluster {
+    root: Option<TempDir>,
+    root_path: PathBuf,
+    binary: PathBuf,
+    has_admin: bool,
+    options: ClusterOptions,
+    nodes: BTreeMap<u64, Node>,
+}
+
+impl Cluster {
+    /// Starts `nodes` voters and waits until each serves Kafka requests (which a onelog node
+    /// does only once it knows a leader and has applied its log).
+    pub fn start(nodes: u64) -> Result<Self> {
+        Self::start_with(ClusterOptions::new(nodes))
+    }
+
+    /// [`Cluster::start`] with options.
+    pub fn start_with(options: ClusterOptions) -> Result<Self> {
+        if options.nodes == 0 {
+            bail!("a cluster needs at least one node");
+        }
+        let binary = match &options.binary {
+            Some(b) => b.clone(),
+            None => onelog_binary(options.profile)?,
+        };
+        let has_admin = supports_admin_listen(&binary)?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut cluster = Self::allocate(options.clone(), binary.clone(), has_admin)?;
+            let ids = cluster.ids();
+            match cluster.start_nodes(&ids) {
+                Ok(()) => return Ok(cluster),
+                Err(e) if attempt < PORT_ATTEMPTS && cluster.any_log_mentions("in use") => {
+                    eprintln!("cluster start attempt {attempt}: a port was taken ({e:#}); retrying");
+                }
+                Err(e) => return Err(e.context(format!("starting {} nodes", options.nodes))),
+            }
+        }
+    }
+
+    fn allocate(options: ClusterOptions, binary: PathBuf, has_admin: bool) -> Result<Self> {
+        let root = tempfile::Builder::new().prefix("onelog-cluster-").tempdir()?;
+        let root_path = root.path().to_path_buf();
+        let ports = free_ports(3 * options.nodes as usize)?;
+        let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+        let mut nodes = BTreeMap::new();
+        for (i, id) in (1..=options.nodes).enumerate() {
+            let dir = root_path.join(format!("node-{id}"));
+            std::fs::create_dir_all(dir.join("data"))?;
+            let (kafka, raft, admin) = (addr(ports[3 * i]), addr(ports[3 * i + 1]), addr(ports[3 * i + 2]));
+            nodes.insert(id, Node { dir, kafka, raft, admin, child: None, paused: false });
+        }
+        Ok(Self { root: Some(root), root_path, binary, has_admin, options, nodes })
+    }
+
+    /// Node ids, ascending.
+    pub fn ids(&self) -> Vec<u64> {
+        self.nodes.keys().copied().collect()
+    }
+
+    /// Nodes that run and are not paused: the ones that can answer.
+    pub fn live_ids(&mut self) -> Vec<u64> {
+        let ids = self.ids();
+        ids.into_iter().filter(|id| self.is_running(*id) && !self.nodes[id].paused).collect()
+    }
+
+    /// Whether the broker was started with `--admin-listen` (the binary supports it).
+    pub fn has_admin_api(&self) -> bool {
+        self.has_admin
+    }
+
+    /// `host:port,...` of every node, for `bootstrap.servers`.
+    pub fn bootstrap(&self) -> String {
+        self.nodes.values().map(|n| n.kafka.to_string()).collect::<Vec<_>>().join(",")
+    }
+
+    /// `host:port,...` of the nodes that run and are not paused: a client given only these
+    /// never reports a refused connection to a node the test stopped on purpose.
+    pub fn live_bootstrap(&mut self) -> String {
+        let live = self.live_ids();
+        live.iter().map(|id| self.kafka_addr(*id).to_string()).collect::<Vec<_>>().join(",")
+    }
+
+    /// A node's Kafka listener.
+    pub fn kafka_addr(&self, id: u64) -> SocketAddr {
+        self.node(id).kafka
+    }
+
+    /// A node's admin API listener (bound only when [`Cluster::has_admin_api`]).
+    pub fn admin_addr(&self, id: u64) -> SocketAddr {
+        self.node(id).admin
+    }
+
+    /// The cluster's root directory (one `node-<id>` directory per node).
+    pub fn root(&self) -> &Path {
+        &self.root_path
+    }
+
+    /// A node's directory (holds `data/` and `onelog.log`).
+    pub fn dir(&self, id: u64) -> &Path {
+        &self.node(id).dir
+    }
+
+    /// A node's `--data-dir`.
+    pub fn data_dir(&self, id: u64) -> PathBuf {
+        self.dir(id).join("data")
+    }
+
+    /// The file that receives a node's stdout and stderr.
+    pub fn log_path(&self, id: u64) -> PathBuf {
+        self.dir(id).join("onelog.log")
+    }
+
+    /// A node's process id while it runs.
+    pub fn pid(&self, id: u64) -> Option<u32> {
+        self.node(id).child.as_ref().map(Child::id)
+    }
+
+    fn node(&self, id: u64) -> &Node {
+        self.nodes.get(&id).unwrap_or_else(|| panic!("no node {id} in this cluster"))
+    }
+
+    fn node_mut(&mut self, id: u64) -> &mut Node {
+        self.nodes.get_mut(&id).unwrap_or_else(|| panic!("no node {id} in this cluster"))
+    }
+
+    /// Whether a node's process is alive (paused counts as alive).
+    pub fn is_running(&mut self, id: u64) -> bool {
+        match &mut self.node_mut(id).child {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    // ---- process control -------------------------------------------------------------------
+
+    /// Starts a stopped node on its ports and directory and waits until it serves Kafka.
+    /// (Named apart from the constructor [`Cluster::start`], which Rust cannot overload.)
+    pub fn start_node(&mut self, id: u64) -> Result<()> {
+        self.start_nodes(&[id])
+    }
+
+    /// Starts every stopped node at once, then waits for each (a restarted cluster needs a
+    /// quorum running before any node can serve).
+    pub fn start_all(&mut self) -> Result<()> {
+        let ids = self.ids();
+        let stopped: Vec<u64> = ids.into_iter().filter(|id| self.node(*id).child.is_none()).collect();
+        self.start_nodes(&stopped)
+    }
+
+    fn start_nodes(&mut self, ids: &[u64]) -> Result<()> {
+        for &id in ids {
+            self.spawn(id)?;
+        }
+        let deadline = Instant::now() + READY_TIMEOUT;
+        for &id in ids {
+            self.wait_ready(id, deadline)?;
+        }
+        Ok(())
+    }
+
+    fn spawn(&mut self, id: u64) -> Result<()> {
+        if self.is_running(id) {
+            bail!("start: node {id} (pid {:?}) is still running", self.pid(id));
+        }
+        let node = self.node(id);
+        let log = File::options().create(true).append(true).open(self.log_path(id))?;
+        let peers: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|(other, _)| **other != id)
+            .map(|(other, n)| format!("{other}={}@{}", n.raft, n.kafka))
+            .collect();
+        let mut command = Command::new(&self.binary);
+        command
+            .arg("--node-id")
+            .arg(id.to_string())
+            .arg("--data-dir")
+            .arg(self.data_dir(id))
+            .arg("--kafka-listen")
+            .arg(node.kafka.to_string())
+            .arg("--advertised-kafka")
+            .arg(node.kafka.to_string())
+            .arg("--raft-listen")
+            .arg(node.raft.to_string());
+        if !peers.is_empty() {
+            command.arg("--peers").arg(peers.join(","));
+        }
+        if self.has_admin {
+            command.arg("--admin-listen").arg(node.admin.to_string());
+        }
+        for (key, value) in &self.options.configs {
+            command.arg("--config").arg(format!("{key}={value}"));
+        }
+        // Plain log files: tracing-subscriber honours NO_COLOR.
+        command.env("NO_COLOR", "1");
+        command.envs(self.options.env.iter().map(|(k, v)| (k, v)));
+        command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+        let child = command.spawn().with_context(|| format!("spawning {}", self.binary.display()))?;
+        let node = self.node_mut(id);
+        node.child = Some(child);
+        node.paused = false;
+        Ok(())
+    }
+
+    fn wait_ready(&mut self, id: u64, deadline: Instant) -> Result<()> {
+        let addr = self.kafka_addr(id);
+        loop {
+            self.check_not_exited(id)?;
+            let probe = probe_api_versions(addr, PROBE_TIMEOUT);
+            if probe.is_ok() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "node {id} not serving Kafka within {READY_TIMEOUT:?}: {:#}\n{}",
+                    probe.unwrap_err(),
+                    self.log_tails()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Fails if a node the harness started has exited on its own (a crash, an assertion, a
+    /// fatal-stop), with its exit status and log tail.
+    fn check_not_exited(&mut self, id: u64) -> Result<()> {
+        let node = self.node_mut(id);
+        let Some(child) = &mut node.child else { return Ok(()) };
+        if let Some(status) = child.try_wait()? {
+            node.child = None;
+            bail!("node {id} exited on its own ({status}); log tail:\n{}", self.log_tail(id, LOG_TAIL_LINES));
+        }
+        Ok(())
+    }
+
+    /// Fails if any node the harness started has exited on its own.
+    pub fn check_none_exited(&mut self) -> Result<()> {
+        for id in self.ids() {
+            self.check_not_exited(id)?;
+        }
+        Ok(())
+    }
+
+    /// SIGKILL, then reap. The node keeps its ports and directory for [`Cluster::start_node`].
+    pub fn kill9(&mut self, id: u64) -> Result<()> {
+        self.check_not_exited(id)?;
+        let node = self.node_mut(id);
+        let mut child = node.child.take().with_context(|| format!("kill9: node {id} is not running"))?;
+        node.paused = false;
+        child.kill().context("SIGKILL")?;
+        child.wait()?;
+        Ok(())
+    }
+
+    /// SIGSTOP: the process stays, frozen, with its sockets open (peers see silence, not a
+    /// closed connection).
+    pub fn sigstop(&mut self, id: u64) -> Result<()> {
+        self.signal(id, libc::SIGSTOP)?;
+        self.node_mut(id).paused = true;
+        Ok(())
+    }
+
+    /// SIGCONT after [`Cluster::sigstop`].
+    pub fn sigcont(&mut self, id: u64) -> Result<()> {
+        self.signal(id, libc::SIGCONT)?;
+        self.node_mut(id).paused = false;
+        Ok(())
+    }
+
+    /// SIGTERM, then waits for the exit and returns its status.
+    pub fn terminate(&mut self, id: u64) -> Result<ExitStatus> {
+        self.signal(id, libc::SIGTERM)?;
+        let deadline = Instant::now() + TERMINATE_TIMEOUT;
+        loop {
+            let node = self.node_mut(id);
+            let child = node.child.as_mut().context("terminate: not running")?;
+            if let Some(status) = child.try_wait()? {
+                node.child = None;
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!("node {id} still running {TERMINATE_TIMEOUT:?} after SIGTERM");
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    fn signal(&mut self, id: u64, signal: libc::c_int) -> Result<()> {
+        self.check_not_exited(id)?;
+        let pid = self.pid(id).with_context(|| format!("node {id} is not running"))?;
+        // SAFETY: kill(2) on a pid we spawned and have not reaped, so it names our child.
+        if unsafe { libc::kill(pid as libc::pid_t, signal) } != 0 {
+            return Err(std::io::Error::last_os_error()).with_context(|| format!("signal {signal} to {pid}"));
+        }
+        Ok(())
+    }
+
+    /// Deletes a stopped node's data directory: its next start is a replica with a new disk.
+    pub fn wipe(&mut self, id: u64) -> Result<()> {
+        if self.is_running(id) {
+            bail!("wipe: node {id} is running; kill9 or terminate it first");
+        }
+        let data = self.data_dir(id);
+        std::fs::remove_dir_all(&data).with_context(|| format!("deleting {}", data.display()))?;
+        std::fs::create_dir_all(&data)?;
+        Ok(())
+    }
+
+    // ---- leadership -----------------------------------------------------------------------
+
+    /// `GET /status` of one node.
+    pub fn status(&self, id: u64) -> Result<Status> {
+        self.require_admin("GET /status")?;
+        admin_api::status(self.admin_addr(id))
+    }
+
+    /// The leader as one node sees it: `/status`, or Metadata's controller id without the
+    /// admin API. `Ok(None)`: the node knows no leader.
+    pub fn leader_seen_by(&self, id: u64) -> Result<Option<u64>> {
+        if self.has_admin {
+            return Ok(self.status(id)?.leader);
+        }
+        let controller = probe_controller(self.kafka_addr(id), PROBE_TIMEOUT)?;
+        Ok(u64::try_from(controller).ok())
+    }
+
+    /// The leader every live node names, when they all name the same live node and (with the
+    /// admin API) that node says it is the leader; each node's view otherwise.
+    fn agreed_leader(&mut self) -> std::result::Result<u64, String> {
+        let live = self.live_ids();
+        if live.is_empty() {
+            return Err("no live node".into());
+        }
+        let mut views = BTreeMap::new();
+        for &id in &live {
+            views.insert(id, self.leader_seen_by(id).map_err(|e| format!("{e:#}")));
+        }
+        let named: BTreeSet<Option<u64>> =
+            views.values().map(|v| v.as_ref().ok().copied().flatten()).collect();
+        let describe = || format!("{views:?}");
+        match named.into_iter().collect::<Vec<_>>().as_slice() {
+            [Some(leader)] if live.contains(leader) && views.values().all(|v| v.is_ok()) => {
+                if self.has_admin && !self.status(*leader).is_ok_and(|s| s.is_leader()) {
+                    return Err(format!("{leader} is named but does not say it leads; {}", describe()));
+                }
+                Ok(*leader)
+            }
+            _ => Err(describe()),
+        }
+    }
+
+    /// Waits until every live node names the same live leader; returns it and the time taken.
+    pub fn wait_for_leader(&mut self, timeout: Duration) -> Result<(u64, Duration)> {
+        let started = Instant::now();
+        loop {
+            self.check_none_exited()?;
+            let views = match self.agreed_leader() {
+                Ok(leader) => return Ok((leader, started.elapsed())),
+                Err(views) => views,
+            };
+            if started.elapsed() > timeout {
+                bail!("no leader agreed on within {timeout:?}; views: {views}\n{}", self.log_tails());
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    /// The leader every live node agrees on (waits up to [`LEADER_TIMEOUT`]).
+    pub fn leader(&mut self) -> Result<u64> {
+        Ok(self.wait_for_leader(LEADER_TIMEOUT)?.0)
+    }
+
+    /// Live nodes other than the leader, ascending.
+    pub fn followers(&mut self) -> Result<Vec<u64>> {
+        let leader = self.leader()?;
+        Ok(self.live_ids().into_iter().filter(|id| *id != leader).collect())
+    }
+
+    // ---- replicas ---------------------------------------------------------------------------
+
+    /// `GET /digest` of every live node.
+    pub fn digests(&mut self) -> Result<BTreeMap<u64, Digest>> {
+        self.require_admin("GET /digest")?;
+        let mut out = BTreeMap::new();
+        for id in self.live_ids() {
+            out.insert(id, admin_api::digest(self.admin_addr(id)).with_context(|| format!("node {id}"))?);
+        }
+        Ok(out)
+    }
+
+    /// Waits until every live node reports the same `last_applied`, then requires identical
+    /// partitions (offsets and hash) on all of them. A mismatch must show on two reads at the
+    /// same applied index, so a digest taken mid-apply cannot fail the test alone.
+    pub fn assert_digests_equal(&mut self) -> Result<BTreeMap<u64, Digest>> {
+        let started = Instant::now();
+        let mut mismatches = 0;
+        loop {
+            self.check_none_exited()?;
+            let digests = self.digests()?;
+            let applied: BTreeSet<String> = digests.values().map(|d| d.last_applied.to_string()).collect();
+            if applied.len() == 1 {
+                match digest_differences(&digests) {
+                    None => return Ok(digests),
+                    Some(report) if mismatches >= 1 => {
+                        bail!("replicas diverge at last_applied {applied:?}:\n{report}")
+                    }
+                    Some(_) => mismatches += 1,
+                }
+            }
+            if started.elapsed() > DIGEST_TIMEOUT {
+                let seen: Vec<String> =
+                    digests.iter().map(|(id, d)| format!("node {id}: {}", d.last_applied)).collect();
+                bail!(
+                    "replicas did not reach the same last_applied within {DIGEST_TIMEOUT:?}: {}\n{}",
+                    seen.join(", "),
+                    self.log_tails()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn require_admin(&self, what: &str) -> Result<()> {
+        if !self.has_admin {
+            bail!(
+                "{what} needs the admin API, but {} has no --admin-listen flag (blocked on the broker)",
+                self.binary.display()
+            );
+        }
+        Ok(())
+    }
+
+    // ---- logs -------------------------------------------------------------------------------
+
+    /// The last `lines` lines of a node's log.
+    pub fn log_tail(&self, id: u64, lines: usize) -> String {
+        let Ok(file) = File::open(self.log_path(id)) else {
+            return String::from("<no log>");
+        };
+        let all: Vec<String> = BufReader::new(file).lines().map_while(|l| l.ok()).collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Every node's log tail, headed by its id and path.
+    pub fn log_tails(&self) -> String {
+        let mut out = String::new();
+        for id in self.ids() {
+            let _ = writeln!(
+                out,
+                "--- node {id} log tail ({}) ---\n{}",
+                self.log_path(id).display(),
+                self.log_tail(id, LOG_TAIL_LINES)
+            );
+        }
+        out
+    }
+
+    fn any_log_mentions(&self, text: &str) -> bool {
+        self.ids().into_iter().any(|id| self.log_tail(id, LOG_TAIL_LINES).contains(text))
+    }
+
+    /// Returns the value, or panics with the error so that `Drop` prints every node's log tail
+    /// and keeps the directories. Tests end with `cluster.unwrap_or_dump(scenario(&mut c).await)`.
+    pub fn unwrap_or_dump<T>(&self, result: Result<T>) -> T {
+        match result {
+            Ok(value) => value,
+            Err(error) => panic!("{error:?}"),
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in self.nodes.values_mut() {
+            if let Some(mut child) = node.child.take() {
+                // SIGKILL ends a stopped process too.
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        if std::thread::panicking() {
+            eprintln!("{}", self.log_tails());
+            if let Some(root) = self.root.take() {
+                eprintln!("kept cluster directory {}", root.keep().display());
+            }
+        }
+    }
+}
+
+/// Describes how digests differ, or `None` when every node holds the same partitions.
+fn digest_differences(digests: &BTreeMap<u64, Digest>) -> Option<String> {
+    let mut all = digests.iter();
+    let (first_id, first) = all.next()?;
+    let mut report = String::new();
+    for (id, digest) in all {
+        if digest.partitions == first.partitions {
+            continue;
+        }
+        let _ = writeln!(report, "node {id} vs node {first_id}:");
+        let theirs: BTreeMap<(&str, i32), _> =
+            digest.partitions.iter().map(|p| ((p.topic.as_str(), p.partition), p)).collect();
+        let ours: BTreeMap<(&str, i32), _> =
+            first.partitions.iter().map(|p| ((p.topic.as_str(), p.partition), p)).collect();
+        let keys: BTreeSet<_> = theirs.keys().chain(ours.keys()).collect();
+        for key in keys {
+            if theirs.get(key) != ours.get(key) {
+                let _ =
+                    writeln!(report, "  {}/{}: {:?} vs {:?}", key.0, key.1, theirs.get(key), ours.get(key));
+            }
+        }
+    }
+    (!report.is_empty()).then_some(report)
+}
+
+/// Whether `onelog --help` lists `--admin-listen`.
+pub fn supports_admin_listen(binary: &Path) -> Result<bool> {
+    let output = Command::new(binary)
+        .arg("--help")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {} --help", binary.display()))?;
+    if !output.status.success() {
+        return Err(anyhow!("{} --help exited with {}", binary.display(), output.status));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).contains("--admin-listen"))
+}
+
+/// `count` distinct ports that were free a moment ago: all are bound at once, then released.
+fn free_ports(count: usize) -> Result<Vec<u16>> {
+    let listeners: Vec<TcpListener> =
+        (0..count).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<std::io::Result<_>>()?;
+    listeners.iter().map(|l| Ok(l.local_addr()?.port())).collect()
+}
