@@ -7,7 +7,7 @@
 #   scripts/cluster.sh stop ID    SIGTERM node ID and wait for it to exit
 #   scripts/cluster.sh start ID   start node ID again on its ports and data
 #   scripts/cluster.sh leader     print the leader's node id (admin API, needs curl)
-#   scripts/cluster.sh status     one line per node: pid, ports, and what /status says
+#   scripts/cluster.sh status     one line per node: pid, ports, role, leader, term, applied
 #
 # Ports: node ID serves Kafka on ONELOG_BASE_PORT+ID-1 (default 9092, 9093, ...), Raft on
 # ONELOG_RAFT_BASE_PORT+ID-1 (default Kafka base + 100) and the admin API on
@@ -57,7 +57,9 @@ binary() {
         return
     fi
     (cd "$repo" && cargo build --release -p broker >&2) || die "building the broker failed"
-    echo "${CARGO_TARGET_DIR:-$repo/target}/release/onelog"
+    local target="${CARGO_TARGET_DIR:-$repo/target}"
+    [[ "$target" = /* ]] || target="$repo/$target"
+    echo "$target/release/onelog"
 }
 
 has_admin() { "$1" --help 2>/dev/null | grep -q -- '--admin-listen'; }
@@ -216,7 +218,8 @@ cmd_status() {
         printf 'node %s  %-12s kafka %s  raft %s  admin %s  ' "$id" "$([ -n "$pid" ] && echo "pid $pid" || echo down)" \
             "$(kafka_port "$id")" "$(raft_port "$id")" "$(admin_port "$id")"
         if [ -n "$pid" ] && admin_enabled && command -v curl >/dev/null && status="$(admin_status "$id")"; then
-            echo "$status"
+            echo "role $(json_field role <<<"$status")  leader $(json_field leader <<<"$status")" \
+                " term $(json_field term <<<"$status")  last_applied $(json_field last_applied <<<"$status")"
         else
             echo "-"
         fi

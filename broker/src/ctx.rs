@@ -1,7 +1,7 @@
 //! What every request handler can reach: the Raft node, the applied state, the proposer, and
 //! this node's identity. Cloned cheaply (`Arc`) into each request's task.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,15 +24,29 @@ pub struct Ctx {
 /// long GC-like stall) may not know it was deposed; it serves reads only while a quorum
 /// acknowledged it within the lease, shorter than the election timeout, so it can never serve
 /// a read older than what a newer leader has acknowledged.
+///
+/// openraft's metrics carry no timestamp, so a value published just before a pause and read
+/// just after it would look fresh. A pause is visible as a scheduling gap, though: after one,
+/// the lease is `suspect` and reads are refused until a quorum round (ReadIndex) confirms
+/// this node still leads.
 pub struct LeaderLease {
     start: Instant,
     /// Milliseconds since `start` of the last quorum acknowledgement; u64::MAX: never.
     acked_at_ms: AtomicU64,
+    suspect: AtomicBool,
+    /// Milliseconds since `start` of the pause watcher's last wake-up: if it is late, this
+    /// process may just have been resumed and the watcher has not yet noticed.
+    tick_ms: AtomicU64,
 }
 
 impl Default for LeaderLease {
     fn default() -> Self {
-        LeaderLease { start: Instant::now(), acked_at_ms: AtomicU64::new(u64::MAX) }
+        LeaderLease {
+            start: Instant::now(),
+            acked_at_ms: AtomicU64::new(u64::MAX),
+            suspect: AtomicBool::new(false),
+            tick_ms: AtomicU64::new(0),
+        }
     }
 }
 
@@ -44,7 +58,35 @@ impl LeaderLease {
         self.acked_at_ms.store(at, Ordering::Relaxed);
     }
 
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// The pause watcher's heartbeat.
+    pub fn tick(&self) {
+        self.tick_ms.store(self.now_ms(), Ordering::SeqCst);
+    }
+
+    /// Called after the process did not run for a while (see `duties::watch_pauses`).
+    pub fn suspect(&self) {
+        self.suspect.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_suspect(&self) -> bool {
+        self.suspect.load(Ordering::SeqCst)
+    }
+
+    /// Called once a quorum round confirmed leadership after the gap.
+    pub fn confirm(&self) {
+        self.suspect.store(false, Ordering::SeqCst);
+    }
+
     pub fn is_valid(&self) -> bool {
+        let watcher_late = self.now_ms().saturating_sub(self.tick_ms.load(Ordering::SeqCst))
+            > crate::limits::PAUSE_CHECK_INTERVAL_MS + crate::limits::PAUSE_GAP_MS;
+        if self.is_suspect() || watcher_late {
+            return false;
+        }
         let at = self.acked_at_ms.load(Ordering::Relaxed);
         at != u64::MAX
             && (self.start.elapsed().as_millis() as u64).saturating_sub(at) < crate::limits::LEADER_LEASE_MS

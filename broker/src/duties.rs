@@ -15,6 +15,7 @@ pub static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
 
 pub fn start(ctx: SharedCtx) {
     tokio::spawn(watch_raft(ctx.clone()));
+    tokio::spawn(watch_pauses(ctx.clone()));
     tokio::spawn(name_cluster(ctx.clone()));
     tokio::spawn(checkpoint_by_bytes(ctx.clone()));
     tokio::spawn(retention(ctx.clone()));
@@ -46,6 +47,35 @@ async fn watch_raft(ctx: SharedCtx) {
             }
             tracing::error!("Raft node stopped; exiting");
             std::process::exit(70);
+        }
+    }
+}
+
+/// Detects that the process did not run for a while (SIGSTOP, a stalled VM, a starved
+/// runtime) and makes the leader lease suspect until a quorum round confirms leadership
+/// (see `ctx::LeaderLease`).
+async fn watch_pauses(ctx: SharedCtx) {
+    let period = Duration::from_millis(limits::PAUSE_CHECK_INTERVAL_MS);
+    let mut last = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(period).await;
+        let now = tokio::time::Instant::now();
+        if now - last > period + Duration::from_millis(limits::PAUSE_GAP_MS) {
+            tracing::warn!(gap_ms = (now - last).as_millis() as u64, "the process did not run for a while");
+            ctx.lease.suspect();
+        }
+        last = now;
+        ctx.lease.tick();
+        if ctx.lease.is_suspect() {
+            // ReadIndex: a heartbeat round to a quorum. A deposed leader fails it and steps down.
+            let leader = ctx.raft.metrics().borrow().current_leader == Some(ctx.node_id);
+            let confirmed = !leader
+                || tokio::time::timeout(Duration::from_secs(1), ctx.raft.ensure_linearizable())
+                    .await
+                    .is_ok_and(|r| r.is_ok());
+            if confirmed {
+                ctx.lease.confirm();
+            }
         }
     }
 }

@@ -150,3 +150,8 @@ pub const PRODUCER_ID_EVICTION_IDLE_MS_MIN: i64 = 15 * 60 * 1000;
 /// Batches remembered per (producer, partition) for duplicate detection: Kafka's five, which
 /// is why idempotent clients keep at most five requests in flight per connection (KIP-98).
 pub const PRODUCER_BATCHES_KEPT: usize = 5;
+
+/// How often the pause watcher wakes (ms), and how late a wake-up must be to count as a
+/// pause of the process (ms), after which the leader lease is suspect.
+pub const PAUSE_CHECK_INTERVAL_MS: u64 = 20;
+pub const PAUSE_GAP_MS: u64 = 100;

@@ -166,6 +166,7 @@ fn a_new_producer_id_beyond_the_live_limit_is_refused_retriably() {
     let mut state = state_with_topic(1);
     for pid in 0..limits::PRODUCER_IDS_LIVE_MAX as i64 {
         state.producers.live.insert(pid, Default::default());
+        state.producers.idle_order.insert((0, pid));
     }
     let known = limits::PRODUCER_IDS_LIVE_MAX as i64 - 1;
     let (answers, _) = run_entry(

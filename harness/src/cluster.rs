@@ -316,7 +316,11 @@ impl Cluster {
         let Some(child) = &mut node.child else { return Ok(()) };
         if let Some(status) = child.try_wait()? {
             node.child = None;
-            bail!("node {id} exited on its own ({status}); log tail:\n{}", self.log_tail(id, LOG_TAIL_LINES));
+            bail!(
+                "node {id} exited on its own ({status}){}; log tail:\n{}",
+                self.log_panics(id),
+                self.log_tail(id, LOG_TAIL_LINES)
+            );
         }
         Ok(())
     }
@@ -480,27 +484,34 @@ impl Cluster {
     /// partitions (offsets and hash) on all of them. A mismatch must show on two reads at the
     /// same applied index, so a digest taken mid-apply cannot fail the test alone.
     pub fn assert_digests_equal(&mut self) -> Result<BTreeMap<u64, Digest>> {
+        self.require_admin("GET /digest")?;
         let started = Instant::now();
         let mut mismatches = 0;
         loop {
             self.check_none_exited()?;
-            let digests = self.digests()?;
-            let applied: BTreeSet<String> = digests.values().map(|d| d.last_applied.to_string()).collect();
-            if applied.len() == 1 {
-                match digest_differences(&digests) {
-                    None => return Ok(digests),
-                    Some(report) if mismatches >= 1 => {
-                        bail!("replicas diverge at last_applied {applied:?}:\n{report}")
+            // A node busy applying may miss one request's timeout: retried until the deadline.
+            let seen = match self.digests() {
+                Ok(digests) => {
+                    let applied: BTreeSet<String> =
+                        digests.values().map(|d| d.last_applied.to_string()).collect();
+                    if applied.len() == 1 {
+                        match digest_differences(&digests) {
+                            None => return Ok(digests),
+                            Some(report) if mismatches >= 1 => {
+                                bail!("replicas diverge at last_applied {applied:?}:\n{report}")
+                            }
+                            Some(_) => mismatches += 1,
+                        }
                     }
-                    Some(_) => mismatches += 1,
+                    let applied: Vec<String> =
+                        digests.iter().map(|(id, d)| format!("node {id}: {}", d.last_applied)).collect();
+                    applied.join(", ")
                 }
-            }
+                Err(e) => format!("{e:#}"),
+            };
             if started.elapsed() > DIGEST_TIMEOUT {
-                let seen: Vec<String> =
-                    digests.iter().map(|(id, d)| format!("node {id}: {}", d.last_applied)).collect();
                 bail!(
-                    "replicas did not reach the same last_applied within {DIGEST_TIMEOUT:?}: {}\n{}",
-                    seen.join(", "),
+                    "replicas did not reach the same last_applied within {DIGEST_TIMEOUT:?}: {seen}\n{}",
                     self.log_tails()
                 );
             }
@@ -527,6 +538,22 @@ impl Cluster {
         };
         let all: Vec<String> = BufReader::new(file).lines().map_while(|l| l.ok()).collect();
         all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Each panic in a node's log with its message (the line after `panicked at`), which a
+    /// backtrace would push out of the tail; empty when there is none.
+    pub fn log_panics(&self, id: u64) -> String {
+        let Ok(file) = File::open(self.log_path(id)) else { return String::new() };
+        let lines: Vec<String> = BufReader::new(file).lines().map_while(|l| l.ok()).collect();
+        let mut out = String::new();
+        for (i, line) in lines.iter().enumerate().filter(|(_, l)| l.contains("panicked at")) {
+            let message = lines.get(i + 1).map_or("", String::as_str);
+            let _ = write!(out, "\n  {line}\n  {message}");
+        }
+        if out.is_empty() {
+            return out;
+        }
+        format!(" after a panic:{out}\n")
     }
 
     /// Every node's log tail, headed by its id and path.

@@ -1,6 +1,6 @@
 //! Failover of a three-node cluster under a steady acks=all producer, one fault per test:
 //! kill -9 of the leader, kill -9 of a follower, SIGSTOP of the leader, kill -9 of every node,
-//! and a follower whose disk is wiped.
+//! a follower whose disk is wiped, the lowest-id node wiped, SIGTERM of the leader.
 //!
 //! After each fault: every live node agrees on a leader (the time is printed), production goes
 //! on, every acknowledged record is read back exactly once at its acknowledged offset and in
@@ -50,7 +50,7 @@ async fn start_load(cluster: &mut Cluster) -> Result<(ProduceLoad, bool)> {
     let leader = cluster.leader()?;
     let idempotence = broker_supports_idempotence(cluster.kafka_addr(leader))?;
     println!(
-        "producer: acks=all, enable.idempotence={idempotence} (InitProducerId advertised: {idempotence})"
+        "producer: acks=all, enable.idempotence={idempotence} (on when the broker advertises InitProducerId)"
     );
     create_topics(&cluster.bootstrap(), &[(TOPIC, PARTITIONS)]).await?;
     let options =
@@ -60,7 +60,7 @@ async fn start_load(cluster: &mut Cluster) -> Result<(ProduceLoad, bool)> {
     Ok((load, idempotence))
 }
 
-/// After the fault at `fault`: waits for an agreed leader and for production to go on, and
+/// After the fault at `at`: waits for an agreed leader and for production to go on, and
 /// prints both times. Returns the leader.
 async fn leader_and_production_after(
     cluster: &mut Cluster,
@@ -69,15 +69,22 @@ async fn leader_and_production_after(
     at: Instant,
 ) -> Result<u64> {
     let (leader, _) = cluster.wait_for_leader(NEW_LEADER_TIMEOUT)?;
-    let leader_after = at.elapsed();
+    println!(
+        "{fault}: leader {leader} agreed on by every live node {:.3} s after the fault",
+        at.elapsed().as_secs_f64()
+    );
+    production_after(load, fault, at).await?;
+    Ok(leader)
+}
+
+/// Waits until records sent after the fault at `at` are acknowledged; prints when the first was.
+async fn production_after(load: &ProduceLoad, fault: &str, at: Instant) -> Result<()> {
     let first_ack = load.wait_for_acks_sent_after(at, ACKS_AFTER_FAULT, ACK_TIMEOUT).await?;
     println!(
-        "{fault}: leader {leader} agreed on by every live node {:.3} s after the fault; \
-         first acknowledgement of a record sent after the fault at +{:.3} s",
-        leader_after.as_secs_f64(),
+        "{fault}: first acknowledgement of a record sent after the fault at +{:.3} s",
         first_ack.as_secs_f64()
     );
-    Ok(leader)
+    Ok(())
 }
 
 /// Stops the load, reads every partition back through the cluster, checks it against the
@@ -111,6 +118,7 @@ async fn verify(
     }
     let started = Instant::now();
     let digests = cluster.assert_digests_equal()?;
+    ensure!(digests.len() == cluster.ids().len(), "digests from nodes {:?} only", digests.keys());
     for (id, digest) in &digests {
         for ((_, partition), records) in &consumed {
             let p = digest
@@ -191,6 +199,9 @@ async fn follower_kill_9_scenario(cluster: &mut Cluster) -> Result<()> {
 
 // ---- (c) SIGSTOP of the leader ---------------------------------------------------------------
 
+/// Leaders paused, one after another, in the SIGSTOP scenario.
+const SIGSTOP_ROUNDS: u64 = 3;
+
 /// How long the leader stays paused: twice the longest election timeout, at least 1.5 s.
 fn pause() -> Duration {
     (2 * ELECTION_TIMEOUT_MAX).max(Duration::from_millis(1500))
@@ -206,6 +217,25 @@ async fn leader_sigstop() {
 
 async fn leader_sigstop_scenario(cluster: &mut Cluster) -> Result<()> {
     let (load, idempotence) = start_load(cluster).await?;
+    let mut served = Vec::new();
+    let mut extra_acked = Vec::new();
+    // Each round pauses whoever leads then: the stale-read window, if any, is narrow.
+    for round in 0..SIGSTOP_ROUNDS {
+        let (s, a) = pause_leader_round(cluster, &load, round).await?;
+        served.extend(s);
+        extra_acked.extend(a);
+    }
+    let consumed = verify(cluster, load, idempotence, extra_acked, None).await?;
+    check_served(&served, &consumed)
+}
+
+/// One SIGSTOP of the current leader for [`pause`], with requests queued on it, then
+/// SIGCONT; returns the records it served and the raw writes acknowledged meanwhile.
+async fn pause_leader_round(
+    cluster: &mut Cluster,
+    load: &ProduceLoad,
+    round: u64,
+) -> Result<(Served, Vec<Acked>)> {
     let old = cluster.leader()?;
     // Connections to the old leader, opened while it serves: requests written to them while it
     // is paused wait in its socket buffer and are the first thing it reads on SIGCONT.
@@ -216,43 +246,54 @@ async fn leader_sigstop_scenario(cluster: &mut Cluster) -> Result<()> {
     cluster.sigstop(old)?;
     let (new, _) = cluster.wait_for_leader(NEW_LEADER_TIMEOUT)?;
     println!(
-        "SIGSTOP of leader {old}: leader {new} agreed on {:.3} s after the pause",
+        "round {round}: SIGSTOP of leader {old}: leader {new} agreed on {:.3} s after the pause",
         fault.elapsed().as_secs_f64()
     );
     ensure!(new != old, "paused leader {old} still named leader");
     // Writes the paused node cannot have: one acknowledged by the new leader per partition.
-    let mut extra_acked = produce_one_per_partition(cluster, new, RAW_SENDER_NEW_LEADER).await?;
+    let mut extra_acked = produce_one_per_partition(cluster, new, RAW_SENDER_NEW_LEADER, round).await?;
     tokio::time::sleep(pause().saturating_sub(fault.elapsed())).await;
 
     let acked_before = max_offsets(load.max_acked_offsets(), &extra_acked);
     let fetch_id = send_fetch(&mut fetcher).await?;
     let produce_version = writer.version::<ProduceRequest>(PRODUCE_VERSION_CAP)?;
-    let batch = raw_batch(RAW_SENDER_OLD_LEADER, 0, 0)?;
+    let batch = raw_batch(RAW_SENDER_OLD_LEADER, round, 0)?;
     let produce_id = writer.send_request(produce_version, &produce_request(-1, &[batch])).await?;
     cluster.sigcont(old)?;
     let resumed = Instant::now();
-    println!("leader {old} paused for {:.3} s", fault.elapsed().as_secs_f64());
+    println!("round {round}: leader {old} paused for {:.3} s", fault.elapsed().as_secs_f64());
 
     // A paused and resumed leader must not serve what it has as if it were current.
     let fetch_version = fetcher.version::<FetchRequest>(FETCH_VERSION_CAP)?;
     let first = fetcher.receive_response::<FetchRequest>(fetch_id, fetch_version).await?;
     let answers: Vec<(i32, i16, i64)> =
         fetch_results(&first).iter().map(|r| (r.partition, r.error_code, r.high_watermark)).collect();
-    println!("fetch queued on the paused leader: acknowledged before {acked_before:?}, answered (partition, error, hw) {answers:?}");
+    println!(
+        "round {round}: fetch queued on the paused leader: acknowledged before {acked_before:?}, \
+         answered (partition, error, hw) {answers:?}"
+    );
     let mut served = check_fetch_not_stale(&first, &acked_before, "queued before SIGCONT")?;
-    served.extend(fetch_repeatedly(&mut fetcher, &load, &extra_acked).await?);
+    let (more, stepped_down) =
+        fetch_repeatedly(cluster, &mut fetcher, (old, new, resumed), load, &extra_acked).await?;
+    served.extend(more);
     let produced = writer.receive_response::<ProduceRequest>(produce_id, produce_version).await?;
     let results = produce_results(&produced);
-    println!("produce queued on the paused leader answered {results:?}");
+    println!("round {round}: produce queued on the paused leader answered {results:?}");
     if let [(_, partition, 0, offset)] = results.as_slice() {
         // Acknowledged: then it must be readable like any acknowledged write.
-        extra_acked.push(acked_now(RAW_SENDER_OLD_LEADER, 0, *partition, *offset));
+        extra_acked.push(acked_now(RAW_SENDER_OLD_LEADER, round, *partition, *offset));
     }
 
-    wait_stepped_down(cluster, old, new, resumed).await?;
-    leader_and_production_after(cluster, &load, "SIGSTOP of leader", fault).await?;
-    let consumed = verify(cluster, load, idempotence, extra_acked, None).await?;
-    check_served(&served, &consumed)
+    let stepped_down = match stepped_down {
+        Some(after) => after,
+        None => wait_stepped_down(cluster, old, new, resumed).await?,
+    };
+    println!(
+        "round {round}: old leader {old} follows {new} {:.3} s after SIGCONT",
+        stepped_down.as_secs_f64()
+    );
+    production_after(load, &format!("round {round}: SIGSTOP of leader {old}"), fault).await?;
+    Ok((served, extra_acked))
 }
 
 /// The largest acknowledged offset per partition from the load and the raw writes.
@@ -277,11 +318,16 @@ fn raw_batch(sender: usize, seq: u64, partition: i32) -> Result<BatchFor> {
 
 /// One raw acks=all write per partition to `leader`, retried while it is not yet serving as
 /// leader (bounded); returns the acknowledgements.
-async fn produce_one_per_partition(cluster: &Cluster, leader: u64, sender: usize) -> Result<Vec<Acked>> {
+async fn produce_one_per_partition(
+    cluster: &Cluster,
+    leader: u64,
+    sender: usize,
+    round: u64,
+) -> Result<Vec<Acked>> {
     let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
     let mut acked = Vec::new();
     for partition in 0..PARTITIONS {
-        let seq = partition as u64;
+        let seq = round * PARTITIONS as u64 + partition as u64;
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -343,42 +389,54 @@ fn check_fetch_not_stale(
 }
 
 /// Fetches from the resumed node for a second, each time against the acknowledgements made
-/// before the request was sent.
-async fn fetch_repeatedly(client: &mut RawClient, load: &ProduceLoad, raw: &[Acked]) -> Result<Served> {
+/// before the request was sent; meanwhile notes when, after `resumed`, it first names `new`
+/// as leader (and, with the admin API, no longer says it leads). Returns what it served and
+/// that time.
+async fn fetch_repeatedly(
+    cluster: &mut Cluster,
+    client: &mut RawClient,
+    (old, new, resumed): (u64, u64, Instant),
+    load: &ProduceLoad,
+    raw: &[Acked],
+) -> Result<(Served, Option<Duration>)> {
     let version = client.version::<FetchRequest>(FETCH_VERSION_CAP)?;
     let started = Instant::now();
     let mut served = Vec::new();
+    let mut stepped_down = None;
     let mut rounds = 0;
     while started.elapsed() < Duration::from_secs(1) && rounds < 200 {
         rounds += 1;
         let acked_before = max_offsets(load.max_acked_offsets(), raw);
         let id = send_fetch(client).await?;
         let response = client.receive_response::<FetchRequest>(id, version).await?;
-        served.extend(check_fetch_not_stale(
-            &response,
-            &acked_before,
-            &format!("after SIGCONT, round {rounds}"),
-        )?);
+        let when = format!("after SIGCONT, round {rounds}");
+        served.extend(check_fetch_not_stale(&response, &acked_before, &when)?);
+        if stepped_down.is_none() && follows(cluster, old, new) {
+            stepped_down = Some(resumed.elapsed());
+        }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    Ok(served)
+    Ok((served, stepped_down))
+}
+
+/// Whether `old` names `new` as leader and (with the admin API) does not say it leads.
+fn follows(cluster: &Cluster, old: u64, new: u64) -> bool {
+    let leads = cluster.has_admin_api() && cluster.status(old).is_ok_and(|s| s.is_leader());
+    matches!(cluster.leader_seen_by(old), Ok(Some(l)) if l == new) && !leads
 }
 
 /// The resumed node follows the new leader within a few election timeouts of `resumed`.
-async fn wait_stepped_down(cluster: &mut Cluster, old: u64, new: u64, resumed: Instant) -> Result<()> {
-    let started = resumed;
+async fn wait_stepped_down(cluster: &mut Cluster, old: u64, new: u64, resumed: Instant) -> Result<Duration> {
     loop {
-        let seen = cluster.leader_seen_by(old);
-        let leads = cluster.has_admin_api() && cluster.status(old).is_ok_and(|s| s.is_leader());
-        if matches!(seen, Ok(Some(l)) if l == new) && !leads {
-            println!(
-                "old leader {old} follows {new} (seen {:.3} s after SIGCONT)",
-                started.elapsed().as_secs_f64()
-            );
-            return Ok(());
+        if follows(cluster, old, new) {
+            return Ok(resumed.elapsed());
         }
-        if started.elapsed() > 10 * ELECTION_TIMEOUT_MAX {
-            bail!("old leader {old} has not stepped down: it sees leader {seen:?}, says it leads: {leads}");
+        if resumed.elapsed() > 10 * ELECTION_TIMEOUT_MAX {
+            let seen = cluster.leader_seen_by(old);
+            bail!(
+                "old leader {old} has not stepped down {:?} after SIGCONT: it sees leader {seen:?}",
+                resumed.elapsed()
+            );
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -453,5 +511,59 @@ async fn wiped_follower_catches_up_scenario(cluster: &mut Cluster) -> Result<()>
 
     // Catching up is checked by the digests: the wiped node must hold everything again.
     verify(cluster, load, idempotence, Vec::new(), None).await?;
+    Ok(())
+}
+
+// ---- (f) the lowest-id node's data directory wiped -------------------------------------------
+
+/// Regression guard: a node that starts with an empty log and the lowest id initializes a
+/// fresh cluster (node.rs). Wiped, it must rejoin the existing one instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wiped_lowest_id_node_rejoins() {
+    let _serial = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let mut cluster = Cluster::start(3).expect("starting 3 nodes");
+    let result = wiped_lowest_id_node_rejoins_scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn wiped_lowest_id_node_rejoins_scenario(cluster: &mut Cluster) -> Result<()> {
+    let (load, idempotence) = start_load(cluster).await?;
+    let lowest = cluster.ids()[0];
+    let leader = cluster.leader()?;
+    println!("wiping node {lowest} (leader before: {leader})");
+
+    let fault = Instant::now();
+    cluster.kill9(lowest)?;
+    cluster.wipe(lowest)?;
+    cluster.start_node(lowest)?;
+    println!("node {lowest} wiped and serving again after {:.3} s", fault.elapsed().as_secs_f64());
+    leader_and_production_after(cluster, &load, "wiped lowest-id node", fault).await?;
+
+    verify(cluster, load, idempotence, Vec::new(), None).await?;
+    Ok(())
+}
+
+// ---- (g) SIGTERM of the leader ---------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn leader_sigterm() {
+    let _serial = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let mut cluster = Cluster::start(3).expect("starting 3 nodes");
+    let result = leader_sigterm_scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn leader_sigterm_scenario(cluster: &mut Cluster) -> Result<()> {
+    let (load, idempotence) = start_load(cluster).await?;
+    let old = cluster.leader()?;
+
+    let fault = Instant::now();
+    let status = cluster.terminate(old)?;
+    println!("SIGTERM of leader {old}: exited with {status} after {:.3} s", fault.elapsed().as_secs_f64());
+    ensure!(status.success(), "leader {old} exited with {status} on SIGTERM");
+    let new = leader_and_production_after(cluster, &load, "SIGTERM of leader", fault).await?;
+    ensure!(new != old, "terminated leader {old} still named leader");
+
+    verify(cluster, load, idempotence, Vec::new(), Some(old)).await?;
     Ok(())
 }

@@ -14,7 +14,8 @@ use super::{LogId, StoredMembership};
 use crate::state::BrokerState;
 
 const MAGIC: &[u8; 4] = b"OLCP";
-const FORMAT_VERSION: u32 = 1;
+// 2: BrokerState gained producer state (idempotent producers).
+const FORMAT_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Checkpoint {

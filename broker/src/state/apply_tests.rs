@@ -265,7 +265,7 @@ fn expiry_forgets_only_producers_idle_long_enough() {
     let (state, _, _) = apply_all(&log);
     assert_eq!(state.producers.live.keys().copied().collect::<Vec<_>>(), vec![1]);
     assert_eq!(state.producers.idle_order.iter().copied().collect::<Vec<_>>(), vec![(900, 1)]);
-    // After expiry the producer is unknown on the partition: any sequence is accepted (KIP-360).
+    // After expiry the producer is unknown on the partition: any sequence is accepted.
     let mut later = log.clone();
     later.push(expire(1_900));
     later.push(produce_at(2_000, vec![("a", 0, vec![producer_batch(1, 1, 1, 0, 40)])]));

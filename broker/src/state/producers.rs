@@ -8,14 +8,16 @@
 //! the state the op meets; both record accepted batches the same way, so they agree unless the
 //! state changed in between, in which case apply refuses the op.
 //!
-//! The rules are Kafka's `ProducerAppendInfo` (KIP-98, as changed by KIP-360):
+//! The rules are those of Kafka's `ProducerAppendInfo` today (KIP-98, with the KIP-360 era
+//! changes):
 //! - a lower epoch than the partition's → INVALID_PRODUCER_EPOCH;
 //! - a higher epoch must start at sequence 0, else OUT_OF_ORDER_SEQUENCE_NUMBER;
 //! - the same epoch: a batch whose sequence range equals one of the last five is a duplicate
 //!   and gets its original offsets back; otherwise it must follow the last sequence (wrapping
 //!   after i32::MAX), else OUT_OF_ORDER_SEQUENCE_NUMBER;
 //! - no state for the producer on the partition (first write, or expired): any sequence is
-//!   accepted. Since KIP-360 Kafka no longer answers UNKNOWN_PRODUCER_ID here.
+//!   accepted ("accept writes with any sequence number"); brokers before 2.5 answered
+//!   UNKNOWN_PRODUCER_ID, which current clients treat as lost state and recover from.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -112,7 +114,7 @@ pub enum Verdict {
 /// The one decision, used by the proposer when stamping and by apply (module header).
 pub fn check(current: Option<&ProducerPartition>, batch: &BatchSeq) -> Verdict {
     let Some(current) = current.filter(|c| !c.batches.is_empty()) else {
-        return Verdict::Append; // KIP-360: unknown producer on this partition, any sequence.
+        return Verdict::Append; // No state for this producer here: any sequence (Kafka ≥ 2.5).
     };
     let pid = batch.producer_id;
     if batch.epoch < current.epoch {
@@ -178,6 +180,15 @@ impl Producers {
         producer
     }
 
+    /// Checked after every change, in release builds too (STYLE: assert invariants).
+    fn assert_invariants(&self) {
+        assert_eq!(
+            self.idle_order.len(),
+            self.live.len(),
+            "every live producer id is in idle_order exactly once"
+        );
+    }
+
     fn remove(&mut self, producer_id: i64) {
         if let Some(producer) = self.live.remove(&producer_id) {
             self.idle_order.remove(&(producer.last_active_ms, producer_id));
@@ -207,6 +218,7 @@ impl Producers {
         assert!(producer_id < i64::MAX, "producer ids exhausted");
         self.next_producer_id += 1;
         self.touch(producer_id, op.now_ms);
+        self.assert_invariants();
         Ok(producer_id)
     }
 
@@ -226,6 +238,7 @@ impl Producers {
             self.remove(pid);
             expired += 1;
         }
+        self.assert_invariants();
         expired
     }
 
@@ -241,6 +254,7 @@ impl Producers {
         for ((pid, topic, partition), state) in pending.partitions {
             self.touch(pid, now_ms).topics.entry(topic).or_default().insert(partition, state);
         }
+        self.assert_invariants();
     }
 }
 

@@ -1,4 +1,4 @@
-//! Tests of the sequence rules (Kafka's ProducerAppendInfo, KIP-98/KIP-360) and of the live
+//! Tests of the sequence rules (Kafka's ProducerAppendInfo, KIP-98) and of the live
 //! producer id registry: allocation, eviction at the limit, expiry.
 
 use super::*;
@@ -40,7 +40,7 @@ fn code(verdict: Verdict) -> i16 {
 
 #[test]
 fn unknown_producer_accepts_any_sequence() {
-    // KIP-360: no state (first write, or expired) is not UNKNOWN_PRODUCER_ID any more.
+    // No state (first write, or expired): accepted, as Kafka ≥ 2.5 does; not UNKNOWN_PRODUCER_ID.
     assert_eq!(check(None, &seq(0, 0, 1)), Verdict::Append);
     assert_eq!(check(None, &seq(3, 12_345, 1)), Verdict::Append);
 }
