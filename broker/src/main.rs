@@ -18,6 +18,8 @@ mod raft;
 mod server;
 mod state;
 mod storage;
+#[cfg(test)]
+mod test_batches;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;

@@ -5,10 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
-use kafka_compat::batch::{stamp_batch, BatchStamp};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+use bytes::Bytes;
 use openraft::storage::RaftStateMachine;
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Membership};
 
@@ -17,33 +14,21 @@ use crate::config::BrokerConfig;
 use crate::raft::sm_store::{self, SmShared, StateMachineStore};
 use crate::raft::{NodeAddr, TypeConfig};
 use crate::state::command::{Command, NewTopic, Op, PartitionAppend, ProduceOp, TrimLog};
+use crate::test_batches::{build, BatchSpec};
 
 fn batch(base_offset: i64, records: i64) -> Bytes {
     batch_with_value(base_offset, records, base_offset as u8)
 }
 
 fn batch_with_value(base_offset: i64, records: i64, value_byte: u8) -> Bytes {
-    let recs: Vec<Record> = (0..records)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i,
-            sequence: i as i32,
-            timestamp: 1000 + base_offset + i,
-            key: None,
-            value: Some(Bytes::from(vec![value_byte; 100])),
-            headers: IndexMap::new(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions { version: 2, compression: Compression::None };
-    RecordBatchEncoder::encode(&mut buf, &recs, &opts).expect("encode");
-    stamp_batch(&buf, BatchStamp { base_offset, partition_leader_epoch: 1, log_append_time_ms: None })
+    let value = vec![value_byte; 100];
+    build(&BatchSpec {
+        base_offset,
+        records,
+        value,
+        first_timestamp: 1000 + base_offset,
+        ..Default::default()
+    })
 }
 
 pub(super) fn create(name: &str, partitions: i32, id: u8) -> Op {

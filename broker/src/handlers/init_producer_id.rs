@@ -12,18 +12,13 @@
 //! it is. Not NOT_COORDINATOR: on that Java's idempotent producer looks up a *transaction*
 //! coordinator (FindCoordinator with a null key), which is meaningless without transactions.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::Context;
-use bytes::BytesMut;
-use kafka_compat::codec::{decode_response, encode_request, Request};
+use kafka_compat::codec::Request;
 use kafka_compat::error_code;
-use kafka_compat::frame::{frame_body_len, FRAME_PREFIX_BYTES};
 use kafka_protocol::messages::{
     ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId, RequestKind, ResponseKind,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
@@ -34,13 +29,10 @@ pub const KEY: ApiKey = ApiKey::InitProducerId;
 pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
-/// Client id of a request this broker forwarded; its receiver never forwards it again, so
-/// requests cannot circle while leadership moves.
-const FORWARDED_CLIENT_ID: &str = "onelog-forward-init-producer-id";
-
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::InitProducerId(body) = req.body else { anyhow::bail!("not an InitProducerId body") };
-    let forwarded = req.header.client_id.as_ref().is_some_and(|c| c.as_str() == FORWARDED_CLIENT_ID);
+    let forwarded =
+        req.header.client_id.as_ref().is_some_and(|c| c.as_str() == crate::forward::FORWARDED_CLIENT_ID);
     let response = match body.transactional_id.as_ref().map(|t| t.0.as_str()) {
         // Kafka: an empty transactional id is an invalid request, not "no transactional id".
         Some("") => error(error_code::INVALID_REQUEST),
@@ -101,37 +93,15 @@ async fn allocate(ctx: &Ctx) -> InitProducerIdResponse {
 }
 
 async fn forward(ctx: &Ctx, version: i16, body: InitProducerIdRequest) -> InitProducerIdResponse {
-    let timeout = Duration::from_millis(limits::FORWARD_TIMEOUT_MS);
-    match tokio::time::timeout(timeout, forward_to_leader(ctx, version, body)).await {
-        Ok(Ok(response)) => response,
-        Ok(Err(e)) => {
+    match crate::forward::to_leader(ctx, KEY, version, RequestKind::InitProducerId(body)).await {
+        Ok(ResponseKind::InitProducerId(response)) => response,
+        Ok(other) => {
+            tracing::warn!(?other, "InitProducerId: the leader answered with another message");
+            error(error_code::COORDINATOR_LOAD_IN_PROGRESS)
+        }
+        Err(e) => {
             tracing::debug!(error = %format!("{e:#}"), "InitProducerId: forwarding to the leader failed");
             error(error_code::COORDINATOR_LOAD_IN_PROGRESS)
         }
-        Err(_) => error(error_code::COORDINATOR_LOAD_IN_PROGRESS),
-    }
-}
-
-/// Sends the request to the leader as it came, and returns the leader's answer.
-async fn forward_to_leader(
-    ctx: &Ctx,
-    version: i16,
-    body: InitProducerIdRequest,
-) -> anyhow::Result<InitProducerIdResponse> {
-    let leader = ctx.leader_id().context("no leader")?;
-    let broker =
-        ctx.brokers().into_iter().find(|b| b.node_id as u64 == leader).context("leader address unknown")?;
-    let body = RequestKind::InitProducerId(body);
-    let frame = encode_request(KEY, version, 1, FORWARDED_CLIENT_ID, &body)?;
-    let mut stream = TcpStream::connect((broker.host.as_str(), broker.port as u16)).await?;
-    stream.write_all(&frame).await?;
-    let mut prefix = [0u8; FRAME_PREFIX_BYTES];
-    stream.read_exact(&mut prefix).await?;
-    let len = frame_body_len(prefix, limits::FORWARD_RESPONSE_BYTES_MAX)?;
-    let mut response = BytesMut::zeroed(len);
-    stream.read_exact(&mut response).await?;
-    match decode_response(KEY, version, response.freeze())?.1 {
-        ResponseKind::InitProducerId(response) => Ok(response),
-        other => anyhow::bail!("leader answered with {other:?}"),
     }
 }

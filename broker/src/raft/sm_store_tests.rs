@@ -3,40 +3,18 @@
 
 use std::collections::BTreeMap;
 
-use bytes::{Bytes, BytesMut};
-use kafka_compat::batch::{stamp_batch, BatchStamp};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+use bytes::Bytes;
 use openraft::storage::RaftStateMachine;
 use openraft::{CommittedLeaderId, Entry, EntryPayload, RaftSnapshotBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
-use crate::state::command::{Command, NewTopic, Op, PartitionAppend, ProduceOp};
+use crate::test_batches::{build, BatchSpec};
 
 fn batch(base_offset: i64, records: i64) -> Bytes {
-    let recs: Vec<Record> = (0..records)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i,
-            sequence: i as i32,
-            timestamp: 1000 + i,
-            key: None,
-            value: Some(Bytes::from(vec![b'x'; 200])),
-            headers: IndexMap::new(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions { version: 2, compression: Compression::None };
-    RecordBatchEncoder::encode(&mut buf, &recs, &opts).expect("encode");
-    stamp_batch(&buf, BatchStamp { base_offset, partition_leader_epoch: 1, log_append_time_ms: None })
+    build(&BatchSpec { base_offset, records, value: vec![b'x'; 200], ..Default::default() })
 }
+use crate::state::command::{Command, NewTopic, Op, PartitionAppend, ProduceOp};
 
 fn entry(index: u64, ops: Vec<Op>) -> Entry<TypeConfig> {
     Entry {

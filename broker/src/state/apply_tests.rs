@@ -3,43 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_compat::batch::{stamp_batch, BatchStamp};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 
 use super::*;
 use crate::state::command::{NewTopic, Op, OpResult, PartitionAppend, ProduceOp, TrimLog};
-
-fn batch(base_offset: i64, records: i64) -> Bytes {
-    producer_batch(base_offset, records, -1, -1, 0)
-}
-
-/// A batch of `records` records from producer `pid` (-1: none) at `epoch`, whose first
-/// sequence is `seq`, stamped at `base_offset`.
-pub(crate) fn producer_batch(base_offset: i64, records: i64, pid: i64, epoch: i16, seq: i32) -> Bytes {
-    let recs: Vec<Record> = (0..records)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i,
-            sequence: seq.wrapping_add(i as i32),
-            timestamp: 1000 + i,
-            key: None,
-            value: Some(Bytes::from_static(b"v")),
-            headers: IndexMap::new(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions { version: 2, compression: Compression::None };
-    RecordBatchEncoder::encode(&mut buf, &recs, &opts).expect("encode");
-    stamp_batch(&buf, BatchStamp { base_offset, partition_leader_epoch: 1, log_append_time_ms: None })
-}
+use crate::test_batches::batch;
+pub(crate) use crate::test_batches::producer_batch;
 
 fn create(name: &str, partitions: i32, id: u8) -> Op {
     Op::CreateTopics(vec![NewTopic {

@@ -1,35 +1,21 @@
 //! Tests of partition files: append/read across segments, truncation to a checkpoint,
 //! index files of sealed segments, retention trimming.
 
-use bytes::{Bytes, BytesMut};
-use kafka_compat::batch::{parse_header, stamp_batch, BatchStamp};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+use bytes::Bytes;
+use kafka_compat::batch::parse_header;
 
 use super::*;
+use crate::test_batches::{build, BatchSpec};
 
 fn batch(base_offset: i64, records: i64, value_bytes: usize) -> Bytes {
-    let recs: Vec<Record> = (0..records)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i,
-            sequence: i as i32,
-            timestamp: 1000 + base_offset + i,
-            key: None,
-            value: Some(Bytes::from(vec![7u8; value_bytes])),
-            headers: IndexMap::new(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions { version: 2, compression: Compression::None };
-    RecordBatchEncoder::encode(&mut buf, &recs, &opts).expect("encode");
-    stamp_batch(&buf, BatchStamp { base_offset, partition_leader_epoch: 1, log_append_time_ms: None })
+    let value = vec![7u8; value_bytes];
+    build(&BatchSpec {
+        base_offset,
+        records,
+        value,
+        first_timestamp: 1000 + base_offset,
+        ..Default::default()
+    })
 }
 
 fn fill(log: &mut PartitionLog, batches: i64, segment_bytes: u64) {
