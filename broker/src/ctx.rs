@@ -109,7 +109,14 @@ impl Ctx {
     /// The current Raft leader, which is the Kafka leader of every partition and the
     /// controller.
     pub fn leader_id(&self) -> Option<u64> {
-        self.raft.metrics().borrow().current_leader
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        match m.current_leader {
+            // A leader that removed itself from the voters steps down to learner but hears of
+            // no newer leader, so openraft keeps naming it; it must not tell clients it leads.
+            Some(id) if id == self.node_id && m.state != openraft::ServerState::Leader => None,
+            other => other,
+        }
     }
 
     /// Whether this node may act as the Kafka leader now: it is the Raft leader and, in a

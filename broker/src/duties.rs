@@ -27,6 +27,7 @@ pub fn start(ctx: SharedCtx) {
 /// write must not keep answering.
 async fn watch_raft(ctx: SharedCtx) {
     let mut metrics = ctx.raft.metrics();
+    let mut was_member = false;
     loop {
         {
             let m = metrics.borrow_and_update();
@@ -39,6 +40,22 @@ async fn watch_raft(ctx: SharedCtx) {
             }
             if m.current_leader == Some(ctx.node_id) {
                 ctx.lease.observe(m.millis_since_quorum_ack);
+            }
+            // Removed from the cluster (a membership that named this node no longer does): it
+            // will hear from no leader again and could only mislead clients, so it stops, as a
+            // decommissioned Kafka broker would. A joining node is not yet named (it may even
+            // install a snapshot with an older membership first), hence "was a member".
+            let named = m.membership_config.membership().get_node(&ctx.node_id).is_some();
+            was_member |= named;
+            if was_member && !named {
+                tracing::warn!(node_id = ctx.node_id, "removed from the cluster membership; shutting down");
+                SHUTTING_DOWN.store(true, Ordering::SeqCst);
+                // Let responses in flight (e.g. the admin request that removed this node) go out.
+                tokio::spawn(async {
+                    tokio::time::sleep(Duration::from_millis(limits::REMOVED_NODE_EXIT_DELAY_MS)).await;
+                    std::process::exit(0);
+                });
+                return;
             }
         }
         if metrics.changed().await.is_err() {

@@ -155,3 +155,16 @@ pub const PRODUCER_BATCHES_KEPT: usize = 5;
 /// pause of the process (ms), after which the leader lease is suspect.
 pub const PAUSE_CHECK_INTERVAL_MS: u64 = 20;
 pub const PAUSE_GAP_MS: u64 = 100;
+
+/// Bytes of a consumer group id. Kafka sets no bound; onelog keeps every group id in the
+/// replicated state and in every checkpoint, so a longer one is refused: INVALID_GROUP_ID in
+/// OffsetCommit, INVALID_REQUEST in FindCoordinator.
+pub const GROUP_ID_BYTES_MAX: usize = 255;
+
+/// Bytes of the metadata string committed with one offset (Kafka's
+/// `offset.metadata.max.bytes`, default 4096); longer gets OFFSET_METADATA_TOO_LARGE.
+pub const OFFSET_METADATA_BYTES_MAX: usize = 4096;
+
+/// How long a node removed from the membership keeps running before it exits (ms), so that
+/// responses already in flight reach their clients.
+pub const REMOVED_NODE_EXIT_DELAY_MS: u64 = 1_000;

@@ -50,7 +50,8 @@ impl Proposal {
             Proposal::Produce(appends) => {
                 appends.iter().flat_map(|a| a.batches.iter()).map(|b| b.bytes.len()).sum::<usize>() + 64
             }
-            Proposal::Op(_) => 256,
+            // Ops other than produce are small, except commits with metadata: count them.
+            Proposal::Op(op) => bincode::serialized_size(op).map_or(256, |n| n as usize),
         }
     }
 }

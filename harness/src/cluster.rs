@@ -81,6 +81,8 @@ struct Node {
     child: Option<Child>,
     /// Stopped with SIGSTOP and not yet continued.
     paused: bool,
+    /// How it ended, when it exited on its own (kept for [`Cluster::wait_exit`]).
+    exited: Option<ExitStatus>,
 }
 
 /// A running cluster of onelog processes; see the module documentation.
@@ -135,7 +137,7 @@ impl Cluster {
             let dir = root_path.join(format!("node-{id}"));
             std::fs::create_dir_all(dir.join("data"))?;
             let (kafka, raft, admin) = (addr(ports[3 * i]), addr(ports[3 * i + 1]), addr(ports[3 * i + 2]));
-            nodes.insert(id, Node { dir, kafka, raft, admin, child: None, paused: false });
+            nodes.insert(id, Node { dir, kafka, raft, admin, child: None, paused: false, exited: None });
         }
         Ok(Self { root: Some(root), root_path, binary, has_admin, options, nodes })
     }
@@ -171,6 +173,11 @@ impl Cluster {
     /// A node's Kafka listener.
     pub fn kafka_addr(&self, id: u64) -> SocketAddr {
         self.node(id).kafka
+    }
+
+    /// A node's Raft listener (what `POST /members/add-learner` names as `raft`).
+    pub fn raft_addr(&self, id: u64) -> SocketAddr {
+        self.node(id).raft
     }
 
     /// A node's admin API listener (bound only when [`Cluster::has_admin_api`]).
@@ -233,6 +240,30 @@ impl Cluster {
         let ids = self.ids();
         let stopped: Vec<u64> = ids.into_iter().filter(|id| self.node(*id).child.is_none()).collect();
         self.start_nodes(&stopped)
+    }
+
+    /// Adds node `id` to the harness (free ports, its own directory) and spawns it with
+    /// `--peers` listing every node already known. `id` must exceed every existing id, so the
+    /// node never initializes a cluster of its own: it waits, serving its admin API but not
+    /// Kafka, until the leader adds it (`POST /members/add-learner`). Does not wait; see
+    /// [`Cluster::wait_serving`].
+    pub fn spawn_joining_node(&mut self, id: u64) -> Result<()> {
+        if let Some(highest) = self.nodes.keys().next_back().filter(|highest| id <= **highest) {
+            bail!("joining node {id} must have an id above every existing one (highest: {highest})");
+        }
+        let dir = self.root_path.join(format!("node-{id}"));
+        std::fs::create_dir_all(dir.join("data"))?;
+        let ports = free_ports(3)?;
+        let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+        let (kafka, raft, admin) = (addr(ports[0]), addr(ports[1]), addr(ports[2]));
+        self.nodes.insert(id, Node { dir, kafka, raft, admin, child: None, paused: false, exited: None });
+        self.spawn(id)
+    }
+
+    /// Waits until a running node serves Kafka (at most `READY_TIMEOUT`); fails at once if it
+    /// exits.
+    pub fn wait_serving(&mut self, id: u64) -> Result<()> {
+        self.wait_ready(id, Instant::now() + READY_TIMEOUT)
     }
 
     fn start_nodes(&mut self, ids: &[u64]) -> Result<()> {
@@ -316,6 +347,7 @@ impl Cluster {
         let Some(child) = &mut node.child else { return Ok(()) };
         if let Some(status) = child.try_wait()? {
             node.child = None;
+            node.exited = Some(status);
             bail!(
                 "node {id} exited on its own ({status}){}; log tail:\n{}",
                 self.log_panics(id),
@@ -357,6 +389,26 @@ impl Cluster {
         self.signal(id, libc::SIGCONT)?;
         self.node_mut(id).paused = false;
         Ok(())
+    }
+
+    /// Waits up to `timeout` for a node to exit by itself (e.g. after its removal from the
+    /// cluster); `None` if it is still running.
+    pub fn wait_exit(&mut self, id: u64, timeout: Duration) -> Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let node = self.node_mut(id);
+            let Some(child) = node.child.as_mut() else {
+                return node.exited.take().map(Some).context("wait_exit: not running");
+            };
+            if let Some(status) = child.try_wait()? {
+                node.child = None;
+                return Ok(Some(status));
+            }
+            if Instant::now() > deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
     }
 
     /// SIGTERM, then waits for the exit and returns its status.

@@ -10,9 +10,13 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod fetch;
+pub mod find_coordinator;
 pub mod init_producer_id;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 mod util;
@@ -86,6 +90,10 @@ pub static HANDLERS: &[Handler] = &[
     handler!(describe_cluster),
     handler!(offset_for_leader_epoch),
     handler!(init_producer_id),
+    handler!(find_coordinator),
+    handler!(ordered offset_commit),
+    handler!(offset_fetch),
+    handler!(list_groups),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

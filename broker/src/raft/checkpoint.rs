@@ -15,7 +15,8 @@ use crate::state::BrokerState;
 
 const MAGIC: &[u8; 4] = b"OLCP";
 // 2: BrokerState gained producer state (idempotent producers).
-const FORMAT_VERSION: u32 = 2;
+// 3: BrokerState gained committed offsets of consumer groups.
+const FORMAT_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Checkpoint {

@@ -57,6 +57,7 @@ pub fn apply_op(state: &mut BrokerState, op: &Op, effects: &mut Vec<Effect>) -> 
             state.producers.expire(expire);
             OpResult::Done
         }
+        Op::OffsetCommit(commit) => OpResult::PerItem(state.groups.commit(&state.topics, commit)),
     }
 }
 
@@ -209,6 +210,7 @@ fn delete_topic(state: &mut BrokerState, name: &str, effects: &mut Vec<Effect>) 
     match state.topics.remove(name) {
         Some(topic) => {
             state.producers.forget_topic(name);
+            state.groups.forget_topic(name);
             effects.push(Effect::DeleteTopicLogs { topic_id: topic.topic_id });
             (error_code::NONE, None)
         }

@@ -35,6 +35,31 @@ pub enum Op {
     InitProducerId(InitProducerIdOp),
     /// The leader's `producer.id.expiration.ms` duty: forget producers idle that long.
     ExpireProducers(ExpireProducersOp),
+    /// One OffsetCommit request: every partition's committed offset for one group.
+    OffsetCommit(OffsetCommitOp),
+}
+
+/// The commits of one OffsetCommit request; apply answers `OpResult::PerItem`, one per commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OffsetCommitOp {
+    pub group_id: String,
+    /// -1 for consumers that manage assignment themselves (and admin clients).
+    pub generation_id: i32,
+    pub member_id: String,
+    /// Leader wall clock when proposing.
+    pub commit_time_ms: i64,
+    /// `limits::OFFSET_METADATA_BYTES_MAX` on the leader, so replicas decide alike.
+    pub metadata_bytes_max: usize,
+    pub commits: Vec<OffsetCommitEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OffsetCommitEntry {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: Option<String>,
 }
 
 /// Everything allocation depends on travels in the op, so replicas running with other limits

@@ -6,6 +6,7 @@
 
 pub mod apply;
 pub mod command;
+pub mod groups;
 pub mod producers;
 pub mod topic_config;
 
@@ -13,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use groups::Groups;
 use producers::Producers;
 
 /// Replicated metadata and offsets of the whole broker.
@@ -23,6 +25,9 @@ pub struct BrokerState {
     /// Idempotent producers (KIP-98): live ids and their per-partition sequence state.
     #[serde(default)]
     pub producers: Producers,
+    /// Consumer groups' committed offsets (OffsetCommit / OffsetFetch).
+    #[serde(default)]
+    pub groups: Groups,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -1,0 +1,134 @@
+//! OffsetCommit (key 8), v2–v8: one log op holding every partition's committed offset.
+//!
+//! The leader is every group's coordinator (see find_coordinator), so a follower answers
+//! NOT_COORDINATOR and the client looks the coordinator up again. On the leader the commits
+//! are checked against the applied state with the same pure function apply runs
+//! (`Groups::check_commit`); if none would be stored the answer needs no log entry, otherwise
+//! the whole request is one `OffsetCommit` op and each partition gets apply's code. Like
+//! Produce it is a two-stage handler: queued for the log in the order the connection sent it. Group
+//! membership does not exist yet: generation -1 commits are accepted, a real generation is
+//! answered as Kafka answers it for a group in `Empty` state (see `state::groups`).
+//!
+//! v2–v4 carry `retention_time_ms`; it is ignored, as Kafka ≥ 2.1 (KIP-211) ignores it for
+//! groups: offsets are kept until the topic is deleted (offset expiry is not built yet).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, OffsetCommitRequest, OffsetCommitResponse, RequestKind, ResponseKind,
+};
+
+use super::util::topic_name;
+use super::HandlerFuture;
+use crate::ctx::{Ctx, SharedCtx};
+use crate::limits;
+use crate::proposer::{Proposal, ProposeError};
+use crate::state::command::{OffsetCommitEntry, OffsetCommitOp, Op, OpResult};
+use crate::state::groups::CommitResult;
+
+pub const KEY: ApiKey = ApiKey::OffsetCommit;
+pub const VERSIONS: (i16, i16) = (2, 8);
+pub const ACCEPTED_MIN_VERSION: i16 = 2;
+
+/// Stage one, in the connection's read loop: check and queue for the log in request order, so
+/// that two commits sent on one connection (`commitAsync` twice) apply in the order sent.
+pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFuture> {
+    let RequestKind::OffsetCommit(body) = req.body else { anyhow::bail!("not an OffsetCommit body") };
+    let op = to_op(&body);
+    let n = op.commits.len();
+    let decided = if op.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+        let message = format!("group id longer than {} bytes", limits::GROUP_ID_BYTES_MAX);
+        Some(vec![(error_code::INVALID_GROUP_ID, Some(message)); n])
+    } else if !ctx.is_leader() {
+        Some(vec![(error_code::NOT_COORDINATOR, None); n])
+    } else {
+        check(&ctx, &op)
+    };
+    let pending = match decided {
+        Some(results) => Err(results),
+        None => Ok(ctx.proposer.submit(Proposal::Op(Op::OffsetCommit(op))).await),
+    };
+    // Stage two, spawned: wait for the commit and answer.
+    Ok(Box::pin(async move {
+        let results = match pending {
+            Err(results) => results,
+            Ok(Ok(result)) => outcome(result.await, n),
+            Ok(Err(e)) => outcome(Err(e), n),
+        };
+        Ok(Some(ResponseKind::OffsetCommit(response(&body, &results))))
+    }))
+}
+
+fn to_op(body: &OffsetCommitRequest) -> OffsetCommitOp {
+    let commits = body
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| OffsetCommitEntry {
+                topic: t.name.0.to_string(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+            })
+        })
+        .collect();
+    OffsetCommitOp {
+        group_id: body.group_id.0.to_string(),
+        generation_id: body.generation_id_or_member_epoch,
+        member_id: body.member_id.to_string(),
+        commit_time_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64),
+        metadata_bytes_max: limits::OFFSET_METADATA_BYTES_MAX,
+        commits,
+    }
+}
+
+/// The answer without a log entry when nothing would be stored, as apply would decide it now.
+fn check(ctx: &Ctx, op: &OffsetCommitOp) -> Option<Vec<CommitResult>> {
+    let applied = ctx.sm.applied.read().expect("applied lock");
+    let checked = applied.state.groups.check_commit(&applied.state.topics, op);
+    checked.iter().all(|(code, _)| *code != error_code::NONE).then_some(checked)
+}
+
+fn outcome(result: Result<OpResult, ProposeError>, n: usize) -> Vec<CommitResult> {
+    match result {
+        Ok(OpResult::PerItem(results)) if results.len() == n => results,
+        Ok(other) => vec![(error_code::UNKNOWN_SERVER_ERROR, Some(format!("{other:?}"))); n],
+        // Retriable for every client: it finds the coordinator again and retries.
+        Err(ProposeError::NotLeader) => vec![(error_code::NOT_COORDINATOR, None); n],
+        Err(e @ ProposeError::Fatal(_)) => {
+            tracing::warn!(error = %e, "OffsetCommit not committed");
+            vec![(error_code::COORDINATOR_NOT_AVAILABLE, Some(e.to_string())); n]
+        }
+    }
+}
+
+/// One partition per commit, grouped by topic as the request was.
+fn response(body: &OffsetCommitRequest, results: &[CommitResult]) -> OffsetCommitResponse {
+    let mut results = results.iter();
+    let topics = body
+        .topics
+        .iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let code = results.next().map_or(error_code::UNKNOWN_SERVER_ERROR, |(c, _)| *c);
+                    OffsetCommitResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(code)
+                })
+                .collect();
+            OffsetCommitResponseTopic::default()
+                .with_name(topic_name(t.name.0.to_string()))
+                .with_partitions(partitions)
+        })
+        .collect();
+    OffsetCommitResponse::default().with_topics(topics)
+}

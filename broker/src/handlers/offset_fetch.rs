@@ -1,0 +1,173 @@
+//! OffsetFetch (key 9), v1–v8: committed offsets from the applied state; no log entry.
+//!
+//! Only the leader coordinates groups (see find_coordinator); a follower answers
+//! NOT_COORDINATOR. The leader has applied every commit it acknowledged, so a consumer reads
+//! back what it committed. As Kafka: an unknown group or partition is offset -1, metadata ""
+//! and NONE; topics null (v2+) asks for every committed partition of the group; v8 (KIP-709)
+//! asks for several groups at once, each with its own error code.
+//!
+//! `require_stable` (v7+, KIP-447): UNSTABLE_OFFSET_COMMIT is due while a transaction holds
+//! pending offsets for the group-partition. onelog has no transactions yet (InitProducerId
+//! refuses transactional ids), so no offset is ever pending and the flag changes nothing.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{ApiKey, GroupId, OffsetFetchResponse, RequestKind, ResponseKind};
+
+use super::util::{str_bytes, topic_name};
+use super::HandlerResult;
+use crate::ctx::SharedCtx;
+use crate::state::groups::Groups;
+
+pub const KEY: ApiKey = ApiKey::OffsetFetch;
+pub const VERSIONS: (i16, i16) = (1, 8);
+pub const ACCEPTED_MIN_VERSION: i16 = 1;
+
+/// Topics asked for, with their partitions; None asks for every committed partition.
+type Wanted = Option<Vec<(String, Vec<i32>)>>;
+
+/// One partition's answer: (partition, offset, leader epoch, metadata).
+type Fetched = (i32, i64, i32, String);
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::OffsetFetch(body) = req.body else { anyhow::bail!("not an OffsetFetch body") };
+    let coordinator = ctx.is_leader();
+    let applied = ctx.sm.applied.read().expect("applied lock");
+    let groups = &applied.state.groups;
+    let response = if req.api_version >= 8 {
+        let answers = body
+            .groups
+            .into_iter()
+            .map(|g| {
+                let wanted = g
+                    .topics
+                    .map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+                group_response(groups, coordinator, g.group_id, wanted)
+            })
+            .collect();
+        OffsetFetchResponse::default().with_groups(answers)
+    } else {
+        let wanted: Wanted = body
+            .topics
+            .map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+        single_response(groups, coordinator, &body.group_id.0, wanted, req.api_version)
+    };
+    Ok(Some(ResponseKind::OffsetFetch(response)))
+}
+
+/// Committed offsets of `group`, by topic, for what was asked.
+fn fetch(groups: &Groups, group: &str, wanted: Wanted) -> Vec<(String, Vec<Fetched>)> {
+    let answer = |topic: &str, partition: i32| match groups.committed(group, topic, partition) {
+        Some(c) => (partition, c.offset, c.leader_epoch, c.metadata.clone()),
+        None => (partition, -1, -1, String::new()),
+    };
+    match wanted {
+        Some(topics) => topics
+            .into_iter()
+            .map(|(topic, partitions)| {
+                let fetched = partitions.into_iter().map(|p| answer(&topic, p)).collect();
+                (topic, fetched)
+            })
+            .collect(),
+        None => groups
+            .groups
+            .get(group)
+            .map(|g| {
+                g.offsets
+                    .iter()
+                    .map(|(topic, partitions)| {
+                        (topic.clone(), partitions.keys().map(|p| answer(topic, *p)).collect())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// v1–v7: one group. The error of a non-coordinator is top-level from v2 and per partition in
+/// v1, which has no top-level error (Kafka's `OffsetFetchRequest.getErrorResponse`).
+fn single_response(
+    groups: &Groups,
+    coordinator: bool,
+    group: &str,
+    wanted: Wanted,
+    version: i16,
+) -> OffsetFetchResponse {
+    if !coordinator {
+        let topics = match wanted {
+            Some(topics) if version < 2 => topics
+                .into_iter()
+                .map(|(topic, partitions)| {
+                    let partitions = partitions
+                        .into_iter()
+                        .map(|p| {
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_committed_offset(-1)
+                                .with_error_code(error_code::NOT_COORDINATOR)
+                        })
+                        .collect();
+                    OffsetFetchResponseTopic::default()
+                        .with_name(topic_name(topic))
+                        .with_partitions(partitions)
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        return OffsetFetchResponse::default()
+            .with_topics(topics)
+            .with_error_code(error_code::NOT_COORDINATOR);
+    }
+    let topics = fetch(groups, group, wanted)
+        .into_iter()
+        .map(|(topic, fetched)| {
+            let partitions = fetched
+                .into_iter()
+                .map(|(partition, offset, epoch, metadata)| {
+                    OffsetFetchResponsePartition::default()
+                        .with_partition_index(partition)
+                        .with_committed_offset(offset)
+                        .with_committed_leader_epoch(epoch)
+                        .with_metadata(Some(str_bytes(metadata)))
+                })
+                .collect();
+            OffsetFetchResponseTopic::default().with_name(topic_name(topic)).with_partitions(partitions)
+        })
+        .collect();
+    OffsetFetchResponse::default().with_topics(topics)
+}
+
+/// v8: one answer per group, each with its own error code.
+fn group_response(
+    groups: &Groups,
+    coordinator: bool,
+    group: GroupId,
+    wanted: Wanted,
+) -> OffsetFetchResponseGroup {
+    if !coordinator {
+        return OffsetFetchResponseGroup::default()
+            .with_group_id(group)
+            .with_error_code(error_code::NOT_COORDINATOR);
+    }
+    let topics = fetch(groups, &group.0, wanted)
+        .into_iter()
+        .map(|(topic, fetched)| {
+            let partitions = fetched
+                .into_iter()
+                .map(|(partition, offset, epoch, metadata)| {
+                    OffsetFetchResponsePartitions::default()
+                        .with_partition_index(partition)
+                        .with_committed_offset(offset)
+                        .with_committed_leader_epoch(epoch)
+                        .with_metadata(Some(str_bytes(metadata)))
+                })
+                .collect();
+            OffsetFetchResponseTopics::default().with_name(topic_name(topic)).with_partitions(partitions)
+        })
+        .collect();
+    OffsetFetchResponseGroup::default().with_group_id(group).with_topics(topics)
+}

@@ -1,0 +1,130 @@
+//! Consumer groups' committed offsets: replicated per-group state, written by OffsetCommit ops
+//! and read by OffsetFetch and ListGroups from the applied state (DESIGN §1).
+//!
+//! This first increment serves groups whose consumers manage assignment themselves (`assign()`
+//! clients, `kafka-consumer-groups.sh`): there is no membership yet, so every known group is
+//! in Kafka's `Empty` state. A group exists while it has committed offsets; deleting a topic
+//! drops its offsets, and a group left without any disappears, as Kafka's coordinator removes
+//! an `Empty` group that has no offsets.
+//!
+//! One pure function, [`Groups::check_commit`], decides each commit's error code; the handler
+//! runs it against the applied state to answer without a log entry when nothing would be
+//! stored, and apply runs it again against the state the op meets, so replicas agree.
+
+use std::collections::BTreeMap;
+
+use kafka_compat::error_code;
+use serde::{Deserialize, Serialize};
+
+use super::command::OffsetCommitOp;
+use super::Topic;
+
+/// Every group with committed offsets.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Groups {
+    pub groups: BTreeMap<String, Group>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Group {
+    /// topic → partition → committed offset.
+    pub offsets: BTreeMap<String, BTreeMap<i32, CommittedOffset>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CommittedOffset {
+    pub offset: i64,
+    /// KIP-320: the leader epoch of the record before `offset`, or -1.
+    pub leader_epoch: i32,
+    /// Kafka stores a null metadata string as "" (`OffsetAndMetadata.NoMetadata`).
+    pub metadata: String,
+    /// Leader clock of the op that committed it (for offset retention, later).
+    pub commit_time_ms: i64,
+}
+
+/// The outcome of one commit: Kafka error code and, for errors, a message.
+pub type CommitResult = (i16, Option<String>);
+
+impl Groups {
+    /// One result per commit of `op`, in order; the op's group-level check first.
+    pub fn check_commit(&self, topics: &BTreeMap<String, Topic>, op: &OffsetCommitOp) -> Vec<CommitResult> {
+        if let Err(refused) = self.check_generation(op) {
+            return vec![refused; op.commits.len()];
+        }
+        op.commits
+            .iter()
+            .map(|c| {
+                let known = topics
+                    .get(&c.topic)
+                    .is_some_and(|t| usize::try_from(c.partition).is_ok_and(|p| p < t.partitions.len()));
+                if !known {
+                    let message = format!("{}-{} does not exist", c.topic, c.partition);
+                    (error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(message))
+                } else if c.metadata.as_ref().is_some_and(|m| m.len() > op.metadata_bytes_max) {
+                    let message = format!("metadata is longer than {} bytes", op.metadata_bytes_max);
+                    (error_code::OFFSET_METADATA_TOO_LARGE, Some(message))
+                } else {
+                    (error_code::NONE, None)
+                }
+            })
+            .collect()
+    }
+
+    /// Kafka's group coordinator for a group in `Empty` state (`ClassicGroup.
+    /// validateOffsetCommit`, `OffsetMetadataManager.validateOffsetCommit`): generation < 0 is
+    /// a simple consumer or admin client and may commit (creating the group if need be);
+    /// a real generation names a member, and no group has members yet, so an existing group
+    /// answers UNKNOWN_MEMBER_ID and an unknown one ILLEGAL_GENERATION (OffsetCommit ≤ v8).
+    fn check_generation(&self, op: &OffsetCommitOp) -> Result<(), CommitResult> {
+        if op.generation_id < 0 {
+            return Ok(());
+        }
+        if self.groups.contains_key(&op.group_id) {
+            let message = format!("member '{}' is not in group '{}'", op.member_id, op.group_id);
+            Err((error_code::UNKNOWN_MEMBER_ID, Some(message)))
+        } else {
+            let message = format!("group '{}' has no generation {}", op.group_id, op.generation_id);
+            Err((error_code::ILLEGAL_GENERATION, Some(message)))
+        }
+    }
+
+    /// Stores every commit that passes [`Self::check_commit`]; later commits of the same
+    /// partition in one op win, as in Kafka's request map.
+    pub fn commit(&mut self, topics: &BTreeMap<String, Topic>, op: &OffsetCommitOp) -> Vec<CommitResult> {
+        let results = self.check_commit(topics, op);
+        if results.iter().all(|(code, _)| *code != error_code::NONE) {
+            return results;
+        }
+        let group = self.groups.entry(op.group_id.clone()).or_default();
+        for (commit, (code, _)) in op.commits.iter().zip(&results) {
+            if *code != error_code::NONE {
+                continue;
+            }
+            let committed = CommittedOffset {
+                offset: commit.offset,
+                leader_epoch: commit.leader_epoch,
+                metadata: commit.metadata.clone().unwrap_or_default(),
+                commit_time_ms: op.commit_time_ms,
+            };
+            group.offsets.entry(commit.topic.clone()).or_default().insert(commit.partition, committed);
+        }
+        results
+    }
+
+    pub fn committed(&self, group_id: &str, topic: &str, partition: i32) -> Option<&CommittedOffset> {
+        self.groups.get(group_id)?.offsets.get(topic)?.get(&partition)
+    }
+
+    /// A deleted topic's offsets go with it (Kafka's `onPartitionsDeleted`), and so does a
+    /// group left with no offsets.
+    pub fn forget_topic(&mut self, topic: &str) {
+        for group in self.groups.values_mut() {
+            group.offsets.remove(topic);
+        }
+        self.groups.retain(|_, g| !g.offsets.is_empty());
+    }
+}
+
+#[cfg(test)]
+#[path = "groups_tests.rs"]
+mod tests;

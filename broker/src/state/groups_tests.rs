@@ -1,0 +1,185 @@
+//! Tests of committed offsets through the pure state machine: commit → fetch round trips,
+//! Kafka's error codes per partition, topic deletion, and replicas (one of them restarted from
+//! a checkpoint) reaching identical state.
+
+use std::collections::BTreeMap;
+
+use kafka_compat::error_code;
+
+use crate::raft::checkpoint::{self, Checkpoint};
+use crate::state::apply::apply_op;
+use crate::state::command::{NewTopic, OffsetCommitEntry, OffsetCommitOp, Op, OpResult};
+use crate::state::BrokerState;
+
+fn create(name: &str, partitions: i32, id: u8) -> Op {
+    Op::CreateTopics(vec![NewTopic {
+        name: name.into(),
+        topic_id: [id; 16],
+        partitions,
+        replication_factor: 1,
+        configs: BTreeMap::new(),
+    }])
+}
+
+fn entry(topic: &str, partition: i32, offset: i64, metadata: Option<&str>) -> OffsetCommitEntry {
+    OffsetCommitEntry {
+        topic: topic.into(),
+        partition,
+        offset,
+        leader_epoch: 3,
+        metadata: metadata.map(Into::into),
+    }
+}
+
+fn commit(group: &str, generation_id: i32, commits: Vec<OffsetCommitEntry>) -> Op {
+    Op::OffsetCommit(OffsetCommitOp {
+        group_id: group.into(),
+        generation_id,
+        member_id: String::new(),
+        commit_time_ms: 1_000,
+        metadata_bytes_max: 8,
+        commits,
+    })
+}
+
+fn apply_all(state: &mut BrokerState, ops: &[Op]) -> Vec<OpResult> {
+    let mut effects = Vec::new();
+    ops.iter().map(|op| apply_op(state, op, &mut effects)).collect()
+}
+
+fn codes(result: &OpResult) -> Vec<i16> {
+    let OpResult::PerItem(items) = result else { panic!("{result:?}") };
+    items.iter().map(|(code, _)| *code).collect()
+}
+
+#[test]
+fn committed_offsets_round_trip_through_apply() {
+    let mut state = BrokerState::default();
+    let results = apply_all(
+        &mut state,
+        &[
+            create("orders", 2, 1),
+            commit("g", -1, vec![entry("orders", 0, 42, Some("m")), entry("orders", 1, 7, None)]),
+            commit("g", -1, vec![entry("orders", 0, 50, None)]),
+        ],
+    );
+    assert_eq!(codes(&results[1]), vec![error_code::NONE, error_code::NONE]);
+    assert_eq!(codes(&results[2]), vec![error_code::NONE]);
+    let latest = state.groups.committed("g", "orders", 0).expect("committed");
+    assert_eq!((latest.offset, latest.leader_epoch, latest.metadata.as_str()), (50, 3, ""));
+    let other = state.groups.committed("g", "orders", 1).expect("committed");
+    assert_eq!((other.offset, other.metadata.as_str(), other.commit_time_ms), (7, "", 1_000));
+    assert!(state.groups.committed("g", "orders", 2).is_none());
+    assert!(state.groups.committed("h", "orders", 0).is_none());
+}
+
+#[test]
+fn each_partition_gets_its_own_code_and_only_good_ones_are_stored() {
+    let mut state = BrokerState::default();
+    let op = commit(
+        "g",
+        -1,
+        vec![
+            entry("orders", 0, 1, Some("12345678")),
+            entry("orders", 1, 1, None),
+            entry("missing", 0, 1, None),
+            entry("orders", 0, 2, Some("123456789")),
+            entry("orders", -1, 1, None),
+        ],
+    );
+    let results = apply_all(&mut state, &[create("orders", 1, 1), op]);
+    assert_eq!(
+        codes(&results[1]),
+        vec![
+            error_code::NONE,
+            error_code::UNKNOWN_TOPIC_OR_PARTITION,
+            error_code::UNKNOWN_TOPIC_OR_PARTITION,
+            error_code::OFFSET_METADATA_TOO_LARGE,
+            error_code::UNKNOWN_TOPIC_OR_PARTITION,
+        ]
+    );
+    assert_eq!(state.groups.committed("g", "orders", 0).map(|c| c.offset), Some(1));
+    assert_eq!(state.groups.groups["g"].offsets["orders"].len(), 1);
+}
+
+#[test]
+fn nothing_valid_creates_no_group() {
+    let mut state = BrokerState::default();
+    let results = apply_all(&mut state, &[commit("g", -1, vec![entry("missing", 0, 1, None)])]);
+    assert_eq!(codes(&results[0]), vec![error_code::UNKNOWN_TOPIC_OR_PARTITION]);
+    assert!(state.groups.groups.is_empty());
+}
+
+/// Kafka's coordinator for a group without members: a real generation is ILLEGAL_GENERATION
+/// for an unknown group and UNKNOWN_MEMBER_ID for an existing (Empty) one (OffsetCommit ≤ v8).
+#[test]
+fn a_real_generation_is_refused_as_kafka_refuses_it_for_an_empty_group() {
+    let mut state = BrokerState::default();
+    let results = apply_all(
+        &mut state,
+        &[
+            create("orders", 1, 1),
+            commit("g", 1, vec![entry("orders", 0, 5, None), entry("missing", 0, 5, None)]),
+            commit("g", -1, vec![entry("orders", 0, 6, None)]),
+            commit("g", 1, vec![entry("orders", 0, 7, None)]),
+        ],
+    );
+    assert_eq!(codes(&results[1]), vec![error_code::ILLEGAL_GENERATION; 2]);
+    assert_eq!(codes(&results[2]), vec![error_code::NONE]);
+    assert_eq!(codes(&results[3]), vec![error_code::UNKNOWN_MEMBER_ID]);
+    assert_eq!(state.groups.committed("g", "orders", 0).map(|c| c.offset), Some(6));
+}
+
+#[test]
+fn deleting_a_topic_drops_its_offsets_and_groups_left_empty() {
+    let mut state = BrokerState::default();
+    apply_all(
+        &mut state,
+        &[
+            create("a", 1, 1),
+            create("b", 1, 2),
+            commit("only-a", -1, vec![entry("a", 0, 1, None)]),
+            commit("both", -1, vec![entry("a", 0, 2, None), entry("b", 0, 3, None)]),
+            Op::DeleteTopics(vec!["a".into()]),
+        ],
+    );
+    assert!(!state.groups.groups.contains_key("only-a"));
+    assert!(state.groups.committed("both", "a", 0).is_none());
+    assert_eq!(state.groups.committed("both", "b", 0).map(|c| c.offset), Some(3));
+    // A topic created again under the old name starts without committed offsets.
+    apply_all(&mut state, &[create("a", 1, 9)]);
+    assert!(state.groups.committed("both", "a", 0).is_none());
+}
+
+#[test]
+fn replicas_and_a_restarted_replica_reach_identical_state() {
+    let log = [
+        create("a", 2, 1),
+        commit("g1", -1, vec![entry("a", 0, 10, Some("x")), entry("a", 1, 4, None)]),
+        commit("g2", -1, vec![entry("a", 1, 8, None), entry("nope", 0, 1, None)]),
+        commit("g1", 3, vec![entry("a", 0, 11, None)]),
+        create("b", 1, 2),
+        commit("g2", -1, vec![entry("b", 0, 2, Some("toolongmetadata"))]),
+        commit("g1", -1, vec![entry("a", 0, 12, None), entry("b", 0, 1, None)]),
+        Op::DeleteTopics(vec!["b".into()]),
+    ];
+    let replay = |restart_at: Option<usize>| {
+        let mut state = BrokerState::default();
+        for (index, op) in log.iter().enumerate() {
+            if restart_at == Some(index) {
+                let bytes = checkpoint::encode(&Checkpoint { state, ..Default::default() });
+                state = checkpoint::decode(&bytes).expect("checkpoint decodes").state;
+            }
+            apply_all(&mut state, std::slice::from_ref(op));
+        }
+        state
+    };
+    let replicas = [replay(None), replay(None), replay(Some(4))];
+    let digests: Vec<Vec<u8>> = replicas.iter().map(|s| bincode::serialize(s).unwrap()).collect();
+    assert_eq!(digests[0], digests[1]);
+    assert_eq!(digests[1], digests[2]);
+    let state = &replicas[0];
+    assert_eq!(state.groups.committed("g1", "a", 0).map(|c| c.offset), Some(12));
+    assert_eq!(state.groups.committed("g2", "a", 1).map(|c| c.offset), Some(8));
+    assert!(state.groups.committed("g1", "b", 0).is_none());
+}
