@@ -1,6 +1,8 @@
-//! Record batches for unit tests, built by an independent encoder (the `kafka-protocol`
+//! Record batches (and the topics to hold them) for unit tests, built by an independent encoder (the `kafka-protocol`
 //! crate's) and stamped the way the leader stamps them, so tests never check the broker's
 //! parsing against itself.
+
+use std::collections::BTreeMap;
 
 use bytes::{Bytes, BytesMut};
 use kafka_compat::batch::{stamp_batch, BatchStamp};
@@ -83,4 +85,15 @@ pub fn producer_batch(base_offset: i64, records: i64, pid: i64, epoch: i16, seq:
         first_sequence: seq,
         ..Default::default()
     })
+}
+
+/// An op creating topic `name` with `partitions` partitions and topic id `[id; 16]`.
+pub fn create_topic(name: &str, partitions: i32, id: u8) -> crate::state::command::Op {
+    crate::state::command::Op::CreateTopics(vec![crate::state::command::NewTopic {
+        name: name.into(),
+        topic_id: [id; 16],
+        partitions,
+        replication_factor: 1,
+        configs: BTreeMap::new(),
+    }])
 }

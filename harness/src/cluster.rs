@@ -532,6 +532,33 @@ impl Cluster {
         Ok(out)
     }
 
+    /// Digests must be equal on every live node and agree with what was read back: each
+    /// partition of `topic` spans exactly `0..records read`.
+    pub fn assert_digests_match_read_back(
+        &mut self,
+        topic: &str,
+        consumed: &crate::kafka::PartitionRecords,
+    ) -> Result<BTreeMap<u64, Digest>> {
+        let digests = self.assert_digests_equal()?;
+        for (id, digest) in &digests {
+            for ((_, partition), records) in consumed.iter().filter(|((t, _), _)| t == topic) {
+                let p = digest
+                    .partitions
+                    .iter()
+                    .find(|p| p.topic == topic && p.partition == *partition)
+                    .with_context(|| format!("node {id}: digest lacks {topic}/{partition}"))?;
+                anyhow::ensure!(
+                    (p.log_start_offset, p.log_end_offset) == (0, records.len() as i64),
+                    "node {id}: {topic}/{partition} spans {}..{} but {} records were read back",
+                    p.log_start_offset,
+                    p.log_end_offset,
+                    records.len()
+                );
+            }
+        }
+        Ok(digests)
+    }
+
     /// Waits until every live node reports the same `last_applied`, then requires identical
     /// partitions (offsets and hash) on all of them. A mismatch must show on two reads at the
     /// same applied index, so a digest taken mid-apply cannot fail the test alone.

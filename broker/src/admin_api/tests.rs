@@ -13,7 +13,8 @@ use super::digest::{self, Digest};
 use crate::config::BrokerConfig;
 use crate::raft::sm_store::{self, SmShared, StateMachineStore};
 use crate::raft::{NodeAddr, TypeConfig};
-use crate::state::command::{Command, NewTopic, Op, PartitionAppend, ProduceOp, TrimLog};
+use crate::state::command::{Command, Op, PartitionAppend, ProduceOp, TrimLog};
+pub(super) use crate::test_batches::create_topic as create;
 use crate::test_batches::{build, BatchSpec};
 
 fn batch(base_offset: i64, records: i64) -> Bytes {
@@ -29,16 +30,6 @@ fn batch_with_value(base_offset: i64, records: i64, value_byte: u8) -> Bytes {
         first_timestamp: 1000 + base_offset,
         ..Default::default()
     })
-}
-
-pub(super) fn create(name: &str, partitions: i32, id: u8) -> Op {
-    Op::CreateTopics(vec![NewTopic {
-        name: name.into(),
-        topic_id: [id; 16],
-        partitions,
-        replication_factor: 1,
-        configs: BTreeMap::new(),
-    }])
 }
 
 /// `count` batches of 2 records into `topic`-`partition`, starting at `first_offset`.

@@ -1,25 +1,13 @@
 //! Tests of the pure state machine: all-or-nothing produce, stamp checking, determinism, and
 //! the re-check of idempotent producer state (KIP-98) on apply.
 
-use std::collections::BTreeMap;
-
 use bytes::Bytes;
 use kafka_compat::batch::{stamp_batch, BatchStamp};
 
 use super::*;
-use crate::state::command::{NewTopic, Op, OpResult, PartitionAppend, ProduceOp, TrimLog};
-use crate::test_batches::batch;
+use crate::state::command::{Op, OpResult, PartitionAppend, ProduceOp, TrimLog};
 pub(crate) use crate::test_batches::producer_batch;
-
-fn create(name: &str, partitions: i32, id: u8) -> Op {
-    Op::CreateTopics(vec![NewTopic {
-        name: name.into(),
-        topic_id: [id; 16],
-        partitions,
-        replication_factor: 1,
-        configs: BTreeMap::new(),
-    }])
-}
+use crate::test_batches::{batch, create_topic as create};
 
 fn produce(parts: Vec<(&str, i32, Vec<Bytes>)>) -> Op {
     produce_at(5, parts)

@@ -2,24 +2,13 @@
 //! Kafka's error codes per partition, topic deletion, and replicas (one of them restarted from
 //! a checkpoint) reaching identical state.
 
-use std::collections::BTreeMap;
-
 use kafka_compat::error_code;
 
 use crate::raft::checkpoint::{self, Checkpoint};
 use crate::state::apply::apply_op;
-use crate::state::command::{NewTopic, OffsetCommitEntry, OffsetCommitOp, Op, OpResult};
+use crate::state::command::{OffsetCommitEntry, OffsetCommitOp, Op, OpResult};
 use crate::state::BrokerState;
-
-fn create(name: &str, partitions: i32, id: u8) -> Op {
-    Op::CreateTopics(vec![NewTopic {
-        name: name.into(),
-        topic_id: [id; 16],
-        partitions,
-        replication_factor: 1,
-        configs: BTreeMap::new(),
-    }])
-}
+use crate::test_batches::create_topic as create;
 
 fn entry(topic: &str, partition: i32, offset: i64, metadata: Option<&str>) -> OffsetCommitEntry {
     OffsetCommitEntry {
