@@ -164,6 +164,27 @@ impl Ctx {
         ids
     }
 
+    /// Voters whose replication is current: on the leader, those whose matched log index is
+    /// within `ISR_LAG_ENTRIES_MAX` of its last index (itself always); a follower cannot
+    /// tell, and reports every voter.
+    pub fn in_sync_voter_ids(&self) -> Vec<i32> {
+        let voters = self.voter_ids();
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        let (Some(replication), true) = (&m.replication, self.is_leader()) else { return voters };
+        let last = m.last_log_index.unwrap_or(0);
+        voters
+            .into_iter()
+            .filter(|id| {
+                *id as u64 == self.node_id
+                    || replication
+                        .get(&(*id as u64))
+                        .and_then(|matched| matched.map(|l| l.index))
+                        .is_some_and(|index| index + crate::limits::ISR_LAG_ENTRIES_MAX >= last)
+            })
+            .collect()
+    }
+
     pub fn cluster_id(&self) -> String {
         let applied = self.sm.applied.read().expect("applied lock");
         applied.state.cluster_id.clone().unwrap_or_else(|| "onelog".to_string())

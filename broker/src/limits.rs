@@ -168,3 +168,7 @@ pub const OFFSET_METADATA_BYTES_MAX: usize = 4096;
 /// How long a node removed from the membership keeps running before it exits (ms), so that
 /// responses already in flight reach their clients.
 pub const REMOVED_NODE_EXIT_DELAY_MS: u64 = 1_000;
+
+/// A voter whose matched log index trails the leader's last index by more than this many
+/// entries is left out of every partition's ISR in Metadata.
+pub const ISR_LAG_ENTRIES_MAX: u64 = 1_000;

@@ -1,7 +1,7 @@
 //! Metadata (key 3): brokers, controller, topics with ids, partitions and their leader.
 //!
 //! Every partition's leader is the Raft leader and its leader epoch the Raft term; replicas
-//! and ISR are the voters. Unknown topics are created here when `auto.create.topics.enable`
+//! are the voters, ISR the voters whose replication is current. Unknown topics are created here when `auto.create.topics.enable`
 //! is on and the client allows it (v4+), as Kafka does.
 
 use std::collections::BTreeMap;
@@ -90,6 +90,7 @@ fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -
     let leader = ctx.leader_id().map_or(-1, |l| l as i32);
     let epoch = ctx.leader_epoch();
     let voters = ctx.voter_ids();
+    let in_sync = ctx.in_sync_voter_ids();
     let applied = ctx.sm.applied.read().expect("applied lock");
     let state = &applied.state;
     let describe = |name: &str, t: &crate::state::Topic| {
@@ -105,7 +106,7 @@ fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -
                     .with_leader_id(leader.into())
                     .with_leader_epoch(epoch)
                     .with_replica_nodes(voters.iter().map(|v| (*v).into()).collect())
-                    .with_isr_nodes(voters.iter().map(|v| (*v).into()).collect())
+                    .with_isr_nodes(in_sync.iter().map(|v| (*v).into()).collect())
             })
             .collect();
         MetadataResponseTopic::default()
