@@ -54,6 +54,13 @@ const BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
     // KIP-98: how long an idle producer id keeps its state, and how often the leader looks.
     ("producer.id.expiration.ms", "86400000", ConfigType::Int),
     ("producer.id.expiration.check.interval.ms", "600000", ConfigType::Int),
+    // KIP-134: how long the first rebalance of an empty group waits for more members.
+    ("group.initial.rebalance.delay.ms", "3000", ConfigType::Int),
+    // The session timeouts a JoinGroup may ask for (else INVALID_SESSION_TIMEOUT).
+    ("group.min.session.timeout.ms", "6000", ConfigType::Int),
+    ("group.max.session.timeout.ms", "1800000", ConfigType::Int),
+    // KIP-389: members per group (else GROUP_MAX_SIZE_REACHED).
+    ("group.max.size", "2147483647", ConfigType::Int),
 ];
 
 /// Effective broker configuration: every known key with its value and whether it was set.

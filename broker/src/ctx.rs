@@ -18,6 +18,8 @@ pub struct Ctx {
     pub advertised_host: String,
     pub advertised_port: i32,
     pub lease: LeaderLease,
+    /// Consumer-group membership, served while this node leads (see `groups`).
+    pub groups: crate::groups::Coordinator,
 }
 
 /// When this node last heard from a quorum as leader. A leader that was paused (SIGSTOP, a

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::ctx::SharedCtx;
 use crate::limits;
+use crate::proposer::Proposal;
 use crate::state::command::{ExpireProducersOp, Op, TrimLog};
 
 /// Set before a graceful shutdown stops the Raft node, so that stop is not taken for a fault.
@@ -19,7 +20,33 @@ pub fn start(ctx: SharedCtx) {
     tokio::spawn(name_cluster(ctx.clone()));
     tokio::spawn(checkpoint_by_bytes(ctx.clone()));
     tokio::spawn(retention(ctx.clone()));
-    tokio::spawn(expire_producers(ctx));
+    tokio::spawn(expire_producers(ctx.clone()));
+    tokio::spawn(expire_group_sessions(ctx));
+}
+
+/// The group coordinator's clock: removes members whose session passed without a heartbeat
+/// (the others rebalance), and forgets every group when this node stops leading, so parked
+/// JoinGroup and SyncGroup requests answer NOT_COORDINATOR and the clients find the new leader.
+async fn expire_group_sessions(ctx: SharedCtx) {
+    let mut tick = tokio::time::interval(Duration::from_millis(limits::GROUP_SESSION_CHECK_INTERVAL_MS));
+    loop {
+        tick.tick().await;
+        // Not `is_leader`: a lease being renewed must not drop every group.
+        if ctx.leader_id() == Some(ctx.node_id) {
+            ctx.groups.observe_term(ctx.raft.metrics().borrow().current_term);
+            ctx.groups.expire_sessions();
+            for generation in ctx.groups.take_empty_generations() {
+                // Best effort: if it is lost with leadership, the next leader's adopted
+                // members expire after their session instead.
+                let submitted = ctx.proposer.submit(Proposal::Op(Op::CompleteGeneration(generation))).await;
+                if let Ok(pending) = submitted {
+                    tokio::spawn(pending);
+                }
+            }
+        } else {
+            ctx.groups.clear();
+        }
+    }
 }
 
 /// Follows openraft's metrics: refreshes the leader lease, and stops the process when the

@@ -172,3 +172,11 @@ pub const REMOVED_NODE_EXIT_DELAY_MS: u64 = 1_000;
 /// A voter whose matched log index trails the leader's last index by more than this many
 /// entries is left out of every partition's ISR in Metadata.
 pub const ISR_LAG_ENTRIES_MAX: u64 = 1_000;
+
+/// Member ids handed out with MEMBER_ID_REQUIRED (KIP-394) and not yet used, per group; a
+/// client that keeps asking for ids without joining gets GROUP_MAX_SIZE_REACHED.
+pub const GROUP_PENDING_MEMBERS_MAX: usize = 1_000;
+
+/// How often the leader looks for group members whose session passed without a heartbeat
+/// (ms); a session therefore ends at most this much after `session.timeout.ms`.
+pub const GROUP_SESSION_CHECK_INTERVAL_MS: u64 = 250;

@@ -10,6 +10,7 @@ mod ctx;
 mod duties;
 mod fault;
 mod forward;
+mod groups;
 mod handlers;
 mod limits;
 mod node;

@@ -97,6 +97,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     .await?;
     wait_until_caught_up(&raft).await;
 
+    let groups = crate::groups::Coordinator::new(crate::groups::CoordinatorConfig::from_broker(&sm.config));
     let ctx = Arc::new(Ctx {
         node_id: args.node_id,
         raft: raft.clone(),
@@ -105,6 +106,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         advertised_host: host.to_string(),
         advertised_port: port,
         lease: Default::default(),
+        groups,
     });
     duties::start(ctx.clone());
     let listener = TcpListener::bind(args.kafka_listen)

@@ -1,4 +1,4 @@
-//! ListGroups (key 16), v0–v4: the groups known from committed offsets.
+//! ListGroups (key 16), v0–v4: the groups with members or committed offsets.
 //!
 //! Kafka's admin client asks every broker and merges the answers, each broker listing the
 //! groups it coordinates. The leader coordinates them all (see find_coordinator), so it lists
@@ -6,8 +6,11 @@
 //! With no leader known the answer is COORDINATOR_NOT_AVAILABLE, which the admin client
 //! retries, rather than an empty list that would look complete. The leader lists from its
 //! applied state even while its lease is being renewed: listing is not a write.
-//! Without membership every group is a simple `consumer` group in state `Empty`; v4
-//! (KIP-518) filters by state, case-insensitively as Kafka does.
+//! Groups with members are listed with the coordinator's state (see `groups`); a group known
+//! only from committed offsets is a `consumer` group in state `Empty`. v4 (KIP-518) filters
+//! by state, case-insensitively as Kafka does.
+
+use std::collections::BTreeMap;
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -16,37 +19,34 @@ use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsResponse, RequestKind,
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::ctx::SharedCtx;
+use crate::ctx::{Ctx, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::ListGroups;
 pub const VERSIONS: (i16, i16) = (0, 4);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
-const PROTOCOL_TYPE: &str = "consumer";
 const STATE_EMPTY: &str = "Empty";
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::ListGroups(body) = req.body else { anyhow::bail!("not a ListGroups body") };
-    let wanted = body.states_filter.is_empty()
-        || body.states_filter.iter().any(|s| s.eq_ignore_ascii_case(STATE_EMPTY));
     let leader = ctx.leader_id();
     if leader.is_none() {
         let response = ListGroupsResponse::default().with_error_code(error_code::COORDINATOR_NOT_AVAILABLE);
         return Ok(Some(ResponseKind::ListGroups(response)));
     }
-    let groups = if leader == Some(ctx.node_id) && wanted {
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        applied
-            .state
-            .groups
-            .groups
-            .keys()
-            .map(|id| {
+    let wanted = |state: &str| {
+        body.states_filter.is_empty() || body.states_filter.iter().any(|s| s.eq_ignore_ascii_case(state))
+    };
+    let groups = if leader == Some(ctx.node_id) {
+        listed(&ctx)
+            .into_iter()
+            .filter(|(_, state, _)| wanted(state))
+            .map(|(id, state, protocol_type)| {
                 let group = ListedGroup::default()
-                    .with_group_id(GroupId(str_bytes(id.clone())))
-                    .with_protocol_type(str_bytes(PROTOCOL_TYPE));
+                    .with_group_id(GroupId(str_bytes(id)))
+                    .with_protocol_type(str_bytes(protocol_type));
                 if req.api_version >= 4 {
-                    group.with_group_state(str_bytes(STATE_EMPTY))
+                    group.with_group_state(str_bytes(state))
                 } else {
                     group
                 }
@@ -59,3 +59,26 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         ListGroupsResponse::default().with_error_code(error_code::NONE).with_groups(groups),
     )))
 }
+
+/// (group id, state, protocol type): the coordinator's groups, then those known only from
+/// committed offsets, which are `Empty` with protocol type "consumer".
+fn listed(ctx: &Ctx) -> Vec<(String, &'static str, String)> {
+    let mut groups: BTreeMap<String, (&'static str, String)> = ctx
+        .groups
+        .list()
+        .into_iter()
+        // A group whose members all left keeps listing as the consumer group it was.
+        .map(|(id, state, protocol_type)| {
+            let protocol_type =
+                if protocol_type.is_empty() { PROTOCOL_TYPE.to_string() } else { protocol_type };
+            (id, (state.name(), protocol_type))
+        })
+        .collect();
+    let applied = ctx.sm.applied.read().expect("applied lock");
+    for id in applied.state.groups.groups.keys() {
+        groups.entry(id.clone()).or_insert_with(|| (STATE_EMPTY, PROTOCOL_TYPE.to_string()));
+    }
+    groups.into_iter().map(|(id, (state, protocol_type))| (id, state, protocol_type)).collect()
+}
+
+const PROTOCOL_TYPE: &str = "consumer";

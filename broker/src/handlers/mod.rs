@@ -9,9 +9,13 @@ pub mod create_topics;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod heartbeat;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
@@ -19,6 +23,7 @@ pub mod offset_commit;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sync_group;
 mod util;
 
 use std::future::Future;
@@ -94,6 +99,11 @@ pub static HANDLERS: &[Handler] = &[
     handler!(ordered offset_commit),
     handler!(offset_fetch),
     handler!(list_groups),
+    handler!(join_group),
+    handler!(sync_group),
+    handler!(heartbeat),
+    handler!(leave_group),
+    handler!(describe_groups),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

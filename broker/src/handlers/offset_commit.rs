@@ -5,9 +5,12 @@
 //! are checked against the applied state with the same pure function apply runs
 //! (`Groups::check_commit`); if none would be stored the answer needs no log entry, otherwise
 //! the whole request is one `OffsetCommit` op and each partition gets apply's code. Like
-//! Produce it is a two-stage handler: queued for the log in the order the connection sent it. Group
-//! membership does not exist yet: generation -1 commits are accepted, a real generation is
-//! answered as Kafka answers it for a group in `Empty` state (see `state::groups`).
+//! Produce it is a two-stage handler: queued for the log in the order the connection sent it. Generation
+//! -1 commits (simple consumers) are accepted; a member's commit (a real generation) is checked
+//! against the coordinator's in-memory membership (`groups`): UNKNOWN_MEMBER_ID,
+//! ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS as Kafka answers; apply then checks it against the
+//! last generation recorded in the log, so a zombie is fenced on every replica and after a
+//! failover (see `state::groups`).
 //!
 //! v2–v4 carry `retention_time_ms`; it is ignored, as Kafka ≥ 2.1 (KIP-211) ignores it for
 //! groups: offsets are kept until the topic is deleted (offset expiry is not built yet).
@@ -23,7 +26,7 @@ use kafka_protocol::messages::{
     ApiKey, OffsetCommitRequest, OffsetCommitResponse, RequestKind, ResponseKind,
 };
 
-use super::util::topic_name;
+use super::util::{adopt_group, topic_name};
 use super::HandlerFuture;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::limits;
@@ -47,7 +50,11 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     } else if !ctx.is_leader() {
         Some(vec![(error_code::NOT_COORDINATOR, None); n])
     } else {
-        check(&ctx, &op)
+        match member_check(&ctx, &op, body.group_instance_id.as_deref()) {
+            Some(code) if code != error_code::NONE => Some(vec![(code, None); n]),
+            // Apply checks the generation again against the log's record.
+            _ => check(&ctx, &op),
+        }
     };
     let pending = match decided {
         Some(results) => Err(results),
@@ -86,6 +93,14 @@ fn to_op(body: &OffsetCommitRequest) -> OffsetCommitOp {
         metadata_bytes_max: limits::OFFSET_METADATA_BYTES_MAX,
         commits,
     }
+}
+
+/// A commit checked against the coordinator's membership, as Kafka's
+/// `ClassicGroup.validateOffsetCommit`; None when the coordinator does not know the group
+/// (the applied state answers).
+fn member_check(ctx: &Ctx, op: &OffsetCommitOp, instance_id: Option<&str>) -> Option<i16> {
+    adopt_group(ctx, &op.group_id);
+    ctx.groups.check_commit(&op.group_id, op.generation_id, &op.member_id, instance_id)
 }
 
 /// The answer without a log entry when nothing would be stored, as apply would decide it now.

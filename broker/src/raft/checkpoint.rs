@@ -16,7 +16,8 @@ use crate::state::BrokerState;
 const MAGIC: &[u8; 4] = b"OLCP";
 // 2: BrokerState gained producer state (idempotent producers).
 // 3: BrokerState gained committed offsets of consumer groups.
-const FORMAT_VERSION: u32 = 3;
+// 4: consumer groups gained their last completed generation and members.
+const FORMAT_VERSION: u32 = 4;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Checkpoint {

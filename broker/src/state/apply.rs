@@ -58,6 +58,10 @@ pub fn apply_op(state: &mut BrokerState, op: &Op, effects: &mut Vec<Effect>) -> 
             OpResult::Done
         }
         Op::OffsetCommit(commit) => OpResult::PerItem(state.groups.commit(&state.topics, commit)),
+        Op::CompleteGeneration(generation) => {
+            state.groups.complete_generation(generation);
+            OpResult::Done
+        }
     }
 }
 

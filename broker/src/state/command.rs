@@ -37,6 +37,27 @@ pub enum Op {
     ExpireProducers(ExpireProducersOp),
     /// One OffsetCommit request: every partition's committed offset for one group.
     OffsetCommit(OffsetCommitOp),
+    /// A consumer group's rebalance completed (the leader member's SyncGroup): its generation
+    /// and members, so that after a failover the new leader still fences a zombie's commits.
+    CompleteGeneration(GenerationOp),
+}
+
+/// One completed generation of a classic consumer group (see `groups`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GenerationOp {
+    pub group_id: String,
+    pub generation_id: i32,
+    pub protocol_type: String,
+    pub protocol_name: String,
+    pub members: Vec<GenerationMember>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GenerationMember {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub session_timeout_ms: i32,
+    pub rebalance_timeout_ms: i32,
 }
 
 /// The commits of one OffsetCommit request; apply answers `OpResult::PerItem`, one per commit.

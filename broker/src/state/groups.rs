@@ -1,11 +1,11 @@
 //! Consumer groups' committed offsets: replicated per-group state, written by OffsetCommit ops
 //! and read by OffsetFetch and ListGroups from the applied state (DESIGN §1).
 //!
-//! This first increment serves groups whose consumers manage assignment themselves (`assign()`
-//! clients, `kafka-consumer-groups.sh`): there is no membership yet, so every known group is
-//! in Kafka's `Empty` state. A group exists while it has committed offsets; deleting a topic
-//! drops its offsets, and a group left without any disappears, as Kafka's coordinator removes
-//! an `Empty` group that has no offsets.
+//! Live membership is held in memory by the leader's coordinator (`crate::groups`); the log
+//! holds each group's last completed generation and its member ids (`CompleteGeneration`),
+//! so that commits are fenced alike on every replica and after a failover. A group exists
+//! while it has committed offsets or a recorded generation; deleting a topic drops its
+//! offsets.
 //!
 //! One pure function, [`Groups::check_commit`], decides each commit's error code; the handler
 //! runs it against the applied state to answer without a log entry when nothing would be
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use kafka_compat::error_code;
 use serde::{Deserialize, Serialize};
 
-use super::command::OffsetCommitOp;
+use super::command::{GenerationOp, OffsetCommitOp};
 use super::Topic;
 
 /// Every group with committed offsets.
@@ -29,6 +29,8 @@ pub struct Groups {
 pub struct Group {
     /// topic → partition → committed offset.
     pub offsets: BTreeMap<String, BTreeMap<i32, CommittedOffset>>,
+    /// The last completed generation (a `CompleteGeneration` op), if any.
+    pub generation: Option<GenerationOp>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -70,22 +72,47 @@ impl Groups {
             .collect()
     }
 
-    /// Kafka's group coordinator for a group in `Empty` state (`ClassicGroup.
-    /// validateOffsetCommit`, `OffsetMetadataManager.validateOffsetCommit`): generation < 0 is
-    /// a simple consumer or admin client and may commit (creating the group if need be);
-    /// a real generation names a member, and no group has members yet, so an existing group
-    /// answers UNKNOWN_MEMBER_ID and an unknown one ILLEGAL_GENERATION (OffsetCommit ≤ v8).
+    /// Kafka's group coordinator (`ClassicGroup.validateOffsetCommit`): generation < 0 is a
+    /// simple consumer or admin client and may commit (creating the group if need be). A real
+    /// generation names a member. Against the last completed generation in the log: an older
+    /// generation is ILLEGAL_GENERATION (a zombie), the same generation must name one of its
+    /// members (else UNKNOWN_MEMBER_ID); a newer one was vetted by the leader's coordinator
+    /// against a rebalance whose record may still be on its way through the log, and passes.
+    /// A group without a recorded generation answers as Kafka's `Empty` group: an existing
+    /// group UNKNOWN_MEMBER_ID, an unknown one ILLEGAL_GENERATION (OffsetCommit ≤ v8).
     fn check_generation(&self, op: &OffsetCommitOp) -> Result<(), CommitResult> {
         if op.generation_id < 0 {
             return Ok(());
         }
-        if self.groups.contains_key(&op.group_id) {
+        let unknown_member = || {
             let message = format!("member '{}' is not in group '{}'", op.member_id, op.group_id);
             Err((error_code::UNKNOWN_MEMBER_ID, Some(message)))
-        } else {
+        };
+        let illegal_generation = || {
             let message = format!("group '{}' has no generation {}", op.group_id, op.generation_id);
             Err((error_code::ILLEGAL_GENERATION, Some(message)))
+        };
+        let Some(group) = self.groups.get(&op.group_id) else { return illegal_generation() };
+        let Some(generation) = &group.generation else { return unknown_member() };
+        if op.generation_id > generation.generation_id {
+            Ok(())
+        } else if op.generation_id < generation.generation_id {
+            illegal_generation()
+        } else if generation.members.iter().any(|m| m.member_id == op.member_id) {
+            Ok(())
+        } else {
+            unknown_member()
         }
+    }
+
+    /// Records a completed generation; an older one than recorded (a deposed leader's entry
+    /// applied late) changes nothing, so the recorded generation never decreases.
+    pub fn complete_generation(&mut self, op: &GenerationOp) {
+        let group = self.groups.entry(op.group_id.clone()).or_default();
+        if group.generation.as_ref().is_some_and(|g| g.generation_id > op.generation_id) {
+            return;
+        }
+        group.generation = Some(op.clone());
     }
 
     /// Stores every commit that passes [`Self::check_commit`]; later commits of the same
@@ -116,12 +143,12 @@ impl Groups {
     }
 
     /// A deleted topic's offsets go with it (Kafka's `onPartitionsDeleted`), and so does a
-    /// group left with no offsets.
+    /// group left with no offsets and no recorded generation.
     pub fn forget_topic(&mut self, topic: &str) {
         for group in self.groups.values_mut() {
             group.offsets.remove(topic);
         }
-        self.groups.retain(|_, g| !g.offsets.is_empty());
+        self.groups.retain(|_, g| !g.offsets.is_empty() || g.generation.is_some());
     }
 }
 

@@ -1,0 +1,233 @@
+use super::*;
+
+fn coordinator(initial_delay_ms: u64) -> Coordinator {
+    Coordinator::new(CoordinatorConfig {
+        initial_rebalance_delay_ms: initial_delay_ms,
+        min_session_timeout_ms: 1_000,
+        max_session_timeout_ms: 60_000,
+        max_size: 100,
+    })
+}
+
+fn join_req(member_id: &str, metadata: &'static [u8]) -> JoinRequest {
+    JoinRequest {
+        group_id: "g".to_string(),
+        member_id: member_id.to_string(),
+        group_instance_id: None,
+        client_id: "c".to_string(),
+        client_host: String::new(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 30_000,
+        protocol_type: "consumer".to_string(),
+        protocols: vec![("range".to_string(), Bytes::from_static(metadata))],
+        require_known_member_id: true,
+    }
+}
+
+/// KIP-394: a first join gets MEMBER_ID_REQUIRED and the id, then joins with it.
+async fn new_member(c: &Coordinator) -> String {
+    let first = c.join(join_req("", b"m")).await;
+    assert_eq!(first.error_code, error_code::MEMBER_ID_REQUIRED);
+    assert!(!first.member_id.is_empty());
+    first.member_id
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_member_joins_syncs_heartbeats_and_leaves() {
+    let c = coordinator(3_000);
+    let id = new_member(&c).await;
+    assert_eq!(c.join(join_req("unknown", b"m")).await.error_code, error_code::UNKNOWN_MEMBER_ID);
+    let started = Instant::now();
+    let joined = c.join(join_req(&id, b"meta")).await;
+    // KIP-134: the first rebalance of an empty group waits the initial delay.
+    assert!(started.elapsed() >= Duration::from_millis(3_000));
+    assert_eq!((joined.error_code, joined.generation_id), (error_code::NONE, 1));
+    assert_eq!(joined.leader, id);
+    assert_eq!(joined.members, vec![(id.clone(), None, Bytes::from_static(b"meta"))]);
+    assert_eq!(joined.protocol_name.as_deref(), Some("range"));
+    assert_eq!(c.heartbeat("g", 1, &id, None), error_code::NONE);
+    assert_eq!(c.check_commit("g", 1, &id, None), Some(error_code::REBALANCE_IN_PROGRESS));
+    let (synced, completed) = c.sync("g", 1, (&id, None), vec![(id.clone(), Bytes::from_static(b"a"))]).await;
+    assert_eq!((synced.error_code, synced.assignment), (error_code::NONE, Bytes::from_static(b"a")));
+    let completed = completed.expect("leader completes the generation");
+    let members: Vec<&str> = completed.members.iter().map(|m| m.member_id.as_str()).collect();
+    assert_eq!((completed.generation_id, members), (1, vec![id.as_str()]));
+    assert_eq!(c.describe("g").expect("group").state, GroupState::Stable);
+    assert_eq!(c.heartbeat("g", 0, &id, None), error_code::ILLEGAL_GENERATION);
+    assert_eq!(c.heartbeat("g", 1, "other", None), error_code::UNKNOWN_MEMBER_ID);
+    assert_eq!(c.check_commit("g", 1, &id, None), Some(error_code::NONE));
+    assert_eq!(c.check_commit("g", 0, &id, None), Some(error_code::ILLEGAL_GENERATION));
+    // Kafka: a simple consumer (generation -1) may not commit into a group with members.
+    assert_eq!(c.check_commit("g", -1, "", None), Some(error_code::UNKNOWN_MEMBER_ID));
+    assert_eq!(c.leave("g", &id, None), error_code::NONE);
+    assert_eq!(c.leave("g", &id, None), error_code::UNKNOWN_MEMBER_ID);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let view = c.describe("g").expect("group");
+    assert_eq!((view.state, view.members.len()), (GroupState::Empty, 0));
+    // The emptied generation goes to the log once, so a new leader adopts no ghosts.
+    let empty = c.take_empty_generations();
+    assert_eq!(empty.len(), 1);
+    assert_eq!((empty[0].generation_id, empty[0].members.len()), (2, 0));
+    assert!(c.take_empty_generations().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_member_rebalances_and_the_follower_waits_for_the_leader() {
+    let c = coordinator(0);
+    let a = new_member(&c).await;
+    let first = c.join(join_req(&a, b"a")).await;
+    assert_eq!(first.generation_id, 1);
+    let (s, _) = c.sync("g", 1, (&a, None), vec![(a.clone(), Bytes::from_static(b"all"))]).await;
+    assert_eq!(s.error_code, error_code::NONE);
+
+    let b = new_member(&c).await;
+    let c2 = c.clone();
+    let b2 = b.clone();
+    let b_join = tokio::spawn(async move { c2.join(join_req(&b2, b"b")).await });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(c.heartbeat("g", 1, &a, None), error_code::REBALANCE_IN_PROGRESS);
+    let a_join = c.join(join_req(&a, b"a")).await;
+    let b_join = b_join.await.expect("join task");
+    assert_eq!((a_join.generation_id, b_join.generation_id), (2, 2));
+    assert_eq!(a_join.leader, a, "the leader stays the leader");
+    assert_eq!(a_join.members.len(), 2);
+    assert!(b_join.members.is_empty(), "only the leader gets the metadata");
+
+    let c2 = c.clone();
+    let b2 = b.clone();
+    let b_sync = tokio::spawn(async move { c2.sync("g", 2, (&b2, None), Vec::new()).await });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(!b_sync.is_finished(), "a follower waits for the leader's assignments");
+    let assignments = vec![(a.clone(), Bytes::from_static(b"0")), (b.clone(), Bytes::from_static(b"1"))];
+    let (sa, _) = c.sync("g", 2, (&a, None), assignments).await;
+    let (sb, completed) = b_sync.await.expect("sync task");
+    assert_eq!(sa.assignment, Bytes::from_static(b"0"));
+    assert_eq!(sb.assignment, Bytes::from_static(b"1"));
+    assert!(completed.is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_session_removes_the_member_and_the_rest_rebalance() {
+    let c = coordinator(100);
+    let a = new_member(&c).await;
+    let b = new_member(&c).await;
+    let (c2, b2) = (c.clone(), b.clone());
+    let b_join = tokio::spawn(async move { c2.join(join_req(&b2, b"b")).await });
+    let a_join = c.join(join_req(&a, b"a")).await;
+    assert_eq!(a_join.generation_id, b_join.await.expect("join").generation_id);
+    let leader = a_join.leader.clone();
+    c.sync("g", 1, (&leader, None), Vec::new()).await;
+    // Only `a` heartbeats; `b`'s session (10 s) passes.
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        c.heartbeat("g", 1, &a, None);
+        c.expire_sessions();
+    }
+    assert_eq!(c.heartbeat("g", 1, &b, None), error_code::UNKNOWN_MEMBER_ID);
+    assert_eq!(c.heartbeat("g", 1, &a, None), error_code::REBALANCE_IN_PROGRESS);
+    let rejoined = c.join(join_req(&a, b"a")).await;
+    assert_eq!((rejoined.generation_id, rejoined.members.len()), (2, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_member_that_does_not_rejoin_is_removed_when_the_rebalance_times_out() {
+    let c = coordinator(100);
+    let a = new_member(&c).await;
+    let b = new_member(&c).await;
+    let (c2, b2) = (c.clone(), b.clone());
+    let b_join = tokio::spawn(async move { c2.join(join_req(&b2, b"b")).await });
+    let a_join = c.join(join_req(&a, b"a")).await;
+    b_join.await.expect("join");
+    c.sync("g", 1, (&a_join.leader, None), Vec::new()).await;
+    // A third member joins; `b` never rejoins and is dropped after the rebalance timeout (30 s).
+    let d = new_member(&c).await;
+    let (c2, a2) = (c.clone(), a.clone());
+    let a_join = tokio::spawn(async move { c2.join(join_req(&a2, b"a")).await });
+    let started = Instant::now();
+    let d_join = c.join(join_req(&d, b"d")).await;
+    assert!(started.elapsed() >= Duration::from_secs(30));
+    assert_eq!((d_join.generation_id, a_join.await.expect("join").generation_id), (2, 2));
+    let members: Vec<String> =
+        c.describe("g").expect("group").members.into_iter().map(|m| m.member_id).collect();
+    assert!(!members.contains(&b) && members.len() == 2);
+}
+
+#[tokio::test]
+async fn mismatched_protocols_and_session_timeouts_are_refused() {
+    let c = coordinator(0);
+    let a = new_member(&c).await;
+    c.join(join_req(&a, b"a")).await;
+    let mut other = join_req("", b"x");
+    other.protocols = vec![("roundrobin".to_string(), Bytes::new())];
+    assert_eq!(c.join(other).await.error_code, error_code::INCONSISTENT_GROUP_PROTOCOL);
+    let mut short = join_req("", b"x");
+    short.session_timeout_ms = 10;
+    assert_eq!(c.join(short).await.error_code, error_code::INVALID_SESSION_TIMEOUT);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_leader_adopts_the_recorded_generation_and_its_members_keep_heartbeating() {
+    let old = coordinator(0);
+    let a = new_member(&old).await;
+    old.join(join_req(&a, b"a")).await;
+    let (_, record) = old.sync("g", 1, (&a, None), vec![(a.clone(), Bytes::from_static(b"x"))]).await;
+    let record = record.expect("completed generation");
+
+    let new = coordinator(0);
+    new.adopt(&record);
+    assert_eq!(new.heartbeat("g", 1, &a, None), error_code::NONE);
+    assert_eq!(new.check_commit("g", 1, &a, None), Some(error_code::NONE));
+    assert_eq!(new.check_commit("g", 0, &a, None), Some(error_code::ILLEGAL_GENERATION));
+    assert_eq!(new.check_commit("g", 1, "zombie", None), Some(error_code::UNKNOWN_MEMBER_ID));
+    // A member that does not heartbeat on the new leader expires like any other.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    new.expire_sessions();
+    assert_eq!(new.heartbeat("g", 1, &a, None), error_code::UNKNOWN_MEMBER_ID);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_static_member_takes_over_its_instance_and_fences_the_old_id() {
+    let c = coordinator(0);
+    let mut req = join_req("", b"s");
+    req.group_instance_id = Some("instance-1".to_string());
+    // KIP-345: a static member joins without MEMBER_ID_REQUIRED.
+    let first = c.join(req.clone()).await;
+    assert_eq!((first.error_code, first.generation_id), (error_code::NONE, 1));
+    let old = first.member_id.clone();
+    c.sync("g", 1, (&old, Some("instance-1")), vec![(old.clone(), Bytes::from_static(b"p0"))]).await;
+    // Restarted: same instance id, no member id.
+    let second = c.join(req.clone()).await;
+    assert_eq!(second.error_code, error_code::NONE);
+    let new = second.member_id.clone();
+    assert_ne!(new, old);
+    assert_eq!(
+        c.heartbeat("g", second.generation_id, &old, Some("instance-1")),
+        error_code::FENCED_INSTANCE_ID
+    );
+    assert_eq!(
+        c.check_commit("g", second.generation_id, &old, Some("instance-1")),
+        Some(error_code::FENCED_INSTANCE_ID)
+    );
+    let mut zombie = req.clone();
+    zombie.member_id = old.clone();
+    assert_eq!(c.join(zombie).await.error_code, error_code::FENCED_INSTANCE_ID);
+    // Leaving by instance id alone removes the current holder.
+    assert_eq!(c.leave("g", "", Some("instance-1")), error_code::NONE);
+    assert_eq!(c.heartbeat("g", second.generation_id, &new, None), error_code::UNKNOWN_MEMBER_ID);
+}
+
+#[tokio::test]
+async fn a_new_term_forgets_groups_and_answers_parked_joins_not_coordinator() {
+    let c = coordinator(60_000);
+    c.observe_term(3);
+    let a = new_member(&c).await;
+    let (c2, a2) = (c.clone(), a.clone());
+    // Parked: the initial delay is a minute.
+    let parked = tokio::spawn(async move { c2.join(join_req(&a2, b"a")).await });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    c.observe_term(3);
+    assert!(c.describe("g").is_some(), "the same term keeps the groups");
+    c.observe_term(5);
+    assert!(c.describe("g").is_none());
+    assert_eq!(parked.await.expect("join").error_code, error_code::NOT_COORDINATOR);
+}

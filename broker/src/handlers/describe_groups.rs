@@ -1,0 +1,74 @@
+//! DescribeGroups (key 15), v0–v5: each group's state, protocol and members from the
+//! coordinator (see `groups`), or from the applied committed offsets for a group without
+//! members.
+//!
+//! As Kafka's `ClassicGroup.describe`: member metadata and assignments and the protocol name
+//! are shown only while the group is Stable; a group known only from committed offsets is
+//! `Empty`; an unknown group is `Dead` with no error (v5 and below). A follower answers
+//! NOT_COORDINATOR per group.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{ApiKey, DescribeGroupsResponse, GroupId, RequestKind, ResponseKind};
+
+use super::util::{adopt_group, str_bytes};
+use super::HandlerResult;
+use crate::ctx::{Ctx, SharedCtx};
+use crate::groups::GroupState;
+
+pub const KEY: ApiKey = ApiKey::DescribeGroups;
+pub const VERSIONS: (i16, i16) = (0, 5);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+/// Kafka's `authorizedOperations` when not asked for.
+const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::DescribeGroups(body) = req.body else { anyhow::bail!("not a DescribeGroups body") };
+    let leader = ctx.is_leader();
+    let groups = body
+        .groups
+        .into_iter()
+        .map(|id| {
+            let group = if leader {
+                describe(&ctx, &id, req.api_version)
+            } else {
+                DescribedGroup::default().with_error_code(error_code::NOT_COORDINATOR)
+            };
+            group.with_group_id(id).with_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED)
+        })
+        .collect();
+    Ok(Some(ResponseKind::DescribeGroups(DescribeGroupsResponse::default().with_groups(groups))))
+}
+
+fn describe(ctx: &Ctx, id: &GroupId, v: i16) -> DescribedGroup {
+    adopt_group(ctx, &id.0);
+    let Some(view) = ctx.groups.describe(&id.0) else {
+        let applied = ctx.sm.applied.read().expect("applied lock");
+        let state = if applied.state.groups.groups.contains_key(id.0.as_str()) { "Empty" } else { "Dead" };
+        return DescribedGroup::default().with_group_state(str_bytes(state));
+    };
+    let stable = view.state == GroupState::Stable;
+    let members = view
+        .members
+        .into_iter()
+        .map(|m| {
+            let member = DescribedGroupMember::default()
+                .with_member_id(str_bytes(m.member_id))
+                .with_group_instance_id(m.group_instance_id.filter(|_| v >= 4).map(str_bytes))
+                .with_client_id(str_bytes(m.client_id))
+                .with_client_host(str_bytes(m.client_host));
+            if stable {
+                member.with_member_metadata(m.metadata).with_member_assignment(m.assignment)
+            } else {
+                member
+            }
+        })
+        .collect();
+    DescribedGroup::default()
+        .with_group_state(str_bytes(view.state.name()))
+        .with_protocol_type(str_bytes(view.protocol_type))
+        .with_protocol_data(str_bytes(if stable { view.protocol_name } else { String::new() }))
+        .with_members(members)
+}

@@ -1,0 +1,30 @@
+//! Heartbeat (key 12), v0–v4: keeps a member's session alive; REBALANCE_IN_PROGRESS tells it
+//! to rejoin, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID that it was fenced (see `groups`).
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::{ApiKey, HeartbeatResponse, RequestKind, ResponseKind};
+
+use super::util::adopt_group;
+use super::HandlerResult;
+use crate::ctx::SharedCtx;
+
+pub const KEY: ApiKey = ApiKey::Heartbeat;
+pub const VERSIONS: (i16, i16) = (0, 4);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::Heartbeat(body) = req.body else { anyhow::bail!("not a Heartbeat body") };
+    let code = if !ctx.is_leader() {
+        error_code::NOT_COORDINATOR
+    } else {
+        adopt_group(&ctx, &body.group_id.0);
+        ctx.groups.heartbeat(
+            &body.group_id.0,
+            body.generation_id,
+            &body.member_id,
+            body.group_instance_id.as_deref(),
+        )
+    };
+    Ok(Some(ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code))))
+}

@@ -1,0 +1,74 @@
+//! JoinGroup (key 11), v0–v9: joins a member to a group's next generation (see `groups`).
+//!
+//! The answer comes when the rebalance completes, so the handler runs concurrently (responses
+//! still leave in request order). KIP-394: v4+ first joins without a member id are answered
+//! MEMBER_ID_REQUIRED with the id to use. v0 has no rebalance timeout: the session timeout is
+//! used, as Kafka does. A follower answers NOT_COORDINATOR.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::{ApiKey, JoinGroupResponse, RequestKind, ResponseKind};
+
+use super::util::{adopt_group, str_bytes};
+use super::HandlerResult;
+use crate::ctx::SharedCtx;
+use crate::groups::{JoinRequest, JoinResult};
+use crate::limits;
+
+pub const KEY: ApiKey = ApiKey::JoinGroup;
+pub const VERSIONS: (i16, i16) = (0, 9);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::JoinGroup(body) = req.body else { anyhow::bail!("not a JoinGroup body") };
+    let v = req.api_version;
+    let member_id = body.member_id.to_string();
+    let result = if body.group_id.0.is_empty() || body.group_id.0.len() > limits::GROUP_ID_BYTES_MAX {
+        error(error_code::INVALID_GROUP_ID, &member_id)
+    } else if !ctx.is_leader() {
+        error(error_code::NOT_COORDINATOR, &member_id)
+    } else {
+        adopt_group(&ctx, &body.group_id.0);
+        let join = JoinRequest {
+            group_id: body.group_id.0.to_string(),
+            member_id,
+            group_instance_id: body.group_instance_id.as_ref().map(|s| s.to_string()),
+            client_id: req.header.client_id.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+            client_host: String::new(),
+            session_timeout_ms: body.session_timeout_ms,
+            rebalance_timeout_ms: if v >= 1 { body.rebalance_timeout_ms } else { body.session_timeout_ms },
+            protocol_type: body.protocol_type.to_string(),
+            protocols: body.protocols.iter().map(|p| (p.name.to_string(), p.metadata.clone())).collect(),
+            require_known_member_id: v >= 4,
+        };
+        ctx.groups.join(join).await
+    };
+    Ok(Some(ResponseKind::JoinGroup(response(result, v))))
+}
+
+fn error(code: i16, member_id: &str) -> JoinResult {
+    JoinResult { error_code: code, generation_id: -1, member_id: member_id.to_string(), ..Default::default() }
+}
+
+fn response(r: JoinResult, v: i16) -> JoinGroupResponse {
+    let members = r
+        .members
+        .into_iter()
+        .map(|(id, instance, metadata)| {
+            JoinGroupResponseMember::default()
+                .with_member_id(str_bytes(id))
+                .with_group_instance_id(instance.filter(|_| v >= 5).map(str_bytes))
+                .with_metadata(metadata)
+        })
+        .collect();
+    JoinGroupResponse::default()
+        .with_error_code(r.error_code)
+        .with_generation_id(r.generation_id)
+        .with_protocol_type(r.protocol_type.filter(|_| v >= 7).map(str_bytes))
+        // Before v7 the protocol name is not nullable.
+        .with_protocol_name(Some(str_bytes(r.protocol_name.unwrap_or_default())))
+        .with_leader(str_bytes(r.leader))
+        .with_member_id(str_bytes(r.member_id))
+        .with_members(members)
+}

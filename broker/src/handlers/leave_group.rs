@@ -1,0 +1,52 @@
+//! LeaveGroup (key 13), v0–v5: members leave at once instead of waiting for their session to
+//! expire; the rest rebalance (see `groups`). v3+ (KIP-345) batches members, each answered
+//! with its own code, and a static member may be named by its instance id alone; before v3
+//! the one member's code is the request's.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::{ApiKey, LeaveGroupResponse, RequestKind, ResponseKind};
+
+use super::util::adopt_group;
+use super::HandlerResult;
+use crate::ctx::SharedCtx;
+
+pub const KEY: ApiKey = ApiKey::LeaveGroup;
+pub const VERSIONS: (i16, i16) = (0, 5);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::LeaveGroup(body) = req.body else { anyhow::bail!("not a LeaveGroup body") };
+    let leader = ctx.is_leader();
+    if leader {
+        adopt_group(&ctx, &body.group_id.0);
+    }
+    let response = if req.api_version >= 3 {
+        if !leader {
+            LeaveGroupResponse::default().with_error_code(error_code::NOT_COORDINATOR)
+        } else {
+            let members = body
+                .members
+                .into_iter()
+                .map(|m| {
+                    let code =
+                        ctx.groups.leave(&body.group_id.0, &m.member_id, m.group_instance_id.as_deref());
+                    MemberResponse::default()
+                        .with_member_id(m.member_id)
+                        .with_group_instance_id(m.group_instance_id)
+                        .with_error_code(code)
+                })
+                .collect();
+            LeaveGroupResponse::default().with_members(members)
+        }
+    } else {
+        let code = if leader {
+            ctx.groups.leave(&body.group_id.0, &body.member_id, None)
+        } else {
+            error_code::NOT_COORDINATOR
+        };
+        LeaveGroupResponse::default().with_error_code(code)
+    };
+    Ok(Some(ResponseKind::LeaveGroup(response)))
+}

@@ -1,0 +1,88 @@
+//! SyncGroup (key 14), v0–v5: the leader member hands in the assignments; every member gets
+//! its own (see `groups`). A follower's request waits until the leader's arrives.
+//!
+//! The leader's SyncGroup completes the generation: one `CompleteGeneration` log op records
+//! it (group, generation, protocol, member ids) before the leader member is answered.
+//! v5 (KIP-559) carries protocol type and name; a mismatch with the group's is
+//! INCONSISTENT_GROUP_PROTOCOL, as Kafka answers.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, SyncGroupResponse};
+
+use super::util::{adopt_group, str_bytes};
+use super::HandlerResult;
+use crate::ctx::SharedCtx;
+use crate::groups::SyncResult;
+use crate::proposer::{Proposal, ProposeError};
+use crate::state::command::{GenerationOp, Op};
+
+pub const KEY: ApiKey = ApiKey::SyncGroup;
+pub const VERSIONS: (i16, i16) = (0, 5);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::SyncGroup(body) = req.body else { anyhow::bail!("not a SyncGroup body") };
+    let group_id = body.group_id.0.to_string();
+    let result = if !ctx.is_leader() {
+        SyncResult { error_code: error_code::NOT_COORDINATOR, ..Default::default() }
+    } else if let Some(code) = protocol_mismatch(&ctx, &group_id, &body) {
+        SyncResult { error_code: code, ..Default::default() }
+    } else {
+        adopt_group(&ctx, &group_id);
+        let assignments =
+            body.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.clone())).collect();
+        let (result, completed) = ctx
+            .groups
+            .sync(
+                &group_id,
+                body.generation_id,
+                (&body.member_id, body.group_instance_id.as_deref()),
+                assignments,
+            )
+            .await;
+        match completed {
+            Some(generation) => record(&ctx, generation, result).await,
+            None => result,
+        }
+    };
+    let v = req.api_version;
+    let response = SyncGroupResponse::default()
+        .with_error_code(result.error_code)
+        .with_protocol_type(result.protocol_type.filter(|_| v >= 5).map(str_bytes))
+        .with_protocol_name(result.protocol_name.filter(|_| v >= 5).map(str_bytes))
+        .with_assignment(result.assignment);
+    Ok(Some(ResponseKind::SyncGroup(response)))
+}
+
+/// The completed generation goes into the log before the leader member hears back (Kafka
+/// stores the group before answering SyncGroup): one `CompleteGeneration` op. If it cannot
+/// be committed (leadership lost), NOT_COORDINATOR sends the member to the new leader.
+async fn record(ctx: &crate::ctx::Ctx, generation: GenerationOp, result: SyncResult) -> SyncResult {
+    tracing::info!(group = %generation.group_id, generation = generation.generation_id,
+        members = generation.members.len(), protocol = %generation.protocol_name, "generation completed");
+    let committed = match ctx.proposer.submit(Proposal::Op(Op::CompleteGeneration(generation))).await {
+        Ok(pending) => pending.await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    match committed {
+        Ok(()) => result,
+        Err(e) => {
+            if let ProposeError::Fatal(_) = &e {
+                tracing::warn!(error = %e, "CompleteGeneration not committed");
+            }
+            SyncResult { error_code: error_code::NOT_COORDINATOR, ..Default::default() }
+        }
+    }
+}
+
+fn protocol_mismatch(
+    ctx: &crate::ctx::Ctx,
+    group_id: &str,
+    body: &kafka_protocol::messages::SyncGroupRequest,
+) -> Option<i16> {
+    let view = ctx.groups.describe(group_id)?;
+    let type_differs = body.protocol_type.as_ref().is_some_and(|t| **t != *view.protocol_type);
+    let name_differs = body.protocol_name.as_ref().is_some_and(|n| **n != *view.protocol_name);
+    (type_differs || name_differs).then_some(error_code::INCONSISTENT_GROUP_PROTOCOL)
+}

@@ -1,0 +1,454 @@
+//! Consumer groups end to end with librdkafka: JoinGroup, SyncGroup, Heartbeat, LeaveGroup
+//! and member commits (OffsetCommit with a real generation).
+//!
+//! Three StreamConsumers with one group.id subscribe to a 6-partition topic; each partition is
+//! owned by exactly one member. 20,000 messages are produced and consumed, offsets stored
+//! after processing and auto-committed; then one consumer closes (LeaveGroup) and its
+//! partitions move to the other two within the session timeout; 10,000 more are produced.
+//! Every one of the 30,000 messages is consumed exactly once across the group.
+//! In a three-node cluster, a generation completed on the leader is a log entry: the new
+//! leader after a kill keeps the member and fences an older generation's commits.
+//! A raw client walks every served version of the group APIs, and a member that stops
+//! heartbeating is removed once its session passes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Result};
+use harness::cluster::ELECTION_TIMEOUT_MAX;
+use harness::kafka::{client_config, create_topics};
+use harness::raw_ops::topic_name;
+use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::leave_group_request::MemberIdentity;
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use kafka_protocol::messages::{
+    DescribeGroupsRequest, GroupId, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
+    OffsetCommitRequest, OffsetCommitResponse, SyncGroupRequest,
+};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::TopicPartitionList;
+use tokio::sync::watch;
+
+const TOPIC: &str = "grouped";
+const GROUP: &str = "three-members";
+const PARTITIONS: i32 = 6;
+const CONSUMERS: usize = 3;
+const FIRST_BATCH: usize = 20_000;
+const SECOND_BATCH: usize = 10_000;
+const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+const TIMEOUT: Duration = Duration::from_secs(60);
+const ILLEGAL_GENERATION: i16 = 22;
+const UNKNOWN_MEMBER_ID: i16 = 25;
+const NOT_COORDINATOR: i16 = 16;
+const MEMBER_ID_REQUIRED: i16 = 79;
+
+/// What every consumer task reports: its assignment, and each message value it processed.
+#[derive(Default)]
+struct Seen {
+    assignments: Vec<BTreeSet<i32>>,
+    consumed: BTreeMap<u64, u32>,
+    per_consumer: Vec<usize>,
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_consumers_share_partitions_and_a_leaver_s_partitions_move() {
+    let broker = Broker::start(BrokerOptions::default().config("group.initial.rebalance.delay.ms", 0))
+        .expect("starting onelog");
+    let result = scenario(&broker).await;
+    broker.unwrap_or_dump(result);
+}
+
+async fn scenario(broker: &Broker) -> Result<()> {
+    let bootstrap = broker.bootstrap();
+    create_topics(&bootstrap, &[(TOPIC, PARTITIONS)]).await?;
+    let seen = Arc::new(Mutex::new(Seen {
+        assignments: vec![BTreeSet::new(); CONSUMERS],
+        per_consumer: vec![0; CONSUMERS],
+        ..Default::default()
+    }));
+    let mut stops = Vec::new();
+    let mut tasks = Vec::new();
+    for i in 0..CONSUMERS {
+        let (stop, stopped) = watch::channel(false);
+        stops.push(stop);
+        tasks.push(tokio::spawn(consume(bootstrap.clone(), i, seen.clone(), stopped)));
+    }
+
+    let started = Instant::now();
+    wait_for(&seen, "three members own every partition", |s| owners_ok(&s.assignments, CONSUMERS)).await?;
+    println!("group formed: {:?} after {:?}", seen.lock().unwrap().assignments, started.elapsed());
+
+    let started = Instant::now();
+    produce(&bootstrap, 0..FIRST_BATCH).await?;
+    wait_for(&seen, "20,000 consumed", |s| s.consumed.len() == FIRST_BATCH).await?;
+    println!("{FIRST_BATCH} produced and consumed by three members in {:?}", started.elapsed());
+
+    // One member leaves; its partitions go to the other two.
+    let left = CONSUMERS - 1;
+    let closed_at = Instant::now();
+    stops[left].send(true)?;
+    tasks.pop().expect("task").await??;
+    seen.lock().unwrap().assignments[left].clear();
+    wait_for(&seen, "two members own every partition", |s| owners_ok(&s.assignments, CONSUMERS - 1)).await?;
+    let moved = closed_at.elapsed();
+    println!("after close: {:?}, partitions moved in {moved:?}", seen.lock().unwrap().assignments);
+    ensure!(moved < SESSION_TIMEOUT, "partitions moved after {moved:?}, session timeout {SESSION_TIMEOUT:?}");
+
+    produce(&bootstrap, FIRST_BATCH..FIRST_BATCH + SECOND_BATCH).await?;
+    wait_for(&seen, "30,000 consumed", |s| s.consumed.len() == FIRST_BATCH + SECOND_BATCH).await?;
+    // Let any duplicate delivery show up before counting.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for stop in &stops[..left] {
+        stop.send(true)?;
+    }
+    for task in tasks {
+        task.await??;
+    }
+    let (distinct, duplicates, per_consumer) = {
+        let seen = seen.lock().unwrap();
+        let duplicates = seen.consumed.values().filter(|n| **n > 1).count();
+        (seen.consumed.len(), duplicates, seen.per_consumer.clone())
+    };
+    println!("consumed per member: {per_consumer:?}; distinct {distinct}, duplicated {duplicates}");
+    ensure!(distinct == FIRST_BATCH + SECOND_BATCH, "distinct {distinct}");
+    ensure!(duplicates == 0, "{duplicates} messages consumed more than once");
+    // The members' commits (OffsetCommit with their generation) were stored: together they
+    // cover every message.
+    let committed = committed_total(&bootstrap).await?;
+    println!("committed offsets sum to {committed}");
+    ensure!(committed == (FIRST_BATCH + SECOND_BATCH) as i64, "committed offsets sum to {committed}");
+    Ok(())
+}
+
+async fn committed_total(bootstrap: &str) -> Result<i64> {
+    let consumer: BaseConsumer = client_config(bootstrap).set("group.id", GROUP).create()?;
+    let mut partitions = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        partitions.add_partition(TOPIC, p);
+    }
+    let committed =
+        tokio::task::spawn_blocking(move || consumer.committed_offsets(partitions, TIMEOUT)).await??;
+    Ok(committed.elements().iter().map(|e| e.offset().to_raw().unwrap_or(0).max(0)).sum())
+}
+
+/// Every partition owned by exactly one of `members` non-empty assignments.
+fn owners_ok(assignments: &[BTreeSet<i32>], members: usize) -> bool {
+    let owning = assignments.iter().filter(|a| !a.is_empty()).count();
+    let total: usize = assignments.iter().map(|a| a.len()).sum();
+    let union: BTreeSet<i32> = assignments.iter().flatten().copied().collect();
+    owning == members && total == PARTITIONS as usize && union.len() == PARTITIONS as usize
+}
+
+async fn wait_for(seen: &Mutex<Seen>, what: &str, ok: impl Fn(&Seen) -> bool) -> Result<()> {
+    let deadline = Instant::now() + TIMEOUT;
+    while Instant::now() < deadline {
+        if ok(&seen.lock().unwrap()) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let s = seen.lock().unwrap();
+    bail!("timed out waiting for {what}: assignments {:?}, consumed {}", s.assignments, s.consumed.len())
+}
+
+async fn produce(bootstrap: &str, values: std::ops::Range<usize>) -> Result<()> {
+    let producer: FutureProducer = client_config(bootstrap).set("linger.ms", "5").create()?;
+    let mut pending = Vec::new();
+    for v in values {
+        let (key, value) = (v.to_string(), v.to_string());
+        let record = FutureRecord::to(TOPIC).key(&key).payload(&value);
+        pending.push(producer.send_result(record).map_err(|(e, _)| e)?);
+        if pending.len() == 1_000 {
+            for f in pending.drain(..) {
+                f.await?.map_err(|(e, _)| e)?;
+            }
+        }
+    }
+    for f in pending {
+        f.await?.map_err(|(e, _)| e)?;
+    }
+    Ok(())
+}
+
+/// One group member: records each message, then stores its offset (committed by auto-commit,
+/// on revocation and on close: commits after processing).
+async fn consume(
+    bootstrap: String,
+    i: usize,
+    seen: Arc<Mutex<Seen>>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<()> {
+    let consumer: StreamConsumer = client_config(&bootstrap)
+        .set("group.id", GROUP)
+        .set("client.id", format!("member-{i}"))
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "true")
+        .set("auto.commit.interval.ms", "200")
+        .set("enable.auto.offset.store", "false")
+        .set("session.timeout.ms", SESSION_TIMEOUT.as_millis().to_string())
+        .set("heartbeat.interval.ms", "1000")
+        .create()?;
+    consumer.subscribe(&[TOPIC])?;
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let assignment: BTreeSet<i32> =
+            consumer.assignment()?.elements().iter().map(|e| e.partition()).collect();
+        seen.lock().unwrap().assignments[i] = assignment;
+        tokio::select! {
+            _ = stop.changed() => break,
+            received = tokio::time::timeout(Duration::from_millis(100), consumer.recv()) => {
+                let Ok(received) = received else { continue };
+                let m = received?;
+                let value: u64 = std::str::from_utf8(m.payload().unwrap_or_default())?.parse()?;
+                {
+                    let mut s = seen.lock().unwrap();
+                    *s.consumed.entry(value).or_default() += 1;
+                    s.per_consumer[i] += 1;
+                }
+                consumer.store_offset_from_message(&m)?;
+            }
+        }
+    }
+    // Dropping closes the consumer: it commits the stored offsets and sends LeaveGroup.
+    drop(consumer);
+    Ok(())
+}
+
+/// The completed generation is a log entry: after the leader is killed, the new leader knows
+/// the member (its heartbeat is answered NONE, its commit stored) and still fences a zombie
+/// (an older generation is ILLEGAL_GENERATION, a stranger UNKNOWN_MEMBER_ID).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_completed_generation_survives_failover_and_fences_zombies() {
+    let options = ClusterOptions::new(3).config("group.initial.rebalance.delay.ms", 0);
+    let mut cluster = Cluster::start_with(options).expect("starting 3 nodes");
+    let result = failover_scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+fn gid(group: &str) -> GroupId {
+    GroupId(StrBytes::from_string(group.to_string()))
+}
+
+async fn failover_scenario(cluster: &mut Cluster) -> Result<()> {
+    let leader = cluster.leader()?;
+    create_topics(&cluster.bootstrap(), &[(TOPIC, PARTITIONS)]).await?;
+    let mut client = RawClient::connect(cluster.kafka_addr(leader)).await?;
+    let join = JoinGroupRequest::default()
+        .with_group_id(gid("failover"))
+        .with_session_timeout_ms(30_000)
+        .with_rebalance_timeout_ms(30_000)
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(bytes::Bytes::from_static(b"meta"))]);
+    // KIP-394: the first join of a v4+ client learns its member id.
+    let first = client.request(9, &join).await?;
+    ensure!(first.error_code == MEMBER_ID_REQUIRED, "first join: {first:?}");
+    let member = first.member_id.clone();
+    let joined = client.request(9, &join.clone().with_member_id(member.clone())).await?;
+    ensure!(joined.error_code == 0 && joined.leader == member && joined.members.len() == 1, "{joined:?}");
+    let generation = joined.generation_id;
+    let assignment = SyncGroupRequestAssignment::default()
+        .with_member_id(member.clone())
+        .with_assignment(bytes::Bytes::from_static(b"all"));
+    let sync = SyncGroupRequest::default()
+        .with_group_id(gid("failover"))
+        .with_generation_id(generation)
+        .with_member_id(member.clone())
+        .with_assignments(vec![assignment]);
+    let synced = client.request(5, &sync).await?;
+    ensure!(synced.error_code == 0 && &synced.assignment[..] == b"all", "{synced:?}");
+    let described =
+        client.request(5, &DescribeGroupsRequest::default().with_groups(vec![gid("failover")])).await?;
+    let group = &described.groups[0];
+    ensure!(group.group_state.as_str() == "Stable" && group.protocol_data.as_str() == "range", "{group:?}");
+    println!("generation {generation} of member {member} completed on leader {leader}");
+
+    cluster.kill9(leader)?;
+    let (new_leader, _) = cluster.wait_for_leader(ELECTION_TIMEOUT_MAX * 20)?;
+    ensure!(new_leader != leader, "killed leader {leader} still leads");
+    let mut client = RawClient::connect(cluster.kafka_addr(new_leader)).await?;
+    let heartbeat = HeartbeatRequest::default()
+        .with_group_id(gid("failover"))
+        .with_generation_id(generation)
+        .with_member_id(member.clone());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        // The new leader may still be taking its lease; NOT_COORDINATOR is retried as clients do.
+        let code = client.request(4, &heartbeat).await?.error_code;
+        if code == 0 {
+            break;
+        }
+        ensure!(code == NOT_COORDINATOR && Instant::now() < deadline, "heartbeat on the new leader: {code}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let commit = |generation: i32, member: &StrBytes| {
+        OffsetCommitRequest::default()
+            .with_group_id(gid("failover"))
+            .with_generation_id_or_member_epoch(generation)
+            .with_member_id(member.clone())
+            .with_topics(vec![OffsetCommitRequestTopic::default()
+                .with_name(topic_name(TOPIC))
+                .with_partitions(vec![OffsetCommitRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_committed_offset(5)])])
+    };
+    let code = |r: OffsetCommitResponse| r.topics[0].partitions[0].error_code;
+    let own = code(client.request(8, &commit(generation, &member)).await?);
+    let zombie = code(client.request(8, &commit(generation - 1, &member)).await?);
+    let stranger =
+        code(client.request(8, &commit(generation, &StrBytes::from_static_str("stranger"))).await?);
+    println!(
+        "on new leader {new_leader}: member commit {own}, older generation {zombie}, stranger {stranger}"
+    );
+    ensure!(own == 0, "member's commit on the new leader: {own}");
+    ensure!(zombie == ILLEGAL_GENERATION, "older generation: {zombie}");
+    ensure!(stranger == UNKNOWN_MEMBER_ID, "stranger: {stranger}");
+    Ok(())
+}
+
+/// Every served version of JoinGroup (v0–v9), SyncGroup, Heartbeat, DescribeGroups and
+/// LeaveGroup, one member per group, with Kafka's codes along the way.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_version_of_the_group_apis_walks_one_member_through_a_generation() {
+    let broker = Broker::start(BrokerOptions::default().config("group.initial.rebalance.delay.ms", 0))
+        .expect("starting onelog");
+    let result = version_walk(&broker).await;
+    broker.unwrap_or_dump(result);
+}
+
+async fn version_walk(broker: &Broker) -> Result<()> {
+    let mut client = RawClient::connect(broker.addr()).await?;
+    for v in 0..=9i16 {
+        let group = gid(&format!("walk-v{v}"));
+        let join = JoinGroupRequest::default()
+            .with_group_id(group.clone())
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(if v >= 1 { 10_000 } else { -1 })
+            .with_protocol_type(StrBytes::from_static_str("consumer"))
+            .with_protocols(vec![JoinGroupRequestProtocol::default()
+                .with_name(StrBytes::from_static_str("range"))
+                .with_metadata(bytes::Bytes::from_static(b"meta"))]);
+        let mut joined = client.request(v, &join).await?;
+        if v >= 4 {
+            ensure!(joined.error_code == MEMBER_ID_REQUIRED, "JoinGroup v{v}: {joined:?}");
+            joined = client.request(v, &join.clone().with_member_id(joined.member_id)).await?;
+        }
+        ensure!(joined.error_code == 0 && joined.generation_id == 1, "JoinGroup v{v}: {joined:?}");
+        ensure!(joined.members.len() == 1 && &joined.members[0].metadata[..] == b"meta", "v{v}: {joined:?}");
+        let member = joined.member_id.clone();
+        let sync_v = v.min(5);
+        let sync = SyncGroupRequest::default()
+            .with_group_id(group.clone())
+            .with_generation_id(1)
+            .with_member_id(member.clone())
+            .with_assignments(vec![SyncGroupRequestAssignment::default()
+                .with_member_id(member.clone())
+                .with_assignment(bytes::Bytes::from_static(b"assigned"))]);
+        let sync = if sync_v >= 5 {
+            sync.with_protocol_type(Some(StrBytes::from_static_str("consumer")))
+                .with_protocol_name(Some(StrBytes::from_static_str("range")))
+        } else {
+            sync
+        };
+        let synced = client.request(sync_v, &sync).await?;
+        ensure!(
+            synced.error_code == 0 && &synced.assignment[..] == b"assigned",
+            "SyncGroup v{sync_v}: {synced:?}"
+        );
+        let heartbeat =
+            HeartbeatRequest::default().with_group_id(group.clone()).with_member_id(member.clone());
+        let hb_v = v.min(4);
+        let ok = client.request(hb_v, &heartbeat.clone().with_generation_id(1)).await?.error_code;
+        let stale = client.request(hb_v, &heartbeat.clone().with_generation_id(0)).await?.error_code;
+        ensure!((ok, stale) == (0, ILLEGAL_GENERATION), "Heartbeat v{hb_v}: {ok} {stale}");
+        let described = client
+            .request(v.min(5), &DescribeGroupsRequest::default().with_groups(vec![group.clone()]))
+            .await?;
+        let g = &described.groups[0];
+        ensure!(
+            g.error_code == 0 && g.group_state.as_str() == "Stable" && g.members.len() == 1,
+            "DescribeGroups v{}: {g:?}",
+            v.min(5)
+        );
+        ensure!(&g.members[0].member_assignment[..] == b"assigned", "DescribeGroups: {g:?}");
+        let leave_v = v.min(5);
+        let leave = LeaveGroupRequest::default().with_group_id(group.clone());
+        let code = if leave_v >= 3 {
+            let leave = leave.with_members(vec![MemberIdentity::default().with_member_id(member.clone())]);
+            let left = client.request(leave_v, &leave).await?;
+            ensure!(left.error_code == 0, "LeaveGroup v{leave_v}: {left:?}");
+            left.members[0].error_code
+        } else {
+            client.request(leave_v, &leave.with_member_id(member.clone())).await?.error_code
+        };
+        ensure!(code == 0, "LeaveGroup v{leave_v}: {code}");
+        let gone = client.request(hb_v, &heartbeat.with_generation_id(1)).await?.error_code;
+        ensure!(gone == UNKNOWN_MEMBER_ID, "Heartbeat after leaving: {gone}");
+    }
+    let unknown =
+        client.request(5, &DescribeGroupsRequest::default().with_groups(vec![gid("never")])).await?;
+    ensure!(unknown.groups[0].group_state.as_str() == "Dead", "{unknown:?}");
+    println!("JoinGroup v0–v9, SyncGroup v0–v5, Heartbeat v0–v4, DescribeGroups v0–v5, LeaveGroup v0–v5: ok");
+    Ok(())
+}
+
+/// A member that stops heartbeating is removed once its session (6 s, Kafka's minimum) passes:
+/// its heartbeat then gets UNKNOWN_MEMBER_ID and the group is Empty.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_silent_member_is_removed_when_its_session_expires() {
+    let broker = Broker::start(BrokerOptions::default().config("group.initial.rebalance.delay.ms", 0))
+        .expect("starting onelog");
+    let result = session_expiry(&broker).await;
+    broker.unwrap_or_dump(result);
+}
+
+async fn session_expiry(broker: &Broker) -> Result<()> {
+    let mut client = RawClient::connect(broker.addr()).await?;
+    let session = Duration::from_secs(6);
+    let join = JoinGroupRequest::default()
+        .with_group_id(gid("silent"))
+        .with_session_timeout_ms(session.as_millis() as i32)
+        .with_rebalance_timeout_ms(10_000)
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![
+            JoinGroupRequestProtocol::default().with_name(StrBytes::from_static_str("range"))
+        ]);
+    let joined = client.request(3, &join).await?;
+    ensure!(joined.error_code == 0, "{joined:?}");
+    let sync = SyncGroupRequest::default()
+        .with_group_id(gid("silent"))
+        .with_generation_id(joined.generation_id)
+        .with_member_id(joined.member_id.clone());
+    ensure!(client.request(3, &sync).await?.error_code == 0, "SyncGroup");
+    let heartbeat = HeartbeatRequest::default()
+        .with_group_id(gid("silent"))
+        .with_generation_id(joined.generation_id)
+        .with_member_id(joined.member_id.clone());
+    let silent_from = Instant::now();
+    let describe = DescribeGroupsRequest::default().with_groups(vec![gid("silent")]);
+    loop {
+        let state = client.request(5, &describe).await?.groups[0].group_state.to_string();
+        if state == "Empty" {
+            break;
+        }
+        ensure!(silent_from.elapsed() < session * 2, "still {state} after {:?}", silent_from.elapsed());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let removed_after = silent_from.elapsed();
+    println!("silent member removed after {removed_after:?} (session {session:?})");
+    ensure!(removed_after >= session, "removed after {removed_after:?}, before its session passed");
+    let code = client.request(3, &heartbeat).await?.error_code;
+    ensure!(code == UNKNOWN_MEMBER_ID, "heartbeat after expiry: {code}");
+    Ok(())
+}
