@@ -32,6 +32,17 @@ async fn new_member(c: &Coordinator) -> String {
     first.member_id
 }
 
+/// Members `a` and `b` join together (one rebalance); returns their ids and join results.
+async fn two_members_join(c: &Coordinator) -> (String, String, JoinResult, JoinResult) {
+    let a = new_member(c).await;
+    let b = new_member(c).await;
+    let (c2, b2) = (c.clone(), b.clone());
+    let b_join = tokio::spawn(async move { c2.join(join_req(&b2, b"b")).await });
+    let a_join = c.join(join_req(&a, b"a")).await;
+    let b_join = b_join.await.expect("join");
+    (a, b, a_join, b_join)
+}
+
 #[tokio::test(start_paused = true)]
 async fn one_member_joins_syncs_heartbeats_and_leaves() {
     let c = coordinator(3_000);
@@ -109,12 +120,8 @@ async fn a_second_member_rebalances_and_the_follower_waits_for_the_leader() {
 #[tokio::test(start_paused = true)]
 async fn an_expired_session_removes_the_member_and_the_rest_rebalance() {
     let c = coordinator(100);
-    let a = new_member(&c).await;
-    let b = new_member(&c).await;
-    let (c2, b2) = (c.clone(), b.clone());
-    let b_join = tokio::spawn(async move { c2.join(join_req(&b2, b"b")).await });
-    let a_join = c.join(join_req(&a, b"a")).await;
-    assert_eq!(a_join.generation_id, b_join.await.expect("join").generation_id);
+    let (a, b, a_join, b_join) = two_members_join(&c).await;
+    assert_eq!(a_join.generation_id, b_join.generation_id);
     let leader = a_join.leader.clone();
     c.sync("g", 1, (&leader, None), Vec::new()).await;
     // Only `a` heartbeats; `b`'s session (10 s) passes.
@@ -132,12 +139,7 @@ async fn an_expired_session_removes_the_member_and_the_rest_rebalance() {
 #[tokio::test(start_paused = true)]
 async fn a_member_that_does_not_rejoin_is_removed_when_the_rebalance_times_out() {
     let c = coordinator(100);
-    let a = new_member(&c).await;
-    let b = new_member(&c).await;
-    let (c2, b2) = (c.clone(), b.clone());
-    let b_join = tokio::spawn(async move { c2.join(join_req(&b2, b"b")).await });
-    let a_join = c.join(join_req(&a, b"a")).await;
-    b_join.await.expect("join");
+    let (a, b, a_join, _) = two_members_join(&c).await;
     c.sync("g", 1, (&a_join.leader, None), Vec::new()).await;
     // A third member joins; `b` never rejoins and is dropped after the rebalance timeout (30 s).
     let d = new_member(&c).await;

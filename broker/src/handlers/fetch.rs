@@ -116,7 +116,9 @@ fn read_partition(
     isolation_level: i8,
     data: &mut PartitionData,
 ) -> anyhow::Result<i16> {
-    let (log, ps) = {
+    // Only the three offsets are copied out under the lock (not the whole partition state):
+    // this runs for every partition of every fetch.
+    let (log, (log_start, high_watermark, last_stable)) = {
         let applied = ctx.sm.applied.read().expect("applied lock");
         let Some(t) = applied.state.topics.get(topic) else {
             return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
@@ -125,18 +127,18 @@ fn read_partition(
             return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
         };
         let log = ctx.sm.partitions.read().expect("partitions lock").get(&t.topic_id, partition);
-        (log, ps.clone())
+        (log, (ps.log_start_offset, ps.high_watermark(), ps.last_stable_offset()))
     };
-    data.high_watermark = ps.high_watermark();
-    data.last_stable_offset = ps.last_stable_offset();
-    data.log_start_offset = ps.log_start_offset;
+    data.high_watermark = high_watermark;
+    data.last_stable_offset = last_stable;
+    data.log_start_offset = log_start;
     if isolation_level == READ_COMMITTED {
         data.aborted_transactions = Some(Vec::new());
     }
-    if offset < ps.log_start_offset || offset > ps.high_watermark() {
+    if offset < log_start || offset > high_watermark {
         return Ok(error_code::OFFSET_OUT_OF_RANGE);
     }
-    let upper = if isolation_level == READ_COMMITTED { ps.last_stable_offset() } else { ps.high_watermark() };
+    let upper = if isolation_level == READ_COMMITTED { last_stable } else { high_watermark };
     let Some(log) = log else { return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION) };
     if offset >= upper || (max_bytes == 0 && !first) {
         data.records = Some(bytes::Bytes::new());

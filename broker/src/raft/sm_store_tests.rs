@@ -65,24 +65,32 @@ fn read_all(sm: &StateMachineStore, partition: i32) -> (Vec<u8>, usize) {
     (out, batches)
 }
 
-#[tokio::test]
-async fn snapshot_archive_moves_state_and_bytes_to_another_replica() {
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut a = store(dir_a.path());
+/// A replica that applied `log_entries()`, took a checkpoint, and the snapshot archive of it.
+async fn replica_with_archive(
+    dir: &std::path::Path,
+) -> (StateMachineStore, SnapshotMeta<u64, NodeAddr>, Vec<u8>) {
+    let mut a = store(dir);
     a.apply(log_entries()).await.unwrap();
     a.get_snapshot_builder().await.build_snapshot().await.unwrap();
     let mut snapshot = a.get_current_snapshot().await.unwrap().expect("snapshot");
     let mut archive = Vec::new();
     snapshot.snapshot.read_to_end(&mut archive).await.unwrap();
+    (a, snapshot.meta, archive)
+}
+
+#[tokio::test]
+async fn snapshot_archive_moves_state_and_bytes_to_another_replica() {
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, meta, archive) = replica_with_archive(dir_a.path()).await;
 
     let mut b = store(dir_b.path());
     let mut incoming = b.begin_receiving_snapshot().await.unwrap();
     incoming.write_all(&archive).await.unwrap();
-    b.install_snapshot(&snapshot.meta, incoming).await.unwrap();
+    b.install_snapshot(&meta, incoming).await.unwrap();
 
     let state_a = a.shared.applied.read().unwrap().state.clone();
     assert_eq!(b.shared.applied.read().unwrap().state, state_a);
-    assert_eq!(b.shared.applied.read().unwrap().last_applied, snapshot.meta.last_log_id);
+    assert_eq!(b.shared.applied.read().unwrap().last_applied, meta.last_log_id);
     for p in 0..2 {
         let (bytes, batches) = read_all(&a, p);
         assert_eq!(batches, 10, "every batch of partition {p}");
@@ -105,19 +113,14 @@ async fn snapshot_archive_moves_state_and_bytes_to_another_replica() {
 #[tokio::test]
 async fn corrupt_archive_is_refused_and_the_old_generation_stays() {
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut a = store(dir_a.path());
-    a.apply(log_entries()).await.unwrap();
-    a.get_snapshot_builder().await.build_snapshot().await.unwrap();
-    let mut snapshot = a.get_current_snapshot().await.unwrap().expect("snapshot");
-    let mut archive = Vec::new();
-    snapshot.snapshot.read_to_end(&mut archive).await.unwrap();
+    let (_a, meta, mut archive) = replica_with_archive(dir_a.path()).await;
     let middle = archive.len() / 2;
     archive[middle] ^= 0x55;
 
     let mut b = store(dir_b.path());
     let mut incoming = b.begin_receiving_snapshot().await.unwrap();
     incoming.write_all(&archive).await.unwrap();
-    assert!(b.install_snapshot(&snapshot.meta, incoming).await.is_err());
+    assert!(b.install_snapshot(&meta, incoming).await.is_err());
     drop(b);
     let b = store(dir_b.path());
     assert!(b.shared.applied.read().unwrap().state.topics.is_empty(), "nothing of the bad archive");
