@@ -24,6 +24,8 @@ pub struct BatchSpec {
     pub first_timestamp: i64,
     /// The leader epoch stamped into the batch.
     pub leader_epoch: i32,
+    /// Part of a transaction (KIP-98).
+    pub transactional: bool,
 }
 
 impl Default for BatchSpec {
@@ -37,6 +39,7 @@ impl Default for BatchSpec {
             value: b"v".to_vec(),
             first_timestamp: 1000,
             leader_epoch: 1,
+            transactional: false,
         }
     }
 }
@@ -44,7 +47,7 @@ impl Default for BatchSpec {
 pub fn build(spec: &BatchSpec) -> Bytes {
     let records: Vec<Record> = (0..spec.records)
         .map(|i| Record {
-            transactional: false,
+            transactional: spec.transactional,
             control: false,
             delete_horizon: false,
             partition_leader_epoch: -1,
@@ -83,6 +86,19 @@ pub fn producer_batch(base_offset: i64, records: i64, pid: i64, epoch: i16, seq:
         producer_id: pid,
         producer_epoch: epoch,
         first_sequence: seq,
+        ..Default::default()
+    })
+}
+
+/// A transactional batch from producer `pid` at `epoch`.
+pub fn txn_batch(base_offset: i64, records: i64, pid: i64, epoch: i16, seq: i32) -> Bytes {
+    build(&BatchSpec {
+        base_offset,
+        records,
+        producer_id: pid,
+        producer_epoch: epoch,
+        first_sequence: seq,
+        transactional: true,
         ..Default::default()
     })
 }

@@ -17,7 +17,8 @@ const MAGIC: &[u8; 4] = b"OLCP";
 // 2: BrokerState gained producer state (idempotent producers).
 // 3: BrokerState gained committed offsets of consumer groups.
 // 4: consumer groups gained their last completed generation and members.
-const FORMAT_VERSION: u32 = 4;
+// 5: transactions: transactional ids, open transactions per partition, the aborted index.
+const FORMAT_VERSION: u32 = 5;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Checkpoint {

@@ -8,10 +8,12 @@ use bytes::Bytes;
 use kafka_compat::batch::parse_header;
 use kafka_compat::error_code;
 
+use super::apply_txn;
 use super::command::{
     NewPartitions, NewTopic, Op, OpResult, PartitionAppend, PartitionProduced, ProduceOp, TrimLog,
 };
 use super::producers::{BatchMeta, BatchSeq, Pending, Verdict};
+use super::txns::{ProducerIdEpoch, TxnError};
 use super::{BrokerState, PartitionState, Topic};
 
 /// A change to partition files that the storage layer performs after apply.
@@ -62,6 +64,14 @@ pub fn apply_op(state: &mut BrokerState, op: &Op, effects: &mut Vec<Effect>) -> 
             state.groups.complete_generation(generation);
             OpResult::Done
         }
+        Op::InitTxnProducer(init) => apply_txn::init_txn_producer(state, init, effects),
+        Op::TxnOffsetCommit(commit) => apply_txn::txn_offset_commit(state, commit),
+        Op::EndTxn(end) => apply_txn::end_txn(state, end, effects),
+        Op::AbortTxns(abort) => apply_txn::abort_txns(state, abort, effects),
+        Op::ExpireTransactionalIds(expire) => {
+            state.txns.expire(expire.now_ms, expire.expiration_ms);
+            OpResult::Done
+        }
     }
 }
 
@@ -103,8 +113,17 @@ fn apply_produce(state: &mut BrokerState, op: &ProduceOp, effects: &mut Vec<Effe
         for batch in &append.batches {
             let header = parse_header(batch).expect("checked above");
             partition.log_end_offset = header.last_offset() + 1;
-            if partition.leader_epochs.last().is_none_or(|(e, _)| *e < header.partition_leader_epoch) {
-                partition.leader_epochs.push((header.partition_leader_epoch, header.base_offset));
+            partition.note_epoch(header.partition_leader_epoch, header.base_offset);
+            if header.is_transactional()
+                && state.txns.record_write(
+                    header.producer_id,
+                    &append.topic,
+                    append.partition,
+                    header.base_offset,
+                    op.append_time_ms,
+                )
+            {
+                partition.open_txns.insert(header.producer_id, header.base_offset);
             }
             if header.max_timestamp > partition.max_timestamp {
                 partition.max_timestamp = header.max_timestamp;
@@ -127,6 +146,18 @@ fn check_producers(state: &BrokerState, op: &ProduceOp) -> Result<Pending, OpRes
         for batch in &append.batches {
             let header = parse_header(batch).expect("checked by check_append");
             let Some(seq) = BatchSeq::of(&header) else { continue };
+            if header.is_transactional() {
+                let id = ProducerIdEpoch { producer_id: seq.producer_id, producer_epoch: seq.epoch };
+                if let Err(e) = state.txns.check_write(id) {
+                    let code = match e {
+                        TxnError::InvalidProducerIdMapping => error_code::INVALID_PRODUCER_ID_MAPPING,
+                        _ => error_code::INVALID_PRODUCER_EPOCH,
+                    };
+                    let message =
+                        format!("{}-{}: transactional write refused: {e:?}", append.topic, append.partition);
+                    return Err(refused(code, message));
+                }
+            }
             match pending.check(&state.producers, &append.topic, append.partition, &seq) {
                 Verdict::Append => {
                     let meta = BatchMeta {
@@ -214,6 +245,7 @@ fn delete_topic(state: &mut BrokerState, name: &str, effects: &mut Vec<Effect>) 
     match state.topics.remove(name) {
         Some(topic) => {
             state.producers.forget_topic(name);
+            state.txns.forget_topic(name);
             state.groups.forget_topic(name);
             effects.push(Effect::DeleteTopicLogs { topic_id: topic.topic_id });
             (error_code::NONE, None)
@@ -253,10 +285,12 @@ fn trim_log(state: &mut BrokerState, trim: &TrimLog, effects: &mut Vec<Effect>) 
     else {
         return;
     };
-    // Retention only moves forward and never past the end of the log.
-    let target = trim.log_start_offset.min(partition.log_end_offset);
+    // Retention only moves forward, and never past the last stable offset: an open
+    // transaction's data stays until its marker decides it.
+    let target = trim.log_start_offset.min(partition.last_stable_offset());
     if target > partition.log_start_offset {
         partition.log_start_offset = target;
+        partition.aborted_txns.retain(|a| a.last_offset >= target);
         effects.push(Effect::TrimLog { topic_id, partition: trim.partition, log_start_offset: target });
     }
 }

@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use super::groups::CommitResult;
+use super::txns::{BrokerAbort, ProducerIdEpoch, TxnError};
+
 /// The payload of one Raft log entry (openraft's `D`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Command {
@@ -40,6 +43,70 @@ pub enum Op {
     /// A consumer group's rebalance completed (the leader member's SyncGroup): its generation
     /// and members, so that after a failover the new leader still fences a zombie's commits.
     CompleteGeneration(GenerationOp),
+    /// InitProducerId with a transactional id: allocate or bump, fencing the previous
+    /// instance (its open transaction is aborted in the same op).
+    InitTxnProducer(InitTxnProducerOp),
+    /// TxnOffsetCommit: offsets held by the open transaction until it ends.
+    TxnOffsetCommit(TxnOffsetCommitOp),
+    /// EndTxn: the one durable round of a transaction (DESIGN §1).
+    EndTxn(EndTxnOp),
+    /// The leader aborts open transactions: timed out, or open when it took over (DESIGN §4).
+    AbortTxns(AbortTxnsOp),
+    /// The leader's `transactional.id.expiration.ms` duty.
+    ExpireTransactionalIds(ExpireProducersOp),
+}
+
+/// Everything the transaction ops need from the leader besides the request: its clock and
+/// term (the marker batches' leader epoch).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LeaderStamp {
+    pub now_ms: i64,
+    pub term: i32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InitTxnProducerOp {
+    pub transactional_id: String,
+    pub timeout_ms: i32,
+    /// `transaction.max.timeout.ms` on the leader.
+    pub timeout_ms_max: i32,
+    /// KIP-360: the producer's current id and epoch, when it sends them.
+    pub expected: Option<ProducerIdEpoch>,
+    pub now_ms: i64,
+    pub term: i32,
+    pub producer_ids_live_max: u64,
+    pub eviction_idle_ms_min: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TxnOffsetCommitOp {
+    pub transactional_id: String,
+    pub producer: ProducerIdEpoch,
+    pub group_id: String,
+    /// KIP-447: the consumer's generation and member, or -1 / "" from older clients.
+    pub generation_id: i32,
+    pub member_id: String,
+    pub commit_time_ms: i64,
+    pub metadata_bytes_max: usize,
+    pub commits: Vec<OffsetCommitEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EndTxnOp {
+    pub transactional_id: String,
+    pub producer: ProducerIdEpoch,
+    pub commit: bool,
+    /// KIP-890 part 2 (EndTxn v5): bump the epoch and return it.
+    pub bump_epoch: bool,
+    pub stamp: LeaderStamp,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AbortTxnsOp {
+    pub reason: BrokerAbort,
+    /// Each transaction as the leader saw it open; one that has moved on since is left alone.
+    pub transactions: Vec<(String, ProducerIdEpoch)>,
+    pub stamp: LeaderStamp,
 }
 
 /// One completed generation of a classic consumer group (see `groups`).
@@ -164,6 +231,10 @@ pub enum OpResult {
     },
     /// Per-item error codes (topics created, deleted, partitions added), in request order.
     PerItem(Vec<(i16, Option<String>)>),
+    /// InitProducerId (transactional) and EndTxn: the id and epoch the client uses next.
+    Txn(Result<ProducerIdEpoch, TxnError>),
+    /// TxnOffsetCommit: one result per commit, or the transaction-level refusal.
+    TxnOffsets(Result<Vec<CommitResult>, TxnError>),
 }
 
 /// One partition's produce outcome. A duplicate batch (KIP-98) gets NONE and the offsets and

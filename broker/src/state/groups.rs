@@ -138,6 +138,14 @@ impl Groups {
         results
     }
 
+    /// Stores offsets a committed transaction held (TxnOffsetCommit, checked when written).
+    pub fn store_txn_offsets(&mut self, group_id: &str, offsets: BTreeMap<(String, i32), CommittedOffset>) {
+        let group = self.groups.entry(group_id.to_string()).or_default();
+        for ((topic, partition), committed) in offsets {
+            group.offsets.entry(topic).or_default().insert(partition, committed);
+        }
+    }
+
     pub fn committed(&self, group_id: &str, topic: &str, partition: i32) -> Option<&CommittedOffset> {
         self.groups.get(group_id)?.offsets.get(topic)?.get(&partition)
     }

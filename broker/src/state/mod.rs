@@ -5,10 +5,12 @@
 //! covers. Collections are `BTreeMap`s so serialization and digests are deterministic.
 
 pub mod apply;
+mod apply_txn;
 pub mod command;
 pub mod groups;
 pub mod producers;
 pub mod topic_config;
+pub mod txns;
 
 use std::collections::BTreeMap;
 
@@ -16,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use groups::Groups;
 use producers::Producers;
+use txns::Transactions;
 
 /// Replicated metadata and offsets of the whole broker.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -28,6 +31,9 @@ pub struct BrokerState {
     /// Consumer groups' committed offsets (OffsetCommit / OffsetFetch).
     #[serde(default)]
     pub groups: Groups,
+    /// Transactional ids and their open transactions.
+    #[serde(default)]
+    pub txns: Transactions,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -51,6 +57,22 @@ pub struct PartitionState {
     /// Leader epoch cache (KIP-101): (epoch, first offset written in it), ascending.
     #[serde(default)]
     pub leader_epochs: Vec<(i32, i64)>,
+    /// Open transactions with data here: producer id → first offset (the LSO's bound).
+    #[serde(default)]
+    pub open_txns: BTreeMap<i64, i64>,
+    /// Aborted transactions whose marker is still in the log, by marker offset (the Fetch
+    /// `aborted_transactions` list, DESIGN §5).
+    #[serde(default)]
+    pub aborted_txns: Vec<AbortedTxn>,
+}
+
+/// One aborted transaction on one partition: its data spans `first_offset..=last_offset`,
+/// where `last_offset` is the abort marker.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AbortedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    pub last_offset: i64,
 }
 
 impl PartitionState {
@@ -61,6 +83,8 @@ impl PartitionState {
             max_timestamp: -1,
             max_timestamp_offset: -1,
             leader_epochs: Vec::new(),
+            open_txns: BTreeMap::new(),
+            aborted_txns: Vec::new(),
         }
     }
 
@@ -84,9 +108,24 @@ impl PartitionState {
         self.log_end_offset
     }
 
-    /// Last stable offset: no transactions yet, so everything up to the high watermark.
+    /// Last stable offset: the first offset of the earliest open transaction, else the high
+    /// watermark (DESIGN §5).
     pub fn last_stable_offset(&self) -> i64 {
-        self.high_watermark()
+        self.open_txns.values().copied().min().unwrap_or_else(|| self.high_watermark())
+    }
+
+    /// The aborted transactions a read_committed fetch of `[from, upper)` must be told about:
+    /// those whose marker is at or after `from` and whose data starts before `upper`.
+    pub fn aborted_in(&self, from: i64, upper: i64) -> impl Iterator<Item = &AbortedTxn> {
+        let start = self.aborted_txns.partition_point(|a| a.last_offset < from);
+        self.aborted_txns[start..].iter().filter(move |a| a.first_offset < upper)
+    }
+
+    /// Appends a marker or batch's bookkeeping common to every write at `base_offset`.
+    pub fn note_epoch(&mut self, partition_leader_epoch: i32, base_offset: i64) {
+        if self.leader_epochs.last().is_none_or(|(e, _)| *e < partition_leader_epoch) {
+            self.leader_epochs.push((partition_leader_epoch, base_offset));
+        }
     }
 
     /// Checks the invariants that must hold after every apply, in release builds too.

@@ -1,0 +1,225 @@
+//! Transactions applied through the pure state machine: markers, last stable offset, the
+//! aborted index, pending offsets, fencing and the broker's aborts.
+
+use bytes::Bytes;
+use kafka_compat::control::marker_is_commit;
+use kafka_compat::error_code;
+
+use super::*;
+use crate::state::apply::{apply_op, Effect};
+use crate::state::command::{
+    AbortTxnsOp, EndTxnOp, InitTxnProducerOp, LeaderStamp, OffsetCommitEntry, Op, OpResult, PartitionAppend,
+    ProduceOp, TxnOffsetCommitOp,
+};
+use crate::state::{AbortedTxn, BrokerState};
+use crate::test_batches::{batch, create_topic, txn_batch};
+
+struct Machine {
+    state: BrokerState,
+    effects: Vec<Effect>,
+}
+
+impl Machine {
+    fn new() -> Self {
+        let mut m = Machine { state: BrokerState::default(), effects: Vec::new() };
+        m.apply(create_topic("out", 2, 1));
+        m
+    }
+
+    fn apply(&mut self, op: Op) -> OpResult {
+        apply_op(&mut self.state, &op, &mut self.effects)
+    }
+
+    fn init(&mut self, tid: &str, expected: Option<ProducerIdEpoch>) -> Result<ProducerIdEpoch, TxnError> {
+        let op = InitTxnProducerOp {
+            transactional_id: tid.into(),
+            timeout_ms: 60_000,
+            timeout_ms_max: 900_000,
+            expected,
+            now_ms: 10,
+            term: 2,
+            producer_ids_live_max: 100,
+            eviction_idle_ms_min: 1000,
+        };
+        match self.apply(Op::InitTxnProducer(op)) {
+            OpResult::Txn(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn leo(&self, partition: i32) -> i64 {
+        self.state.partition("out", partition).unwrap().log_end_offset
+    }
+
+    fn lso(&self, partition: i32) -> i64 {
+        self.state.partition("out", partition).unwrap().last_stable_offset()
+    }
+
+    /// A transactional batch of `records` at the partition's end; returns its base offset.
+    fn write(&mut self, id: ProducerIdEpoch, partition: i32, records: i64, seq: i32) -> OpResult {
+        let base = self.leo(partition);
+        let op = Op::Produce(ProduceOp {
+            append_time_ms: 20,
+            partitions: vec![PartitionAppend {
+                topic: "out".into(),
+                partition,
+                batches: vec![txn_batch(base, records, id.producer_id, id.producer_epoch, seq)],
+            }],
+        });
+        self.apply(op)
+    }
+
+    fn plain_write(&mut self, partition: i32, records: i64) {
+        let base = self.leo(partition);
+        let parts =
+            vec![PartitionAppend { topic: "out".into(), partition, batches: vec![batch(base, records)] }];
+        self.apply(Op::Produce(ProduceOp { append_time_ms: 20, partitions: parts }));
+    }
+
+    fn end(&mut self, tid: &str, id: ProducerIdEpoch, commit: bool) -> Result<ProducerIdEpoch, TxnError> {
+        let stamp = LeaderStamp { now_ms: 30, term: 2 };
+        let op = EndTxnOp { transactional_id: tid.into(), producer: id, commit, bump_epoch: false, stamp };
+        match self.apply(Op::EndTxn(op)) {
+            OpResult::Txn(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn markers(&self) -> Vec<(i32, bool)> {
+        self.effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Append { partition, batch, .. } => {
+                    marker_is_commit_if_control(batch).map(|c| (*partition, c))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn marker_is_commit_if_control(batch: &Bytes) -> Option<bool> {
+    let header = kafka_compat::batch::parse_header(batch).ok()?;
+    header.is_control().then(|| marker_is_commit(batch).expect("well-formed marker"))
+}
+
+#[test]
+fn commit_writes_markers_and_releases_the_last_stable_offset() {
+    let mut m = Machine::new();
+    let id = m.init("tx", None).unwrap();
+    assert_eq!(id.producer_epoch, 0);
+    m.plain_write(0, 2);
+    assert!(matches!(m.write(id, 0, 3, 0), OpResult::Produced(_)));
+    m.write(id, 1, 1, 0);
+    assert_eq!((m.lso(0), m.leo(0)), (2, 5), "LSO stops at the open transaction's first offset");
+    m.plain_write(0, 1);
+    assert_eq!(m.lso(0), 2, "later non-transactional data stays behind the LSO");
+    m.end("tx", id, true).unwrap();
+    assert_eq!(m.markers(), vec![(0, true), (1, true)]);
+    assert_eq!((m.lso(0), m.leo(0)), (7, 7), "marker at 6, everything stable");
+    assert!(m.state.partition("out", 0).unwrap().aborted_txns.is_empty());
+    assert_eq!(m.state.txns.by_id["tx"].state, TxnState::CompleteCommit);
+}
+
+#[test]
+fn abort_records_the_aborted_range() {
+    let mut m = Machine::new();
+    let id = m.init("tx", None).unwrap();
+    m.write(id, 0, 3, 0);
+    m.end("tx", id, false).unwrap();
+    let p = m.state.partition("out", 0).unwrap();
+    assert_eq!(
+        p.aborted_txns,
+        vec![AbortedTxn { producer_id: id.producer_id, first_offset: 0, last_offset: 3 }]
+    );
+    assert_eq!(p.aborted_in(0, 4).count(), 1);
+    assert_eq!(p.aborted_in(4, 4).count(), 0, "a fetch after the marker is not told");
+    assert_eq!(m.markers(), vec![(0, false)]);
+}
+
+#[test]
+fn retried_end_succeeds_and_the_other_decision_is_refused() {
+    let mut m = Machine::new();
+    let id = m.init("tx", None).unwrap();
+    m.write(id, 0, 1, 0);
+    m.end("tx", id, true).unwrap();
+    assert_eq!(m.end("tx", id, true), Ok(id), "a retried commit is a success");
+    assert!(matches!(m.end("tx", id, false), Err(TxnError::InvalidState(_))));
+    assert_eq!(m.markers().len(), 1, "the retry writes no second marker");
+}
+
+#[test]
+fn a_new_instance_fences_the_old_and_aborts_its_transaction() {
+    let mut m = Machine::new();
+    let old = m.init("tx", None).unwrap();
+    m.write(old, 0, 2, 0);
+    let new = m.init("tx", None).unwrap();
+    assert_eq!((new.producer_id, new.producer_epoch), (old.producer_id, 1));
+    assert_eq!(m.markers(), vec![(0, false)], "the zombie's open transaction is aborted");
+    assert_eq!(m.lso(0), m.leo(0));
+    assert_eq!(m.end("tx", old, true), Err(TxnError::Fenced));
+    let OpResult::Refused { error_code, .. } = m.write(old, 0, 1, 2) else { panic!("zombie write accepted") };
+    assert_eq!(error_code, error_code::INVALID_PRODUCER_EPOCH);
+    assert_eq!(m.init("tx", Some(old)), Err(TxnError::Fenced), "KIP-360 with a stale epoch");
+}
+
+#[test]
+fn takeover_abort_lets_the_client_abort_and_continue() {
+    let mut m = Machine::new();
+    let id = m.init("tx", None).unwrap();
+    m.write(id, 0, 2, 0);
+    let stamp = LeaderStamp { now_ms: 40, term: 3 };
+    let abort = AbortTxnsOp { reason: BrokerAbort::Takeover, transactions: vec![("tx".into(), id)], stamp };
+    m.apply(Op::AbortTxns(abort));
+    assert_eq!(m.markers(), vec![(0, false)]);
+    assert_eq!(m.end("tx", id, true), Err(TxnError::AbortedByBroker(BrokerAbort::Takeover)));
+    let current = m.end("tx", id, false).expect("aborting what the broker aborted succeeds");
+    assert_eq!(current.producer_epoch, id.producer_epoch + 1);
+    // KIP-360: the client bumps with its old epoch and gets the current one.
+    assert_eq!(m.init("tx", Some(id)), Ok(current));
+    assert!(matches!(m.write(current, 0, 1, 0), OpResult::Produced(_)));
+}
+
+#[test]
+fn pending_offsets_commit_with_the_transaction_only() {
+    let mut m = Machine::new();
+    let id = m.init("tx", None).unwrap();
+    let commit = |offset| TxnOffsetCommitOp {
+        transactional_id: "tx".into(),
+        producer: id,
+        group_id: "g".into(),
+        generation_id: -1,
+        member_id: String::new(),
+        commit_time_ms: 15,
+        metadata_bytes_max: 4096,
+        commits: vec![OffsetCommitEntry {
+            topic: "out".into(),
+            partition: 1,
+            offset,
+            leader_epoch: -1,
+            metadata: None,
+        }],
+    };
+    let OpResult::TxnOffsets(Ok(results)) = m.apply(Op::TxnOffsetCommit(commit(10))) else { panic!() };
+    assert_eq!(results[0].0, error_code::NONE);
+    assert!(m.state.txns.has_pending_offset("g", "out", 1));
+    assert!(m.state.groups.committed("g", "out", 1).is_none(), "invisible before the commit");
+    m.end("tx", id, false).unwrap();
+    assert!(m.state.groups.committed("g", "out", 1).is_none(), "dropped by the abort");
+    m.apply(Op::TxnOffsetCommit(commit(20)));
+    m.end("tx", id, true).unwrap();
+    assert_eq!(m.state.groups.committed("g", "out", 1).unwrap().offset, 20);
+    assert!(!m.state.txns.has_pending_offset("g", "out", 1));
+}
+
+#[test]
+fn expiry_keeps_open_transactions() {
+    let mut m = Machine::new();
+    let a = m.init("a", None).unwrap();
+    m.init("b", None).unwrap();
+    m.write(a, 0, 1, 0);
+    let released = m.state.txns.expire(1_000_000, 1000);
+    assert_eq!(m.state.txns.by_id.keys().collect::<Vec<_>>(), vec!["a"]);
+    assert_eq!(released.len(), 1);
+    m.state.txns.assert_invariants();
+}
