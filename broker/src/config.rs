@@ -54,6 +54,13 @@ const BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
     // KIP-98: how long an idle producer id keeps its state, and how often the leader looks.
     ("producer.id.expiration.ms", "86400000", ConfigType::Int),
     ("producer.id.expiration.check.interval.ms", "600000", ConfigType::Int),
+    // KIP-98: the longest transaction.timeout.ms a producer may ask for (else
+    // INVALID_TRANSACTION_TIMEOUT), how long an idle transactional id is kept, and how often
+    // the leader looks for expired transactions.
+    ("transaction.max.timeout.ms", "900000", ConfigType::Int),
+    ("transactional.id.expiration.ms", "604800000", ConfigType::Int),
+    ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", ConfigType::Int),
+    ("transaction.remove.expired.transaction.cleanup.interval.ms", "3600000", ConfigType::Int),
     // KIP-134: how long the first rebalance of an empty group waits for more members.
     ("group.initial.rebalance.delay.ms", "3000", ConfigType::Int),
     // The session timeouts a JoinGroup may ask for (else INVALID_SESSION_TIMEOUT).

@@ -20,6 +20,8 @@ pub struct Ctx {
     pub lease: LeaderLease,
     /// Consumer-group membership, served while this node leads (see `groups`).
     pub groups: crate::groups::Coordinator,
+    /// What open transactions added in this leader term (see `txn_memory`).
+    pub txns: crate::txn_memory::TxnMemory,
 }
 
 /// When this node last heard from a quorum as leader. A leader that was paused (SIGSTOP, a
@@ -129,6 +131,11 @@ impl Ctx {
             return false;
         }
         self.voter_ids().len() <= 1 || self.lease.is_valid()
+    }
+
+    /// The current Raft term.
+    pub fn term(&self) -> u64 {
+        self.raft.metrics().borrow().current_term
     }
 
     /// The Raft term: every partition's leader epoch (DESIGN §6).

@@ -21,7 +21,8 @@ pub fn start(ctx: SharedCtx) {
     tokio::spawn(checkpoint_by_bytes(ctx.clone()));
     tokio::spawn(retention(ctx.clone()));
     tokio::spawn(expire_producers(ctx.clone()));
-    tokio::spawn(expire_group_sessions(ctx));
+    tokio::spawn(expire_group_sessions(ctx.clone()));
+    crate::txn_duties::start(ctx);
 }
 
 /// The group coordinator's clock: removes members whose session passed without a heartbeat

@@ -180,3 +180,11 @@ pub const GROUP_PENDING_MEMBERS_MAX: usize = 1_000;
 /// How often the leader looks for group members whose session passed without a heartbeat
 /// (ms); a session therefore ends at most this much after `session.timeout.ms`.
 pub const GROUP_SESSION_CHECK_INTERVAL_MS: u64 = 250;
+
+/// Bytes of a transactional id: kept in the replicated state and every checkpoint, like a
+/// group id; a longer one gets INVALID_REQUEST from InitProducerId.
+pub const TRANSACTIONAL_ID_BYTES_MAX: usize = 255;
+
+/// Partitions one transaction may add: every one gets a marker in the EndTxn entry, which
+/// must stay well below the proposal size limit.
+pub const TXN_PARTITIONS_MAX: usize = 10_000;

@@ -21,6 +21,8 @@ mod state;
 mod storage;
 #[cfg(test)]
 mod test_batches;
+mod txn_duties;
+mod txn_memory;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;

@@ -107,6 +107,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         advertised_port: port,
         lease: Default::default(),
         groups,
+        txns: Default::default(),
     });
     duties::start(ctx.clone());
     let listener = TcpListener::bind(args.kafka_listen)

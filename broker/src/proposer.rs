@@ -25,8 +25,11 @@ use crate::config::BrokerConfig;
 use crate::limits;
 use crate::raft::sm_store::SmShared;
 use crate::raft::Raft;
-use crate::state::command::{Command, Op, OpResult, PartitionAppend, PartitionProduced, ProduceOp};
+use crate::state::command::{
+    AbortTxnsOp, Command, LeaderStamp, Op, OpResult, PartitionAppend, PartitionProduced, ProduceOp,
+};
 use crate::state::producers::{BatchMeta, BatchSeq, Pending, Verdict};
+use crate::state::txns::{BrokerAbort, ProducerIdEpoch};
 use crate::state::BrokerState;
 
 /// A produce op before the leader has stamped it.
@@ -84,7 +87,7 @@ pub struct Proposer {
 impl Proposer {
     pub fn start(node_id: u64, raft: Raft, shared: Arc<SmShared>) -> Proposer {
         let (tx, rx) = mpsc::channel(limits::PROPOSAL_QUEUE_OPS_MAX);
-        tokio::spawn(run(Sequencer { node_id, raft, shared, term: 0 }, rx));
+        tokio::spawn(run(Sequencer { node_id, raft, shared, term: 0, takeover_term: 0 }, rx));
         Proposer { tx }
     }
 
@@ -115,6 +118,8 @@ struct Sequencer {
     shared: Arc<SmShared>,
     /// Term in which the applied state was last known complete.
     term: u64,
+    /// Term whose takeover abort of open transactions is done (DESIGN §4).
+    takeover_term: u64,
 }
 
 async fn run(mut seq: Sequencer, mut rx: mpsc::Receiver<(Proposal, Reply)>) {
@@ -147,6 +152,14 @@ impl Sequencer {
                 return;
             }
         };
+        if self.takeover_term != term {
+            if let Err(e) = self.abort_open_transactions(term).await {
+                self.term = 0;
+                queued.into_iter().for_each(|(_, reply)| drop(reply.send(Err(e.clone()))));
+                return;
+            }
+            self.takeover_term = term;
+        }
         let (ops, waiting) = self.stamp(queued, term);
         if ops.is_empty() {
             assert!(waiting.is_empty(), "only proposals with ops in the entry wait for it");
@@ -173,6 +186,42 @@ impl Sequencer {
                     let _ = reply.send(waiting.failed(&err));
                 }
             }
+        }
+    }
+
+    /// DESIGN §4: a transaction open when this leader took over may have writes acknowledged
+    /// by an earlier leader that never reached this log, so it is aborted before anything
+    /// else is proposed — after every entry of earlier terms is applied (`ready_term`), so a
+    /// transaction whose EndTxn made it into the log is complete and left alone. Its own
+    /// entry: the abort markers move log ends that later stamping must see.
+    async fn abort_open_transactions(&mut self, term: u64) -> Result<(), ProposeError> {
+        let open: Vec<_> = {
+            let applied = self.shared.applied.read().expect("applied lock");
+            let txns = &applied.state.txns;
+            txns.open_ids()
+                .into_iter()
+                .map(|id| {
+                    let meta = &txns.by_id[&id];
+                    (
+                        id,
+                        ProducerIdEpoch {
+                            producer_id: meta.producer_id,
+                            producer_epoch: meta.producer_epoch,
+                        },
+                    )
+                })
+                .collect()
+        };
+        if open.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(term, count = open.len(), "aborting transactions open at the leader change");
+        let stamp = LeaderStamp { now_ms: now_ms(), term: term as i32 };
+        let op = Op::AbortTxns(AbortTxnsOp { reason: BrokerAbort::Takeover, transactions: open, stamp });
+        match self.raft.client_write(Command { ops: vec![op] }).await {
+            Ok(_) => Ok(()),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_))) => Err(ProposeError::NotLeader),
+            Err(other) => Err(ProposeError::Fatal(other.to_string())),
         }
     }
 

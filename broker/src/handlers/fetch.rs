@@ -9,8 +9,8 @@ use std::time::Duration;
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::fetch_request::FetchRequest;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{ApiKey, FetchResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{ApiKey, FetchResponse, ProducerId, RequestKind, ResponseKind};
 
 use super::util::uuid_bytes;
 use super::HandlerResult;
@@ -118,7 +118,7 @@ fn read_partition(
 ) -> anyhow::Result<i16> {
     // Only the three offsets are copied out under the lock (not the whole partition state):
     // this runs for every partition of every fetch.
-    let (log, (log_start, high_watermark, last_stable)) = {
+    let (log, (log_start, high_watermark, last_stable), aborted) = {
         let applied = ctx.sm.applied.read().expect("applied lock");
         let Some(t) = applied.state.topics.get(topic) else {
             return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
@@ -127,13 +127,26 @@ fn read_partition(
             return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
         };
         let log = ctx.sm.partitions.read().expect("partitions lock").get(&t.topic_id, partition);
-        (log, (ps.log_start_offset, ps.high_watermark(), ps.last_stable_offset()))
+        let last_stable = ps.last_stable_offset();
+        // DESIGN §5: the aborted transactions overlapping what this read can return.
+        let aborted: Vec<AbortedTransaction> = if isolation_level == READ_COMMITTED {
+            ps.aborted_in(offset, last_stable)
+                .map(|a| {
+                    AbortedTransaction::default()
+                        .with_producer_id(ProducerId(a.producer_id))
+                        .with_first_offset(a.first_offset)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (log, (ps.log_start_offset, ps.high_watermark(), last_stable), aborted)
     };
     data.high_watermark = high_watermark;
     data.last_stable_offset = last_stable;
     data.log_start_offset = log_start;
     if isolation_level == READ_COMMITTED {
-        data.aborted_transactions = Some(Vec::new());
+        data.aborted_transactions = Some(aborted);
     }
     if offset < log_start || offset > high_watermark {
         return Ok(error_code::OFFSET_OUT_OF_RANGE);

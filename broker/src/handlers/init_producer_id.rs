@@ -6,13 +6,17 @@
 //! fresh id. Here that is one log op whose apply takes the next id from a counter in the
 //! replicated state, so ids are unique across failovers and nothing is random.
 //!
+//! With a transactional id (KIP-98) the op is `InitTxnProducer`: the first call allocates an
+//! id, later ones bump the epoch, fencing the previous instance — whose open transaction is
+//! aborted in the same entry, so the new instance starts clean with no
+//! CONCURRENT_TRANSACTIONS round. KIP-360 (v3+): a producer that sends its current id and
+//! epoch bumps its own epoch; a stale one is fenced.
+//!
 //! Any broker may be asked (librdkafka and Java ask the least loaded one), so a follower
 //! forwards the request to the leader, as Metadata forwards topic auto-creation. When no
 //! leader can answer the reply is COORDINATOR_LOAD_IN_PROGRESS, which every client retries as
 //! it is. Not NOT_COORDINATOR: on that Java's idempotent producer looks up a *transaction*
 //! coordinator (FindCoordinator with a null key), which is meaningless without transactions.
-
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -20,10 +24,13 @@ use kafka_protocol::messages::{
     ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId, RequestKind, ResponseKind,
 };
 
+use super::txn_errors;
+use super::txn_util::{now_ms, propose_error_code};
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::limits;
-use crate::state::command::{InitProducerIdOp, Op, OpResult};
+use crate::state::command::{InitProducerIdOp, InitTxnProducerOp, Op, OpResult};
+use crate::state::txns::ProducerIdEpoch;
 
 pub const KEY: ApiKey = ApiKey::InitProducerId;
 pub const VERSIONS: (i16, i16) = (0, 5);
@@ -36,18 +43,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let response = match body.transactional_id.as_ref().map(|t| t.0.as_str()) {
         // Kafka: an empty transactional id is an invalid request, not "no transactional id".
         Some("") => error(error_code::INVALID_REQUEST),
-        Some(transactional_id) => {
-            // Transactions are not served yet. UNSUPPORTED_VERSION is fatal with a clear
-            // message in Java ("Unexpected error in InitProducerIdResponse; The version of API
-            // is not supported") and makes librdkafka's init_transactions() fail with it at its
-            // timeout. Authorization errors would be fatal too, but would send users hunting
-            // for ACLs; coordinator errors would be retried for ever.
-            tracing::warn!(
-                transactional_id,
-                "InitProducerId for a transactional producer: transactions are not supported yet"
-            );
-            error(error_code::UNSUPPORTED_VERSION)
-        }
+        Some(tid) if tid.len() > limits::TRANSACTIONAL_ID_BYTES_MAX => error(error_code::INVALID_REQUEST),
+        // The transaction coordinator is the leader (FindCoordinator); clients look again.
+        Some(_) if !ctx.is_leader() => error(error_code::NOT_COORDINATOR),
+        Some(tid) => init_transactional(&ctx, tid, &body, req.api_version).await,
         None if ctx.is_leader() => allocate(&ctx).await,
         None if forwarded => error(error_code::COORDINATOR_LOAD_IN_PROGRESS),
         None => forward(&ctx, req.api_version, body).await,
@@ -62,11 +61,48 @@ fn error(code: i16) -> InitProducerIdResponse {
         .with_producer_epoch(-1)
 }
 
+async fn init_transactional(
+    ctx: &Ctx,
+    transactional_id: &str,
+    body: &InitProducerIdRequest,
+    version: i16,
+) -> InitProducerIdResponse {
+    let expected = (body.producer_id.0 >= 0)
+        .then_some(ProducerIdEpoch { producer_id: body.producer_id.0, producer_epoch: body.producer_epoch });
+    let op = Op::InitTxnProducer(InitTxnProducerOp {
+        transactional_id: transactional_id.to_string(),
+        timeout_ms: body.transaction_timeout_ms,
+        timeout_ms_max: ctx.config().i64("transaction.max.timeout.ms").clamp(1, i64::from(i32::MAX)) as i32,
+        expected,
+        now_ms: now_ms(),
+        term: ctx.leader_epoch(),
+        producer_ids_live_max: limits::PRODUCER_IDS_LIVE_MAX,
+        eviction_idle_ms_min: limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN,
+    });
+    match ctx.proposer.propose_op(op).await {
+        Ok(OpResult::Txn(Ok(id))) => {
+            ctx.txns.clear(ctx.term(), transactional_id);
+            InitProducerIdResponse::default()
+                .with_error_code(error_code::NONE)
+                .with_producer_id(ProducerId(id.producer_id))
+                .with_producer_epoch(id.producer_epoch)
+        }
+        Ok(OpResult::Txn(Err(e))) => {
+            tracing::info!(transactional_id, error = ?e, "InitProducerId refused");
+            error(txn_errors::code(&e, KEY, version))
+        }
+        Ok(other) => {
+            tracing::error!(result = ?other, "InitProducerId: unexpected op result");
+            error(error_code::UNKNOWN_SERVER_ERROR)
+        }
+        Err(e) => error(propose_error_code(&e)),
+    }
+}
+
 /// One InitProducerId op in the log; the leader's clock and limits travel in it.
 async fn allocate(ctx: &Ctx) -> InitProducerIdResponse {
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
     let op = Op::InitProducerId(InitProducerIdOp {
-        now_ms,
+        now_ms: now_ms(),
         producer_ids_live_max: limits::PRODUCER_IDS_LIVE_MAX,
         eviction_idle_ms_min: limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN,
     });

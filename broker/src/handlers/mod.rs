@@ -3,6 +3,8 @@
 //! Handlers are thin: take the decoded request, make one domain call, build the response.
 //! Each partition carries its own error code; one failing partition never fails the request.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
@@ -10,6 +12,7 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -24,6 +27,9 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
+mod txn_errors;
+pub mod txn_offset_commit;
+pub mod txn_util;
 mod util;
 
 use std::future::Future;
@@ -104,6 +110,10 @@ pub static HANDLERS: &[Handler] = &[
     handler!(heartbeat),
     handler!(leave_group),
     handler!(describe_groups),
+    handler!(add_partitions_to_txn),
+    handler!(add_offsets_to_txn),
+    handler!(end_txn),
+    handler!(txn_offset_commit),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

@@ -98,7 +98,7 @@ fn to_op(body: &OffsetCommitRequest) -> OffsetCommitOp {
 /// A commit checked against the coordinator's membership, as Kafka's
 /// `ClassicGroup.validateOffsetCommit`; None when the coordinator does not know the group
 /// (the applied state answers).
-fn member_check(ctx: &Ctx, op: &OffsetCommitOp, instance_id: Option<&str>) -> Option<i16> {
+pub(super) fn member_check(ctx: &Ctx, op: &OffsetCommitOp, instance_id: Option<&str>) -> Option<i16> {
     adopt_group(ctx, &op.group_id);
     ctx.groups.check_commit(&op.group_id, op.generation_id, &op.member_id, instance_id)
 }

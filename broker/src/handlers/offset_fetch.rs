@@ -6,9 +6,9 @@
 //! and NONE; topics null (v2+) asks for every committed partition of the group; v8 (KIP-709)
 //! asks for several groups at once, each with its own error code.
 //!
-//! `require_stable` (v7+, KIP-447): UNSTABLE_OFFSET_COMMIT is due while a transaction holds
-//! pending offsets for the group-partition. onelog has no transactions yet (InitProducerId
-//! refuses transactional ids), so no offset is ever pending and the flag changes nothing.
+//! `require_stable` (v7+, KIP-447): a partition for which an open transaction holds a pending
+//! offset (TxnOffsetCommit not yet decided by EndTxn) answers UNSTABLE_OFFSET_COMMIT, which
+//! consumers retry until the transaction ends.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -21,7 +21,7 @@ use kafka_protocol::messages::{ApiKey, GroupId, OffsetFetchResponse, RequestKind
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
 use crate::ctx::SharedCtx;
-use crate::state::groups::Groups;
+use crate::state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::OffsetFetch;
 pub const VERSIONS: (i16, i16) = (1, 8);
@@ -30,14 +30,15 @@ pub const ACCEPTED_MIN_VERSION: i16 = 1;
 /// Topics asked for, with their partitions; None asks for every committed partition.
 type Wanted = Option<Vec<(String, Vec<i32>)>>;
 
-/// One partition's answer: (partition, offset, leader epoch, metadata).
-type Fetched = (i32, i64, i32, String);
+/// One partition's answer: (partition, offset, leader epoch, metadata, error code).
+type Fetched = (i32, i64, i32, String, i16);
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::OffsetFetch(body) = req.body else { anyhow::bail!("not an OffsetFetch body") };
     let coordinator = ctx.is_leader();
     let applied = ctx.sm.applied.read().expect("applied lock");
-    let groups = &applied.state.groups;
+    let state = &applied.state;
+    let stable = body.require_stable;
     let response = if req.api_version >= 8 {
         let answers = body
             .groups
@@ -46,7 +47,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 let wanted = g
                     .topics
                     .map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
-                group_response(groups, coordinator, g.group_id, wanted)
+                group_response(state, stable, coordinator, g.group_id, wanted)
             })
             .collect();
         OffsetFetchResponse::default().with_groups(answers)
@@ -54,16 +55,27 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         let wanted: Wanted = body
             .topics
             .map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
-        single_response(groups, coordinator, &body.group_id.0, wanted, req.api_version)
+        single_response(state, stable, coordinator, &body.group_id.0, wanted, req.api_version)
     };
     Ok(Some(ResponseKind::OffsetFetch(response)))
 }
 
 /// Committed offsets of `group`, by topic, for what was asked.
-fn fetch(groups: &Groups, group: &str, wanted: Wanted) -> Vec<(String, Vec<Fetched>)> {
-    let answer = |topic: &str, partition: i32| match groups.committed(group, topic, partition) {
-        Some(c) => (partition, c.offset, c.leader_epoch, c.metadata.clone()),
-        None => (partition, -1, -1, String::new()),
+fn fetch(
+    state: &BrokerState,
+    require_stable: bool,
+    group: &str,
+    wanted: Wanted,
+) -> Vec<(String, Vec<Fetched>)> {
+    let groups = &state.groups;
+    let answer = |topic: &str, partition: i32| {
+        if require_stable && state.txns.has_pending_offset(group, topic, partition) {
+            return (partition, -1, -1, String::new(), error_code::UNSTABLE_OFFSET_COMMIT);
+        }
+        match groups.committed(group, topic, partition) {
+            Some(c) => (partition, c.offset, c.leader_epoch, c.metadata.clone(), error_code::NONE),
+            None => (partition, -1, -1, String::new(), error_code::NONE),
+        }
     };
     match wanted {
         Some(topics) => topics
@@ -91,7 +103,8 @@ fn fetch(groups: &Groups, group: &str, wanted: Wanted) -> Vec<(String, Vec<Fetch
 /// v1–v7: one group. The error of a non-coordinator is top-level from v2 and per partition in
 /// v1, which has no top-level error (Kafka's `OffsetFetchRequest.getErrorResponse`).
 fn single_response(
-    groups: &Groups,
+    state: &BrokerState,
+    require_stable: bool,
     coordinator: bool,
     group: &str,
     wanted: Wanted,
@@ -122,17 +135,18 @@ fn single_response(
             .with_topics(topics)
             .with_error_code(error_code::NOT_COORDINATOR);
     }
-    let topics = fetch(groups, group, wanted)
+    let topics = fetch(state, require_stable, group, wanted)
         .into_iter()
         .map(|(topic, fetched)| {
             let partitions = fetched
                 .into_iter()
-                .map(|(partition, offset, epoch, metadata)| {
+                .map(|(partition, offset, epoch, metadata, code)| {
                     OffsetFetchResponsePartition::default()
                         .with_partition_index(partition)
                         .with_committed_offset(offset)
                         .with_committed_leader_epoch(epoch)
                         .with_metadata(Some(str_bytes(metadata)))
+                        .with_error_code(code)
                 })
                 .collect();
             OffsetFetchResponseTopic::default().with_name(topic_name(topic)).with_partitions(partitions)
@@ -143,7 +157,8 @@ fn single_response(
 
 /// v8: one answer per group, each with its own error code.
 fn group_response(
-    groups: &Groups,
+    state: &BrokerState,
+    require_stable: bool,
     coordinator: bool,
     group: GroupId,
     wanted: Wanted,
@@ -153,17 +168,18 @@ fn group_response(
             .with_group_id(group)
             .with_error_code(error_code::NOT_COORDINATOR);
     }
-    let topics = fetch(groups, &group.0, wanted)
+    let topics = fetch(state, require_stable, &group.0, wanted)
         .into_iter()
         .map(|(topic, fetched)| {
             let partitions = fetched
                 .into_iter()
-                .map(|(partition, offset, epoch, metadata)| {
+                .map(|(partition, offset, epoch, metadata, code)| {
                     OffsetFetchResponsePartitions::default()
                         .with_partition_index(partition)
                         .with_committed_offset(offset)
                         .with_committed_leader_epoch(epoch)
                         .with_metadata(Some(str_bytes(metadata)))
+                        .with_error_code(code)
                 })
                 .collect();
             OffsetFetchResponseTopics::default().with_name(topic_name(topic)).with_partitions(partitions)

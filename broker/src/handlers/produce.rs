@@ -16,11 +16,13 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceResponse, RequestKind, ResponseKind};
 
+use super::txn_errors;
 use super::util::{str_bytes, topic_name};
 use super::HandlerFuture;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::proposer::{is_log_append_time, Proposal, UnstampedAppend};
 use crate::state::command::OpResult;
+use crate::state::txns::ProducerIdEpoch;
 
 pub const KEY: ApiKey = ApiKey::Produce;
 /// v0–v2 are advertised so that old librdkafka keeps compression on, but not served (DESIGN §6).
@@ -63,7 +65,7 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
             } else if !(acks == 0 || acks == 1 || acks == -1) {
                 Err((error_code::INVALID_REQUIRED_ACKS, None))
             } else {
-                check_partition(&ctx, &name, p.index, p.records.unwrap_or_default())
+                check_partition(&ctx, &name, p.index, p.records.unwrap_or_default(), req.api_version)
             };
             match checked {
                 Ok(batches)
@@ -110,7 +112,7 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
 
 type Checked = Result<Vec<kafka_compat::batch::ValidBatch>, (i16, Option<String>)>;
 
-fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes) -> Checked {
+fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes, version: i16) -> Checked {
     let max_bytes = {
         let applied = ctx.sm.applied.read().expect("applied lock");
         let Some(t) = applied.state.topics.get(topic) else {
@@ -130,7 +132,39 @@ fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes
     let batches = validate_record_set(&records, max_bytes.max(0) as usize)
         .map_err(|e| (e.error_code(), Some(e.to_string())))?;
     check_idempotent(&batches)?;
+    check_transactional(ctx, topic, partition, &batches, version)?;
     Ok(batches)
+}
+
+/// A transactional batch must come from the current epoch of its transactional id and go to
+/// a partition the transaction added (KIP-890 part 1), so that a late batch of an ended
+/// transaction can never open a new one that nobody will end.
+fn check_transactional(
+    ctx: &Ctx,
+    topic: &str,
+    partition: i32,
+    batches: &[kafka_compat::batch::ValidBatch],
+    version: i16,
+) -> Result<(), (i16, Option<String>)> {
+    let Some(header) = batches.iter().map(|b| &b.header).find(|h| h.is_transactional()) else {
+        return Ok(());
+    };
+    let id = ProducerIdEpoch { producer_id: header.producer_id, producer_epoch: header.producer_epoch };
+    let tid = {
+        let applied = ctx.sm.applied.read().expect("applied lock");
+        match applied.state.txns.check_write(id) {
+            Ok(tid) => tid.clone(),
+            Err(e) => {
+                let message = format!("transactional batch of producer {}: {e:?}", id.producer_id);
+                return Err((txn_errors::code(&e, KEY, version), Some(message)));
+            }
+        }
+    };
+    if !ctx.txns.has_partition(ctx.term(), &tid, id, topic, partition) {
+        let message = format!("{topic}-{partition} was not added to transaction '{tid}'");
+        return Err((txn_errors::partition_not_added(version), Some(message)));
+    }
+    Ok(())
 }
 
 /// Kafka's rules for batches carrying a producer id: one batch per partition per request

@@ -1,0 +1,80 @@
+//! AddPartitionsToTxn (key 24), v0–v3: the partitions a transaction will write.
+//!
+//! No log entry (DESIGN §1): the producer is checked against the applied state and the
+//! partitions are recorded in the leader's memory (`txn_memory`), which Produce consults
+//! (KIP-890 part 1). v4+ (broker-to-broker verification, KIP-890) is not needed: onelog's
+//! partitions and coordinator are the same process.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::{AddPartitionsToTxnResponse, ApiKey, RequestKind, ResponseKind};
+
+use super::txn_util::{check_producer, now_ms, producer};
+use super::{txn_errors, HandlerResult};
+use crate::ctx::SharedCtx;
+use crate::limits;
+
+pub const KEY: ApiKey = ApiKey::AddPartitionsToTxn;
+pub const VERSIONS: (i16, i16) = (0, 3);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::AddPartitionsToTxn(body) = req.body else {
+        anyhow::bail!("not an AddPartitionsToTxn body")
+    };
+    let tid = body.v3_and_below_transactional_id.0.to_string();
+    let id = producer(body.v3_and_below_producer_id, body.v3_and_below_producer_epoch);
+    let wanted: Vec<(String, i32)> = body
+        .v3_and_below_topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| (t.name.0.to_string(), *p)))
+        .collect();
+    let unknown: Vec<bool> = {
+        let applied = ctx.sm.applied.read().expect("applied lock");
+        wanted.iter().map(|(t, p)| applied.state.partition(t, *p).is_none()).collect()
+    };
+    // One code for every partition unless only some are unknown (Kafka: those get
+    // UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED).
+    let common = if !ctx.is_leader() {
+        Some(error_code::NOT_COORDINATOR)
+    } else if let Err(e) = check_producer(&ctx, &tid, id) {
+        tracing::debug!(transactional_id = %tid, error = ?e, "AddPartitionsToTxn refused");
+        Some(txn_errors::code(&e, KEY, req.api_version))
+    } else if wanted.len() > limits::TXN_PARTITIONS_MAX {
+        Some(error_code::INVALID_REQUEST)
+    } else {
+        None
+    };
+    let any_unknown = unknown.iter().any(|u| *u);
+    let codes: Vec<i16> = unknown
+        .iter()
+        .map(|u| match (common, any_unknown) {
+            (Some(code), _) => code,
+            (None, true) if *u => error_code::UNKNOWN_TOPIC_OR_PARTITION,
+            (None, true) => error_code::OPERATION_NOT_ATTEMPTED,
+            (None, false) => error_code::NONE,
+        })
+        .collect();
+    if common.is_none() && !any_unknown {
+        ctx.txns.add_partitions(ctx.term(), &tid, id, wanted.iter().cloned(), now_ms());
+    }
+    let mut results: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
+    for ((topic, partition), code) in wanted.into_iter().zip(codes) {
+        let result = AddPartitionsToTxnPartitionResult::default()
+            .with_partition_index(partition)
+            .with_partition_error_code(code);
+        match results.last_mut() {
+            Some(t) if t.name.0.as_str() == topic => t.results_by_partition.push(result),
+            _ => results.push(
+                AddPartitionsToTxnTopicResult::default()
+                    .with_name(super::util::topic_name(topic))
+                    .with_results_by_partition(vec![result]),
+            ),
+        }
+    }
+    let response = AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results);
+    Ok(Some(ResponseKind::AddPartitionsToTxn(response)))
+}

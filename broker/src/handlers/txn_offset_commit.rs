@@ -1,0 +1,117 @@
+//! TxnOffsetCommit (key 28), v0–v4: offsets a transaction commits with its writes.
+//!
+//! One `TxnOffsetCommit` op holding the offsets in the transaction (DESIGN §1); they become
+//! the group's committed offsets only when the EndTxn entry commits, and are dropped if it
+//! aborts. KIP-447 (v3+): a consumer's generation and member id are checked like a member's
+//! OffsetCommit, so a zombie that lost its partitions is fenced.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, RequestKind, ResponseKind, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+};
+
+use super::txn_util::{now_ms, producer, propose_error_code};
+use super::util::topic_name;
+use super::{offset_commit, txn_errors, HandlerResult};
+use crate::ctx::SharedCtx;
+use crate::limits;
+use crate::state::command::{OffsetCommitEntry, OffsetCommitOp, Op, OpResult, TxnOffsetCommitOp};
+
+pub const KEY: ApiKey = ApiKey::TxnOffsetCommit;
+pub const VERSIONS: (i16, i16) = (0, 4);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::TxnOffsetCommit(body) = req.body else { anyhow::bail!("not a TxnOffsetCommit body") };
+    let op = to_op(&body);
+    let n = op.commits.len();
+    let codes: Vec<i16> = if op.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+        vec![error_code::INVALID_GROUP_ID; n]
+    } else if !ctx.is_leader() {
+        vec![error_code::NOT_COORDINATOR; n]
+    } else {
+        let member = OffsetCommitOp {
+            group_id: op.group_id.clone(),
+            generation_id: op.generation_id,
+            member_id: op.member_id.clone(),
+            commit_time_ms: op.commit_time_ms,
+            metadata_bytes_max: op.metadata_bytes_max,
+            commits: Vec::new(),
+        };
+        let instance = body.group_instance_id.as_deref();
+        match offset_commit::member_check(&ctx, &member, instance) {
+            Some(code) if code != error_code::NONE && op.generation_id >= 0 => vec![code; n],
+            _ => propose(&ctx, op, req.api_version).await,
+        }
+    };
+    Ok(Some(ResponseKind::TxnOffsetCommit(response(&body, &codes))))
+}
+
+async fn propose(ctx: &crate::ctx::Ctx, op: TxnOffsetCommitOp, version: i16) -> Vec<i16> {
+    let n = op.commits.len();
+    match ctx.proposer.propose_op(Op::TxnOffsetCommit(op)).await {
+        Ok(OpResult::TxnOffsets(Ok(results))) => results.into_iter().map(|(code, _)| code).collect(),
+        Ok(OpResult::TxnOffsets(Err(e))) => {
+            tracing::debug!(error = ?e, "TxnOffsetCommit refused");
+            vec![txn_errors::code(&e, KEY, version); n]
+        }
+        Ok(other) => {
+            tracing::error!(result = ?other, "TxnOffsetCommit: unexpected op result");
+            vec![error_code::UNKNOWN_SERVER_ERROR; n]
+        }
+        Err(e) => vec![propose_error_code(&e); n],
+    }
+}
+
+fn to_op(body: &TxnOffsetCommitRequest) -> TxnOffsetCommitOp {
+    let commits = body
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| OffsetCommitEntry {
+                topic: t.name.0.to_string(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+            })
+        })
+        .collect();
+    TxnOffsetCommitOp {
+        transactional_id: body.transactional_id.0.to_string(),
+        producer: producer(body.producer_id, body.producer_epoch),
+        group_id: body.group_id.0.to_string(),
+        generation_id: body.generation_id,
+        member_id: body.member_id.to_string(),
+        commit_time_ms: now_ms(),
+        metadata_bytes_max: limits::OFFSET_METADATA_BYTES_MAX,
+        commits,
+    }
+}
+
+fn response(body: &TxnOffsetCommitRequest, codes: &[i16]) -> TxnOffsetCommitResponse {
+    let mut codes = codes.iter();
+    let topics = body
+        .topics
+        .iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    TxnOffsetCommitResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(*codes.next().unwrap_or(&error_code::UNKNOWN_SERVER_ERROR))
+                })
+                .collect();
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(topic_name(t.name.0.to_string()))
+                .with_partitions(partitions)
+        })
+        .collect();
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}

@@ -1,0 +1,168 @@
+//! Kafka transactions (KIP-98) with librdkafka against a three-node cluster.
+//!
+//! The "13 physical, 10 logical" run of the EOS article (shared/seeds/kafka-eos-live-run-ru):
+//! one transactional producer sends batch A (5 records) and commits; batch B fails after
+//! three synchronous sends and is aborted; batch B is sent again (5) and committed. A
+//! read_committed consumer must see exactly the 10 committed records, a read_uncommitted one
+//! all 13 — the aborted three are on disk, hidden by the abort marker, not erased.
+//!
+//! Then zombie fencing: a second producer with the same transactional.id fences the first;
+//! the first's writes and commit are refused and none of them becomes visible.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use harness::kafka::{client_config, create_topics};
+use harness::{Cluster, ClusterOptions};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn transactional_producer(bootstrap: &str, transactional_id: &str) -> Result<FutureProducer> {
+    let producer: FutureProducer = client_config(bootstrap)
+        .set("transactional.id", transactional_id)
+        .set("transaction.timeout.ms", "60000")
+        .set("message.timeout.ms", "30000")
+        .set("linger.ms", "0")
+        .create()?;
+    producer.init_transactions(TIMEOUT).context("init_transactions")?;
+    Ok(producer)
+}
+
+/// Sends one record and waits for its acknowledgement: the record is on the broker before
+/// the scenario goes on (the article's lesson: async sends may be dropped by the abort).
+async fn send_sync(producer: &FutureProducer, topic: &str, key: &str, value: &str) -> Result<(i32, i64)> {
+    let delivery = producer
+        .send(FutureRecord::to(topic).key(key).payload(value), Duration::from_secs(30))
+        .await
+        .map_err(|(e, _)| anyhow::anyhow!("send {key}: {e}"))?;
+    Ok((delivery.partition, delivery.offset))
+}
+
+/// Every data record of `topic` (all partitions) under `isolation`, read from the beginning
+/// until the consumer's position reaches each partition's end.
+fn read_all(bootstrap: &str, topic: &str, partitions: i32, isolation: &str) -> Result<Vec<String>> {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", format!("reader-{isolation}"))
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", isolation)
+        .set("enable.partition.eof", "false")
+        .create()?;
+    let mut ends = BTreeMap::new();
+    let mut assignment = TopicPartitionList::new();
+    for p in 0..partitions {
+        let (_, high) = consumer.fetch_watermarks(topic, p, Duration::from_secs(10))?;
+        ends.insert(p, high);
+        assignment.add_partition_offset(topic, p, Offset::Beginning)?;
+    }
+    consumer.assign(&assignment)?;
+    let mut values = Vec::new();
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+            let message = message.map_err(|e| anyhow::anyhow!("consumer error: {e}"))?;
+            values.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
+            continue;
+        }
+        let position = consumer.position()?;
+        let done = ends.iter().all(|(p, high)| {
+            matches!(position.find_partition(topic, *p).map(|e| e.offset()), Some(Offset::Offset(o)) if o >= *high)
+                || *high == 0
+        });
+        if done {
+            return Ok(values);
+        }
+        if Instant::now() > deadline {
+            bail!("{isolation} reader stuck at {position:?}, ends {ends:?}, read {}", values.len());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn librdkafka_thirteen_physical_ten_logical() {
+    let mut cluster = Cluster::start_with(ClusterOptions::new(3)).expect("starting cluster");
+    let result = thirteen_ten(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn thirteen_ten(cluster: &mut Cluster) -> Result<()> {
+    cluster.wait_for_leader(Duration::from_secs(30))?;
+    let bootstrap = cluster.bootstrap();
+    let topic = "eos-live-run";
+    create_topics(&bootstrap, &[(topic, 1)]).await?;
+    let producer = transactional_producer(&bootstrap, "eos-live-run-txn")?;
+
+    producer.begin_transaction()?;
+    for i in 0..5 {
+        send_sync(&producer, topic, &format!("A{i}"), &format!("batchA-{i}")).await?;
+    }
+    producer.commit_transaction(TIMEOUT).context("commit batch A")?;
+
+    producer.begin_transaction()?;
+    for i in 0..3 {
+        send_sync(&producer, topic, &format!("B{i}"), &format!("batchB-try1-{i}")).await?;
+    }
+    // The simulated processing failure on the third record.
+    producer.abort_transaction(TIMEOUT).context("abort batch B")?;
+
+    producer.begin_transaction()?;
+    for i in 0..5 {
+        send_sync(&producer, topic, &format!("B{i}"), &format!("batchB-{i}")).await?;
+    }
+    producer.commit_transaction(TIMEOUT).context("commit batch B")?;
+
+    let committed = read_all(&bootstrap, topic, 1, "read_committed")?;
+    let uncommitted = read_all(&bootstrap, topic, 1, "read_uncommitted")?;
+    println!("read_committed={} read_uncommitted={}", committed.len(), uncommitted.len());
+    let expected: Vec<String> =
+        (0..5).map(|i| format!("batchA-{i}")).chain((0..5).map(|i| format!("batchB-{i}"))).collect();
+    ensure!(committed == expected, "read_committed saw {committed:?}");
+    ensure!(uncommitted.len() == 13, "read_uncommitted saw {} records: {uncommitted:?}", uncommitted.len());
+    ensure!(uncommitted.iter().filter(|v| v.starts_with("batchB-try1")).count() == 3);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn librdkafka_zombie_is_fenced_and_its_writes_stay_invisible() {
+    let mut cluster = Cluster::start_with(ClusterOptions::new(3)).expect("starting cluster");
+    let result = zombie(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn zombie(cluster: &mut Cluster) -> Result<()> {
+    cluster.wait_for_leader(Duration::from_secs(30))?;
+    let bootstrap = cluster.bootstrap();
+    let topic = "zombie";
+    create_topics(&bootstrap, &[(topic, 2)]).await?;
+    let old = transactional_producer(&bootstrap, "fenced-txn")?;
+    old.begin_transaction()?;
+    send_sync(&old, topic, "z0", "zombie-0").await?;
+
+    // The new instance fences the old one and aborts its open transaction.
+    let new = transactional_producer(&bootstrap, "fenced-txn")?;
+    new.begin_transaction()?;
+    send_sync(&new, topic, "n0", "new-0").await?;
+    new.commit_transaction(TIMEOUT).context("new instance commits")?;
+
+    let late = send_sync(&old, topic, "z1", "zombie-1").await;
+    let commit = old.commit_transaction(TIMEOUT);
+    let show = |r: &Result<_, _>| r.as_ref().map(|_| ()).map_err(ToString::to_string);
+    println!("zombie send: {:?}; zombie commit: {:?}", show(&late.map(|_| ())), commit);
+    ensure!(commit.is_err(), "the zombie's commit must fail");
+    if let Err(KafkaError::Transaction(e)) = &commit {
+        ensure!(e.is_fatal() || e.txn_requires_abort(), "zombie commit error {e:?}");
+    }
+    let committed = read_all(&bootstrap, topic, 2, "read_committed")?;
+    ensure!(committed == vec!["new-0".to_string()], "read_committed saw {committed:?}");
+    let uncommitted = read_all(&bootstrap, topic, 2, "read_uncommitted")?;
+    ensure!(
+        uncommitted.contains(&"zombie-0".to_string()),
+        "the zombie's first write is on disk: {uncommitted:?}"
+    );
+    Ok(())
+}
