@@ -3,3 +3,4 @@
 
 pub mod floor;
 pub mod stats;
+pub mod txn;

@@ -32,6 +32,8 @@ struct Cli {
 enum Command {
     /// Closed-loop produce with acks=all.
     Produce(ProduceArgs),
+    /// Transactional against idempotent produce (two partitions per unit), side by side.
+    Txn(ProduceArgs),
     /// Only the floor: loopback TCP round trip and fdatasync of a preallocated file.
     Floor {
         /// Directory for the fdatasync file; the system temp directory by default.
@@ -74,6 +76,7 @@ struct ProduceArgs {
 async fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Produce(args) => produce(args).await,
+        Command::Txn(args) => txn(args).await,
         Command::Floor { sync_dir } => {
             let sync_dir = sync_dir.unwrap_or_else(std::env::temp_dir);
             print_floor(&loopback_rtt()?, &preallocated_fdatasync(&sync_dir)?, &sync_dir);
@@ -157,6 +160,48 @@ async fn produce(args: ProduceArgs) -> Result<()> {
     }
     println!("\nfloor, same run:");
     print_floor(&rtt, &fsync, &sync_dir);
+    Ok(())
+}
+
+/// `txn`: for each producer count, an idempotent row and a transactional row, and their ratio.
+async fn txn(args: ProduceArgs) -> Result<()> {
+    use harness::bench::txn::{run, Mode, RowOptions};
+    let target = target(&args)?;
+    let bootstrap = target.bootstrap();
+    ensure_topic(&bootstrap, &args.topic, args.partitions.max(2), target.replication()).await?;
+    println!(
+        "\ntransactional vs idempotent, acks=all, one {} B record to each of 2 partitions per unit, {} s per row, {}\n",
+        args.record_bytes,
+        args.seconds,
+        target.describe()
+    );
+    println!("| producers | mode | units/s | records/s | p50 ms | p99 ms | p50 ratio | throughput ratio |");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    for &producers in &args.producers {
+        let row = |mode| RowOptions {
+            bootstrap: bootstrap.clone(),
+            topic: args.topic.clone(),
+            record_bytes: args.record_bytes,
+            duration: Duration::from_secs(args.seconds),
+            producers,
+            mode,
+        };
+        let idem = run(row(Mode::Idempotent)).await?;
+        let txn = run(row(Mode::Transactional)).await?;
+        let line = |name: &str, r: &harness::bench::txn::Row, ratios: &str| {
+            println!(
+                "| {producers} | {name} | {:.0} | {:.0} | {:.3} | {:.3} | {ratios} |",
+                r.units_per_s, r.records_per_s, r.latency.p50_ms, r.latency.p99_ms
+            )
+        };
+        line("idempotent", &idem, " | ");
+        let ratios = format!(
+            "{:.2}× | {:.2}×",
+            txn.latency.p50_ms / idem.latency.p50_ms,
+            txn.units_per_s / idem.units_per_s
+        );
+        line("transactional", &txn, &ratios);
+    }
     Ok(())
 }
 
