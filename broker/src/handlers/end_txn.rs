@@ -1,4 +1,4 @@
-//! EndTxn (key 26), v0–v4: commit or abort — the one durable round of a transaction.
+//! EndTxn (key 26), v0–v5: commit or abort — the one durable round of a transaction.
 //!
 //! One `EndTxn` op (DESIGN §1). Its apply writes the markers, moves the last stable offsets
 //! and decides the pending offsets; the reply comes after it is committed and applied, so
@@ -12,10 +12,13 @@ use kafka_protocol::messages::{ApiKey, EndTxnResponse, ProducerId, RequestKind, 
 use super::txn_util::{producer, propose_error_code, stamp};
 use super::{txn_errors, HandlerResult};
 use crate::ctx::SharedCtx;
+use crate::limits;
 use crate::state::command::{EndTxnOp, Op, OpResult};
 
 pub const KEY: ApiKey = ApiKey::EndTxn;
-pub const VERSIONS: (i16, i16) = (0, 4);
+pub const VERSIONS: (i16, i16) = (0, 5);
+/// KIP-890 part 2: from v5 every EndTxn bumps the epoch and returns it.
+const BUMPS_EPOCH_FROM_VERSION: i16 = 5;
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
@@ -35,8 +38,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         transactional_id: tid.clone(),
         producer: id,
         commit: body.committed,
-        bump_epoch: false,
+        bump_epoch: req.api_version >= BUMPS_EPOCH_FROM_VERSION,
         stamp: stamp(&ctx),
+        producer_ids_live_max: limits::PRODUCER_IDS_LIVE_MAX,
+        eviction_idle_ms_min: limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN,
     };
     let response = match ctx.proposer.propose_op(Op::EndTxn(op)).await {
         Ok(OpResult::Txn(Ok(next))) => {

@@ -26,7 +26,10 @@ use crate::state::txns::ProducerIdEpoch;
 
 pub const KEY: ApiKey = ApiKey::Produce;
 /// v0–v2 are advertised so that old librdkafka keeps compression on, but not served (DESIGN §6).
-pub const VERSIONS: (i16, i16) = (0, 11);
+pub const VERSIONS: (i16, i16) = (0, 12);
+/// KIP-890 part 2: a transactional batch in Produce v12+ adds its partition to the
+/// transaction (transactions-v2 clients send no AddPartitionsToTxn).
+const IMPLICIT_ADD_FROM_VERSION: i16 = 12;
 pub const ACCEPTED_MIN_VERSION: i16 = 3;
 
 /// One partition's outcome, filled in as validation and the log decide.
@@ -160,7 +163,10 @@ fn check_transactional(
             }
         }
     };
-    if !ctx.txns.has_partition(ctx.term(), &tid, id, topic, partition) {
+    if version >= IMPLICIT_ADD_FROM_VERSION {
+        let now = super::txn_util::now_ms();
+        ctx.txns.add_partitions(ctx.term(), &tid, id, [(topic.to_string(), partition)], now);
+    } else if !ctx.txns.has_partition(ctx.term(), &tid, id, topic, partition) {
         let message = format!("{topic}-{partition} was not added to transaction '{tid}'");
         return Err((txn_errors::partition_not_added(version), Some(message)));
     }

@@ -1,4 +1,4 @@
-//! TxnOffsetCommit (key 28), v0–v4: offsets a transaction commits with its writes.
+//! TxnOffsetCommit (key 28), v0–v5: offsets a transaction commits with its writes.
 //!
 //! One `TxnOffsetCommit` op holding the offsets in the transaction (DESIGN §1); they become
 //! the group's committed offsets only when the EndTxn entry commits, and are dropped if it
@@ -22,7 +22,8 @@ use crate::limits;
 use crate::state::command::{OffsetCommitEntry, OffsetCommitOp, Op, OpResult, TxnOffsetCommitOp};
 
 pub const KEY: ApiKey = ApiKey::TxnOffsetCommit;
-pub const VERSIONS: (i16, i16) = (0, 4);
+/// v5 (KIP-890 part 2) adds the group implicitly; AddOffsetsToTxn is never required here.
+pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {

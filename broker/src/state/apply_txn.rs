@@ -67,7 +67,15 @@ pub fn txn_offset_commit(state: &mut BrokerState, op: &TxnOffsetCommitOp) -> OpR
 
 pub fn end_txn(state: &mut BrokerState, op: &EndTxnOp, effects: &mut Vec<Effect>) -> OpResult {
     let now = op.stamp.now_ms;
-    let result = state.txns.end_txn(&op.transactional_id, op.producer, op.commit, op.bump_epoch, now);
+    let allocation = InitProducerIdOp {
+        now_ms: now,
+        producer_ids_live_max: op.producer_ids_live_max,
+        eviction_idle_ms_min: op.eviction_idle_ms_min,
+    };
+    let producers = &mut state.producers;
+    let mut allocate = || producers.allocate(&allocation);
+    let result =
+        state.txns.end_txn(&op.transactional_id, op.producer, op.commit, op.bump_epoch, now, &mut allocate);
     let result = result.map(|(id, ended)| {
         if let Some(ended) = ended {
             write_end(state, ended, op.stamp, effects);

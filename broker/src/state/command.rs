@@ -99,6 +99,9 @@ pub struct EndTxnOp {
     /// KIP-890 part 2 (EndTxn v5): bump the epoch and return it.
     pub bump_epoch: bool,
     pub stamp: LeaderStamp,
+    /// For a new producer id when the epoch is exhausted (as in `InitTxnProducerOp`).
+    pub producer_ids_live_max: u64,
+    pub eviction_idle_ms_min: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -225,17 +225,9 @@ impl Transactions {
         meta.last_update_ms = op.now_ms;
         let why = if op.expected.is_some() { EpochBump::SameInstance } else { EpochBump::Init };
         if !meta.bump_epoch(why) {
-            let old = meta.producer_id;
-            let producer_id = allocate().map_err(TxnError::ProducerIdsExhausted)?;
-            meta.producer_id = producer_id;
-            meta.producer_epoch = 0;
-            meta.last_producer_epoch = -1;
-            meta.last_bump = None;
-            self.by_producer_id.remove(&old);
-            self.by_producer_id.insert(producer_id, op.transactional_id.clone());
+            self.move_to_new_producer_id(&op.transactional_id, allocate)?;
         }
-        let meta = &self.by_id[&op.transactional_id];
-        Ok((current(meta), aborted))
+        Ok((current(&self.by_id[&op.transactional_id]), aborted))
     }
 
     /// A transactional batch of `id` is being appended at `base_offset`: the transaction is
@@ -294,6 +286,7 @@ impl Transactions {
         commit: bool,
         bump_epoch: bool,
         now_ms: i64,
+        allocate: &mut dyn FnMut() -> Result<i64, String>,
     ) -> Result<(ProducerIdEpoch, Option<Ended>), TxnError> {
         let meta = self.by_id.get_mut(transactional_id).ok_or(TxnError::InvalidProducerIdMapping)?;
         if id.producer_id != meta.producer_id {
@@ -314,12 +307,30 @@ impl Transactions {
                 return Err(TxnError::InvalidState(format!("cannot {verb} in state {}", state.kafka_name())));
             }
         };
-        // KIP-890 part 2: every EndTxn of a transactions-v2 client bumps the epoch.
-        if bump_epoch && ended.is_some() && !meta.bump_epoch(EpochBump::EndTxn) {
-            return Err(TxnError::InvalidState("producer epoch exhausted; re-initialize".into()));
-        }
         meta.last_update_ms = now_ms;
-        Ok((current(meta), ended))
+        // KIP-890 part 2: every EndTxn of a transactions-v2 client bumps the epoch; at the
+        // epoch limit the transactional id moves on to a new producer id.
+        if bump_epoch && ended.is_some() && !meta.bump_epoch(EpochBump::EndTxn) {
+            self.move_to_new_producer_id(transactional_id, allocate)?;
+        }
+        Ok((current(&self.by_id[transactional_id]), ended))
+    }
+
+    /// The epoch is exhausted: a fresh producer id at epoch 0 for the same transactional id.
+    fn move_to_new_producer_id(
+        &mut self,
+        transactional_id: &str,
+        allocate: &mut dyn FnMut() -> Result<i64, String>,
+    ) -> Result<(), TxnError> {
+        let producer_id = allocate().map_err(TxnError::ProducerIdsExhausted)?;
+        let meta = self.by_id.get_mut(transactional_id).expect("caller holds the id");
+        let old = std::mem::replace(&mut meta.producer_id, producer_id);
+        meta.producer_epoch = 0;
+        meta.last_producer_epoch = -1;
+        meta.last_bump = None;
+        self.by_producer_id.remove(&old);
+        self.by_producer_id.insert(producer_id, transactional_id.to_string());
+        Ok(())
     }
 
     /// Aborts an open transaction by the broker's decision (timeout, takeover): the epoch is

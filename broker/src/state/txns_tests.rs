@@ -77,8 +77,26 @@ impl Machine {
     }
 
     fn end(&mut self, tid: &str, id: ProducerIdEpoch, commit: bool) -> Result<ProducerIdEpoch, TxnError> {
+        self.end_with(tid, id, commit, false)
+    }
+
+    fn end_with(
+        &mut self,
+        tid: &str,
+        id: ProducerIdEpoch,
+        commit: bool,
+        bump_epoch: bool,
+    ) -> Result<ProducerIdEpoch, TxnError> {
         let stamp = LeaderStamp { now_ms: 30, term: 2 };
-        let op = EndTxnOp { transactional_id: tid.into(), producer: id, commit, bump_epoch: false, stamp };
+        let op = EndTxnOp {
+            transactional_id: tid.into(),
+            producer: id,
+            commit,
+            bump_epoch,
+            stamp,
+            producer_ids_live_max: 100,
+            eviction_idle_ms_min: 1000,
+        };
         match self.apply(Op::EndTxn(op)) {
             OpResult::Txn(r) => r,
             other => panic!("{other:?}"),
@@ -221,5 +239,34 @@ fn expiry_keeps_open_transactions() {
     let released = m.state.txns.expire(1_000_000, 1000);
     assert_eq!(m.state.txns.by_id.keys().collect::<Vec<_>>(), vec!["a"]);
     assert_eq!(released.len(), 1);
+    m.state.txns.assert_invariants();
+}
+
+#[test]
+fn transactions_v2_bump_the_epoch_per_end_and_accept_a_retry() {
+    let mut m = Machine::new();
+    let id = m.init("tx", None).unwrap();
+    m.write(id, 0, 1, 0);
+    let next = m.end_with("tx", id, true, true).unwrap();
+    assert_eq!(next.producer_epoch, id.producer_epoch + 1, "KIP-890 part 2: EndTxn v5 bumps");
+    assert_eq!(m.end_with("tx", id, true, true), Ok(next), "the retried EndTxn gets the same answer");
+    assert_eq!(m.end_with("tx", id, false, true), Err(TxnError::Fenced), "the other decision is a zombie's");
+    assert!(
+        matches!(m.write(next, 0, 1, 0), OpResult::Produced(_)),
+        "the next transaction uses the new epoch"
+    );
+    assert_eq!(m.lso(0), 2, "the marker at 1 ended the first; the second is open at 2");
+}
+
+#[test]
+fn an_exhausted_epoch_moves_to_a_new_producer_id() {
+    let mut m = Machine::new();
+    let id = m.init("tx", None).unwrap();
+    m.state.txns.by_id.get_mut("tx").unwrap().producer_epoch = i16::MAX - 1;
+    let id = ProducerIdEpoch { producer_epoch: i16::MAX - 1, ..id };
+    m.write(id, 0, 1, 0);
+    let next = m.end_with("tx", id, true, true).unwrap();
+    assert_ne!(next.producer_id, id.producer_id);
+    assert_eq!(next.producer_epoch, 0);
     m.state.txns.assert_invariants();
 }
