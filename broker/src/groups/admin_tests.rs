@@ -8,16 +8,15 @@ use super::Subscriptions;
 use crate::groups::tests::{coordinator, join_req, new_member};
 use crate::groups::GroupState;
 
-/// `ConsumerProtocolSubscription` v0 bytes: version, topics, null user data.
+/// What a consumer subscribing to `topics` sends: version 1, then the v1 body.
 fn subscription(topics: &[&str]) -> Bytes {
-    let mut out = vec![0, 0];
-    out.extend_from_slice(&(topics.len() as i32).to_be_bytes());
-    for t in topics {
-        out.extend_from_slice(&(t.len() as i16).to_be_bytes());
-        out.extend_from_slice(t.as_bytes());
-    }
-    out.extend_from_slice(&(-1i32).to_be_bytes());
-    Bytes::from(out)
+    use kafka_protocol::messages::consumer_protocol_subscription::ConsumerProtocolSubscription;
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let body = ConsumerProtocolSubscription::default()
+        .with_topics(topics.iter().map(|t| StrBytes::from_string(t.to_string())).collect());
+    let mut out = bytes::BytesMut::from(&1i16.to_be_bytes()[..]);
+    body.encode(&mut out, 1).expect("encodes");
+    out.freeze()
 }
 
 #[tokio::test(start_paused = true)]
@@ -29,7 +28,6 @@ async fn only_an_empty_group_is_deleted_and_joins_wait_while_it_is_dead() {
     c.sync("g", joined.generation_id, (&a, None), Vec::new()).await;
     assert_eq!(c.begin_delete("g", true), Err(error_code::NON_EMPTY_GROUP));
     assert_eq!(c.leave("g", &a, None), error_code::NONE);
-    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
 
     assert_eq!(c.begin_delete("g", true), Ok(2), "the emptied generation");
     assert_eq!(c.begin_delete("g", true), Err(error_code::GROUP_ID_NOT_FOUND), "already being deleted");

@@ -541,7 +541,13 @@ impl Coordinator {
             group.leader = group.members.keys().next().cloned();
         }
         match group.state {
-            GroupState::Stable | GroupState::CompletingRebalance => self.prepare_rebalance(group_id, group),
+            GroupState::Stable | GroupState::CompletingRebalance => {
+                let next = self.prepare_rebalance(group_id, group);
+                // Kafka's `DelayedJoin.tryComplete`: with the last member gone every remaining
+                // member has joined, so the group is Empty now, not after the rebalance timeout.
+                try_complete_join(group, false);
+                next
+            }
             GroupState::PreparingRebalance => {
                 try_complete_join(group, false);
                 Next::Nothing
