@@ -158,7 +158,8 @@ pub const PAUSE_GAP_MS: u64 = 100;
 
 /// Bytes of a consumer group id. Kafka sets no bound; onelog keeps every group id in the
 /// replicated state and in every checkpoint, so a longer one is refused: INVALID_GROUP_ID in
-/// OffsetCommit, INVALID_REQUEST in FindCoordinator.
+/// every group API that names one (see `handlers::util::group_id_invalid`), INVALID_REQUEST in
+/// FindCoordinator.
 pub const GROUP_ID_BYTES_MAX: usize = 255;
 
 /// Bytes of the metadata string committed with one offset (Kafka's

@@ -1,11 +1,13 @@
 //! rdkafka (librdkafka) helpers shared by the tests and the benchmark: client configs, topic
 //! creation through the AdminClient, and reading partitions back from the beginning.
 //!
-//! Consumers use `assign()` with explicit offsets and never commit: onelog has no group
-//! coordinator yet, and reading by assignment keeps what a test checks independent of groups.
-//! librdkafka still wants a `group.id` before it accepts `assign()` (else `_UNKNOWN_GROUP`).
+//! `read_partitions` uses `assign()` with explicit offsets and never commits, so what a test
+//! reads back is independent of consumer groups; librdkafka still wants a `group.id` before it
+//! accepts `assign()` (else `_UNKNOWN_GROUP`). Group tests build their members from
+//! [`group_member_config`].
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -13,6 +15,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Offset, Timestamp, TopicPartitionList};
 
 /// Timeout for one metadata or watermark request.
@@ -40,6 +43,51 @@ pub async fn create_topics(bootstrap: &str, topics: &[(&str, i32)]) -> Result<()
         if let Err((name, code)) = result {
             bail!("AdminClient create_topics {name}: {code:?}");
         }
+    }
+    Ok(())
+}
+
+/// A member of consumer group `group` that commits only what it processed: offsets are stored
+/// by the test after processing (`enable.auto.offset.store=false`) and auto-committed every
+/// `commit_interval` (and on revocation and close), reading from the earliest offset.
+pub fn group_member_config(
+    bootstrap: &str,
+    group: &str,
+    client_id: &str,
+    commit_interval: Duration,
+    session_timeout: Duration,
+) -> ClientConfig {
+    let mut config = client_config(bootstrap);
+    config
+        .set("group.id", group)
+        .set("client.id", client_id)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "true")
+        .set("auto.commit.interval.ms", commit_interval.as_millis().to_string())
+        .set("enable.auto.offset.store", "false")
+        .set("session.timeout.ms", session_timeout.as_millis().to_string())
+        .set("heartbeat.interval.ms", "1000");
+    config
+}
+
+/// Produces each number of `values` (as key and value, in decimal) to `topic` with an
+/// idempotent producer, at most 1,000 in flight; fails on any delivery error.
+pub async fn produce_numbered(bootstrap: &str, topic: &str, values: Range<usize>) -> Result<()> {
+    let producer: FutureProducer =
+        client_config(bootstrap).set("enable.idempotence", "true").set("linger.ms", "5").create()?;
+    let mut pending = Vec::new();
+    for v in values {
+        let value = v.to_string();
+        let record = FutureRecord::to(topic).key(&value).payload(&value);
+        pending.push(producer.send_result(record).map_err(|(e, _)| e)?);
+        if pending.len() == 1_000 {
+            for f in pending.drain(..) {
+                f.await?.map_err(|(e, _)| e)?;
+            }
+        }
+    }
+    for f in pending {
+        f.await?.map_err(|(e, _)| e)?;
     }
     Ok(())
 }

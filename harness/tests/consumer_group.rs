@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Result};
 use harness::cluster::ELECTION_TIMEOUT_MAX;
-use harness::kafka::{client_config, create_topics};
+use harness::kafka::{client_config, create_topics, group_member_config, produce_numbered};
 use harness::raw_ops::topic_name;
 use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -33,7 +33,6 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::TopicPartitionList;
 use tokio::sync::watch;
 
@@ -87,7 +86,7 @@ async fn scenario(broker: &Broker) -> Result<()> {
     println!("group formed: {:?} after {:?}", seen.lock().unwrap().assignments, started.elapsed());
 
     let started = Instant::now();
-    produce(&bootstrap, 0..FIRST_BATCH).await?;
+    produce_numbered(&bootstrap, TOPIC, 0..FIRST_BATCH).await?;
     wait_for(&seen, "20,000 consumed", |s| s.consumed.len() == FIRST_BATCH).await?;
     println!("{FIRST_BATCH} produced and consumed by three members in {:?}", started.elapsed());
 
@@ -102,7 +101,7 @@ async fn scenario(broker: &Broker) -> Result<()> {
     println!("after close: {:?}, partitions moved in {moved:?}", seen.lock().unwrap().assignments);
     ensure!(moved < SESSION_TIMEOUT, "partitions moved after {moved:?}, session timeout {SESSION_TIMEOUT:?}");
 
-    produce(&bootstrap, FIRST_BATCH..FIRST_BATCH + SECOND_BATCH).await?;
+    produce_numbered(&bootstrap, TOPIC, FIRST_BATCH..FIRST_BATCH + SECOND_BATCH).await?;
     wait_for(&seen, "30,000 consumed", |s| s.consumed.len() == FIRST_BATCH + SECOND_BATCH).await?;
     // Let any duplicate delivery show up before counting.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -159,25 +158,6 @@ async fn wait_for(seen: &Mutex<Seen>, what: &str, ok: impl Fn(&Seen) -> bool) ->
     bail!("timed out waiting for {what}: assignments {:?}, consumed {}", s.assignments, s.consumed.len())
 }
 
-async fn produce(bootstrap: &str, values: std::ops::Range<usize>) -> Result<()> {
-    let producer: FutureProducer = client_config(bootstrap).set("linger.ms", "5").create()?;
-    let mut pending = Vec::new();
-    for v in values {
-        let (key, value) = (v.to_string(), v.to_string());
-        let record = FutureRecord::to(TOPIC).key(&key).payload(&value);
-        pending.push(producer.send_result(record).map_err(|(e, _)| e)?);
-        if pending.len() == 1_000 {
-            for f in pending.drain(..) {
-                f.await?.map_err(|(e, _)| e)?;
-            }
-        }
-    }
-    for f in pending {
-        f.await?.map_err(|(e, _)| e)?;
-    }
-    Ok(())
-}
-
 /// One group member: records each message, then stores its offset (committed by auto-commit,
 /// on revocation and on close: commits after processing).
 async fn consume(
@@ -186,16 +166,14 @@ async fn consume(
     seen: Arc<Mutex<Seen>>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<()> {
-    let consumer: StreamConsumer = client_config(&bootstrap)
-        .set("group.id", GROUP)
-        .set("client.id", format!("member-{i}"))
-        .set("auto.offset.reset", "earliest")
-        .set("enable.auto.commit", "true")
-        .set("auto.commit.interval.ms", "200")
-        .set("enable.auto.offset.store", "false")
-        .set("session.timeout.ms", SESSION_TIMEOUT.as_millis().to_string())
-        .set("heartbeat.interval.ms", "1000")
-        .create()?;
+    let consumer: StreamConsumer = group_member_config(
+        &bootstrap,
+        GROUP,
+        &format!("member-{i}"),
+        Duration::from_millis(200),
+        SESSION_TIMEOUT,
+    )
+    .create()?;
     consumer.subscribe(&[TOPIC])?;
     loop {
         if *stop.borrow() {

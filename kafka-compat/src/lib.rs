@@ -6,6 +6,7 @@
 
 pub mod batch;
 pub mod codec;
+pub mod consumer_protocol;
 pub mod control;
 pub mod error_code;
 pub mod frame;

@@ -30,6 +30,9 @@ use tokio::time::Instant;
 
 use crate::state::command::{GenerationMember, GenerationOp};
 
+mod admin;
+pub use admin::Subscriptions;
+
 /// Kafka's group states (`ClassicGroupState`), as DescribeGroups and ListGroups name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupState {
@@ -37,6 +40,9 @@ pub enum GroupState {
     PreparingRebalance,
     CompletingRebalance,
     Stable,
+    /// Being deleted (DeleteGroups): joins answer COORDINATOR_NOT_AVAILABLE until the deletion
+    /// is applied and the group forgotten, as Kafka's coordinator answers for a Dead group.
+    Dead,
 }
 
 impl GroupState {
@@ -46,6 +52,7 @@ impl GroupState {
             GroupState::PreparingRebalance => "PreparingRebalance",
             GroupState::CompletingRebalance => "CompletingRebalance",
             GroupState::Stable => "Stable",
+            GroupState::Dead => "Dead",
         }
     }
 }
@@ -179,6 +186,10 @@ struct Group {
     rebalance_seq: u64,
     /// KIP-134: the first rebalance of an empty group waits for more members.
     initial_delay: bool,
+    /// Kafka's `InitialDelayedJoin`: a new member joined during the current initial delay, so
+    /// it is extended once more, by at most what is left of the rebalance timeout.
+    new_member_added: bool,
+    initial_delay_remaining: Duration,
     /// The group emptied (a generation without members) and the log does not know yet.
     empty_unrecorded: bool,
 }
@@ -195,6 +206,8 @@ impl Group {
             pending_member_ids: BTreeSet::new(),
             rebalance_seq: 0,
             initial_delay: false,
+            new_member_added: false,
+            initial_delay_remaining: Duration::ZERO,
             empty_unrecorded: false,
         }
     }
@@ -299,6 +312,9 @@ impl Coordinator {
         }
         let mut groups = self.lock();
         let group = groups.entry(req.group_id.clone()).or_insert_with(Group::new);
+        if group.state == GroupState::Dead {
+            return Err((error_code::COORDINATOR_NOT_AVAILABLE, req.member_id.to_string()));
+        }
         if !group.supports(req) {
             return Err((error_code::INCONSISTENT_GROUP_PROTOCOL, req.member_id.to_string()));
         }
@@ -347,7 +363,12 @@ impl Coordinator {
             sync_waiter: None,
             last_heartbeat: Instant::now(),
         };
-        group.members.insert(member_id, member);
+        let is_new = group.members.insert(member_id, member).is_none();
+        // Kafka's `addMemberThenRebalanceOrCompleteJoin`: a new member of a new group extends
+        // the initial delay.
+        if is_new && group.state == GroupState::PreparingRebalance && group.generation_id == 0 {
+            group.new_member_added = true;
+        }
         let next = match group.state {
             GroupState::PreparingRebalance => Next::Nothing,
             _ => self.prepare_rebalance(&req.group_id, group),
@@ -371,7 +392,11 @@ impl Coordinator {
         group.rebalance_seq += 1;
         let delay = if was_empty {
             group.initial_delay = self.config.initial_rebalance_delay_ms > 0;
-            Duration::from_millis(self.config.initial_rebalance_delay_ms).min(group.rebalance_timeout())
+            group.new_member_added = false;
+            let delay =
+                Duration::from_millis(self.config.initial_rebalance_delay_ms).min(group.rebalance_timeout());
+            group.initial_delay_remaining = group.rebalance_timeout().saturating_sub(delay);
+            delay
         } else {
             group.rebalance_timeout()
         };
@@ -388,14 +413,28 @@ impl Coordinator {
     }
 
     /// The rebalance (or initial) delay passed: complete with the members that rejoined.
+    /// Kafka's `InitialDelayedJoin`: if a new member joined during the initial delay and some
+    /// of the rebalance timeout is left, wait another delay (at most what is left) instead.
     fn rebalance_timer_fired(&self, group_id: &str, seq: u64) {
-        let mut groups = self.lock();
-        let Some(group) = groups.get_mut(group_id) else { return };
-        if group.rebalance_seq != seq || group.state != GroupState::PreparingRebalance {
-            return;
-        }
-        group.initial_delay = false;
-        try_complete_join(group, true);
+        let next = {
+            let mut groups = self.lock();
+            let Some(group) = groups.get_mut(group_id) else { return };
+            if group.rebalance_seq != seq || group.state != GroupState::PreparingRebalance {
+                return;
+            }
+            if group.initial_delay && group.new_member_added && !group.initial_delay_remaining.is_zero() {
+                group.new_member_added = false;
+                let configured = Duration::from_millis(self.config.initial_rebalance_delay_ms);
+                let delay = configured.min(group.initial_delay_remaining);
+                group.initial_delay_remaining -= delay;
+                Next::Timer(group_id.to_string(), seq, delay)
+            } else {
+                group.initial_delay = false;
+                try_complete_join(group, true);
+                Next::Nothing
+            }
+        };
+        self.arm(next);
     }
 
     /// SyncGroup: the leader's carries the assignments; a follower's waits for them.
@@ -425,6 +464,7 @@ impl Coordinator {
             }
             match group.state {
                 GroupState::Empty => return (SyncResult::error(error_code::UNKNOWN_MEMBER_ID), None),
+                GroupState::Dead => return (SyncResult::error(error_code::COORDINATOR_NOT_AVAILABLE), None),
                 GroupState::PreparingRebalance => {
                     return (SyncResult::error(error_code::REBALANCE_IN_PROGRESS), None)
                 }
@@ -460,6 +500,7 @@ impl Coordinator {
         member.last_heartbeat = Instant::now();
         match group.state {
             GroupState::Empty => error_code::UNKNOWN_MEMBER_ID,
+            GroupState::Dead => error_code::COORDINATOR_NOT_AVAILABLE,
             _ if generation_id != group.generation_id => error_code::ILLEGAL_GENERATION,
             GroupState::PreparingRebalance => error_code::REBALANCE_IN_PROGRESS,
             GroupState::CompletingRebalance | GroupState::Stable => error_code::NONE,
@@ -500,12 +541,18 @@ impl Coordinator {
             group.leader = group.members.keys().next().cloned();
         }
         match group.state {
-            GroupState::Stable | GroupState::CompletingRebalance => self.prepare_rebalance(group_id, group),
+            GroupState::Stable | GroupState::CompletingRebalance => {
+                let next = self.prepare_rebalance(group_id, group);
+                // Kafka's `DelayedJoin.tryComplete`: with the last member gone every remaining
+                // member has joined, so the group is Empty now, not after the rebalance timeout.
+                try_complete_join(group, false);
+                next
+            }
             GroupState::PreparingRebalance => {
                 try_complete_join(group, false);
                 Next::Nothing
             }
-            GroupState::Empty => Next::Nothing,
+            GroupState::Empty | GroupState::Dead => Next::Nothing,
         }
     }
 
@@ -583,7 +630,7 @@ impl Coordinator {
         groups
             .iter_mut()
             .filter_map(|(id, g)| {
-                (std::mem::take(&mut g.empty_unrecorded) && g.state == GroupState::Empty).then_some((id, g))
+                (g.state == GroupState::Empty && std::mem::take(&mut g.empty_unrecorded)).then_some((id, g))
             })
             .map(|(id, g)| GenerationOp {
                 group_id: id.clone(),
@@ -620,7 +667,9 @@ impl Coordinator {
     ) -> Option<i16> {
         let groups = self.lock();
         let group = groups.get(group_id)?;
-        Some(if generation_id < 0 {
+        Some(if group.state == GroupState::Dead {
+            error_code::COORDINATOR_NOT_AVAILABLE
+        } else if generation_id < 0 {
             // A simple consumer or admin client may commit only while the group is Empty.
             if group.members.is_empty() {
                 error_code::NONE
@@ -669,6 +718,7 @@ impl Coordinator {
         let groups = self.lock();
         groups
             .iter()
+            .filter(|(_, g)| g.state != GroupState::Dead)
             .map(|(id, g)| (id.clone(), g.state, g.protocol_type.clone().unwrap_or_default()))
             .collect()
     }

@@ -1,6 +1,6 @@
 use super::*;
 
-fn coordinator(initial_delay_ms: u64) -> Coordinator {
+pub(crate) fn coordinator(initial_delay_ms: u64) -> Coordinator {
     Coordinator::new(CoordinatorConfig {
         initial_rebalance_delay_ms: initial_delay_ms,
         min_session_timeout_ms: 1_000,
@@ -9,7 +9,7 @@ fn coordinator(initial_delay_ms: u64) -> Coordinator {
     })
 }
 
-fn join_req(member_id: &str, metadata: &'static [u8]) -> JoinRequest {
+pub(crate) fn join_req(member_id: &str, metadata: &'static [u8]) -> JoinRequest {
     JoinRequest {
         group_id: "g".to_string(),
         member_id: member_id.to_string(),
@@ -25,7 +25,7 @@ fn join_req(member_id: &str, metadata: &'static [u8]) -> JoinRequest {
 }
 
 /// KIP-394: a first join gets MEMBER_ID_REQUIRED and the id, then joins with it.
-async fn new_member(c: &Coordinator) -> String {
+pub(crate) async fn new_member(c: &Coordinator) -> String {
     let first = c.join(join_req("", b"m")).await;
     assert_eq!(first.error_code, error_code::MEMBER_ID_REQUIRED);
     assert!(!first.member_id.is_empty());
@@ -72,7 +72,7 @@ async fn one_member_joins_syncs_heartbeats_and_leaves() {
     assert_eq!(c.check_commit("g", -1, "", None), Some(error_code::UNKNOWN_MEMBER_ID));
     assert_eq!(c.leave("g", &id, None), error_code::NONE);
     assert_eq!(c.leave("g", &id, None), error_code::UNKNOWN_MEMBER_ID);
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    // Empty at once, not after the rebalance timeout: nobody is left to rejoin.
     let view = c.describe("g").expect("group");
     assert_eq!((view.state, view.members.len()), (GroupState::Empty, 0));
     // The emptied generation goes to the log once, so a new leader adopts no ghosts.
@@ -232,4 +232,55 @@ async fn a_new_term_forgets_groups_and_answers_parked_joins_not_coordinator() {
     c.observe_term(5);
     assert!(c.describe("g").is_none());
     assert_eq!(parked.await.expect("join").error_code, error_code::NOT_COORDINATOR);
+}
+
+/// Kafka's `InitialDelayedJoin`: members of a new group joining 0 s, 2 s and 4 s after the
+/// first all make generation 1, because each new member extends the 3 s delay once more
+/// (3 s → 6 s → 9 s); without the extension the third would start generation 2.
+#[tokio::test(start_paused = true)]
+async fn each_new_member_extends_the_initial_delay() {
+    let c = coordinator(3_000);
+    let ids = [new_member(&c).await, new_member(&c).await, new_member(&c).await];
+    let started = Instant::now();
+    let mut joins = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let (c2, id) = (c.clone(), id.clone());
+        joins.push(tokio::spawn(async move { c2.join(join_req(&id, b"m")).await }));
+        if i < 2 {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+    for join in joins {
+        let joined = join.await.expect("join");
+        assert_eq!((joined.error_code, joined.generation_id), (error_code::NONE, 1));
+    }
+    assert!(started.elapsed() >= Duration::from_secs(9), "{:?}", started.elapsed());
+    assert_eq!(c.describe("g").expect("group").members.len(), 3);
+}
+
+/// The extensions stop at the rebalance timeout (5 s here): members joining at 0 s, 1 s and
+/// 4 s make generation 1 at 5 s, and one joining at 5.5 s, which a further extension would
+/// have taken in, starts generation 2.
+#[tokio::test(start_paused = true)]
+async fn the_initial_delay_extensions_stop_at_the_rebalance_timeout() {
+    let c = coordinator(3_000);
+    let ids = [new_member(&c).await, new_member(&c).await, new_member(&c).await, new_member(&c).await];
+    let join = |id: &String| {
+        let (c2, id) = (c.clone(), id.clone());
+        tokio::spawn(async move {
+            let mut req = join_req(&id, b"m");
+            req.rebalance_timeout_ms = 5_000;
+            c2.join(req).await
+        })
+    };
+    let mut first = Vec::new();
+    for (id, wait_ms) in ids[..3].iter().zip([1_000, 3_000, 1_500]) {
+        first.push(join(id));
+        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+    }
+    let late = join(&ids[3]);
+    for j in first {
+        assert_eq!(j.await.expect("join").generation_id, 1);
+    }
+    assert_eq!(late.await.expect("join").generation_id, 2);
 }

@@ -23,6 +23,7 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 pub fn keys() -> Vec<ApiVersion> {
     HANDLERS
         .iter()
+        .filter(|h| h.advertised)
         .map(|h| {
             ApiVersion::default()
                 .with_api_key(h.key as i16)

@@ -5,14 +5,14 @@
 //! As Kafka's `ClassicGroup.describe`: member metadata and assignments and the protocol name
 //! are shown only while the group is Stable; a group known only from committed offsets is
 //! `Empty`; an unknown group is `Dead` with no error (v5 and below). A follower answers
-//! NOT_COORDINATOR per group.
+//! NOT_COORDINATOR per group, an empty or over-long group id INVALID_GROUP_ID.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{ApiKey, DescribeGroupsResponse, GroupId, RequestKind, ResponseKind};
 
-use super::util::{adopt_group, str_bytes};
+use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::groups::GroupState;
@@ -31,7 +31,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         .groups
         .into_iter()
         .map(|id| {
-            let group = if leader {
+            let group = if group_id_invalid(&id.0) {
+                DescribedGroup::default().with_error_code(error_code::INVALID_GROUP_ID)
+            } else if leader {
                 describe(&ctx, &id, req.api_version)
             } else {
                 DescribedGroup::default().with_error_code(error_code::NOT_COORDINATOR)

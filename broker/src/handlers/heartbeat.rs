@@ -1,11 +1,12 @@
 //! Heartbeat (key 12), v0–v4: keeps a member's session alive; REBALANCE_IN_PROGRESS tells it
 //! to rejoin, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID that it was fenced (see `groups`).
+//! An empty or over-long group id is INVALID_GROUP_ID, as in every group API.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::{ApiKey, HeartbeatResponse, RequestKind, ResponseKind};
 
-use super::util::adopt_group;
+use super::util::{adopt_group, group_id_invalid};
 use super::HandlerResult;
 use crate::ctx::SharedCtx;
 
@@ -15,7 +16,9 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::Heartbeat(body) = req.body else { anyhow::bail!("not a Heartbeat body") };
-    let code = if !ctx.is_leader() {
+    let code = if group_id_invalid(&body.group_id.0) {
+        error_code::INVALID_GROUP_ID
+    } else if !ctx.is_leader() {
         error_code::NOT_COORDINATOR
     } else {
         adopt_group(&ctx, &body.group_id.0);

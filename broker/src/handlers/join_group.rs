@@ -10,11 +10,10 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{ApiKey, JoinGroupResponse, RequestKind, ResponseKind};
 
-use super::util::{adopt_group, str_bytes};
+use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
 use crate::ctx::SharedCtx;
 use crate::groups::{JoinRequest, JoinResult};
-use crate::limits;
 
 pub const KEY: ApiKey = ApiKey::JoinGroup;
 pub const VERSIONS: (i16, i16) = (0, 9);
@@ -24,7 +23,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::JoinGroup(body) = req.body else { anyhow::bail!("not a JoinGroup body") };
     let v = req.api_version;
     let member_id = body.member_id.to_string();
-    let result = if body.group_id.0.is_empty() || body.group_id.0.len() > limits::GROUP_ID_BYTES_MAX {
+    let result = if group_id_invalid(&body.group_id.0) {
         error(error_code::INVALID_GROUP_ID, &member_id)
     } else if !ctx.is_leader() {
         error(error_code::NOT_COORDINATOR, &member_id)

@@ -1,14 +1,15 @@
 //! LeaveGroup (key 13), v0–v5: members leave at once instead of waiting for their session to
 //! expire; the rest rebalance (see `groups`). v3+ (KIP-345) batches members, each answered
 //! with its own code, and a static member may be named by its instance id alone; before v3
-//! the one member's code is the request's.
+//! the one member's code is the request's. An empty or over-long group id is INVALID_GROUP_ID
+//! for the whole request.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{ApiKey, LeaveGroupResponse, RequestKind, ResponseKind};
 
-use super::util::adopt_group;
+use super::util::{adopt_group, group_id_invalid};
 use super::HandlerResult;
 use crate::ctx::SharedCtx;
 
@@ -22,7 +23,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     if leader {
         adopt_group(&ctx, &body.group_id.0);
     }
-    let response = if req.api_version >= 3 {
+    let response = if group_id_invalid(&body.group_id.0) {
+        LeaveGroupResponse::default().with_error_code(error_code::INVALID_GROUP_ID)
+    } else if req.api_version >= 3 {
         if !leader {
             LeaveGroupResponse::default().with_error_code(error_code::NOT_COORDINATOR)
         } else {

@@ -6,8 +6,10 @@
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod api_versions;
+pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
@@ -23,6 +25,7 @@ pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_commit;
+pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
@@ -63,6 +66,9 @@ pub struct Handler {
     pub max_version: i16,
     /// Lowest version actually served; below it, advertised-only (Produce v0–v2, DESIGN §6).
     pub accepted_min_version: i16,
+    /// Listed in ApiVersions. An unadvertised API is answered (with an error) rather than
+    /// having its connection closed: ConsumerGroupHeartbeat, which clients must not use here.
+    pub advertised: bool,
     pub run: Run,
 }
 
@@ -73,8 +79,12 @@ macro_rules! handler {
             min_version: $module::VERSIONS.0,
             max_version: $module::VERSIONS.1,
             accepted_min_version: $module::ACCEPTED_MIN_VERSION,
+            advertised: true,
             run: Run::Concurrent(|ctx, req| Box::pin($module::handle(ctx, req))),
         }
+    };
+    (unadvertised $module:ident) => {
+        Handler { advertised: false, ..handler!($module) }
     };
     (ordered $module:ident) => {
         Handler {
@@ -82,6 +92,7 @@ macro_rules! handler {
             min_version: $module::VERSIONS.0,
             max_version: $module::VERSIONS.1,
             accepted_min_version: $module::ACCEPTED_MIN_VERSION,
+            advertised: true,
             run: Run::Ordered(|ctx, req| Box::pin($module::submit(ctx, req))),
         }
     };
@@ -114,6 +125,9 @@ pub static HANDLERS: &[Handler] = &[
     handler!(add_offsets_to_txn),
     handler!(end_txn),
     handler!(txn_offset_commit),
+    handler!(delete_groups),
+    handler!(offset_delete),
+    handler!(unadvertised consumer_group_heartbeat),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {
@@ -127,9 +141,11 @@ mod tests {
     #[test]
     fn registry_and_api_versions_agree() {
         let advertised = api_versions::keys();
-        assert_eq!(advertised.len(), HANDLERS.len());
+        assert_eq!(advertised.len(), HANDLERS.iter().filter(|h| h.advertised).count());
         for h in HANDLERS {
-            let a = advertised.iter().find(|a| a.api_key == h.key as i16).expect("advertised");
+            let listed = advertised.iter().find(|a| a.api_key == h.key as i16);
+            assert_eq!(listed.is_some(), h.advertised, "{:?}", h.key);
+            let Some(a) = listed else { continue };
             assert_eq!((a.min_version, a.max_version), (h.min_version, h.max_version), "{:?}", h.key);
             assert!(h.min_version <= h.accepted_min_version && h.accepted_min_version <= h.max_version);
             // Every served version must be decodable by the protocol crate.

@@ -26,7 +26,7 @@ use kafka_protocol::messages::{
     ApiKey, OffsetCommitRequest, OffsetCommitResponse, RequestKind, ResponseKind,
 };
 
-use super::util::{adopt_group, topic_name};
+use super::util::{adopt_group, propose_error_code, topic_name};
 use super::HandlerFuture;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::limits;
@@ -115,11 +115,7 @@ fn outcome(result: Result<OpResult, ProposeError>, n: usize) -> Vec<CommitResult
         Ok(OpResult::PerItem(results)) if results.len() == n => results,
         Ok(other) => vec![(error_code::UNKNOWN_SERVER_ERROR, Some(format!("{other:?}"))); n],
         // Retriable for every client: it finds the coordinator again and retries.
-        Err(ProposeError::NotLeader) => vec![(error_code::NOT_COORDINATOR, None); n],
-        Err(e @ ProposeError::Fatal(_)) => {
-            tracing::warn!(error = %e, "OffsetCommit not committed");
-            vec![(error_code::COORDINATOR_NOT_AVAILABLE, Some(e.to_string())); n]
-        }
+        Err(e) => vec![(propose_error_code(&e), Some(e.to_string())); n],
     }
 }
 

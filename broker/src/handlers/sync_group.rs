@@ -4,13 +4,14 @@
 //! The leader's SyncGroup completes the generation: one `CompleteGeneration` log op records
 //! it (group, generation, protocol, member ids) before the leader member is answered.
 //! v5 (KIP-559) carries protocol type and name; a mismatch with the group's is
-//! INCONSISTENT_GROUP_PROTOCOL, as Kafka answers.
+//! INCONSISTENT_GROUP_PROTOCOL, as Kafka answers. An empty or over-long group id is
+//! INVALID_GROUP_ID. Assignment bytes are carried untouched, parsed or not.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, SyncGroupResponse};
 
-use super::util::{adopt_group, str_bytes};
+use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
 use crate::ctx::SharedCtx;
 use crate::groups::SyncResult;
@@ -24,7 +25,9 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::SyncGroup(body) = req.body else { anyhow::bail!("not a SyncGroup body") };
     let group_id = body.group_id.0.to_string();
-    let result = if !ctx.is_leader() {
+    let result = if group_id_invalid(&group_id) {
+        SyncResult { error_code: error_code::INVALID_GROUP_ID, ..Default::default() }
+    } else if !ctx.is_leader() {
         SyncResult { error_code: error_code::NOT_COORDINATOR, ..Default::default() }
     } else if let Some(code) = protocol_mismatch(&ctx, &group_id, &body) {
         SyncResult { error_code: code, ..Default::default() }

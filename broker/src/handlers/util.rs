@@ -1,4 +1,5 @@
-//! Small helpers shared by handlers: string conversions and Kafka's "no value" defaults.
+//! Small helpers shared by handlers: string conversions, Kafka's "no value" defaults, and the
+//! checks every group API makes alike.
 
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
@@ -29,5 +30,24 @@ pub fn adopt_group(ctx: &crate::ctx::Ctx, group_id: &str) {
     };
     if let Some(record) = record {
         ctx.groups.adopt(&record);
+    }
+}
+
+/// A group id Kafka refuses (empty) or onelog cannot store (longer than
+/// `GROUP_ID_BYTES_MAX`): INVALID_GROUP_ID.
+pub fn group_id_invalid(group_id: &str) -> bool {
+    group_id.is_empty() || group_id.len() > crate::limits::GROUP_ID_BYTES_MAX
+}
+
+/// A group op that did not reach the log: NOT_COORDINATOR sends the client to find the new
+/// leader (every client retries it); a stopped node is COORDINATOR_NOT_AVAILABLE.
+pub fn propose_error_code(e: &crate::proposer::ProposeError) -> i16 {
+    use crate::proposer::ProposeError;
+    match e {
+        ProposeError::NotLeader => kafka_compat::error_code::NOT_COORDINATOR,
+        ProposeError::Fatal(_) => {
+            tracing::warn!(error = %e, "group op not committed");
+            kafka_compat::error_code::COORDINATOR_NOT_AVAILABLE
+        }
     }
 }

@@ -72,6 +72,13 @@ pub fn apply_op(state: &mut BrokerState, op: &Op, effects: &mut Vec<Effect>) -> 
             state.txns.expire(expire.now_ms, expire.expiration_ms);
             OpResult::Done
         }
+        Op::DeleteGroups(deletions) => {
+            OpResult::PerItem(deletions.iter().map(|d| state.groups.delete_group(d)).collect())
+        }
+        Op::OffsetDelete(delete) => match state.groups.delete_offsets(delete) {
+            Ok(()) => OpResult::Done,
+            Err((error_code, message)) => refused(error_code, message.unwrap_or_default()),
+        },
     }
 }
 

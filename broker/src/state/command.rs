@@ -54,6 +54,11 @@ pub enum Op {
     AbortTxns(AbortTxnsOp),
     /// The leader's `transactional.id.expiration.ms` duty.
     ExpireTransactionalIds(ExpireProducersOp),
+    /// DeleteGroups: groups the leader's coordinator found empty, with their committed offsets
+    /// and recorded generation; apply answers `OpResult::PerItem`, one per group.
+    DeleteGroups(Vec<GroupDeletion>),
+    /// OffsetDelete (KIP-496): committed offsets of partitions no live member subscribes to.
+    OffsetDelete(OffsetDeleteOp),
 }
 
 /// Everything the transaction ops need from the leader besides the request: its clock and
@@ -110,6 +115,24 @@ pub struct AbortTxnsOp {
     /// Each transaction as the leader saw it open; one that has moved on since is left alone.
     pub transactions: Vec<(String, ProducerIdEpoch)>,
     pub stamp: LeaderStamp,
+}
+
+/// One group of a DeleteGroups request, as the leader's coordinator saw it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GroupDeletion {
+    pub group_id: String,
+    /// The coordinator's generation of the empty group: a recorded generation with members at
+    /// or above it means the coordinator's view was older than the log (NON_EMPTY_GROUP).
+    pub generation_id: i32,
+}
+
+/// The partitions of one OffsetDelete request whose offsets the leader found deletable;
+/// apply answers `Done`, or `Refused` with GROUP_ID_NOT_FOUND.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OffsetDeleteOp {
+    pub group_id: String,
+    /// (topic, partition); a partition without a committed offset is simply not there.
+    pub partitions: Vec<(String, i32)>,
 }
 
 /// One completed generation of a classic consumer group (see `groups`).

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use kafka_compat::error_code;
 use serde::{Deserialize, Serialize};
 
-use super::command::{GenerationOp, OffsetCommitOp};
+use super::command::{GenerationOp, GroupDeletion, OffsetCommitOp, OffsetDeleteOp};
 use super::Topic;
 
 /// Every group with committed offsets.
@@ -106,8 +106,13 @@ impl Groups {
     }
 
     /// Records a completed generation; an older one than recorded (a deposed leader's entry
-    /// applied late) changes nothing, so the recorded generation never decreases.
+    /// applied late) changes nothing, so the recorded generation never decreases. A generation
+    /// without members only overwrites a record with members: for a group the log does not
+    /// know (deleted by DeleteGroups meanwhile) it would bring back a group nobody has.
     pub fn complete_generation(&mut self, op: &GenerationOp) {
+        if op.members.is_empty() && !self.groups.contains_key(&op.group_id) {
+            return;
+        }
         let group = self.groups.entry(op.group_id.clone()).or_default();
         if group.generation.as_ref().is_some_and(|g| g.generation_id > op.generation_id) {
             return;
@@ -146,6 +151,51 @@ impl Groups {
         }
     }
 
+    /// DeleteGroups of one group (Kafka's `ClassicGroup.validateDeleteGroup`): an unknown
+    /// group is GROUP_ID_NOT_FOUND; a recorded generation with members at or above the one
+    /// the coordinator saw empty is NON_EMPTY_GROUP; otherwise the group goes with its
+    /// committed offsets and its recorded generation.
+    pub fn delete_group(&mut self, deletion: &GroupDeletion) -> CommitResult {
+        let Some(group) = self.groups.get(&deletion.group_id) else {
+            let message = format!("group '{}' does not exist", deletion.group_id);
+            return (error_code::GROUP_ID_NOT_FOUND, Some(message));
+        };
+        let has_members = group
+            .generation
+            .as_ref()
+            .is_some_and(|g| !g.members.is_empty() && g.generation_id >= deletion.generation_id);
+        if has_members {
+            let message = format!("group '{}' has members", deletion.group_id);
+            return (error_code::NON_EMPTY_GROUP, Some(message));
+        }
+        self.groups.remove(&deletion.group_id);
+        (error_code::NONE, None)
+    }
+
+    /// OffsetDelete (KIP-496): drops the named partitions' committed offsets; the leader left
+    /// out partitions a live member subscribes to. A group left with no offsets and no
+    /// recorded generation goes, as after a topic deletion.
+    pub fn delete_offsets(&mut self, op: &OffsetDeleteOp) -> Result<(), CommitResult> {
+        let Some(group) = self.groups.get_mut(&op.group_id) else {
+            let message = format!("group '{}' does not exist", op.group_id);
+            return Err((error_code::GROUP_ID_NOT_FOUND, Some(message)));
+        };
+        for (topic, partition) in &op.partitions {
+            if let Some(partitions) = group.offsets.get_mut(topic) {
+                partitions.remove(partition);
+                if partitions.is_empty() {
+                    group.offsets.remove(topic);
+                }
+            }
+        }
+        self.retain_live();
+        Ok(())
+    }
+
+    fn retain_live(&mut self) {
+        self.groups.retain(|_, g| !g.offsets.is_empty() || g.generation.is_some());
+    }
+
     pub fn committed(&self, group_id: &str, topic: &str, partition: i32) -> Option<&CommittedOffset> {
         self.groups.get(group_id)?.offsets.get(topic)?.get(&partition)
     }
@@ -156,7 +206,7 @@ impl Groups {
         for group in self.groups.values_mut() {
             group.offsets.remove(topic);
         }
-        self.groups.retain(|_, g| !g.offsets.is_empty() || g.generation.is_some());
+        self.retain_live();
     }
 }
 

@@ -236,3 +236,77 @@ fn a_recorded_generation_fences_zombie_commits_and_survives_a_checkpoint() {
     state.groups.forget_topic("orders");
     assert!(state.groups.groups.contains_key("g"));
 }
+
+fn delete_groups(groups: &[(&str, i32)]) -> Op {
+    use crate::state::command::GroupDeletion;
+    Op::DeleteGroups(
+        groups
+            .iter()
+            .map(|(g, generation_id)| GroupDeletion { group_id: (*g).into(), generation_id: *generation_id })
+            .collect(),
+    )
+}
+
+fn delete_offsets(group: &str, partitions: &[(&str, i32)]) -> Op {
+    use crate::state::command::OffsetDeleteOp;
+    Op::OffsetDelete(OffsetDeleteOp {
+        group_id: group.into(),
+        partitions: partitions.iter().map(|(t, p)| ((*t).into(), *p)).collect(),
+    })
+}
+
+/// DeleteGroups through apply: each group its own code; a deleted group's offsets and
+/// generation are gone on every replica, and an empty generation applied late (the
+/// coordinator's record of the group emptying) does not bring it back.
+#[test]
+fn deleting_groups_drops_offsets_and_generation_and_refuses_groups_with_members() {
+    let mut state = BrokerState::default();
+    let results = apply_all(
+        &mut state,
+        &[
+            create("orders", 1, 1),
+            commit("simple", -1, vec![entry("orders", 0, 5, None)]),
+            generation("emptied", 3, &["a"]),
+            generation("busy", 2, &["b"]),
+            // The coordinator saw "emptied" at generation 4 (its members left) and "busy" at 2.
+            delete_groups(&[("simple", 0), ("emptied", 4), ("busy", 2), ("never", 0)]),
+            generation("emptied", 4, &[]),
+            delete_groups(&[("simple", 0)]),
+        ],
+    );
+    assert_eq!(
+        codes(&results[4]),
+        vec![error_code::NONE, error_code::NONE, error_code::NON_EMPTY_GROUP, error_code::GROUP_ID_NOT_FOUND]
+    );
+    assert_eq!(codes(&results[6]), vec![error_code::GROUP_ID_NOT_FOUND]);
+    assert!(state.groups.committed("simple", "orders", 0).is_none());
+    let names: Vec<&str> = state.groups.groups.keys().map(String::as_str).collect();
+    assert_eq!(names, vec!["busy"]);
+    // A zombie of the deleted group is still fenced: its group no longer has its generation.
+    let zombie = apply_all(&mut state, &[member_commit("emptied", 3, "a")]);
+    assert_eq!(codes(&zombie[0]), vec![error_code::ILLEGAL_GENERATION]);
+}
+
+/// OffsetDelete through apply: the named partitions' offsets go, others stay; a group left
+/// with nothing goes too; an unknown group is refused GROUP_ID_NOT_FOUND.
+#[test]
+fn deleting_offsets_drops_only_the_named_partitions() {
+    let mut state = BrokerState::default();
+    let results = apply_all(
+        &mut state,
+        &[
+            create("orders", 2, 1),
+            commit("g", -1, vec![entry("orders", 0, 5, None), entry("orders", 1, 6, None)]),
+            delete_offsets("g", &[("orders", 0), ("elsewhere", 3)]),
+            delete_offsets("nobody", &[("orders", 0)]),
+        ],
+    );
+    assert!(matches!(results[2], OpResult::Done));
+    assert!(
+        matches!(&results[3], OpResult::Refused { error_code, .. } if *error_code == error_code::GROUP_ID_NOT_FOUND)
+    );
+    assert!(state.groups.committed("g", "orders", 0).is_none());
+    assert_eq!(state.groups.committed("g", "orders", 1).map(|c| c.offset), Some(6));
+    apply_all(&mut state, &[delete_offsets("g", &[("orders", 1)])]);
+    assert!(state.groups.groups.is_empty(), "a group with nothing left goes");
+}

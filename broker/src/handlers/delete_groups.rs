@@ -1,0 +1,88 @@
+//! DeleteGroups (key 42), v0–v2: deletes empty groups with their committed offsets, through
+//! one log entry for the whole request.
+//!
+//! As Kafka's coordinator (`ClassicGroup.validateDeleteGroup`), each group gets its own code:
+//! an empty or over-long id INVALID_GROUP_ID, an unknown or already deleted group
+//! GROUP_ID_NOT_FOUND, a group with members (or a rebalance under way) NON_EMPTY_GROUP. The
+//! leader's coordinator decides emptiness and marks the group Dead (see `groups::admin`); the
+//! `DeleteGroups` op then drops offsets and recorded generation on every replica, and apply
+//! refuses a group whose recorded generation has members the coordinator did not see. A group
+//! that lives only in the coordinator's memory (no offsets, no recorded generation) is simply
+//! forgotten. A follower answers NOT_COORDINATOR per group, as every group API does here.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{ApiKey, DeleteGroupsResponse, RequestKind, ResponseKind};
+
+use super::util::{adopt_group, group_id_invalid, propose_error_code};
+use super::HandlerResult;
+use crate::ctx::{Ctx, SharedCtx};
+use crate::state::command::{GroupDeletion, Op, OpResult};
+
+pub const KEY: ApiKey = ApiKey::DeleteGroups;
+pub const VERSIONS: (i16, i16) = (0, 2);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::DeleteGroups(body) = req.body else { anyhow::bail!("not a DeleteGroups body") };
+    let ids: Vec<String> = body.groups_names.iter().map(|g| g.0.to_string()).collect();
+    let codes = delete(&ctx, &ids).await;
+    let results = body
+        .groups_names
+        .into_iter()
+        .zip(codes)
+        .map(|(id, code)| DeletableGroupResult::default().with_group_id(id).with_error_code(code))
+        .collect();
+    Ok(Some(ResponseKind::DeleteGroups(DeleteGroupsResponse::default().with_results(results))))
+}
+
+/// One code per group id, in request order.
+async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
+    let leader = ctx.is_leader();
+    let mut codes = Vec::with_capacity(ids.len());
+    // (index in the request, what the log op deletes)
+    let mut deletions: Vec<(usize, GroupDeletion)> = Vec::new();
+    for (index, id) in ids.iter().enumerate() {
+        let code = if group_id_invalid(id) {
+            error_code::INVALID_GROUP_ID
+        } else if !leader {
+            error_code::NOT_COORDINATOR
+        } else {
+            adopt_group(ctx, id);
+            let in_log = ctx.sm.applied.read().expect("applied lock").state.groups.groups.contains_key(id);
+            match ctx.groups.begin_delete(id, in_log) {
+                Err(code) => code,
+                Ok(generation_id) if in_log => {
+                    deletions.push((index, GroupDeletion { group_id: id.clone(), generation_id }));
+                    error_code::NONE
+                }
+                // Only in the coordinator's memory: nothing in the log to delete.
+                Ok(_) => {
+                    ctx.groups.finish_delete(id, true);
+                    error_code::NONE
+                }
+            }
+        };
+        codes.push(code);
+    }
+    if deletions.is_empty() {
+        return codes;
+    }
+    let op = Op::DeleteGroups(deletions.iter().map(|(_, d)| d.clone()).collect());
+    let applied = match ctx.proposer.propose_op(op).await {
+        Ok(OpResult::PerItem(items)) if items.len() == deletions.len() => {
+            items.into_iter().map(|(code, _)| code).collect()
+        }
+        Ok(other) => {
+            tracing::warn!(result = ?other, "DeleteGroups: unexpected apply result");
+            vec![error_code::UNKNOWN_SERVER_ERROR; deletions.len()]
+        }
+        Err(e) => vec![propose_error_code(&e); deletions.len()],
+    };
+    for ((index, deletion), code) in deletions.iter().zip(applied) {
+        ctx.groups.finish_delete(&deletion.group_id, code == error_code::NONE);
+        codes[*index] = code;
+    }
+    codes
+}

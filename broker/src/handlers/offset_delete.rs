@@ -1,0 +1,123 @@
+//! OffsetDelete (key 47), v0 (KIP-496): deletes a group's committed offsets of some
+//! partitions, through one log entry.
+//!
+//! As Kafka (`ClassicGroup.validateDeleteOffsets`, `KafkaApis.handleOffsetDeleteRequest`):
+//! group-level errors are INVALID_GROUP_ID (empty or over-long id), NOT_COORDINATOR (a
+//! follower), GROUP_ID_NOT_FOUND (unknown or being deleted) and NON_EMPTY_GROUP (members of a
+//! protocol other than "consumer"); per partition, UNKNOWN_TOPIC_OR_PARTITION for a partition
+//! that does not exist and GROUP_SUBSCRIBED_TO_TOPIC while a live member of the group
+//! subscribes to the topic. Subscriptions come from the members' consumer-protocol metadata in
+//! the leader's coordinator; metadata that does not parse (or members adopted after a failover,
+//! whose metadata comes back only with their next join) counts as subscribed to every topic.
+//! Every other partition answers NONE, whether or not it had a committed offset; those that
+//! had one are named in one `OffsetDelete` op.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, OffsetDeleteRequest, OffsetDeleteResponse, RequestKind, ResponseKind,
+};
+
+use super::util::{adopt_group, group_id_invalid, propose_error_code};
+use super::HandlerResult;
+use crate::ctx::{Ctx, SharedCtx};
+use crate::groups::Subscriptions;
+use crate::state::command::{OffsetDeleteOp, Op, OpResult};
+
+pub const KEY: ApiKey = ApiKey::OffsetDelete;
+pub const VERSIONS: (i16, i16) = (0, 0);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::OffsetDelete(body) = req.body else { anyhow::bail!("not an OffsetDelete body") };
+    let response = match delete(&ctx, &body).await {
+        Ok(codes) => response(&body, &codes),
+        Err(code) => OffsetDeleteResponse::default().with_error_code(code),
+    };
+    Ok(Some(ResponseKind::OffsetDelete(response)))
+}
+
+/// One code per requested partition, in request order, or the group-level error.
+async fn delete(ctx: &Ctx, body: &OffsetDeleteRequest) -> Result<Vec<i16>, i16> {
+    let group_id = body.group_id.0.to_string();
+    if group_id_invalid(&group_id) {
+        return Err(error_code::INVALID_GROUP_ID);
+    }
+    if !ctx.is_leader() {
+        return Err(error_code::NOT_COORDINATOR);
+    }
+    adopt_group(ctx, &group_id);
+    let (codes, op) = decide(ctx, &group_id, body)?;
+    let Some(op) = op else { return Ok(codes) };
+    match ctx.proposer.propose_op(Op::OffsetDelete(op)).await {
+        Ok(OpResult::Done) => Ok(codes),
+        Ok(OpResult::Refused { error_code, .. }) => Err(error_code),
+        Ok(other) => {
+            tracing::warn!(result = ?other, "OffsetDelete: unexpected apply result");
+            Err(error_code::UNKNOWN_SERVER_ERROR)
+        }
+        Err(e) => Err(propose_error_code(&e)),
+    }
+}
+
+/// Each partition's code against the coordinator's membership and the applied state, and the
+/// op deleting the committed offsets among the deletable ones (None if there are none).
+fn decide(
+    ctx: &Ctx,
+    group_id: &str,
+    body: &OffsetDeleteRequest,
+) -> Result<(Vec<i16>, Option<OffsetDeleteOp>), i16> {
+    let applied = ctx.sm.applied.read().expect("applied lock");
+    let state = &applied.state;
+    let in_log = state.groups.groups.contains_key(group_id);
+    let subscriptions = match ctx.groups.offset_delete_check(group_id) {
+        Some(checked) => checked?,
+        // Not in the coordinator's memory: no members, so nothing is subscribed.
+        None if in_log => Subscriptions::Topics(Default::default()),
+        None => return Err(error_code::GROUP_ID_NOT_FOUND),
+    };
+    let mut codes = Vec::new();
+    let mut partitions = Vec::new();
+    for topic in &body.topics {
+        for p in &topic.partitions {
+            let (name, index) = (topic.name.0.as_str(), p.partition_index);
+            codes.push(if state.partition(name, index).is_none() {
+                error_code::UNKNOWN_TOPIC_OR_PARTITION
+            } else if subscriptions.includes(name) {
+                error_code::GROUP_SUBSCRIBED_TO_TOPIC
+            } else {
+                if state.groups.committed(group_id, name, index).is_some() {
+                    partitions.push((name.to_string(), index));
+                }
+                error_code::NONE
+            });
+        }
+    }
+    let op = (!partitions.is_empty()).then(|| OffsetDeleteOp { group_id: group_id.to_string(), partitions });
+    Ok((codes, op))
+}
+
+/// One partition per requested one, grouped by topic as the request was.
+fn response(body: &OffsetDeleteRequest, codes: &[i16]) -> OffsetDeleteResponse {
+    let mut codes = codes.iter();
+    let topics = body
+        .topics
+        .iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    OffsetDeleteResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(codes.next().copied().unwrap_or(error_code::UNKNOWN_SERVER_ERROR))
+                })
+                .collect();
+            OffsetDeleteResponseTopic::default().with_name(t.name.clone()).with_partitions(partitions)
+        })
+        .collect();
+    OffsetDeleteResponse::default().with_topics(topics)
+}
