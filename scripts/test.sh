@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The one test command: builds the broker with fault injection (the scenario tests crash it on
-# purpose), points the harness at that binary, and runs every test in the workspace.
+# purpose), points the harness at that binary, builds the Java scenario drivers once (tests run
+# one process each under nextest) and exports their classpath, and runs every test in the
+# workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +14,9 @@ features=(--features broker/fault-injection)
 
 cargo build -p broker "${features[@]}"
 export ONELOG_BIN="$target_dir/debug/onelog"
+
+ONELOG_JAVA_CLASSPATH="$(cat "$(scripts/java-build.sh)")"
+export ONELOG_JAVA_CLASSPATH
 
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace "${features[@]}" --no-fail-fast

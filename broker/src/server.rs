@@ -2,6 +2,7 @@
 //! request, and writes responses strictly in request order (a FIFO of pending responses per
 //! connection, so a produce waiting for its Raft commit never lets a later response overtake).
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -82,7 +83,7 @@ async fn serve_connection(
         let memory = request_memory.clone().acquire_many_owned(permits).await?;
         let mut frame = BytesMut::zeroed(len);
         reader.read_exact(&mut frame).await?;
-        match route(&ctx, frame.freeze(), memory).await {
+        match route(&ctx, frame.freeze(), memory, peer.ip()).await {
             Ok(pending) => {
                 if tx.send(pending).await.is_err() {
                     break;
@@ -103,7 +104,12 @@ async fn serve_connection(
 /// ordered handler's first stage runs here, in the read loop, so that requests of one
 /// connection reach the log in the order they were sent (Kafka appends a connection's
 /// produce requests in order; librdkafka pipelines them).
-async fn route(ctx: &SharedCtx, frame: Bytes, memory: OwnedSemaphorePermit) -> Result<Pending, String> {
+async fn route(
+    ctx: &SharedCtx,
+    frame: Bytes,
+    memory: OwnedSemaphorePermit,
+    client_address: IpAddr,
+) -> Result<Pending, String> {
     let prefix = codec::peek_prefix(&frame).map_err(|e| e.to_string())?;
     let Some(handler) = handlers::lookup(prefix.api_key) else {
         return Err(format!("unknown api key {}", prefix.api_key));
@@ -122,7 +128,8 @@ async fn route(ctx: &SharedCtx, frame: Bytes, memory: OwnedSemaphorePermit) -> R
             handler.key, handler.accepted_min_version, handler.max_version
         ));
     }
-    let request = codec::decode_request(frame).map_err(|e: DecodeError| e.to_string())?;
+    let mut request = codec::decode_request(frame).map_err(|e: DecodeError| e.to_string())?;
+    request.client_address = Some(client_address);
     let (key, version, corr) = (request.api_key, request.api_version, request.header.correlation_id);
     let response: HandlerFuture = match handler.run {
         Run::Concurrent(run) => run(ctx.clone(), request),

@@ -1,6 +1,6 @@
 //! Test and benchmark tools for onelog: broker and cluster process control, a raw Kafka client
 //! for inputs real clients never send, rdkafka helpers, a producer load that runs through faults,
-//! the admin API client, and the atomic multi-topic write.
+//! the admin API client, the atomic multi-topic write, and the Java scenario drivers.
 //!
 //! The integration tests in `tests/` and the `onelog-bench` binary are built from these parts;
 //! each test spawns its own broker processes with their own directories and ports.
@@ -12,6 +12,7 @@ pub mod bench;
 pub mod check;
 pub mod cluster;
 pub mod codec;
+pub mod java;
 pub mod kafka;
 pub mod load;
 pub mod probe;

@@ -360,6 +360,8 @@ async fn version_walk(broker: &Broker) -> Result<()> {
             v.min(5)
         );
         ensure!(&g.members[0].member_assignment[..] == b"assigned", "DescribeGroups: {g:?}");
+        // Kafka reports where the member connected from; kafka-consumer-groups prints it as HOST.
+        ensure!(g.members[0].client_host.as_str() == "/127.0.0.1", "DescribeGroups host: {g:?}");
         let leave_v = v.min(5);
         let leave = LeaveGroupRequest::default().with_group_id(group.clone());
         let code = if leave_v >= 3 {

@@ -6,6 +6,8 @@
 //! decoded. Response header versions come from each message type's own schema (flexible
 //! versions use header v1, except ApiVersions which always answers with header v0).
 
+use std::net::IpAddr;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
@@ -42,6 +44,9 @@ pub struct Request {
     pub api_version: i16,
     pub header: RequestHeader,
     pub body: RequestKind,
+    /// The client's IP address. Not in the frame: `None` until the server, which knows the
+    /// connection, sets it (Kafka's `RequestContext.clientAddress`).
+    pub client_address: Option<IpAddr>,
 }
 
 /// Reads api key, api version and correlation id from the start of a request frame.
@@ -67,7 +72,7 @@ pub fn decode_request(frame: Bytes) -> Result<Request, DecodeError> {
     let header =
         RequestHeader::decode(&mut buf, api_key.request_header_version(api_version)).map_err(malformed)?;
     let body = RequestKind::decode(api_key, &mut buf, api_version).map_err(malformed)?;
-    Ok(Request { api_key, api_version, header, body })
+    Ok(Request { api_key, api_version, header, body, client_address: None })
 }
 
 /// Encodes a response frame: length prefix, response header, body.

@@ -34,7 +34,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             member_id,
             group_instance_id: body.group_instance_id.as_ref().map(|s| s.to_string()),
             client_id: req.header.client_id.as_ref().map(|s| s.to_string()).unwrap_or_default(),
-            client_host: String::new(),
+            // Kafka reports the host as `InetAddress.toString()` with no name: "/127.0.0.1".
+            client_host: req.client_address.map(|ip| format!("/{ip}")).unwrap_or_default(),
             session_timeout_ms: body.session_timeout_ms,
             rebalance_timeout_ms: if v >= 1 { body.rebalance_timeout_ms } else { body.session_timeout_ms },
             protocol_type: body.protocol_type.to_string(),

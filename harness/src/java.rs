@@ -1,0 +1,277 @@
+//! Runs the Java scenario drivers of `harness/java` (stock Apache Kafka clients and tools) as
+//! child processes: to completion with a one-line JSON summary ([`run`]), to completion with
+//! the tool's own text ([`run_text`]), or alongside the test as a [`JavaProcess`] whose JSON
+//! lines arrive as timestamped events while it runs (a group member the test stops later).
+//!
+//! The classpath comes from `ONELOG_JAVA_CLASSPATH`, which `scripts/test.sh` exports after
+//! `scripts/java-build.sh` built the module once for the whole run (nextest runs one process
+//! per test, so no test builds it). Without it every call fails and says how to set it: a Java
+//! scenario never passes by not running.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+/// The environment variable holding the drivers' classpath (module jar, then dependencies).
+pub const CLASSPATH_ENV: &str = "ONELOG_JAVA_CLASSPATH";
+/// The package of the drivers; a class name without a dot is taken from it.
+pub const DRIVER_PACKAGE: &str = "dev.onelog.it";
+/// Lines of a Java process's stderr kept for error messages.
+const STDERR_TAIL_LINES: usize = 40;
+/// Pause between two looks at a running process's events or exit.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// The classpath from `ONELOG_JAVA_CLASSPATH`; an error naming the fix when it is unset.
+pub fn classpath() -> Result<String> {
+    match std::env::var(CLASSPATH_ENV) {
+        Ok(cp) if !cp.trim().is_empty() => Ok(cp.trim().to_string()),
+        _ => bail!(
+            "{CLASSPATH_ENV} is not set: this test runs Java Kafka clients. Run scripts/test.sh, \
+             or `export {CLASSPATH_ENV}=$(cat $(scripts/java-build.sh))`"
+        ),
+    }
+}
+
+/// `java -cp <classpath> <class> <args>`, stdin closed, stdout and stderr piped.
+pub fn command(class: &str, args: &[String]) -> Result<Command> {
+    let class = if class.contains('.') { class.to_string() } else { format!("{DRIVER_PACKAGE}.{class}") };
+    let mut cmd = Command::new("java");
+    cmd.arg("-cp").arg(classpath()?).arg(class).args(args);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    Ok(cmd)
+}
+
+/// What a finished Java process printed.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `class` to completion and returns its output; fails if it exits non-zero.
+pub fn run_text(class: &str, args: &[String]) -> Result<Output> {
+    let out = command(class, args)?.output().with_context(|| format!("spawning java {class}"))?;
+    let output = Output {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    if !out.status.success() {
+        bail!(
+            "java {class} {args:?} exited with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            out.status,
+            output.stdout,
+            tail(&output.stderr)
+        );
+    }
+    Ok(output)
+}
+
+/// Runs a driver to completion and returns the JSON of its last stdout line.
+pub fn run(class: &str, args: &[String]) -> Result<Value> {
+    let output = run_text(class, args)?;
+    let line = output.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    serde_json::from_str(line)
+        .with_context(|| format!("java {class}: last stdout line is not JSON: {line:?}"))
+}
+
+/// One JSON line a running process printed, with when the harness read it.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub at: Instant,
+    pub value: Value,
+}
+
+impl Event {
+    /// The `"event"` field, or "" when there is none.
+    pub fn kind(&self) -> &str {
+        self.value.get("event").and_then(Value::as_str).unwrap_or_default()
+    }
+}
+
+/// A Java driver running beside the test; killed on drop.
+pub struct JavaProcess {
+    class: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    events: Arc<Mutex<Vec<Event>>>,
+    stderr: Arc<Mutex<String>>,
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl JavaProcess {
+    /// Spawns `class`; its stdout lines become events, its stdin stays open for [`Self::send`].
+    pub fn spawn(class: &str, args: &[String]) -> Result<Self> {
+        let mut child = command(class, args)?
+            .stdin(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("spawning java {class}"))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().context("java stdout")?;
+        let mut stderr_pipe = child.stderr.take().context("java stderr")?;
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = events.clone();
+        let out_reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+                let value = serde_json::from_str(&line).unwrap_or(Value::String(line));
+                sink.lock().expect("events lock").push(Event { at: Instant::now(), value });
+            }
+        });
+        let err_sink = stderr.clone();
+        let err_reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = stderr_pipe.read(&mut buf) {
+                err_sink.lock().expect("stderr lock").push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let readers = vec![out_reader, err_reader];
+        Ok(Self { class: class.to_string(), child, stdin, events, stderr, readers })
+    }
+
+    /// Every event so far, in order.
+    pub fn events(&self) -> Vec<Event> {
+        self.with_events(<[Event]>::to_vec)
+    }
+
+    /// `f` of the events so far, without copying them.
+    pub fn with_events<T>(&self, f: impl FnOnce(&[Event]) -> T) -> T {
+        f(&self.events.lock().expect("events lock"))
+    }
+
+    /// The last event of `kind`, if any.
+    pub fn last(&self, kind: &str) -> Option<Event> {
+        self.events.lock().expect("events lock").iter().rev().find(|e| e.kind() == kind).cloned()
+    }
+
+    /// Writes one line to the process's stdin.
+    pub fn send(&mut self, line: &str) -> Result<()> {
+        let stdin = self.stdin.as_mut().context("stdin already closed")?;
+        writeln!(stdin, "{line}")?;
+        stdin.flush()?;
+        Ok(())
+    }
+
+    /// Fails with the process's stderr if it has exited (a running member must not have died).
+    pub fn check_running(&mut self) -> Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            bail!("java {} exited with {status}\n--- stderr ---\n{}", self.class, self.stderr_tail());
+        }
+        Ok(())
+    }
+
+    /// Sends "stop", closes stdin and waits up to `timeout` for exit 0; returns every event.
+    pub fn stop(mut self, timeout: Duration) -> Result<Vec<Event>> {
+        // A process that already exited cannot read the line; its exit status tells.
+        let _ = self.send("stop");
+        self.stdin = None;
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait()? {
+                break status;
+            }
+            if Instant::now() > deadline {
+                bail!("java {} still running {timeout:?} after stop\n{}", self.class, self.stderr_tail());
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        };
+        for reader in self.readers.drain(..) {
+            let _ = reader.join();
+        }
+        if !status.success() {
+            bail!("java {} exited with {status}\n--- stderr ---\n{}", self.class, self.stderr_tail());
+        }
+        Ok(self.events())
+    }
+
+    /// The last lines the process wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        tail(&self.stderr.lock().expect("stderr lock"))
+    }
+}
+
+impl Drop for JavaProcess {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            if std::thread::panicking() {
+                eprintln!("--- java {} stderr tail ---\n{}\n---", self.class, self.stderr_tail());
+            }
+        }
+    }
+}
+
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..].join("\n")
+}
+
+/// Runs Kafka's `kafka-consumer-groups.sh` (`ConsumerGroupCommand`, from kafka-tools) with
+/// `--bootstrap-server bootstrap` and `args`.
+pub fn consumer_groups(bootstrap: &str, args: &[&str]) -> Result<Output> {
+    let mut all = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    run_text(CONSUMER_GROUP_COMMAND, &all)
+}
+
+/// The class `kafka-consumer-groups.sh` runs.
+pub const CONSUMER_GROUP_COMMAND: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
+
+/// The rows of a column-aligned table a Kafka tool printed (`%-Ns` columns): the header is
+/// the first line whose first word is `first_column`, and each following non-empty line is a
+/// row (column name → trimmed cell, "" when blank: the tools leave HOST empty when the broker
+/// does not know it). A cell runs from its header word's position to the next one's; a word
+/// in parentheses belongs to the header before it ("COORDINATOR (ID)").
+pub fn table(text: &str, first_column: &str) -> Vec<BTreeMap<String, String>> {
+    let mut lines = text.lines().skip_while(|l| l.split_whitespace().next() != Some(first_column));
+    let Some(header) = lines.next() else { return Vec::new() };
+    let mut columns: Vec<(usize, String)> = Vec::new();
+    let mut at = 0;
+    for word in header.split_whitespace() {
+        let start = at + header[at..].find(word).expect("a word of the header");
+        at = start + word.len();
+        match columns.last_mut() {
+            Some((_, name)) if word.starts_with('(') => *name = format!("{name} {word}"),
+            _ => columns.push((start, word.to_string())),
+        }
+    }
+    lines
+        .take_while(|l| !l.trim().is_empty())
+        .map(|line| {
+            let cell = |i: usize| {
+                let from = columns[i].0.min(line.len());
+                let to = columns.get(i + 1).map_or(line.len(), |c| c.0.min(line.len()));
+                line.get(from..to).unwrap_or_default().trim().to_string()
+            };
+            (0..columns.len()).map(|i| (columns[i].1.clone(), cell(i))).collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table;
+
+    #[test]
+    fn table_cells_follow_header_positions() {
+        let text = "\nGROUP  TOPIC  PARTITION  HOST       CLIENT-ID\n\
+                    g      t      0                     c-1\n\
+                    g      t      1          /10.0.0.1  c-2\n\n\
+                    GROUP  COORDINATOR (ID)      STATE\n";
+        let rows = table(text, "GROUP");
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0]["HOST"], "");
+        assert_eq!(rows[0]["CLIENT-ID"], "c-1");
+        assert_eq!(rows[1]["HOST"], "/10.0.0.1");
+        let state =
+            table("GROUP  COORDINATOR (ID)      STATE\ng      127.0.0.1:9092  (1)   Stable\n", "GROUP");
+        assert_eq!(state[0]["COORDINATOR (ID)"], "127.0.0.1:9092  (1)");
+        assert_eq!(state[0]["STATE"], "Stable");
+    }
+}

@@ -1,0 +1,312 @@
+//! Consumer groups with the Java client (kafka-clients 4.x) and Kafka's own group tool, on a
+//! three-node cluster (issue #4, acceptance item 2).
+//!
+//! Three `GroupMember` processes (harness/java) with the cooperative-sticky assignor join one
+//! group over a 6-partition topic: each partition is owned by exactly one member. 20,000
+//! records are produced (Java producer) and consumed, each member committing after processing
+//! every poll; one member closes (LeaveGroup) and its partitions move to the other two within
+//! the session timeout; 10,000 more are produced. Every one of the 30,000 is consumed exactly
+//! once, and `kafka-consumer-groups.sh --describe` then shows lag 0 on every partition.
+//! A second scenario checks the tool's CURRENT-OFFSET, LOG-END-OFFSET and LAG columns against
+//! a group that committed a known part of each partition, with a member and without, and its
+//! `--list` and `--state`.
+//!
+//! Needs `ONELOG_JAVA_CLASSPATH` (scripts/test.sh sets it); without it the tests fail.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use harness::java::{self, Event, JavaProcess};
+use harness::kafka::create_topics;
+use harness::{Cluster, ClusterOptions};
+
+const COOPERATIVE_STICKY: &str = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor";
+const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+const TIMEOUT: Duration = Duration::from_secs(90);
+/// Pause between two looks at the members' events.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+#[test]
+fn three_java_members_share_partitions_cooperatively_and_consume_exactly_once() {
+    on_three_nodes(group_scenario);
+}
+
+#[test]
+fn consumer_groups_tool_shows_positions_and_lag() {
+    on_three_nodes(describe_scenario);
+}
+
+/// Runs `scenario` on a fresh three-node cluster; fails first if the Java drivers are missing.
+fn on_three_nodes(scenario: fn(&mut Cluster) -> Result<()>) {
+    java::classpath().expect("the Java scenario drivers");
+    let options = ClusterOptions::new(3).config("group.initial.rebalance.delay.ms", 0);
+    let mut cluster = Cluster::start_with(options).expect("starting 3 nodes");
+    let result = scenario(&mut cluster);
+    cluster.unwrap_or_dump(result);
+}
+
+const TOPIC: &str = "java-grouped";
+const GROUP: &str = "java-three-members";
+const PARTITIONS: i32 = 6;
+const FIRST_BATCH: u64 = 20_000;
+const SECOND_BATCH: u64 = 10_000;
+
+fn group_scenario(cluster: &mut Cluster) -> Result<()> {
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, TOPIC, PARTITIONS)?;
+    let started = Instant::now();
+    let mut members = (0..3)
+        .map(|i| member(&bootstrap, GROUP, TOPIC, &format!("member-{i}"), &[]))
+        .collect::<Result<Vec<_>>>()?;
+    wait_until(&mut members, "three members own every partition", |m| owners_ok(m, 3))?;
+    println!("group formed: {:?} after {:?}", assignments(&members), started.elapsed());
+
+    let started = Instant::now();
+    produce(&bootstrap, TOPIC, 0, FIRST_BATCH, None)?;
+    wait_until(&mut members, "20,000 processed", |m| processed(m).len() as u64 == FIRST_BATCH)?;
+    println!("{FIRST_BATCH} produced and consumed by three members in {:?}", started.elapsed());
+
+    // member-2 closes: LeaveGroup, and the cooperative rebalance hands its partitions over.
+    let leaver = members.pop().context("three members")?;
+    let closed_at = Instant::now();
+    let left_events = leaver.stop(Duration::from_secs(30))?;
+    let closed = closed_at.elapsed();
+    wait_until(&mut members, "two members own every partition", |m| owners_ok(m, 2))?;
+    let moved = members
+        .iter()
+        .filter_map(|m| m.last("assignment"))
+        .map(|e| e.at.saturating_duration_since(closed_at))
+        .max()
+        .unwrap_or_default();
+    println!(
+        "member-2 closed in {closed:?}; partitions moved {:?} within {moved:?} of the close",
+        assignments(&members)
+    );
+    ensure!(moved < SESSION_TIMEOUT, "partitions moved after {moved:?}, session timeout {SESSION_TIMEOUT:?}");
+
+    produce(&bootstrap, TOPIC, FIRST_BATCH, SECOND_BATCH, None)?;
+    let total = FIRST_BATCH + SECOND_BATCH;
+    let left_ids: BTreeSet<u64> = processed_ids(&left_events).into_iter().collect();
+    wait_until(&mut members, "30,000 processed", |m| processed(m).union(&left_ids).count() as u64 == total)?;
+    let mut all_events = vec![left_events];
+    for m in members {
+        all_events.push(m.stop(Duration::from_secs(30))?);
+    }
+    check_exactly_once(&all_events, total)?;
+
+    // Every commit landed: the tool sees each partition's position at its log end.
+    let rows = describe(&bootstrap, GROUP, false)?;
+    let ends: i64 = rows.iter().map(|r| cell(r, "LOG-END-OFFSET")).sum::<Result<_>>()?;
+    for row in &rows {
+        ensure!(cell(row, "LAG")? == 0 && row["CURRENT-OFFSET"] == row["LOG-END-OFFSET"], "{row:?}");
+    }
+    ensure!(rows.len() == PARTITIONS as usize && ends == total as i64, "describe: {rows:?}");
+    println!("kafka-consumer-groups --describe: 6 partitions, log ends sum to {ends}, lag 0 on each");
+    Ok(())
+}
+
+/// Every id in 0..total processed exactly once across the members, and no commit failed.
+fn check_exactly_once(members: &[Vec<Event>], total: u64) -> Result<()> {
+    let mut seen: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut per_member = Vec::new();
+    for events in members {
+        let ids = processed_ids(events);
+        per_member.push(ids.len());
+        for id in ids {
+            *seen.entry(id).or_default() += 1;
+        }
+        let closed = events.iter().rev().find(|e| e.kind() == "closed").context("no closed event")?;
+        ensure!(closed.value["commit_failures"] == 0, "a member's commit failed: {:?}", closed.value);
+    }
+    let duplicated = seen.values().filter(|n| **n > 1).count();
+    println!("processed per member {per_member:?}; distinct {}, duplicated {duplicated}", seen.len());
+    ensure!(duplicated == 0, "{duplicated} records processed more than once");
+    ensure!(seen.len() as u64 == total && seen.keys().all(|id| *id < total), "distinct {}", seen.len());
+    Ok(())
+}
+
+const LAG_TOPIC: &str = "java-lagging";
+const LAG_GROUP: &str = "java-lag-check";
+/// Records produced to partitions 0, 1 and 2.
+const LAG_COUNTS: [i64; 3] = [50, 80, 120];
+/// What the member processes and commits of each partition.
+const LAG_CONSUMED: i64 = 30;
+
+fn describe_scenario(cluster: &mut Cluster) -> Result<()> {
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, LAG_TOPIC, LAG_COUNTS.len() as i32)?;
+    let mut next_id = 0;
+    for (partition, n) in LAG_COUNTS.iter().enumerate() {
+        produce(&bootstrap, LAG_TOPIC, next_id, *n as u64, Some(partition as i32))?;
+        next_id += *n as u64;
+    }
+    let max = format!("--max-per-partition={LAG_CONSUMED}");
+    let mut members = vec![member(&bootstrap, LAG_GROUP, LAG_TOPIC, "lag-member", &[&max])?];
+    let want: BTreeMap<i64, i64> = (0..LAG_COUNTS.len() as i64).map(|p| (p, LAG_CONSUMED)).collect();
+    wait_until(&mut members, "30 committed per partition", |m| m[0].with_events(committed) == want)?;
+
+    let listed = java::consumer_groups(&bootstrap, &["--list"])?;
+    println!("--list:\n{}", listed.stdout.trim_end());
+    ensure!(listed.stdout.lines().any(|l| l.trim() == LAG_GROUP), "--list: {}", listed.stdout);
+
+    let state = java::consumer_groups(&bootstrap, &["--describe", "--state", "--group", LAG_GROUP])?;
+    println!("--describe --state:\n{}", state.stdout.trim_end());
+    let state_rows = java::table(&state.stdout, "GROUP");
+    ensure!(state_rows.len() == 1, "--state: {}", state.stdout);
+    let s = &state_rows[0];
+    ensure!(s["STATE"] == "Stable" && s["#MEMBERS"] == "1", "--state: {s:?}");
+    ensure!(s["ASSIGNMENT-STRATEGY"] == "cooperative-sticky", "--state: {s:?}");
+
+    let rows = describe(&bootstrap, LAG_GROUP, true)?;
+    check_lag_rows(&rows, |r| {
+        r["CLIENT-ID"] == "lag-member"
+            && r["CONSUMER-ID"].starts_with("lag-member-")
+            && r["HOST"] == "/127.0.0.1"
+    })?;
+
+    members.pop().context("one member")?.stop(Duration::from_secs(30))?;
+    let rows = describe(&bootstrap, LAG_GROUP, false)?;
+    check_lag_rows(&rows, |r| r["CONSUMER-ID"] == "-" && r["CLIENT-ID"] == "-")
+}
+
+/// One row per partition with CURRENT-OFFSET 30, LOG-END-OFFSET as produced, LAG the difference.
+fn check_lag_rows(
+    rows: &[BTreeMap<String, String>],
+    owner_ok: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> Result<()> {
+    ensure!(rows.len() == LAG_COUNTS.len(), "rows: {rows:?}");
+    for row in rows {
+        let partition = cell(row, "PARTITION")? as usize;
+        let end = *LAG_COUNTS.get(partition).context("partition")?;
+        let (current, log_end, lag) =
+            (cell(row, "CURRENT-OFFSET")?, cell(row, "LOG-END-OFFSET")?, cell(row, "LAG")?);
+        ensure!(row["TOPIC"] == LAG_TOPIC, "{row:?}");
+        ensure!(
+            (current, log_end, lag) == (LAG_CONSUMED, end, end - LAG_CONSUMED),
+            "partition {partition}: {row:?}"
+        );
+        ensure!(owner_ok(row), "partition {partition} owner: {row:?}");
+    }
+    Ok(())
+}
+
+/// `kafka-consumer-groups.sh --describe --group`: its rows sorted by partition, printed. The
+/// tool says on stderr when the group has no member; `members` is whether one is expected.
+fn describe(bootstrap: &str, group: &str, members: bool) -> Result<Vec<BTreeMap<String, String>>> {
+    let out = java::consumer_groups(bootstrap, &["--describe", "--group", group])?;
+    println!("--describe --group {group}:\n{}", out.stdout.trim_end());
+    let no_members = out.stderr.contains(&format!("Consumer group '{group}' has no active members."));
+    ensure!(no_members != members, "members expected: {members}; stderr: {}", out.stderr);
+    let mut rows = java::table(&out.stdout, "GROUP");
+    rows.sort_by_key(|r| r.get("PARTITION").and_then(|p| p.parse::<i64>().ok()));
+    Ok(rows)
+}
+
+fn cell(row: &BTreeMap<String, String>, column: &str) -> Result<i64> {
+    let value = row.get(column).with_context(|| format!("no {column} in {row:?}"))?;
+    value.parse().with_context(|| format!("{column} = {value:?} in {row:?}"))
+}
+
+fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(create_topics(bootstrap, &[(topic, partitions)]))
+}
+
+/// The Java producer: ids `from..from + count` as keys and values.
+fn produce(bootstrap: &str, topic: &str, from: u64, count: u64, partition: Option<i32>) -> Result<()> {
+    let mut args = vec![
+        bootstrap.to_string(),
+        format!("--topic={topic}"),
+        format!("--from={from}"),
+        format!("--count={count}"),
+    ];
+    args.extend(partition.map(|p| format!("--partition={p}")));
+    let summary = java::run("Produce", &args)?;
+    ensure!(summary["acked"] == count, "Produce: {summary}");
+    Ok(())
+}
+
+/// A `GroupMember` with the cooperative-sticky assignor and a 10 s session.
+fn member(bootstrap: &str, group: &str, topic: &str, client_id: &str, extra: &[&str]) -> Result<JavaProcess> {
+    let mut args = vec![
+        bootstrap.to_string(),
+        format!("--topic={topic}"),
+        format!("--group={group}"),
+        format!("client.id={client_id}"),
+        format!("partition.assignment.strategy={COOPERATIVE_STICKY}"),
+        format!("session.timeout.ms={}", SESSION_TIMEOUT.as_millis()),
+        "heartbeat.interval.ms=1000".to_string(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    JavaProcess::spawn("GroupMember", &args)
+}
+
+fn wait_until(members: &mut [JavaProcess], what: &str, ok: impl Fn(&[JavaProcess]) -> bool) -> Result<()> {
+    let deadline = Instant::now() + TIMEOUT;
+    while !ok(members) {
+        for m in members.iter_mut() {
+            m.check_running()?;
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "timed out waiting for {what}: assignments {:?}, processed {}",
+                assignments(members),
+                processed(members).len()
+            );
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+    Ok(())
+}
+
+/// Each member's partitions, from its last assignment event.
+fn assignments(members: &[JavaProcess]) -> Vec<BTreeSet<i64>> {
+    members
+        .iter()
+        .map(|m| {
+            let partitions = m.last("assignment").map(|e| e.value["partitions"].clone());
+            partitions
+                .iter()
+                .flat_map(|p| p.as_array().cloned().unwrap_or_default())
+                .filter_map(|v| v.as_i64())
+                .collect()
+        })
+        .collect()
+}
+
+/// Every partition owned by exactly one of `n` members, each owning some.
+fn owners_ok(members: &[JavaProcess], n: usize) -> bool {
+    let owned = assignments(members);
+    let total: usize = owned.iter().map(BTreeSet::len).sum();
+    let union: BTreeSet<i64> = owned.iter().flatten().copied().collect();
+    owned.len() == n
+        && owned.iter().all(|a| !a.is_empty())
+        && total == PARTITIONS as usize
+        && union.len() == total
+}
+
+/// Distinct ids processed by the running members.
+fn processed(members: &[JavaProcess]) -> BTreeSet<u64> {
+    members.iter().flat_map(|m| m.with_events(processed_ids)).collect()
+}
+
+fn processed_ids(events: &[Event]) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| e.kind() == "processed")
+        .flat_map(|e| e.value["ids"].as_array().cloned().unwrap_or_default())
+        .filter_map(|v| v.as_u64())
+        .collect()
+}
+
+/// Partition → last committed offset, from a member's committed events.
+fn committed(events: &[Event]) -> BTreeMap<i64, i64> {
+    let mut offsets = BTreeMap::new();
+    for e in events.iter().filter(|e| e.kind() == "committed") {
+        for (p, o) in e.value["offsets"].as_object().into_iter().flatten() {
+            offsets.insert(p.parse().unwrap_or(-1), o.as_i64().unwrap_or(-1));
+        }
+    }
+    offsets
+}
