@@ -12,6 +12,8 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_producers;
+pub mod describe_transactions;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -21,6 +23,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_fetch;
@@ -114,6 +117,9 @@ pub static HANDLERS: &[Handler] = &[
     handler!(add_offsets_to_txn),
     handler!(end_txn),
     handler!(txn_offset_commit),
+    handler!(describe_producers),
+    handler!(describe_transactions),
+    handler!(list_transactions),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {
