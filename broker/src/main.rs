@@ -23,6 +23,7 @@ mod storage;
 mod test_batches;
 mod txn_duties;
 mod txn_memory;
+mod txn_views;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;

@@ -100,6 +100,11 @@ impl TxnMemory {
         })
     }
 
+    /// What every open transaction added in this term (DescribeTransactions, ListTransactions).
+    pub fn added(&self, term: u64) -> HashMap<String, Added> {
+        self.with(term, |open| open.clone())
+    }
+
     /// The transaction ended (or was fenced): forget what it added.
     pub fn clear(&self, term: u64, transactional_id: &str) {
         self.with(term, |open| open.remove(transactional_id));

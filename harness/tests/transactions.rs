@@ -13,36 +13,15 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use harness::kafka::{client_config, create_topics};
+use harness::kafka::{client_config, create_topics, send_sync, transactional_producer, TXN_TIMEOUT};
 use harness::{Cluster, ClusterOptions};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
 
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn transactional_producer(bootstrap: &str, transactional_id: &str) -> Result<FutureProducer> {
-    let producer: FutureProducer = client_config(bootstrap)
-        .set("transactional.id", transactional_id)
-        .set("transaction.timeout.ms", "60000")
-        .set("message.timeout.ms", "30000")
-        .set("linger.ms", "0")
-        .create()?;
-    producer.init_transactions(TIMEOUT).context("init_transactions")?;
-    Ok(producer)
-}
-
-/// Sends one record and waits for its acknowledgement: the record is on the broker before
-/// the scenario goes on (the article's lesson: async sends may be dropped by the abort).
-async fn send_sync(producer: &FutureProducer, topic: &str, key: &str, value: &str) -> Result<(i32, i64)> {
-    let delivery = producer
-        .send(FutureRecord::to(topic).key(key).payload(value), Duration::from_secs(30))
-        .await
-        .map_err(|(e, _)| anyhow::anyhow!("send {key}: {e}"))?;
-    Ok((delivery.partition, delivery.offset))
-}
+const TIMEOUT: Duration = TXN_TIMEOUT;
 
 /// Every data record of `topic` (all partitions) under `isolation`, read from the beginning
 /// until the consumer's position reaches each partition's end.
@@ -99,20 +78,20 @@ async fn thirteen_ten(cluster: &mut Cluster) -> Result<()> {
 
     producer.begin_transaction()?;
     for i in 0..5 {
-        send_sync(&producer, topic, &format!("A{i}"), &format!("batchA-{i}")).await?;
+        send_sync(&producer, topic, None, &format!("A{i}"), &format!("batchA-{i}")).await?;
     }
     producer.commit_transaction(TIMEOUT).context("commit batch A")?;
 
     producer.begin_transaction()?;
     for i in 0..3 {
-        send_sync(&producer, topic, &format!("B{i}"), &format!("batchB-try1-{i}")).await?;
+        send_sync(&producer, topic, None, &format!("B{i}"), &format!("batchB-try1-{i}")).await?;
     }
     // The simulated processing failure on the third record.
     producer.abort_transaction(TIMEOUT).context("abort batch B")?;
 
     producer.begin_transaction()?;
     for i in 0..5 {
-        send_sync(&producer, topic, &format!("B{i}"), &format!("batchB-{i}")).await?;
+        send_sync(&producer, topic, None, &format!("B{i}"), &format!("batchB-{i}")).await?;
     }
     producer.commit_transaction(TIMEOUT).context("commit batch B")?;
 
@@ -141,15 +120,15 @@ async fn zombie(cluster: &mut Cluster) -> Result<()> {
     create_topics(&bootstrap, &[(topic, 2)]).await?;
     let old = transactional_producer(&bootstrap, "fenced-txn")?;
     old.begin_transaction()?;
-    send_sync(&old, topic, "z0", "zombie-0").await?;
+    send_sync(&old, topic, None, "z0", "zombie-0").await?;
 
     // The new instance fences the old one and aborts its open transaction.
     let new = transactional_producer(&bootstrap, "fenced-txn")?;
     new.begin_transaction()?;
-    send_sync(&new, topic, "n0", "new-0").await?;
+    send_sync(&new, topic, None, "n0", "new-0").await?;
     new.commit_transaction(TIMEOUT).context("new instance commits")?;
 
-    let late = send_sync(&old, topic, "z1", "zombie-1").await;
+    let late = send_sync(&old, topic, None, "z1", "zombie-1").await;
     let commit = old.commit_transaction(TIMEOUT);
     let show = |r: &Result<_, _>| r.as_ref().map(|_| ()).map_err(ToString::to_string);
     println!("zombie send: {:?}; zombie commit: {:?}", show(&late.map(|_| ())), commit);

@@ -14,6 +14,8 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_producers;
+pub mod describe_transactions;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -23,6 +25,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
@@ -128,6 +131,9 @@ pub static HANDLERS: &[Handler] = &[
     handler!(delete_groups),
     handler!(offset_delete),
     handler!(unadvertised consumer_group_heartbeat),
+    handler!(describe_producers),
+    handler!(describe_transactions),
+    handler!(list_transactions),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

@@ -1,0 +1,74 @@
+//! DescribeTransactions (key 65), v0: per transactional id its state, producer id and
+//! epoch, timeout, the start of the open transaction and the partitions it holds.
+//!
+//! Served by the leader, which coordinates every transaction, from its applied state plus
+//! what this term's AddPartitionsToTxn recorded (`txn_views`); a follower answers
+//! NOT_COORDINATOR, on which Kafka's admin client finds the coordinator again. An unknown
+//! (or expired) id is TRANSACTIONAL_ID_NOT_FOUND, an empty one INVALID_REQUEST, as in Kafka.
+//! Partitions of `__consumer_offsets` (AddOffsetsToTxn) are not listed: onelog has no such
+//! topic.
+
+use std::collections::HashMap;
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
+use kafka_protocol::messages::{
+    ApiKey, DescribeTransactionsResponse, ProducerId, RequestKind, ResponseKind, TransactionalId,
+};
+
+use super::util::{str_bytes, topic_name};
+use super::HandlerResult;
+use crate::ctx::SharedCtx;
+use crate::state::txns::Transactions;
+use crate::txn_memory::Added;
+use crate::txn_views::TxnView;
+
+pub const KEY: ApiKey = ApiKey::DescribeTransactions;
+pub const VERSIONS: (i16, i16) = (0, 0);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::DescribeTransactions(body) = req.body else {
+        anyhow::bail!("not a DescribeTransactions body")
+    };
+    let states = if ctx.is_leader() {
+        let added = ctx.txns.added(ctx.term());
+        let applied = ctx.sm.applied.read().expect("applied lock");
+        body.transactional_ids.into_iter().map(|id| describe(&applied.state.txns, &added, id)).collect()
+    } else {
+        let not_coordinator = |id| {
+            TransactionState::default().with_transactional_id(id).with_error_code(error_code::NOT_COORDINATOR)
+        };
+        body.transactional_ids.into_iter().map(not_coordinator).collect()
+    };
+    let response = DescribeTransactionsResponse::default().with_transaction_states(states);
+    Ok(Some(ResponseKind::DescribeTransactions(response)))
+}
+
+fn describe(txns: &Transactions, added: &HashMap<String, Added>, id: TransactionalId) -> TransactionState {
+    let state = TransactionState::default().with_transactional_id(id.clone());
+    if id.0.is_empty() {
+        return state.with_error_code(error_code::INVALID_REQUEST);
+    }
+    let Some(meta) = txns.by_id.get(id.0.as_str()) else {
+        return state.with_error_code(error_code::TRANSACTIONAL_ID_NOT_FOUND);
+    };
+    let view = TxnView::of(&id.0, meta, added.get(id.0.as_str()));
+    let mut topics: Vec<TopicData> = Vec::new();
+    for (topic, partition) in view.partitions {
+        match topics.last_mut() {
+            Some(t) if t.topic.0.as_str() == topic => t.partitions.push(partition),
+            _ => topics
+                .push(TopicData::default().with_topic(topic_name(topic)).with_partitions(vec![partition])),
+        }
+    }
+    state
+        .with_error_code(error_code::NONE)
+        .with_transaction_state(str_bytes(view.state.kafka_name()))
+        .with_transaction_timeout_ms(view.timeout_ms)
+        .with_transaction_start_time_ms(view.start_ms)
+        .with_producer_id(ProducerId(view.producer_id))
+        .with_producer_epoch(view.producer_epoch)
+        .with_topics(topics)
+}

@@ -1,0 +1,63 @@
+//! ListTransactions (key 66), v0–v1: every transactional id with its producer id and state,
+//! filtered by state, producer id and (v1, KIP-664) how long the transaction has been running.
+//!
+//! Kafka's admin client (`Admin.listTransactions`, behind `kafka-transactions.sh list` and
+//! `find-hanging`) sends this to every broker and fails as a whole if any broker answers an
+//! error other than COORDINATOR_LOAD_IN_PROGRESS, which it retries. The leader coordinates
+//! every transaction, so it lists them all from its applied state (plus what this term's
+//! adds opened, see `txn_views`); a follower answers NONE with an empty list, which keeps the
+//! merge complete and free of duplicates. With no leader known the answer is
+//! COORDINATOR_LOAD_IN_PROGRESS, so the client asks again rather than take a partial list.
+//! v2's transactional id pattern (a Java regular expression) is not served.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::list_transactions_response::TransactionState;
+use kafka_protocol::messages::{
+    ApiKey, ListTransactionsResponse, ProducerId, RequestKind, ResponseKind, TransactionalId,
+};
+
+use super::txn_util::now_ms;
+use super::util::str_bytes;
+use super::HandlerResult;
+use crate::ctx::SharedCtx;
+use crate::txn_views::{self, ListFilter};
+
+pub const KEY: ApiKey = ApiKey::ListTransactions;
+pub const VERSIONS: (i16, i16) = (0, 1);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::ListTransactions(body) = req.body else { anyhow::bail!("not a ListTransactions body") };
+    let filter = ListFilter {
+        states: body.state_filters.iter().map(|s| s.to_string()).collect(),
+        producer_ids: body.producer_id_filters.iter().map(|p| p.0).collect(),
+        duration_ms: body.duration_filter,
+        now_ms: now_ms(),
+    };
+    let response = ListTransactionsResponse::default()
+        .with_unknown_state_filters(filter.unknown_states().into_iter().map(str_bytes).collect());
+    let leader = ctx.leader_id();
+    if leader.is_none() {
+        let response = response.with_error_code(error_code::COORDINATOR_LOAD_IN_PROGRESS);
+        return Ok(Some(ResponseKind::ListTransactions(response)));
+    }
+    let listed = if leader == Some(ctx.node_id) {
+        let added = ctx.txns.added(ctx.term());
+        let applied = ctx.sm.applied.read().expect("applied lock");
+        txn_views::all(&applied.state.txns, &added)
+            .into_iter()
+            .filter(|view| filter.accepts(view))
+            .map(|view| {
+                TransactionState::default()
+                    .with_transactional_id(TransactionalId(str_bytes(view.transactional_id)))
+                    .with_producer_id(ProducerId(view.producer_id))
+                    .with_transaction_state(str_bytes(view.state.kafka_name()))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let response = response.with_error_code(error_code::NONE).with_transaction_states(listed);
+    Ok(Some(ResponseKind::ListTransactions(response)))
+}
