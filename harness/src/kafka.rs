@@ -15,14 +15,11 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Offset, Timestamp, TopicPartitionList};
 
 /// Timeout for one metadata or watermark request.
 pub const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Timeout for a transactional producer's init, commit and abort.
-pub const TXN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A client config pointed at `bootstrap`.
 pub fn client_config(bootstrap: &str) -> ClientConfig {
@@ -93,40 +90,6 @@ pub async fn produce_numbered(bootstrap: &str, topic: &str, values: Range<usize>
         f.await?.map_err(|(e, _)| e)?;
     }
     Ok(())
-}
-
-/// A transactional producer (transaction timeout 60 s, no lingering) with its producer id
-/// initialised.
-pub fn transactional_producer(bootstrap: &str, transactional_id: &str) -> Result<FutureProducer> {
-    let producer: FutureProducer = client_config(bootstrap)
-        .set("transactional.id", transactional_id)
-        .set("transaction.timeout.ms", "60000")
-        .set("message.timeout.ms", "30000")
-        .set("linger.ms", "0")
-        .create()?;
-    producer.init_transactions(TXN_TIMEOUT).context("init_transactions")?;
-    Ok(producer)
-}
-
-/// Sends one record (to `partition`, or where the partitioner puts it) and waits for its
-/// acknowledgement, so the record is on the broker before the caller goes on (the EOS
-/// article's lesson: async sends may be dropped by an abort); returns its (partition, offset).
-pub async fn send_sync(
-    producer: &FutureProducer,
-    topic: &str,
-    partition: Option<i32>,
-    key: &str,
-    value: &str,
-) -> Result<(i32, i64)> {
-    let mut record = FutureRecord::to(topic).key(key).payload(value);
-    if let Some(partition) = partition {
-        record = record.partition(partition);
-    }
-    let delivery = producer
-        .send(record, Duration::from_secs(30))
-        .await
-        .map_err(|(e, _)| anyhow::anyhow!("send {key}: {e}"))?;
-    Ok((delivery.partition, delivery.offset))
 }
 
 /// One consumed record.

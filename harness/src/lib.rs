@@ -1,6 +1,7 @@
 //! Test and benchmark tools for onelog: broker and cluster process control, a raw Kafka client
 //! for inputs real clients never send, rdkafka helpers, a producer load that runs through faults,
-//! the admin API client, the atomic multi-topic write, and the Java scenario drivers.
+//! the admin API client, the atomic multi-topic write, transactional producers and readers,
+//! and the Java scenario drivers.
 //!
 //! The integration tests in `tests/` and the `onelog-bench` binary are built from these parts;
 //! each test spawns its own broker processes with their own directories and ports.
@@ -19,6 +20,7 @@ pub mod probe;
 pub mod process;
 pub mod raw_client;
 pub mod raw_ops;
+pub mod txn;
 
 pub use cluster::{Cluster, ClusterOptions};
 pub use process::{Broker, BrokerOptions};

@@ -9,58 +9,18 @@
 //! Then zombie fencing: a second producer with the same transactional.id fences the first;
 //! the first's writes and commit are refused and none of them becomes visible.
 
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{bail, ensure, Context, Result};
-use harness::kafka::{client_config, create_topics, send_sync, transactional_producer, TXN_TIMEOUT};
+use anyhow::{ensure, Context, Result};
+use harness::kafka::create_topics;
+use harness::txn::{
+    read_values, send_sync, transactional_producer, READ_COMMITTED, READ_UNCOMMITTED, TXN_CALL_TIMEOUT,
+};
 use harness::{Cluster, ClusterOptions};
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
 use rdkafka::producer::Producer;
-use rdkafka::{Offset, TopicPartitionList};
 
-const TIMEOUT: Duration = TXN_TIMEOUT;
-
-/// Every data record of `topic` (all partitions) under `isolation`, read from the beginning
-/// until the consumer's position reaches each partition's end.
-fn read_all(bootstrap: &str, topic: &str, partitions: i32, isolation: &str) -> Result<Vec<String>> {
-    let consumer: BaseConsumer = client_config(bootstrap)
-        .set("group.id", format!("reader-{isolation}"))
-        .set("enable.auto.commit", "false")
-        .set("isolation.level", isolation)
-        .set("enable.partition.eof", "false")
-        .create()?;
-    let mut ends = BTreeMap::new();
-    let mut assignment = TopicPartitionList::new();
-    for p in 0..partitions {
-        let (_, high) = consumer.fetch_watermarks(topic, p, Duration::from_secs(10))?;
-        ends.insert(p, high);
-        assignment.add_partition_offset(topic, p, Offset::Beginning)?;
-    }
-    consumer.assign(&assignment)?;
-    let mut values = Vec::new();
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
-            let message = message.map_err(|e| anyhow::anyhow!("consumer error: {e}"))?;
-            values.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
-            continue;
-        }
-        let position = consumer.position()?;
-        let done = ends.iter().all(|(p, high)| {
-            matches!(position.find_partition(topic, *p).map(|e| e.offset()), Some(Offset::Offset(o)) if o >= *high)
-                || *high == 0
-        });
-        if done {
-            return Ok(values);
-        }
-        if Instant::now() > deadline {
-            bail!("{isolation} reader stuck at {position:?}, ends {ends:?}, read {}", values.len());
-        }
-    }
-}
+const TIMEOUT: Duration = TXN_CALL_TIMEOUT;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn librdkafka_thirteen_physical_ten_logical() {
@@ -95,8 +55,8 @@ async fn thirteen_ten(cluster: &mut Cluster) -> Result<()> {
     }
     producer.commit_transaction(TIMEOUT).context("commit batch B")?;
 
-    let committed = read_all(&bootstrap, topic, 1, "read_committed")?;
-    let uncommitted = read_all(&bootstrap, topic, 1, "read_uncommitted")?;
+    let committed = read_values(&bootstrap, topic, 1, READ_COMMITTED)?;
+    let uncommitted = read_values(&bootstrap, topic, 1, READ_UNCOMMITTED)?;
     println!("read_committed={} read_uncommitted={}", committed.len(), uncommitted.len());
     let expected: Vec<String> =
         (0..5).map(|i| format!("batchA-{i}")).chain((0..5).map(|i| format!("batchB-{i}"))).collect();
@@ -136,9 +96,9 @@ async fn zombie(cluster: &mut Cluster) -> Result<()> {
     if let Err(KafkaError::Transaction(e)) = &commit {
         ensure!(e.is_fatal() || e.txn_requires_abort(), "zombie commit error {e:?}");
     }
-    let committed = read_all(&bootstrap, topic, 2, "read_committed")?;
+    let committed = read_values(&bootstrap, topic, 2, READ_COMMITTED)?;
     ensure!(committed == vec!["new-0".to_string()], "read_committed saw {committed:?}");
-    let uncommitted = read_all(&bootstrap, topic, 2, "read_uncommitted")?;
+    let uncommitted = read_values(&bootstrap, topic, 2, READ_UNCOMMITTED)?;
     ensure!(
         uncommitted.contains(&"zombie-0".to_string()),
         "the zombie's first write is on disk: {uncommitted:?}"

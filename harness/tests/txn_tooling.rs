@@ -13,7 +13,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use harness::kafka::{create_topics, send_sync, transactional_producer, TXN_TIMEOUT};
+use harness::kafka::create_topics;
+use harness::txn::{send_sync, transactional_producer, TXN_CALL_TIMEOUT as TXN_TIMEOUT};
 use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::describe_producers_response::ProducerState;

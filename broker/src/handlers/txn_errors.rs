@@ -39,7 +39,12 @@ pub fn code(error: &TxnError, api: ApiKey, version: i16) -> i16 {
         TxnError::Fenced if version >= producer_fenced_since(api) => error_code::PRODUCER_FENCED,
         TxnError::Fenced => error_code::INVALID_PRODUCER_EPOCH,
         TxnError::AbortedByBroker(_) if version >= abortable_since(api) => error_code::TRANSACTION_ABORTABLE,
-        // Produce: InvalidProducerEpochException is abortable in Java ≥ 2.7 and librdkafka.
+        // Produce: what Kafka answers after its coordinator aborted a transaction (the markers
+        // bumped the epoch). InvalidProducerEpochException is abortable in Java ≥ 2.7; Java < 2.7
+        // and librdkafka (2.12, rdkafka_request.c) treat it as fatal "fenced", so such a client
+        // recreates its producer. UNKNOWN_PRODUCER_ID would be abortable for librdkafka, but Java
+        // (2.5+) retries it until delivery.timeout.ms while the answer's log_start_offset is -1
+        // or above the partition's last acked offset (a first write).
         TxnError::AbortedByBroker(_) if api == ApiKey::Produce => error_code::INVALID_PRODUCER_EPOCH,
         TxnError::AbortedByBroker(_) => error_code::UNKNOWN_PRODUCER_ID,
         TxnError::InvalidState(_) => error_code::INVALID_TXN_STATE,
@@ -53,7 +58,8 @@ pub fn partition_not_added(version: i16) -> i16 {
     if version >= abortable_since(ApiKey::Produce) {
         error_code::TRANSACTION_ABORTABLE
     } else {
-        // Abortable for Java ≥ 2.7 and librdkafka; INVALID_TXN_STATE would be fatal.
+        // Abortable for Java ≥ 2.7 (fatal for librdkafka, see `code`); INVALID_TXN_STATE would be
+        // fatal for Java too.
         error_code::INVALID_PRODUCER_EPOCH
     }
 }
