@@ -7,12 +7,29 @@
 # Extra arguments go to Maven, e.g. `scripts/java-build.sh -Dkafka.version=4.0.0`. Nothing is
 # rebuilt when the classpath file is newer than the pom and every source and the arguments
 # are the same as last time.
+#
+# `--variant NAME` (first) builds another client version beside the default one, in its own
+# build directory target/NAME, and writes target/classpath-NAME; the default build's jar and
+# classpath are left alone. scripts/test.sh builds
+# `scripts/java-build.sh --variant kafka3 -Dkafka.version=3.9.1` for ONELOG_JAVA3_CLASSPATH.
 set -euo pipefail
 cd "$(dirname "$0")/../harness/java"
 
+build_dir=target
 out=target/classpath
-stamp=target/classpath.args
-jar=target/onelog-java-it-0.1.0.jar
+if [ "${1:-}" = "--variant" ]; then
+    [ -n "${2:-}" ] || { echo "java-build: --variant needs a name" >&2; exit 1; }
+    case "$2" in
+        *[!A-Za-z0-9_-]*) echo "java-build: variant name '$2': letters, digits, - and _ only" >&2; exit 1 ;;
+    esac
+    build_dir="target/$2"
+    out="target/classpath-$2"
+    shift 2
+    set -- "-Donelog.build.dir=$PWD/$build_dir" "$@"
+fi
+stamp="$out.args"
+jar="$build_dir/onelog-java-it-0.1.0.jar"
+deps="$build_dir/deps.classpath"
 
 if [ -f "$out" ] && [ -f "$jar" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$*" ] &&
     [ -z "$(find pom.xml src -newer "$out" -print -quit)" ]; then
@@ -25,9 +42,10 @@ for tool in mvn java; do
 done
 
 # Debian's Maven 3.8 prints colour resets even in batch mode; they are stripped.
-mvn -q -B "$@" package dependency:build-classpath -Dmdep.outputFile="$PWD/target/deps.classpath" 2>&1 |
+mvn -q -B "$@" package dependency:build-classpath -Dmdep.outputFile="$PWD/$deps" 2>&1 |
     sed 's/\x1b\[[0-9;]*m//g' >&2
-printf '%s:%s\n' "$PWD/$jar" "$(cat target/deps.classpath)" > "$out.tmp"
+mkdir -p target
+printf '%s:%s\n' "$PWD/$jar" "$(cat "$deps")" > "$out.tmp"
 mv "$out.tmp" "$out"
 printf '%s' "$*" > "$stamp"
 echo "$PWD/$out"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The one test command: builds the broker with fault injection (the scenario tests crash it on
 # purpose), points the harness at that binary, builds the Java scenario drivers once (tests run
-# one process each under nextest) and exports their classpath, and runs every test in the
-# workspace.
+# one process each under nextest) against kafka-clients 4.x and 3.9 and exports both
+# classpaths, and runs every test in the workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +17,10 @@ export ONELOG_BIN="$target_dir/debug/onelog"
 
 ONELOG_JAVA_CLASSPATH="$(cat "$(scripts/java-build.sh)")"
 export ONELOG_JAVA_CLASSPATH
+# The same drivers against kafka-clients 3.9 (transactions v1), for the tests that compare
+# client generations (harness::java::Clients::Kafka3).
+ONELOG_JAVA3_CLASSPATH="$(cat "$(scripts/java-build.sh --variant kafka3 -Dkafka.version=3.9.1)")"
+export ONELOG_JAVA3_CLASSPATH
 
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace "${features[@]}" --no-fail-fast

@@ -7,6 +7,10 @@
 //! `scripts/java-build.sh` built the module once for the whole run (nextest runs one process
 //! per test, so no test builds it). Without it every call fails and says how to set it: a Java
 //! scenario never passes by not running.
+//!
+//! The free functions run the default build (kafka-clients and kafka-tools 4.x). [`Clients`]
+//! picks another client version: [`Clients::Kafka3`] is the same drivers built against
+//! kafka-clients 3.9 (`scripts/java-build.sh --variant kafka3`, `ONELOG_JAVA3_CLASSPATH`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -20,6 +24,8 @@ use serde_json::Value;
 
 /// The environment variable holding the drivers' classpath (module jar, then dependencies).
 pub const CLASSPATH_ENV: &str = "ONELOG_JAVA_CLASSPATH";
+/// The same for the drivers built against kafka-clients 3.9 ([`Clients::Kafka3`]).
+pub const CLASSPATH3_ENV: &str = "ONELOG_JAVA3_CLASSPATH";
 /// The package of the drivers; a class name without a dot is taken from it.
 pub const DRIVER_PACKAGE: &str = "dev.onelog.it";
 /// Lines of a Java process's stderr kept for error messages.
@@ -27,24 +33,90 @@ const STDERR_TAIL_LINES: usize = 40;
 /// Pause between two looks at a running process's events or exit.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
-/// The classpath from `ONELOG_JAVA_CLASSPATH`; an error naming the fix when it is unset.
-pub fn classpath() -> Result<String> {
-    match std::env::var(CLASSPATH_ENV) {
-        Ok(cp) if !cp.trim().is_empty() => Ok(cp.trim().to_string()),
-        _ => bail!(
-            "{CLASSPATH_ENV} is not set: this test runs Java Kafka clients. Run scripts/test.sh, \
-             or `export {CLASSPATH_ENV}=$(cat $(scripts/java-build.sh))`"
-        ),
+/// Which build of the drivers runs: the Apache Kafka client version on its classpath.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clients {
+    /// kafka-clients and kafka-tools 4.x, the pom's default (`ONELOG_JAVA_CLASSPATH`).
+    Kafka4,
+    /// kafka-clients 3.9.1: transactions v1 (AddPartitionsToTxn, EndTxn up to v4)
+    /// (`ONELOG_JAVA3_CLASSPATH`).
+    Kafka3,
+}
+
+impl Clients {
+    /// The environment variable holding this build's classpath.
+    pub fn env(self) -> &'static str {
+        match self {
+            Clients::Kafka4 => CLASSPATH_ENV,
+            Clients::Kafka3 => CLASSPATH3_ENV,
+        }
+    }
+
+    /// The command that builds this variant and prints its classpath file.
+    fn build_command(self) -> &'static str {
+        match self {
+            Clients::Kafka4 => "scripts/java-build.sh",
+            Clients::Kafka3 => "scripts/java-build.sh --variant kafka3 -Dkafka.version=3.9.1",
+        }
+    }
+
+    /// The classpath from [`Self::env`]; an error naming the fix when it is unset.
+    pub fn classpath(self) -> Result<String> {
+        let env = self.env();
+        match std::env::var(env) {
+            Ok(cp) if !cp.trim().is_empty() => Ok(cp.trim().to_string()),
+            _ => bail!(
+                "{env} is not set: this test runs Java Kafka clients ({self:?}). Run scripts/test.sh, \
+                 or `export {env}=$(cat $({}))`",
+                self.build_command()
+            ),
+        }
+    }
+
+    /// `java -cp <classpath> <class> <args>`, stdin closed, stdout and stderr piped.
+    pub fn command(self, class: &str, args: &[String]) -> Result<Command> {
+        let class = if class.contains('.') { class.to_string() } else { format!("{DRIVER_PACKAGE}.{class}") };
+        let mut cmd = Command::new("java");
+        cmd.arg("-cp").arg(self.classpath()?).arg(class).args(args);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        Ok(cmd)
+    }
+
+    /// Runs `class` to completion and returns its output; fails if it exits non-zero.
+    pub fn run_text(self, class: &str, args: &[String]) -> Result<Output> {
+        let out = self.command(class, args)?.output().with_context(|| format!("spawning java {class}"))?;
+        let output = Output {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        if !out.status.success() {
+            bail!(
+                "java {class} {args:?} ({self:?}) exited with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                out.status,
+                output.stdout,
+                tail(&output.stderr)
+            );
+        }
+        Ok(output)
+    }
+
+    /// Runs a driver to completion and returns the JSON of its last stdout line.
+    pub fn run(self, class: &str, args: &[String]) -> Result<Value> {
+        let output = self.run_text(class, args)?;
+        let line = output.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+        serde_json::from_str(line)
+            .with_context(|| format!("java {class}: last stdout line is not JSON: {line:?}"))
     }
 }
 
-/// `java -cp <classpath> <class> <args>`, stdin closed, stdout and stderr piped.
+/// The default build's classpath ([`Clients::classpath`] of [`Clients::Kafka4`]).
+pub fn classpath() -> Result<String> {
+    Clients::Kafka4.classpath()
+}
+
+/// [`Clients::command`] of the default build.
 pub fn command(class: &str, args: &[String]) -> Result<Command> {
-    let class = if class.contains('.') { class.to_string() } else { format!("{DRIVER_PACKAGE}.{class}") };
-    let mut cmd = Command::new("java");
-    cmd.arg("-cp").arg(classpath()?).arg(class).args(args);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    Ok(cmd)
+    Clients::Kafka4.command(class, args)
 }
 
 /// What a finished Java process printed.
@@ -54,30 +126,14 @@ pub struct Output {
     pub stderr: String,
 }
 
-/// Runs `class` to completion and returns its output; fails if it exits non-zero.
+/// [`Clients::run_text`] of the default build.
 pub fn run_text(class: &str, args: &[String]) -> Result<Output> {
-    let out = command(class, args)?.output().with_context(|| format!("spawning java {class}"))?;
-    let output = Output {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    if !out.status.success() {
-        bail!(
-            "java {class} {args:?} exited with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            out.status,
-            output.stdout,
-            tail(&output.stderr)
-        );
-    }
-    Ok(output)
+    Clients::Kafka4.run_text(class, args)
 }
 
-/// Runs a driver to completion and returns the JSON of its last stdout line.
+/// [`Clients::run`] of the default build.
 pub fn run(class: &str, args: &[String]) -> Result<Value> {
-    let output = run_text(class, args)?;
-    let line = output.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    serde_json::from_str(line)
-        .with_context(|| format!("java {class}: last stdout line is not JSON: {line:?}"))
+    Clients::Kafka4.run(class, args)
 }
 
 /// One JSON line a running process printed, with when the harness read it.
@@ -105,9 +161,16 @@ pub struct JavaProcess {
 }
 
 impl JavaProcess {
-    /// Spawns `class`; its stdout lines become events, its stdin stays open for [`Self::send`].
+    /// Spawns `class` of the default build; see [`Self::spawn_with`].
     pub fn spawn(class: &str, args: &[String]) -> Result<Self> {
-        let mut child = command(class, args)?
+        Self::spawn_with(Clients::Kafka4, class, args)
+    }
+
+    /// Spawns `class` of `clients`; its stdout lines become events, its stdin stays open for
+    /// [`Self::send`].
+    pub fn spawn_with(clients: Clients, class: &str, args: &[String]) -> Result<Self> {
+        let mut child = clients
+            .command(class, args)?
             .stdin(Stdio::piped())
             .spawn()
             .with_context(|| format!("spawning java {class}"))?;
@@ -215,13 +278,27 @@ fn tail(text: &str) -> String {
 /// Runs Kafka's `kafka-consumer-groups.sh` (`ConsumerGroupCommand`, from kafka-tools) with
 /// `--bootstrap-server bootstrap` and `args`.
 pub fn consumer_groups(bootstrap: &str, args: &[&str]) -> Result<Output> {
-    let mut all = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];
-    all.extend(args.iter().map(|a| a.to_string()));
-    run_text(CONSUMER_GROUP_COMMAND, &all)
+    tool(CONSUMER_GROUP_COMMAND, bootstrap, args)
 }
 
 /// The class `kafka-consumer-groups.sh` runs.
 pub const CONSUMER_GROUP_COMMAND: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
+
+/// Runs Kafka's `kafka-transactions.sh` (`TransactionsCommand`, from kafka-tools) with
+/// `--bootstrap-server bootstrap` and `args` (a subcommand and its options).
+pub fn transactions(bootstrap: &str, args: &[&str]) -> Result<Output> {
+    tool(TRANSACTIONS_COMMAND, bootstrap, args)
+}
+
+/// The class `kafka-transactions.sh` runs.
+pub const TRANSACTIONS_COMMAND: &str = "org.apache.kafka.tools.TransactionsCommand";
+
+/// A kafka-tools command of the default build: `class --bootstrap-server bootstrap args`.
+fn tool(class: &str, bootstrap: &str, args: &[&str]) -> Result<Output> {
+    let mut all = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    run_text(class, &all)
+}
 
 /// The rows of a column-aligned table a Kafka tool printed (`%-Ns` columns): the header is
 /// the first line whose first word is `first_column`, and each following non-empty line is a

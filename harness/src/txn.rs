@@ -118,3 +118,24 @@ pub async fn send_sync(
         producer.send(record, TXN_CALL_TIMEOUT).await.map_err(|(e, _)| anyhow::anyhow!("send {key}: {e}"))?;
     Ok((delivery.partition, delivery.offset))
 }
+
+/// A transaction held open on partitions 0 and 1 of `topic` (two records on 0, one on 1) by a
+/// new producer of `transactional_id`, after that producer committed one record on partition 0:
+/// the open transaction therefore starts past the committed record and its marker there. The
+/// tooling tests look at it. Returns the producer and the open transaction's first offset on
+/// partitions 0 and 1.
+pub async fn open_after_commit(
+    bootstrap: &str,
+    topic: &str,
+    transactional_id: &str,
+) -> Result<(FutureProducer, [i64; 2])> {
+    let producer = transactional_producer(bootstrap, transactional_id)?;
+    producer.begin_transaction()?;
+    send_sync(&producer, topic, Some(0), "k", "earlier").await?;
+    producer.commit_transaction(TXN_CALL_TIMEOUT).context("earlier commit")?;
+    producer.begin_transaction()?;
+    let (_, first_0) = send_sync(&producer, topic, Some(0), "k0", "open-0").await?;
+    send_sync(&producer, topic, Some(0), "k1", "open-1").await?;
+    let (_, first_1) = send_sync(&producer, topic, Some(1), "k2", "open-2").await?;
+    Ok((producer, [first_0, first_1]))
+}

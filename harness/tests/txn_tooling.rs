@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use harness::kafka::create_topics;
-use harness::txn::{send_sync, transactional_producer, TXN_CALL_TIMEOUT as TXN_TIMEOUT};
+use harness::txn::{open_after_commit, TXN_CALL_TIMEOUT as TXN_TIMEOUT};
 use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::describe_producers_response::ProducerState;
@@ -149,15 +149,8 @@ async fn open_then_committed(cluster: &mut Cluster) -> Result<()> {
 
     // Phase 1: a transaction open on both partitions, after a committed one on partition 0
     // (its record and marker), so the open one starts past offset 0 there.
-    let producer = transactional_producer(&bootstrap, TXN_ID)?;
-    producer.begin_transaction()?;
-    send_sync(&producer, TOPIC, Some(0), "k", "earlier").await?;
-    producer.commit_transaction(TXN_TIMEOUT).context("earlier commit")?;
-    producer.begin_transaction()?;
-    let (_, first_0) = send_sync(&producer, TOPIC, Some(0), "k0", "open-0").await?;
+    let (producer, [first_0, first_1]) = open_after_commit(&bootstrap, TOPIC, TXN_ID).await?;
     ensure!(first_0 == 2, "the open transaction starts at {first_0} on partition 0");
-    send_sync(&producer, TOPIC, Some(0), "k1", "open-1").await?;
-    let (_, first_1) = send_sync(&producer, TOPIC, Some(1), "k2", "open-2").await?;
 
     let described = describe(&mut at_leader, &[TXN_ID, "no-such-txn"]).await?;
     ensure!(described.len() == 2, "{described:?}");
