@@ -123,14 +123,25 @@ impl Ctx {
         }
     }
 
-    /// Whether this node may act as the Kafka leader now: it is the Raft leader and, in a
-    /// multi-voter cluster, holds a fresh lease (see [`LeaderLease`]).
+    /// Whether this node may act as the Kafka leader now: it is the Raft leader, has applied
+    /// an entry of its own term and, in a multi-voter cluster, holds a fresh lease (see
+    /// [`LeaderLease`]).
     pub fn is_leader(&self) -> bool {
         // A leader handing over on shutdown stops taking requests first.
         if self.leader_id() != Some(self.node_id) || crate::duties::SHUTTING_DOWN.load(Ordering::Relaxed) {
             return false;
         }
-        self.voter_ids().len() <= 1 || self.lease.is_valid()
+        self.applied_own_term() && (self.voter_ids().len() <= 1 || self.lease.is_valid())
+    }
+
+    /// Raft §8: a new leader knows which entries of earlier terms are committed only once an
+    /// entry of its own term (openraft's blank entry) is committed. Until it has also applied
+    /// that entry its state may lag what the previous leader already served — a committed
+    /// offset or high watermark read there could go backwards — so it serves nothing.
+    fn applied_own_term(&self) -> bool {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        m.last_applied.is_some_and(|applied| applied.leader_id.term == m.current_term)
     }
 
     /// The current Raft term.

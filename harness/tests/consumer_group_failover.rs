@@ -1,11 +1,8 @@
 //! Acceptance test (3) of issue #4: kill -9 the leader while a consumer group is consuming.
 //!
 //! Three nodes; 30,000 messages in a 6-partition topic; three librdkafka consumers in one
-//! group store each message's offset after processing it and commit synchronously every
-//! 100 ms (so every commit covers only processed messages: at-least-once). Synchronous, not
-//! librdkafka's auto-commit: an auto-commit sent to the dying coordinator can be retried by
-//! librdkafka after a newer one succeeded on the new leader, moving the committed offset
-//! backwards — a client behaviour Kafka accepts too (seen once in this test's first version). An observer reads the group's
+//! group store each message's offset after processing it and auto-commit every 100 ms (so
+//! every commit covers only processed messages: at-least-once). An observer reads the group's
 //! committed offsets every 50 ms throughout. A third of the way through, the Raft leader (the
 //! group's coordinator) is killed with SIGKILL; the group carries on with the new leader.
 //!
@@ -27,8 +24,7 @@ use harness::kafka::{
     client_config, create_topics, group_member_config, produce_numbered, CLIENT_REQUEST_TIMEOUT,
 };
 use harness::{Cluster, ClusterOptions};
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use tokio::sync::watch;
@@ -42,7 +38,6 @@ const MESSAGES: usize = 30_000;
 const KILL_AFTER: usize = MESSAGES / 3;
 const TIMEOUT: Duration = Duration::from_secs(120);
 const OBSERVE_INTERVAL: Duration = Duration::from_millis(50);
-const COMMIT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What the consumers did: how often each (partition, offset) was processed, and the highest
 /// offset processed per partition.
@@ -183,8 +178,7 @@ fn check_duplicates(
 }
 
 /// One group member: processes a message (records it, and takes a little time, so that the
-/// kill lands mid-consumption), stores its offset, and commits what it stored every
-/// `COMMIT_INTERVAL`, waiting for each commit's outcome before the next.
+/// kill lands mid-consumption), then stores its offset for the next auto-commit.
 async fn consume(
     bootstrap: String,
     i: usize,
@@ -198,11 +192,9 @@ async fn consume(
         Duration::from_millis(100),
         Duration::from_secs(10),
     )
-    .set("enable.auto.commit", "false")
     .create()?;
     consumer.subscribe(&[TOPIC])?;
     let mut processed = 0u64;
-    let mut last_commit = Instant::now();
     loop {
         tokio::select! {
             _ = stop.changed() => break,
@@ -227,26 +219,12 @@ async fn consume(
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
                 consumer.store_offset_from_message(&m)?;
-                if last_commit.elapsed() >= COMMIT_INTERVAL {
-                    commit_stored(&consumer, i);
-                    last_commit = Instant::now();
-                }
             }
         }
     }
-    commit_stored(&consumer, i);
-    // Dropping closes the consumer and leaves the group.
+    // Dropping closes the consumer: it commits the stored offsets and leaves the group.
     drop(consumer);
     Ok(())
-}
-
-/// Commits the stored offsets and waits for the outcome; a failure during the failover is
-/// printed and the next commit covers the same offsets.
-fn commit_stored(consumer: &StreamConsumer, i: usize) {
-    match consumer.commit_consumer_state(CommitMode::Sync) {
-        Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
-        Err(e) => println!("consumer {i}: commit failed: {e}"),
-    }
 }
 
 /// Reads the group's committed offsets every [`OBSERVE_INTERVAL`] until told to stop; a
