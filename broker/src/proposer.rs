@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kafka_compat::batch::{stamp_batch, BatchStamp, ValidBatch};
+use kafka_compat::batch::{parse_header, stamp_batch, BatchStamp, ValidBatch};
 use kafka_compat::error_code;
 use openraft::error::{ClientWriteError, RaftError};
 use tokio::sync::{mpsc, oneshot};
@@ -45,12 +45,18 @@ pub struct UnstampedAppend {
 pub enum Proposal {
     Op(Op),
     Produce(Vec<UnstampedAppend>),
+    /// Transactional batches only: answered once stamped, before the entry is committed
+    /// (DESIGN §1, §4). Safe because nothing of a transaction becomes visible before its EndTxn
+    /// entry, which this leader proposes after this one, so it commits only with it; and if
+    /// this leader's term ends first, the next leader aborts the transaction (the proposer's
+    /// takeover abort) and the client's EndTxn fails with an abortable error.
+    ProduceTransactional(Vec<UnstampedAppend>),
 }
 
 impl Proposal {
     fn size_bytes(&self) -> usize {
         match self {
-            Proposal::Produce(appends) => {
+            Proposal::Produce(appends) | Proposal::ProduceTransactional(appends) => {
                 appends.iter().flat_map(|a| a.batches.iter()).map(|b| b.bytes.len()).sum::<usize>() + 64
             }
             // Ops other than produce are small, except commits with metadata: count them.
@@ -265,11 +271,21 @@ fn stamp_entry(
 ) -> (Vec<Op>, Vec<(Reply, Waiting)>) {
     let mut entry = EntryBuilder::new(state, config, term, now);
     let mut waiting = Vec::with_capacity(queued.len());
+    // Ops that write transaction markers go after every produce op of the entry: a marker
+    // takes the next offset of its partitions when applied, which would shift the offsets
+    // stamped into a later produce op of the same entry (and a transactional produce has
+    // already been answered with them). The proposals were queued together, unanswered, so
+    // either order is one the clients could have seen.
+    let mut deferred = Vec::new();
     for (proposal, reply) in queued {
         match proposal {
             Proposal::Op(op) => {
-                if matches!(op, Op::InitProducerId(_)) {
+                if matches!(op, Op::InitProducerId(_) | Op::InitTxnProducer(_)) {
                     entry.producer_ids_allocated += 1;
+                }
+                if op.writes_markers() {
+                    deferred.push((op, reply));
+                    continue;
                 }
                 waiting.push((reply, Waiting::Op(entry.ops.len())));
                 entry.ops.push(op);
@@ -283,7 +299,21 @@ fn stamp_entry(
                     waiting.push((reply, Waiting::Produce(slots)));
                 }
             }
+            Proposal::ProduceTransactional(appends) => {
+                let slots = entry.add_produce(appends);
+                // A retry queued behind its original is answered only with the original's op.
+                if slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. })) {
+                    waiting.push((reply, Waiting::Produce(slots)));
+                } else {
+                    let stamped = slots.into_iter().map(|s| entry.stamped_answer(s)).collect();
+                    let _ = reply.send(Ok(OpResult::Produced(stamped)));
+                }
+            }
         }
+    }
+    for (op, reply) in deferred {
+        waiting.push((reply, Waiting::Op(entry.ops.len())));
+        entry.ops.push(op);
     }
     (entry.ops, waiting)
 }
@@ -458,6 +488,23 @@ impl<'a> EntryBuilder<'a> {
             }
         }
         Ok(Some(seq))
+    }
+
+    /// The answer for a slot from its stamp alone (transactional produce, see `Proposal`).
+    fn stamped_answer(&self, slot: Slot) -> PartitionProduced {
+        let Slot::Appended { op, index } = slot else { return slot.answer(&[]) };
+        let Op::Produce(produce) = &self.ops[op] else { unreachable!("a produce slot names a produce op") };
+        let append = &produce.partitions[index];
+        let header = parse_header(&append.batches[0]).expect("stamped by this builder");
+        let log_start_offset =
+            self.state.partition(&append.topic, append.partition).map_or(0, |p| p.log_start_offset);
+        PartitionProduced {
+            error_code: error_code::NONE,
+            message: None,
+            base_offset: header.base_offset,
+            log_start_offset,
+            append_time_ms: self.now,
+        }
     }
 
     /// Stamps offsets and the term into `append`'s batches and records its idempotent batch.

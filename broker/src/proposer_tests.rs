@@ -182,3 +182,55 @@ fn a_new_producer_id_beyond_the_live_limit_is_refused_retriably() {
     let (answers, ops) = run_entry(&mut state, vec![request(&[(0, producer_batch(0, 1, unknown, 0, 0))])]);
     assert_eq!((outcome(&answers[0]), ops), (vec![(error_code::NOT_ENOUGH_REPLICAS, -1)], 0));
 }
+
+/// Regression: an EndTxn queued between two produce proposals wrote its marker at the offset
+/// the later produce had been stamped with, so apply refused that produce — after a
+/// transactional produce had already been answered with the offset (the client's next batch
+/// then met OUT_OF_ORDER_SEQUENCE_NUMBER). Marker-writing ops now go last in their entry.
+#[test]
+fn an_end_txn_between_produces_does_not_shift_their_offsets() {
+    use crate::state::command::{EndTxnOp, InitTxnProducerOp, LeaderStamp};
+    use crate::state::txns::ProducerIdEpoch;
+    use crate::test_batches::txn_batch;
+
+    let mut state = state_with_topic(1);
+    let init = |tid: &str| {
+        Op::InitTxnProducer(InitTxnProducerOp {
+            transactional_id: tid.into(),
+            timeout_ms: 60_000,
+            timeout_ms_max: 900_000,
+            expected: None,
+            now_ms: 1,
+            term: 3,
+            producer_ids_live_max: 100,
+            eviction_idle_ms_min: 1_000,
+        })
+    };
+    let (answers, _) = run_entry(&mut state, vec![Proposal::Op(init("a")), Proposal::Op(init("b"))]);
+    let id = |answer: &OpResult| match answer {
+        OpResult::Txn(Ok(id)) => *id,
+        other => panic!("{other:?}"),
+    };
+    let (a, b): (ProducerIdEpoch, ProducerIdEpoch) = (id(&answers[0]), id(&answers[1]));
+    let txn_request = |id: ProducerIdEpoch, seq| {
+        let bytes = txn_batch(0, 1, id.producer_id, id.producer_epoch, seq);
+        let batches = validate_record_set(&bytes, usize::MAX).expect("valid batch");
+        Proposal::ProduceTransactional(vec![UnstampedAppend { topic: "t".into(), partition: 0, batches }])
+    };
+    run_entry(&mut state, vec![txn_request(a, 0)]);
+    let end_a = Proposal::Op(Op::EndTxn(EndTxnOp {
+        transactional_id: "a".into(),
+        producer: a,
+        commit: true,
+        bump_epoch: false,
+        stamp: LeaderStamp { now_ms: 2, term: 3 },
+        producer_ids_live_max: 100,
+        eviction_idle_ms_min: 1_000,
+    }));
+    let (answers, _) = run_entry(&mut state, vec![end_a, txn_request(b, 0)]);
+    assert!(matches!(answers[0], OpResult::Txn(Ok(_))), "{:?}", answers[0]);
+    assert_eq!(outcome(&answers[1]), vec![(0, 1)], "b's batch answered at 1, before a's marker");
+    let partition = state.partition("t", 0).unwrap();
+    assert_eq!(partition.log_end_offset, 3, "a's data at 0, b's at 1, a's marker at 2");
+    assert_eq!(partition.open_txns.get(&b.producer_id), Some(&1), "b's transaction applied where answered");
+}

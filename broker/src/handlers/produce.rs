@@ -5,6 +5,9 @@
 //! topics applies all-or-nothing (DRMQ's atomic write). acks=0 gets no response; acks=1 and
 //! acks=all both reply after the entry is committed and applied — stronger than Kafka's acks=1.
 //!
+//! Transactional batches are answered as soon as the leader has stamped them, before their
+//! entry commits (DESIGN §1, §4: the EndTxn entry is the transaction's durable round).
+//!
 //! Idempotent batches (KIP-98) are sequence-checked by the proposer; each partition's answer
 //! (its error, its offset, or a duplicate's original offset) comes back per partition.
 
@@ -95,8 +98,7 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     }
     let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64).max(Duration::from_millis(1));
     let append_time = log_append_times(&ctx, &appends);
-    let pending =
-        if appends.is_empty() { None } else { Some(ctx.proposer.submit(Proposal::Produce(appends)).await) };
+    let pending = if appends.is_empty() { None } else { Some(ctx.proposer.submit(proposal(appends)).await) };
     // Stage two, spawned: wait for the commit and answer.
     Ok(Box::pin(async move {
         if let Some(pending) = pending {
@@ -111,6 +113,18 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
         }
         Ok(Some(ResponseKind::Produce(response(slots))))
     }))
+}
+
+/// A request whose every batch is transactional is answered once stamped (DESIGN §1: a
+/// transactional produce is not a durable round on the client's path); any other waits for
+/// the commit.
+fn proposal(appends: Vec<UnstampedAppend>) -> Proposal {
+    let transactional = appends.iter().all(|a| a.batches.iter().all(|b| b.header.is_transactional()));
+    if transactional {
+        Proposal::ProduceTransactional(appends)
+    } else {
+        Proposal::Produce(appends)
+    }
 }
 
 type Checked = Result<Vec<kafka_compat::batch::ValidBatch>, (i16, Option<String>)>;

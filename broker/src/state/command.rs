@@ -61,6 +61,14 @@ pub enum Op {
     OffsetDelete(OffsetDeleteOp),
 }
 
+impl Op {
+    /// Whether applying the op may append transaction markers (control batches) to
+    /// partitions, taking offsets the proposer does not stamp (see `proposer::stamp_entry`).
+    pub fn writes_markers(&self) -> bool {
+        matches!(self, Op::EndTxn(_) | Op::InitTxnProducer(_) | Op::AbortTxns(_))
+    }
+}
+
 /// Everything the transaction ops need from the leader besides the request: its clock and
 /// term (the marker batches' leader epoch).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
