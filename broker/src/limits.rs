@@ -186,6 +186,12 @@ pub const GROUP_SESSION_CHECK_INTERVAL_MS: u64 = 250;
 /// group id; a longer one gets INVALID_REQUEST from InitProducerId.
 pub const TRANSACTIONAL_ID_BYTES_MAX: usize = 255;
 
+/// Transactional ids kept in the replicated state (each with its open transaction, if any).
+/// A producer id can be evicted when idle; a transactional id is kept until
+/// `transactional.id.expiration.ms`, so a flood of new ids is refused at this bound
+/// (COORDINATOR_LOAD_IN_PROGRESS, retriable) instead of growing every checkpoint.
+pub const TRANSACTIONAL_IDS_MAX: usize = 100_000;
+
 /// Partitions one transaction may add: every one gets a marker in the EndTxn entry, which
 /// must stay well below the proposal size limit.
 pub const TXN_PARTITIONS_MAX: usize = 10_000;

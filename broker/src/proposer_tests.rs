@@ -204,6 +204,7 @@ fn an_end_txn_between_produces_does_not_shift_their_offsets() {
             term: 3,
             producer_ids_live_max: 100,
             eviction_idle_ms_min: 1_000,
+            transactional_ids_max: 100,
         })
     };
     let (answers, _) = run_entry(&mut state, vec![Proposal::Op(init("a")), Proposal::Op(init("b"))]);

@@ -78,6 +78,7 @@ async fn init_transactional(
         term: ctx.leader_epoch(),
         producer_ids_live_max: limits::PRODUCER_IDS_LIVE_MAX,
         eviction_idle_ms_min: limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN,
+        transactional_ids_max: limits::TRANSACTIONAL_IDS_MAX,
     });
     match ctx.proposer.propose_op(op).await {
         Ok(OpResult::Txn(Ok(id))) => {

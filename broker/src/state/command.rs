@@ -89,6 +89,8 @@ pub struct InitTxnProducerOp {
     pub term: i32,
     pub producer_ids_live_max: u64,
     pub eviction_idle_ms_min: i64,
+    /// `limits::TRANSACTIONAL_IDS_MAX` on the leader.
+    pub transactional_ids_max: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

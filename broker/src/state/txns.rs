@@ -199,6 +199,10 @@ impl Transactions {
             return Err(TxnError::InvalidTimeout(op.timeout_ms));
         }
         let Some(meta) = self.by_id.get_mut(&op.transactional_id) else {
+            if self.by_id.len() >= op.transactional_ids_max {
+                let message = format!("{} transactional ids, the limit", self.by_id.len());
+                return Err(TxnError::ProducerIdsExhausted(message));
+            }
             let producer_id = allocate().map_err(TxnError::ProducerIdsExhausted)?;
             self.by_id
                 .insert(op.transactional_id.clone(), TxnMeta::new(producer_id, op.timeout_ms, op.now_ms));

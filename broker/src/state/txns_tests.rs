@@ -40,6 +40,7 @@ impl Machine {
             term: 2,
             producer_ids_live_max: 100,
             eviction_idle_ms_min: 1000,
+            transactional_ids_max: 3,
         };
         match self.apply(Op::InitTxnProducer(op)) {
             OpResult::Txn(r) => r,
@@ -269,4 +270,14 @@ fn an_exhausted_epoch_moves_to_a_new_producer_id() {
     assert_ne!(next.producer_id, id.producer_id);
     assert_eq!(next.producer_epoch, 0);
     m.state.txns.assert_invariants();
+}
+
+#[test]
+fn new_transactional_ids_beyond_the_limit_are_refused_retriably() {
+    let mut m = Machine::new();
+    for tid in ["a", "b", "c"] {
+        m.init(tid, None).unwrap();
+    }
+    assert!(matches!(m.init("d", None), Err(TxnError::ProducerIdsExhausted(_))));
+    assert!(m.init("a", None).is_ok(), "a known id still bumps its epoch at the limit");
 }
