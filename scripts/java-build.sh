@@ -11,7 +11,8 @@
 # `--variant NAME` (first) builds another client version beside the default one, in its own
 # build directory target/NAME, and writes target/classpath-NAME; the default build's jar and
 # classpath are left alone. scripts/test.sh builds
-# `scripts/java-build.sh --variant kafka3 -Dkafka.version=3.9.1` for ONELOG_JAVA3_CLASSPATH.
+# `scripts/java-build.sh --variant kafka3 -Dkafka.version=3.9.1` for ONELOG_JAVA3_CLASSPATH;
+# scripts/bench-java.sh builds `--variant kafka2 -Dkafka2` (kafka-clients 2.8.2, no kafka-tools).
 set -euo pipefail
 cd "$(dirname "$0")/../harness/java"
 
