@@ -1,7 +1,8 @@
 //! What the transaction tooling APIs show (`kafka-transactions.sh`: ListTransactions,
 //! DescribeTransactions, DescribeProducers), computed from the applied state and the leader's
-//! memory of the current term. Pure functions over borrowed state, so the handlers stay thin
-//! and the rules are unit-tested here.
+//! memory of the current term, and which transaction its `abort` (WriteTxnMarkers) names.
+//! Pure functions over borrowed state, so the handlers stay thin and the rules are unit-tested
+//! here.
 //!
 //! Kafka's coordinator moves a transaction to Ongoing at its first AddPartitionsToTxn; onelog
 //! keeps what was added before the first write in leader memory (`txn_memory`, DESIGN §1),
@@ -161,6 +162,50 @@ pub fn active_producers(state: &BrokerState, topic: &str, partition: i32) -> Opt
     }
     producers.sort_by_key(|p| p.producer_id);
     Some(producers)
+}
+
+/// What an abort marker of `kafka-transactions.sh abort` (WriteTxnMarkers) names on one
+/// partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AbortTarget {
+    /// The producer's transaction open on the partition: its transactional id, and its producer
+    /// id and epoch as the `AbortTxns` op checks them when it applies.
+    Open(String, ProducerIdEpoch),
+    /// The producer has no transaction open on the partition: nothing to abort. Kafka would
+    /// write a marker that changes nothing there.
+    NothingOpen,
+    /// The marker's epoch is older than the producer's: the transaction it was read from has
+    /// ended (Kafka's partition leader refuses such a marker with INVALID_PRODUCER_EPOCH).
+    StaleEpoch {
+        current: i16,
+    },
+    UnknownPartition,
+}
+
+/// Which transaction an abort marker for `marker` on `topic`/`partition` aborts.
+///
+/// A transaction cannot be torn here, so the marker aborts the producer's whole open
+/// transaction, on every partition it wrote, provided it is open on the named partition. As
+/// Kafka's partition leader does, a marker epoch at or above the producer's is accepted.
+pub fn abort_target(
+    state: &BrokerState,
+    marker: ProducerIdEpoch,
+    topic: &str,
+    partition: i32,
+) -> AbortTarget {
+    let Some(p) = state.partition(topic, partition) else { return AbortTarget::UnknownPartition };
+    let Some((transactional_id, meta)) = state.txns.by_producer(marker.producer_id) else {
+        // An idempotent producer, or one whose transactional id expired: no transaction.
+        return AbortTarget::NothingOpen;
+    };
+    if marker.producer_epoch < meta.producer_epoch {
+        return AbortTarget::StaleEpoch { current: meta.producer_epoch };
+    }
+    if meta.state != TxnState::Ongoing || !p.open_txns.contains_key(&marker.producer_id) {
+        return AbortTarget::NothingOpen;
+    }
+    let current = ProducerIdEpoch { producer_id: meta.producer_id, producer_epoch: meta.producer_epoch };
+    AbortTarget::Open(transactional_id.clone(), current)
 }
 
 #[cfg(test)]

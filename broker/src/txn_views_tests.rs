@@ -171,3 +171,41 @@ fn an_open_transaction_without_producer_state_is_still_listed() {
         }]
     );
 }
+
+/// `broker_state` with transactional id "tx" of producer 7 at epoch 2, its transaction open on
+/// partition 0 of "a" from offset 3.
+fn open_on_partition_0() -> BrokerState {
+    let mut state = broker_state();
+    let mut m = ongoing(500, &[("a", 0, 3)]);
+    m.producer_epoch = 2;
+    state.txns.by_id.insert("tx".into(), m);
+    state.txns.by_producer_id.insert(7, "tx".into());
+    state.topics.get_mut("a").unwrap().partitions[0].open_txns.insert(7, 3);
+    state
+}
+
+fn marker(producer_id: i64, producer_epoch: i16) -> ProducerIdEpoch {
+    ProducerIdEpoch { producer_id, producer_epoch }
+}
+
+#[test]
+fn an_abort_marker_names_the_transaction_open_on_its_partition() {
+    let state = open_on_partition_0();
+    let open = AbortTarget::Open("tx".into(), marker(7, 2));
+    assert_eq!(abort_target(&state, marker(7, 2), "a", 0), open);
+    // Kafka's partition leader accepts a marker epoch at or above the producer's.
+    assert_eq!(abort_target(&state, marker(7, 3), "a", 0), open);
+    assert_eq!(abort_target(&state, marker(7, 1), "a", 0), AbortTarget::StaleEpoch { current: 2 });
+}
+
+#[test]
+fn an_abort_marker_with_nothing_open_there_aborts_nothing() {
+    let state = open_on_partition_0();
+    // The transaction is open, but not on partition 1.
+    assert_eq!(abort_target(&state, marker(7, 2), "a", 1), AbortTarget::NothingOpen);
+    // An idempotent producer, and a producer id never seen.
+    assert_eq!(abort_target(&state, marker(9, 0), "a", 0), AbortTarget::NothingOpen);
+    assert_eq!(abort_target(&state, marker(42, 0), "a", 0), AbortTarget::NothingOpen);
+    assert_eq!(abort_target(&state, marker(7, 2), "a", 2), AbortTarget::UnknownPartition);
+    assert_eq!(abort_target(&state, marker(7, 2), "b", 0), AbortTarget::UnknownPartition);
+}

@@ -21,6 +21,12 @@
 //! with the transaction's first offset there; after the commit `describe` says CompleteCommit
 //! and no producer has an open transaction.
 //!
+//! And `kafka-transactions.sh abort` (WriteTxnMarkers) on such a transaction, named by its first
+//! offset on one partition: the whole transaction aborts through the log (onelog cannot tear it),
+//! so `describe` says CompleteAbort, read_committed reads past it without its records, and the
+//! librdkafka producer's commit fails with an abortable error, after which it aborts and commits
+//! a new transaction. `find-hanging` finds nothing hanging before or after.
+//!
 //! Needs `ONELOG_JAVA_CLASSPATH` and `ONELOG_JAVA3_CLASSPATH` (scripts/test.sh sets both);
 //! without them the tests fail.
 
@@ -29,8 +35,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{ensure, Context, Result};
 use harness::java::{self, Clients};
 use harness::kafka::create_topics;
-use harness::txn::{open_after_commit, TXN_CALL_TIMEOUT as TXN_TIMEOUT};
+use harness::txn::{
+    open_after_commit, read_values, send_sync, READ_COMMITTED, READ_UNCOMMITTED,
+    TXN_CALL_TIMEOUT as TXN_TIMEOUT,
+};
 use harness::{Cluster, ClusterOptions};
+use rdkafka::error::KafkaError;
 use rdkafka::producer::Producer;
 use serde_json::{json, Value};
 
@@ -166,6 +176,94 @@ async fn tool_scenario(cluster: &Cluster) -> Result<()> {
     Ok(())
 }
 
+const ABORT_TOPIC: &str = "java-txn-abort";
+const ABORT_TXN_ID: &str = "java-txn-abort-txn";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn transactions_tool_aborts_an_open_transaction() {
+    java::classpath().expect("the Java scenario drivers");
+    let cluster = three_nodes();
+    let result = abort_scenario(&cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn abort_scenario(cluster: &Cluster) -> Result<()> {
+    let bootstrap = cluster.bootstrap();
+    create_topics(&bootstrap, &[(ABORT_TOPIC, 2)]).await?;
+    // "earlier" committed on partition 0; "open-0", "open-1" (from offset 2) and "open-2" (on
+    // partition 1, from 0) in the open transaction.
+    let (producer, [first_0, _]) = open_after_commit(&bootstrap, ABORT_TOPIC, ABORT_TXN_ID).await?;
+    let described = describe(&bootstrap, ABORT_TXN_ID)?;
+    ensure!(described["TransactionState"] == "Ongoing", "describe: {described:?}");
+    let (pid, epoch) = (described["ProducerId"].clone(), described["ProducerEpoch"].clone());
+    let row = producers_of(&bootstrap, ABORT_TOPIC, 0)?.into_iter().find(|r| r["ProducerId"] == pid);
+    ensure!(
+        row.as_ref().is_some_and(|r| r["CurrentTransactionStartOffset"] == first_0.to_string()),
+        "describe-producers: {row:?}"
+    );
+    // With no minimum age every open transaction is a candidate, and the coordinator's view
+    // (DescribeTransactions lists both partitions) clears it: not hanging.
+    ensure!(hanging(&bootstrap)?.is_empty(), "find-hanging while open");
+
+    let start = first_0.to_string();
+    let args = ["abort", "--topic", ABORT_TOPIC, "--partition", "0", "--start-offset", &start];
+    let out = tokio::task::block_in_place(|| java::transactions(&bootstrap, &args))?;
+    println!("kafka-transactions.sh {}:\n{}{}", args.join(" "), out.stdout, out.stderr.trim_end());
+
+    let described = describe(&bootstrap, ABORT_TXN_ID)?;
+    ensure!(described["TransactionState"] == "CompleteAbort", "describe after abort: {described:?}");
+    ensure!(described["ProducerId"] == pid && described["TopicPartitions"].is_empty(), "{described:?}");
+    ensure!(described["ProducerEpoch"] != epoch, "the abort bumps the epoch: {described:?}");
+    for partition in [0, 1] {
+        let open: Vec<_> = producers_of(&bootstrap, ABORT_TOPIC, partition)?
+            .into_iter()
+            .filter(|r| r["CurrentTransactionStartOffset"] != "None")
+            .collect();
+        ensure!(open.is_empty(), "partition {partition} after abort: {open:?}");
+    }
+    ensure!(hanging(&bootstrap)?.is_empty(), "find-hanging after abort");
+
+    // read_committed is not held at the aborted transaction's start, and skips its records.
+    let committed = read_sorted(&bootstrap, READ_COMMITTED)?;
+    ensure!(committed == ["earlier"], "read_committed after abort: {committed:?}");
+    let uncommitted = read_sorted(&bootstrap, READ_UNCOMMITTED)?;
+    ensure!(uncommitted == ["earlier", "open-0", "open-1", "open-2"], "read_uncommitted: {uncommitted:?}");
+
+    // The producer learns of the abort at its commit, aborts, and carries on.
+    match producer.commit_transaction(TXN_TIMEOUT) {
+        Err(KafkaError::Transaction(e)) if e.txn_requires_abort() => println!("commit after abort: {e}"),
+        other => anyhow::bail!("commit after the admin abort: {other:?}"),
+    }
+    producer.abort_transaction(TXN_TIMEOUT).context("abort after the admin abort")?;
+    producer.begin_transaction()?;
+    send_sync(&producer, ABORT_TOPIC, Some(1), "k3", "after").await?;
+    producer.commit_transaction(TXN_TIMEOUT).context("commit of a new transaction")?;
+    let committed = read_sorted(&bootstrap, READ_COMMITTED)?;
+    ensure!(committed == ["after", "earlier"], "read_committed at the end: {committed:?}");
+    let described = describe(&bootstrap, ABORT_TXN_ID)?;
+    ensure!(described["TransactionState"] == "CompleteCommit", "describe at the end: {described:?}");
+    Ok(())
+}
+
+/// Every data record's value of the abort scenario's topic under `isolation`, sorted.
+fn read_sorted(bootstrap: &str, isolation: &str) -> Result<Vec<String>> {
+    let mut values = tokio::task::block_in_place(|| read_values(bootstrap, ABORT_TOPIC, 2, isolation))?;
+    values.sort();
+    Ok(values)
+}
+
+/// `find-hanging --topic` of the abort scenario's topic with no minimum transaction age.
+fn hanging(bootstrap: &str) -> Result<Vec<BTreeMap<String, String>>> {
+    let args = ["find-hanging", "--topic", ABORT_TOPIC, "--max-transaction-timeout", "0"];
+    tool(bootstrap, &args, "Topic")
+}
+
+/// `describe-producers` of one partition of `topic`: every row.
+fn producers_of(bootstrap: &str, topic: &str, partition: i32) -> Result<Vec<BTreeMap<String, String>>> {
+    let partition = partition.to_string();
+    tool(bootstrap, &["describe-producers", "--topic", topic, "--partition", &partition], "ProducerId")
+}
+
 /// `describe --transactional-id`: its one row.
 fn describe(bootstrap: &str, txn_id: &str) -> Result<BTreeMap<String, String>> {
     let rows = tool(bootstrap, &["describe", "--transactional-id", txn_id], "CoordinatorId")?;
@@ -175,9 +273,7 @@ fn describe(bootstrap: &str, txn_id: &str) -> Result<BTreeMap<String, String>> {
 
 /// `describe-producers` of one partition: the row of `pid`.
 fn producer_row(bootstrap: &str, partition: i32, pid: &str) -> Result<BTreeMap<String, String>> {
-    let partition = partition.to_string();
-    let args = ["describe-producers", "--topic", TOOL_TOPIC, "--partition", &partition];
-    let rows = tool(bootstrap, &args, "ProducerId")?;
+    let rows = producers_of(bootstrap, TOOL_TOPIC, partition)?;
     rows.into_iter().find(|r| r["ProducerId"] == pid).with_context(|| format!("producer {pid} not shown"))
 }
 

@@ -9,6 +9,11 @@
 //! a follower (each replica answers DescribeProducers, as Kafka's do). After the commit the
 //! transaction is CompleteCommit with no partitions, and the producer has no open transaction.
 //! Bad input: an unknown transactional id, an unknown partition and topic.
+//!
+//! WriteTxnMarkers (what `kafka-transactions.sh abort` sends; harness/tests/java_transactions.rs
+//! runs the tool) on the committed transaction: nothing is open, so an abort marker aborts
+//! nothing; a commit marker, an older epoch, an unknown partition and a follower are refused
+//! per partition, and the transaction stays CompleteCommit.
 
 use std::time::{Duration, Instant};
 
@@ -20,9 +25,10 @@ use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::describe_producers_response::ProducerState;
 use kafka_protocol::messages::describe_transactions_response::TransactionState as Described;
 use kafka_protocol::messages::list_transactions_response::ListTransactionsResponse;
+use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
 use kafka_protocol::messages::{
     DescribeProducersRequest, DescribeProducersResponse, DescribeTransactionsRequest,
-    ListTransactionsRequest, ProducerId, TopicName, TransactionalId,
+    ListTransactionsRequest, ProducerId, TopicName, TransactionalId, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::Producer;
@@ -31,7 +37,10 @@ const TOPIC: &str = "tooling";
 const TXN_ID: &str = "tooling-txn";
 const NONE: i16 = 0;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 const NOT_COORDINATOR: i16 = 16;
+const INVALID_REQUEST: i16 = 42;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
 const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 /// How long a replica may take to apply what the leader acknowledged.
 const APPLY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -206,7 +215,57 @@ async fn open_then_committed(cluster: &mut Cluster) -> Result<()> {
             wait_producer(client, partition, pid, -1).await.with_context(|| format!("{who} after commit"))?;
         }
     }
+
+    // Phase 3: WriteTxnMarkers with nothing open.
+    let epoch = done.producer_epoch;
+    let marker = |commit: bool, epoch: i16| (pid, epoch, commit);
+    let codes = write_markers(&mut at_leader, marker(false, epoch), &[(TOPIC, 0), (TOPIC, 9)]).await?;
+    ensure!(codes == [NONE, UNKNOWN_TOPIC_OR_PARTITION], "abort marker with nothing open: {codes:?}");
+    let codes = write_markers(&mut at_leader, marker(true, epoch), &[(TOPIC, 0)]).await?;
+    ensure!(codes == [INVALID_REQUEST], "commit marker: {codes:?}");
+    let codes = write_markers(&mut at_leader, marker(false, epoch - 1), &[(TOPIC, 0)]).await?;
+    ensure!(codes == [INVALID_PRODUCER_EPOCH], "older epoch: {codes:?}");
+    let codes = write_markers(&mut at_follower, marker(false, epoch), &[(TOPIC, 0)]).await?;
+    ensure!(codes == [NOT_LEADER_OR_FOLLOWER], "at a follower: {codes:?}");
+    let described = describe(&mut at_leader, &[TXN_ID]).await?;
+    ensure!(described[0].transaction_state.as_str() == "CompleteCommit", "{:?}", described[0]);
+    ensure!(described[0].producer_epoch == epoch, "no abort bumped the epoch: {:?}", described[0]);
     Ok(())
+}
+
+/// One WriteTxnMarkers request of one marker (producer id, epoch, commit) for `partitions`; the
+/// error code of each, in order.
+async fn write_markers(
+    client: &mut RawClient,
+    (producer_id, producer_epoch, commit): (i64, i16, bool),
+    partitions: &[(&str, i32)],
+) -> Result<Vec<i16>> {
+    let topics = partitions
+        .iter()
+        .map(|(topic, p)| {
+            WritableTxnMarkerTopic::default()
+                .with_name(TopicName(str_bytes(topic)))
+                .with_partition_indexes(vec![*p])
+        })
+        .collect();
+    let marker = WritableTxnMarker::default()
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(producer_epoch)
+        .with_transaction_result(commit)
+        .with_coordinator_epoch(0)
+        .with_topics(topics);
+    let version = client.version::<WriteTxnMarkersRequest>(1)?;
+    let response =
+        client.request(version, &WriteTxnMarkersRequest::default().with_markers(vec![marker])).await?;
+    ensure!(response.markers.len() == 1 && response.markers[0].producer_id.0 == producer_id, "{response:?}");
+    let answered = response.markers[0].topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t, p)));
+    let mut codes = Vec::new();
+    for ((topic, partition), (t, p)) in partitions.iter().zip(answered) {
+        ensure!(t.name.0.as_str() == *topic && p.partition_index == *partition, "{response:?}");
+        codes.push(p.error_code);
+    }
+    ensure!(codes.len() == partitions.len(), "{response:?}");
+    Ok(codes)
 }
 
 /// ListTransactions' filters on the leader while the transaction of `pid` is open.

@@ -37,6 +37,7 @@ mod txn_errors;
 pub mod txn_offset_commit;
 pub mod txn_util;
 mod util;
+pub mod write_txn_markers;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -134,6 +135,7 @@ pub static HANDLERS: &[Handler] = &[
     handler!(describe_producers),
     handler!(describe_transactions),
     handler!(list_transactions),
+    handler!(write_txn_markers),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

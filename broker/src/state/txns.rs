@@ -10,9 +10,10 @@
 //! The epoch rules follow Kafka's `TransactionCoordinator`: InitProducerId bumps the epoch and
 //! aborts the open transaction of the previous instance (fencing); a request with an older epoch
 //! is fenced; `last_producer_epoch` recognises a retry of the request that bumped (KIP-360). A
-//! transaction the broker aborted (its timeout expired, or a new leader took over, DESIGN §4)
-//! has its epoch bumped too, but the client of the aborted epoch gets an error it can abort
-//! and carry on from, not the fencing error ([`TxnError::AbortedByBroker`]).
+//! transaction the broker aborted (its timeout expired, a new leader took over, DESIGN §4, or
+//! an administrator asked for it) has its epoch bumped too, but the client of the aborted epoch
+//! gets an error it can abort and carry on from, not the fencing error
+//! ([`TxnError::AbortedByBroker`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -71,6 +72,9 @@ pub enum BrokerAbort {
     Timeout,
     /// A new leader took over while it was open (DESIGN §4).
     Takeover,
+    /// An administrator aborted it: `kafka-transactions.sh abort`, which sends WriteTxnMarkers
+    /// (`handlers::write_txn_markers`).
+    Admin,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -337,7 +341,7 @@ impl Transactions {
         Ok(())
     }
 
-    /// Aborts an open transaction by the broker's decision (timeout, takeover): the epoch is
+    /// Aborts an open transaction by the broker's decision (timeout, takeover, admin): the epoch is
     /// bumped so that the old instance's late writes are refused.
     pub fn broker_abort(
         &mut self,

@@ -1,0 +1,162 @@
+//! WriteTxnMarkers (key 27), v1: what `kafka-transactions.sh abort` (Admin.abortTransaction)
+//! sends to a partition's leader to abort a hanging transaction.
+//!
+//! In Kafka the coordinator sends these markers to every partition of a transaction, and the
+//! admin tool sends one itself to end a transaction the coordinator lost track of. onelog has
+//! no coordinator and no marker protocol (DESIGN §1): a transaction's markers are written by the
+//! one entry that ends it, so a transaction cannot be torn. The only consistent meaning of an
+//! abort marker is therefore to abort the producer's whole open transaction through the log: one
+//! `AbortTxns` op with reason `BrokerAbort::Admin`, which writes the abort markers into every
+//! partition the transaction wrote and bumps the epoch; the producer's next EndTxn(commit) gets
+//! the abortable error of any broker abort (`txn_errors`). Per partition:
+//! - a follower answers NOT_LEADER_OR_FOLLOWER (every partition is led by the Raft leader), and
+//!   the admin client looks the leader up again;
+//! - a commit marker (transaction_result = true) is refused with INVALID_REQUEST: only the
+//!   producer's own EndTxn commits, and the admin client never sends one;
+//! - a marker epoch older than the producer's gets INVALID_PRODUCER_EPOCH, as from Kafka's
+//!   partition leader: the transaction the tool saw has ended;
+//! - a producer with no transaction open on the partition gets NONE: nothing to abort, as Kafka
+//!   writing a marker that changes nothing there;
+//! - the coordinator epoch is not checked: there is no coordinator (DescribeProducers shows -1).
+//!
+//! Like Kafka's marker, the abort applies to whatever transaction the producer has open at that
+//! epoch when the entry applies; a transaction that ended in between is left alone.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
+use kafka_protocol::messages::{
+    ApiKey, RequestKind, ResponseKind, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
+};
+
+use super::txn_util::{producer, stamp};
+use super::HandlerResult;
+use crate::ctx::{Ctx, SharedCtx};
+use crate::proposer::ProposeError;
+use crate::state::command::{AbortTxnsOp, Op, OpResult};
+use crate::state::txns::{BrokerAbort, ProducerIdEpoch};
+use crate::txn_views::{self, AbortTarget};
+
+pub const KEY: ApiKey = ApiKey::WriteTxnMarkers;
+/// KIP-896 removed v0 in Kafka 4.0; v1 is the flexible version every admin client sends.
+pub const VERSIONS: (i16, i16) = (1, 1);
+pub const ACCEPTED_MIN_VERSION: i16 = 1;
+
+/// What one requested partition comes to before the abort is proposed.
+enum Decided {
+    Code(i16),
+    Abort(String, ProducerIdEpoch),
+}
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::WriteTxnMarkers(body) = req.body else { anyhow::bail!("not a WriteTxnMarkers body") };
+    let decided = decide(&ctx, &body);
+    let aborted = abort(&ctx, &decided).await;
+    let codes = decided.into_iter().map(|d| match d {
+        Decided::Code(code) => code,
+        Decided::Abort(..) => aborted,
+    });
+    Ok(Some(ResponseKind::WriteTxnMarkers(response(&body, codes))))
+}
+
+/// One decision per requested partition, in request order.
+fn decide(ctx: &Ctx, body: &WriteTxnMarkersRequest) -> Vec<Decided> {
+    let leader = ctx.is_leader();
+    let applied = ctx.sm.applied.read().expect("applied lock");
+    let mut decided = Vec::new();
+    for marker in &body.markers {
+        let id = producer(marker.producer_id, marker.producer_epoch);
+        for topic in &marker.topics {
+            for &partition in &topic.partition_indexes {
+                decided.push(if !leader {
+                    Decided::Code(error_code::NOT_LEADER_OR_FOLLOWER)
+                } else if marker.transaction_result {
+                    Decided::Code(error_code::INVALID_REQUEST)
+                } else {
+                    target(txn_views::abort_target(&applied.state, id, &topic.name.0, partition))
+                });
+            }
+        }
+    }
+    decided
+}
+
+/// The one mapping from an abort target to the partition's answer.
+fn target(target: AbortTarget) -> Decided {
+    match target {
+        AbortTarget::Open(transactional_id, id) => Decided::Abort(transactional_id, id),
+        AbortTarget::NothingOpen => Decided::Code(error_code::NONE),
+        AbortTarget::StaleEpoch { .. } => Decided::Code(error_code::INVALID_PRODUCER_EPOCH),
+        AbortTarget::UnknownPartition => Decided::Code(error_code::UNKNOWN_TOPIC_OR_PARTITION),
+    }
+}
+
+/// Proposes one `AbortTxns` op for every transaction named; returns the code of the partitions
+/// that named one.
+async fn abort(ctx: &Ctx, decided: &[Decided]) -> i16 {
+    let mut transactions: Vec<(String, ProducerIdEpoch)> = Vec::new();
+    for d in decided {
+        if let Decided::Abort(tid, id) = d {
+            if !transactions.iter().any(|(t, _)| t == tid) {
+                transactions.push((tid.clone(), *id));
+            }
+        }
+    }
+    if transactions.is_empty() {
+        return error_code::NONE;
+    }
+    tracing::info!(transactions = ?transactions, "aborting transactions by WriteTxnMarkers (admin)");
+    let op =
+        AbortTxnsOp { reason: BrokerAbort::Admin, transactions: transactions.clone(), stamp: stamp(ctx) };
+    match ctx.proposer.propose_op(Op::AbortTxns(op)).await {
+        Ok(OpResult::Done) => {
+            for (tid, _) in &transactions {
+                ctx.txns.clear(ctx.term(), tid);
+            }
+            error_code::NONE
+        }
+        Ok(other) => {
+            tracing::error!(result = ?other, "WriteTxnMarkers: unexpected op result");
+            error_code::UNKNOWN_SERVER_ERROR
+        }
+        // Either way this node does not lead any more (or is stopping): the admin client looks
+        // the partition's leader up again and retries there.
+        Err(ProposeError::NotLeader) => error_code::NOT_LEADER_OR_FOLLOWER,
+        Err(e @ ProposeError::Fatal(_)) => {
+            tracing::warn!(error = %e, "WriteTxnMarkers abort not committed");
+            error_code::NOT_LEADER_OR_FOLLOWER
+        }
+    }
+}
+
+/// One result per requested marker, topic and partition, in request order.
+fn response(body: &WriteTxnMarkersRequest, mut codes: impl Iterator<Item = i16>) -> WriteTxnMarkersResponse {
+    let markers = body
+        .markers
+        .iter()
+        .map(|marker| {
+            let topics = marker
+                .topics
+                .iter()
+                .map(|topic| {
+                    let partitions = topic
+                        .partition_indexes
+                        .iter()
+                        .map(|&index| {
+                            WritableTxnMarkerPartitionResult::default()
+                                .with_partition_index(index)
+                                .with_error_code(codes.next().unwrap_or(error_code::UNKNOWN_SERVER_ERROR))
+                        })
+                        .collect();
+                    WritableTxnMarkerTopicResult::default()
+                        .with_name(topic.name.clone())
+                        .with_partitions(partitions)
+                })
+                .collect();
+            WritableTxnMarkerResult::default().with_producer_id(marker.producer_id).with_topics(topics)
+        })
+        .collect();
+    WriteTxnMarkersResponse::default().with_markers(markers)
+}
