@@ -14,15 +14,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use harness::kafka::create_topics;
-use harness::txn::{open_after_commit, TXN_CALL_TIMEOUT as TXN_TIMEOUT};
+use harness::txn::{describe_transactions, open_after_commit, TXN_CALL_TIMEOUT as TXN_TIMEOUT};
 use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::describe_producers_response::ProducerState;
 use kafka_protocol::messages::describe_transactions_response::TransactionState as Described;
 use kafka_protocol::messages::list_transactions_response::ListTransactionsResponse;
 use kafka_protocol::messages::{
-    DescribeProducersRequest, DescribeProducersResponse, DescribeTransactionsRequest,
-    ListTransactionsRequest, ProducerId, TopicName, TransactionalId,
+    DescribeProducersRequest, DescribeProducersResponse, ListTransactionsRequest, ProducerId, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::Producer;
@@ -61,13 +60,6 @@ fn listed(response: &ListTransactionsResponse) -> Vec<(String, i64, String)> {
         .iter()
         .map(|t| (t.transactional_id.0.to_string(), t.producer_id.0, t.transaction_state.to_string()))
         .collect()
-}
-
-async fn describe(client: &mut RawClient, ids: &[&str]) -> Result<Vec<Described>> {
-    let request = DescribeTransactionsRequest::default()
-        .with_transactional_ids(ids.iter().map(|id| TransactionalId(str_bytes(id))).collect());
-    let version = client.version::<DescribeTransactionsRequest>(0)?;
-    Ok(client.request(version, &request).await?.transaction_states)
 }
 
 /// (topic, partition) of every partition a description lists.
@@ -152,7 +144,7 @@ async fn open_then_committed(cluster: &mut Cluster) -> Result<()> {
     let (producer, [first_0, first_1]) = open_after_commit(&bootstrap, TOPIC, TXN_ID).await?;
     ensure!(first_0 == 2, "the open transaction starts at {first_0} on partition 0");
 
-    let described = describe(&mut at_leader, &[TXN_ID, "no-such-txn"]).await?;
+    let described = describe_transactions(&mut at_leader, &[TXN_ID, "no-such-txn"]).await?;
     ensure!(described.len() == 2, "{described:?}");
     let open = &described[0];
     ensure!(open.error_code == NONE && open.transaction_state.as_str() == "Ongoing", "{open:?}");
@@ -162,7 +154,7 @@ async fn open_then_committed(cluster: &mut Cluster) -> Result<()> {
     ensure!(described[1].error_code == TRANSACTIONAL_ID_NOT_FOUND, "unknown id: {:?}", described[1]);
     let pid = open.producer_id.0;
     println!("described: {open:?}");
-    let at_follower_described = describe(&mut at_follower, &[TXN_ID]).await?;
+    let at_follower_described = describe_transactions(&mut at_follower, &[TXN_ID]).await?;
     ensure!(at_follower_described[0].error_code == NOT_COORDINATOR, "{at_follower_described:?}");
 
     let everything = list(&mut at_leader, &[], &[], -1).await?;
@@ -192,7 +184,7 @@ async fn open_then_committed(cluster: &mut Cluster) -> Result<()> {
 
     // Phase 2: committed.
     producer.commit_transaction(TXN_TIMEOUT).context("commit")?;
-    let described = describe(&mut at_leader, &[TXN_ID]).await?;
+    let described = describe_transactions(&mut at_leader, &[TXN_ID]).await?;
     let done = &described[0];
     ensure!(done.error_code == NONE && done.transaction_state.as_str() == "CompleteCommit", "{done:?}");
     ensure!(done.topics.is_empty() && done.transaction_start_time_ms == -1, "{done:?}");
