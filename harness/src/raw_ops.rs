@@ -1,13 +1,15 @@
 //! Typed requests on top of [`RawClient`]: create topics, produce record batches, read a
-//! partition back. Each returns the broker's error codes as data so tests can assert on them.
+//! partition back, ask where it ends. Each returns the broker's error codes as data so tests can assert on them.
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    CreateTopicsRequest, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, TopicName,
+    CreateTopicsRequest, FetchRequest, FetchResponse, ListOffsetsRequest, ProduceRequest, ProduceResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -18,6 +20,10 @@ use crate::raw_client::RawClient;
 pub const PRODUCE_VERSION_CAP: i16 = 12;
 /// Highest Fetch version the harness sends: v13 names topics by id only.
 pub const FETCH_VERSION_CAP: i16 = 12;
+/// Highest ListOffsets version the harness sends.
+pub const LIST_OFFSETS_VERSION_CAP: i16 = 7;
+/// ListOffsets' timestamp for the latest offset.
+const LATEST_TIMESTAMP: i64 = -1;
 /// Bytes a harness fetch asks for per partition and round.
 pub const FETCH_PARTITION_BYTES_MAX: i32 = 4 * 1024 * 1024;
 
@@ -205,4 +211,34 @@ pub fn fetch_results(response: &FetchResponse) -> Vec<FetchResult> {
 /// A topic name as kafka-protocol types it.
 pub fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+/// Where `topic`/`partition` ends as ListOffsets (latest) tells it: (high watermark, last stable
+/// offset), asked under read_uncommitted and read_committed.
+pub async fn end_offsets(client: &mut RawClient, topic: &str, partition: i32) -> Result<(i64, i64)> {
+    let version = client.version::<ListOffsetsRequest>(LIST_OFFSETS_VERSION_CAP)?;
+    let mut ends = [0; 2];
+    for (isolation, end) in ends.iter_mut().enumerate() {
+        let partitions = vec![ListOffsetsPartition::default()
+            .with_partition_index(partition)
+            .with_timestamp(LATEST_TIMESTAMP)];
+        let request = ListOffsetsRequest::default()
+            .with_replica_id((-1).into())
+            .with_isolation_level(isolation as i8)
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(topic_name(topic))
+                .with_partitions(partitions)]);
+        let response = client.request(version, &request).await?;
+        let p = response
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+            .with_context(|| format!("ListOffsets response lacks {topic}/{partition}"))?;
+        if p.error_code != 0 {
+            bail!("ListOffsets {topic}/{partition} isolation {isolation}: error {}", p.error_code);
+        }
+        *end = p.offset;
+    }
+    Ok((ends[0], ends[1]))
 }

@@ -1,5 +1,6 @@
 //! rdkafka (librdkafka) helpers for transactional scenarios: a transactional producer, reading
-//! a topic back under an isolation level, and a group's committed offset.
+//! a topic back under an isolation level, and a group's committed offset; and the raw
+//! DescribeTransactions that shows a transaction's state as the broker holds it.
 //!
 //! Reading back stops at the consumer's position, not at the last record's offset: a
 //! transactional partition ends with a control batch (the commit or abort marker), which the
@@ -10,12 +11,16 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use kafka_protocol::messages::describe_transactions_response::TransactionState;
+use kafka_protocol::messages::{DescribeTransactionsRequest, TransactionalId};
+use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use crate::kafka::{client_config, CLIENT_REQUEST_TIMEOUT};
+use crate::RawClient;
 
 /// Timeout of one transactional call (init, commit, abort) and of one read-back.
 pub const TXN_CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -138,4 +143,14 @@ pub async fn open_after_commit(
     send_sync(&producer, topic, Some(0), "k1", "open-1").await?;
     let (_, first_1) = send_sync(&producer, topic, Some(1), "k2", "open-2").await?;
     Ok((producer, [first_0, first_1]))
+}
+
+/// DescribeTransactions v0 of `ids`, one answer per id in order (the transaction leader answers;
+/// another node says NOT_COORDINATOR).
+pub async fn describe_transactions(client: &mut RawClient, ids: &[&str]) -> Result<Vec<TransactionState>> {
+    let request = DescribeTransactionsRequest::default().with_transactional_ids(
+        ids.iter().map(|id| TransactionalId(StrBytes::from_string((*id).to_owned()))).collect(),
+    );
+    let version = client.version::<DescribeTransactionsRequest>(0)?;
+    Ok(client.request(version, &request).await?.transaction_states)
 }

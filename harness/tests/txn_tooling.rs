@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use harness::kafka::create_topics;
-use harness::txn::{open_after_commit, TXN_CALL_TIMEOUT as TXN_TIMEOUT};
+use harness::txn::{describe_transactions, open_after_commit, TXN_CALL_TIMEOUT as TXN_TIMEOUT};
 use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::describe_producers_response::ProducerState;
@@ -27,8 +27,8 @@ use kafka_protocol::messages::describe_transactions_response::TransactionState a
 use kafka_protocol::messages::list_transactions_response::ListTransactionsResponse;
 use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
 use kafka_protocol::messages::{
-    DescribeProducersRequest, DescribeProducersResponse, DescribeTransactionsRequest,
-    ListTransactionsRequest, ProducerId, TopicName, TransactionalId, WriteTxnMarkersRequest,
+    DescribeProducersRequest, DescribeProducersResponse, ListTransactionsRequest, ProducerId, TopicName,
+    WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::Producer;
@@ -70,13 +70,6 @@ fn listed(response: &ListTransactionsResponse) -> Vec<(String, i64, String)> {
         .iter()
         .map(|t| (t.transactional_id.0.to_string(), t.producer_id.0, t.transaction_state.to_string()))
         .collect()
-}
-
-async fn describe(client: &mut RawClient, ids: &[&str]) -> Result<Vec<Described>> {
-    let request = DescribeTransactionsRequest::default()
-        .with_transactional_ids(ids.iter().map(|id| TransactionalId(str_bytes(id))).collect());
-    let version = client.version::<DescribeTransactionsRequest>(0)?;
-    Ok(client.request(version, &request).await?.transaction_states)
 }
 
 /// (topic, partition) of every partition a description lists.
@@ -161,7 +154,7 @@ async fn open_then_committed(cluster: &mut Cluster) -> Result<()> {
     let (producer, [first_0, first_1]) = open_after_commit(&bootstrap, TOPIC, TXN_ID).await?;
     ensure!(first_0 == 2, "the open transaction starts at {first_0} on partition 0");
 
-    let described = describe(&mut at_leader, &[TXN_ID, "no-such-txn"]).await?;
+    let described = describe_transactions(&mut at_leader, &[TXN_ID, "no-such-txn"]).await?;
     ensure!(described.len() == 2, "{described:?}");
     let open = &described[0];
     ensure!(open.error_code == NONE && open.transaction_state.as_str() == "Ongoing", "{open:?}");
@@ -171,7 +164,7 @@ async fn open_then_committed(cluster: &mut Cluster) -> Result<()> {
     ensure!(described[1].error_code == TRANSACTIONAL_ID_NOT_FOUND, "unknown id: {:?}", described[1]);
     let pid = open.producer_id.0;
     println!("described: {open:?}");
-    let at_follower_described = describe(&mut at_follower, &[TXN_ID]).await?;
+    let at_follower_described = describe_transactions(&mut at_follower, &[TXN_ID]).await?;
     ensure!(at_follower_described[0].error_code == NOT_COORDINATOR, "{at_follower_described:?}");
 
     let everything = list(&mut at_leader, &[], &[], -1).await?;
@@ -201,7 +194,7 @@ async fn open_then_committed(cluster: &mut Cluster) -> Result<()> {
 
     // Phase 2: committed.
     producer.commit_transaction(TXN_TIMEOUT).context("commit")?;
-    let described = describe(&mut at_leader, &[TXN_ID]).await?;
+    let described = describe_transactions(&mut at_leader, &[TXN_ID]).await?;
     let done = &described[0];
     ensure!(done.error_code == NONE && done.transaction_state.as_str() == "CompleteCommit", "{done:?}");
     ensure!(done.topics.is_empty() && done.transaction_start_time_ms == -1, "{done:?}");
@@ -227,7 +220,7 @@ async fn open_then_committed(cluster: &mut Cluster) -> Result<()> {
     ensure!(codes == [INVALID_PRODUCER_EPOCH], "older epoch: {codes:?}");
     let codes = write_markers(&mut at_follower, marker(false, epoch), &[(TOPIC, 0)]).await?;
     ensure!(codes == [NOT_LEADER_OR_FOLLOWER], "at a follower: {codes:?}");
-    let described = describe(&mut at_leader, &[TXN_ID]).await?;
+    let described = describe_transactions(&mut at_leader, &[TXN_ID]).await?;
     ensure!(described[0].transaction_state.as_str() == "CompleteCommit", "{:?}", described[0]);
     ensure!(described[0].producer_epoch == epoch, "no abort bumped the epoch: {:?}", described[0]);
     Ok(())
