@@ -56,6 +56,14 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
             _ => check(&ctx, &op),
         }
     };
+    tracing::debug!(
+        group = %op.group_id,
+        member = %op.member_id,
+        generation = op.generation_id,
+        commits = ?op.commits.iter().map(|c| (c.partition, c.offset)).collect::<Vec<_>>(),
+        refused = ?decided.as_ref().map(|r| r.first().map(|(code, _)| *code)),
+        "OffsetCommit"
+    );
     let pending = match decided {
         Some(results) => Err(results),
         None => Ok(ctx.proposer.submit(Proposal::Op(Op::OffsetCommit(op))).await),
