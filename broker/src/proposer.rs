@@ -46,10 +46,11 @@ pub enum Proposal {
     Op(Op),
     Produce(Vec<UnstampedAppend>),
     /// Transactional batches only: answered once stamped, before the entry is committed
-    /// (DESIGN §1, §4). Safe because nothing of a transaction becomes visible before its EndTxn
+    /// (DESIGN §1, §4), when the transaction is already open in the committed state (see
+    /// `txn_is_open`). Safe because nothing of a transaction becomes visible before its EndTxn
     /// entry, which this leader proposes after this one, so it commits only with it; and if
-    /// this leader's term ends first, the next leader aborts the transaction (the proposer's
-    /// takeover abort) and the client's EndTxn fails with an abortable error.
+    /// this leader's term ends first, the next leader aborts the open transaction (the
+    /// proposer's takeover abort) and the client's EndTxn fails with an abortable error.
     ProduceTransactional(Vec<UnstampedAppend>),
 }
 
@@ -300,9 +301,10 @@ fn stamp_entry(
                 }
             }
             Proposal::ProduceTransactional(appends) => {
+                let open = appends.iter().flat_map(|a| &a.batches).all(|b| txn_is_open(state, &b.header));
                 let slots = entry.add_produce(appends);
                 // A retry queued behind its original is answered only with the original's op.
-                if slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. })) {
+                if !open || slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. })) {
                     waiting.push((reply, Waiting::Produce(slots)));
                 } else {
                     let stamped = slots.into_iter().map(|s| entry.stamped_answer(s)).collect();
@@ -316,6 +318,18 @@ fn stamp_entry(
         entry.ops.push(op);
     }
     (entry.ops, waiting)
+}
+
+/// Whether the batch's transaction is already open in the applied (committed) state. Only
+/// then may its produce be answered before commit: a new leader aborts every transaction the
+/// log shows open, but one whose only writes never reached the log looks like the previous,
+/// completed transaction of the same epoch (transactions v1), and the client's EndTxn(commit)
+/// would be taken for a retry and succeed without its data. So the first write of every
+/// transaction waits for its entry to commit; the ones after it are answered once stamped.
+fn txn_is_open(state: &BrokerState, header: &kafka_compat::batch::BatchHeader) -> bool {
+    state.txns.by_producer(header.producer_id).is_some_and(|(_, meta)| {
+        meta.state == crate::state::txns::TxnState::Ongoing && meta.producer_epoch == header.producer_epoch
+    })
 }
 
 /// How a proposal in the entry is answered once the entry is applied.

@@ -235,3 +235,42 @@ fn an_end_txn_between_produces_does_not_shift_their_offsets() {
     assert_eq!(partition.log_end_offset, 3, "a's data at 0, b's at 1, a's marker at 2");
     assert_eq!(partition.open_txns.get(&b.producer_id), Some(&1), "b's transaction applied where answered");
 }
+
+/// The first write of a transaction waits for its entry to commit; later writes of the open
+/// transaction are answered once stamped. (Answering the first early would let a lost first
+/// write pass as an empty transaction whose EndTxn(commit) succeeds, see `txn_is_open`.)
+#[test]
+fn only_writes_to_an_already_open_transaction_are_answered_before_commit() {
+    use crate::state::command::InitTxnProducerOp;
+    use crate::test_batches::txn_batch;
+
+    let mut state = state_with_topic(1);
+    let init = Op::InitTxnProducer(InitTxnProducerOp {
+        transactional_id: "t".into(),
+        timeout_ms: 60_000,
+        timeout_ms_max: 900_000,
+        expected: None,
+        now_ms: 1,
+        term: 3,
+        producer_ids_live_max: 100,
+        eviction_idle_ms_min: 1_000,
+        transactional_ids_max: 100,
+    });
+    let (answers, _) = run_entry(&mut state, vec![Proposal::Op(init)]);
+    let OpResult::Txn(Ok(id)) = answers[0] else { panic!("{:?}", answers[0]) };
+    let write = |seq| {
+        let bytes = txn_batch(0, 1, id.producer_id, id.producer_epoch, seq);
+        let batches = validate_record_set(&bytes, usize::MAX).expect("valid batch");
+        Proposal::ProduceTransactional(vec![UnstampedAppend { topic: "t".into(), partition: 0, batches }])
+    };
+    for (seq, early) in [(0, false), (1, true)] {
+        let (tx, mut rx) = oneshot::channel();
+        let (ops, waiting) = stamp_entry(&state, &config(), 3, 1_000, vec![(write(seq), tx)]);
+        assert_eq!(rx.try_recv().is_ok(), early, "write {seq}: answered before commit?");
+        let results: Vec<OpResult> = ops.iter().map(|op| apply_op(&mut state, op, &mut Vec::new())).collect();
+        for (reply, waiting) in waiting {
+            let _ = reply.send(Ok(waiting.answer(&results)));
+        }
+    }
+    assert_eq!(state.partition("t", 0).unwrap().log_end_offset, 2);
+}
