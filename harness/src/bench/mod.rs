@@ -1,6 +1,9 @@
-//! Pieces of the `onelog-bench` binary that are worth keeping out of `main`: the floor
-//! measurements and latency statistics. Benchmarks report figures; they assert nothing.
+//! Pieces of the benchmark binaries that are worth keeping out of `main`: for `onelog-bench`,
+//! the floor measurements, latency statistics and the transaction benchmark; for `txbench`, the
+//! Rust port of the Java transaction benches (`suite`). Benchmarks report figures; they assert
+//! nothing.
 
 pub mod floor;
 pub mod stats;
+pub mod suite;
 pub mod txn;

@@ -141,8 +141,8 @@ async fn futures_join<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output>
 /// producer's queue — and a delivery report is, for a moment after its future resolves — so
 /// about one commit in ten waited 100 ms for nothing (a p99 of 100–200 ms that a Python
 /// librdkafka loop against the same cluster did not show). librdkafka's own commit flushes as
-/// long as needed and no longer.
-fn commit(producer: &FutureProducer) -> Result<()> {
+/// long as needed and no longer. Shared with the Rust port of the Java suite ([`super::suite`]).
+pub fn commit(producer: &FutureProducer) -> Result<()> {
     let timeout_ms = TIMEOUT.as_millis() as i32;
     // SAFETY: the pointer is the live producer's handle; the returned error, if any, is read
     // and destroyed here exactly once.
