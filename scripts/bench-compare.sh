@@ -42,7 +42,7 @@
 # streaming iteration takes about 0.25 s, so the full run takes about 30 minutes.
 #   ONELOG_BIN                  the broker binary (else scripts/cluster.sh builds it with
 #                               cargo build --release -p broker)
-#   BENCH_PORT_BASE             onelog's Kafka ports (default 39092..39094; Raft +100,
+#   BENCH_PORT_BASE             onelog's Kafka ports (default 19092..19094; Raft +100,
 #                               admin +200); Kafka keeps kafka-reference.sh's 29092..29094
 # A failed run is logged, recorded in meta.json and shown in the report; the others go on.
 set -euo pipefail
@@ -92,7 +92,7 @@ mkdir -p "$out"
 rm -rf "$out/raw"
 mkdir -p "$out/raw"
 
-port_base="${BENCH_PORT_BASE:-39092}"
+port_base="${BENCH_PORT_BASE:-19092}"   # below the ephemeral port range
 work="$repo/.bench-compare"          # the systems' data, wiped after each
 onelog_dir="$work/onelog"
 kafka_dir="$work/kafka"
@@ -152,7 +152,7 @@ start_system() {
         onelog)
             for p in $port_base $((port_base + 1)) $((port_base + 2)) $((port_base + 100)) $((port_base + 101)) \
                 $((port_base + 102)); do
-                port_free "$p" || die "port $p is in use (set BENCH_PORT_BASE)"
+                port_free "$p" || { echo "port $p is in use (set BENCH_PORT_BASE)" >&2; return 1; }
             done
             rm -rf "$onelog_dir"
             current=onelog
