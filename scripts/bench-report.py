@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""Writes DIR/report.md and DIR/*.png from the results of scripts/bench-compare.sh.
+
+    scripts/bench-report.py DIR
+
+Reads DIR/meta.json and DIR/raw/<system>/...: <client>/<bench>.json and .txt (the main
+benches: JSON summary and sorted latencies in ns), sweep/<bench>-p<N>.json (concurrency) and
+payload/<bench>-b<bytes>.json. The plots need matplotlib (bench-compare.sh installs it into
+.venv-bench); without it the report is written without them.
+"""
+import json
+import os
+import sys
+
+SYSTEMS = {
+    "onelog": "onelog (3 nodes)",
+    "kafka-flush1": "Kafka 4.1.1, fsync per message",
+    "kafka-default": "Kafka 4.1.1, default flush",
+}
+SHORT = {"onelog": "onelog", "kafka-flush1": "Kafka fsync/msg", "kafka-default": "Kafka default flush"}
+KAFKAS = ["kafka-flush1", "kafka-default"]
+CLIENTS = {"4.x": "4.1.1 (tx v2)", "2.x": "2.8.2 (tx v1)"}
+BENCHES = ["BaseWritesBench", "TxWritesBench", "BaseStreamingBench", "TxStreamingBench"]
+COLORS = {"onelog": "tab:blue", "kafka-flush1": "tab:red", "kafka-default": "tab:orange"}
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.loads(f.read().strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def fmt_ms(v):
+    return "–" if v is None else (f"{v:.2f}" if v < 100 else f"{v:.0f}")
+
+
+def fmt_tps(v):
+    return "–" if v is None else (f"{v:,.0f}" if v >= 10 else f"{v:.1f}")
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt_ratio(r):
+    return "–" if r is None else f"{r:.2f}×"
+
+
+def field(d, k):
+    return None if d is None else d.get(k)
+
+
+def table(header, rows, align=None):
+    align = align or ["---"] + ["---:"] * (len(header) - 1)
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def main():
+    d = sys.argv[1] if len(sys.argv) > 1 else "."
+    raw = os.path.join(d, "raw")
+    try:
+        with open(os.path.join(d, "meta.json")) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        meta = {}
+    systems = [s for s in meta.get("systems", list(SYSTEMS)) if os.path.isdir(os.path.join(raw, s))]
+
+    main_runs = {}  # (system, client, bench) -> summary
+    for s in systems:
+        for c in CLIENTS:
+            for b in BENCHES:
+                main_runs[s, c, b] = load_json(os.path.join(raw, s, c, b + ".json"))
+
+    def sweep_runs(s):
+        out = {}
+        p = os.path.join(raw, s, "sweep")
+        for name in sorted(os.listdir(p)) if os.path.isdir(p) else []:
+            if name.endswith(".json"):
+                bench, n = name[:-5].rsplit("-p", 1)
+                out[bench, int(n)] = load_json(os.path.join(p, name))
+        return out
+
+    def payload_runs(s):
+        out = {}
+        p = os.path.join(raw, s, "payload")
+        for name in sorted(os.listdir(p)) if os.path.isdir(p) else []:
+            if name.endswith(".json"):
+                bench, n = name[:-5].rsplit("-b", 1)
+                out[bench, int(n)] = load_json(os.path.join(p, name))
+        return out
+
+    sweeps = {s: sweep_runs(s) for s in systems}
+    payloads = {s: payload_runs(s) for s in systems}
+    settings = meta.get("settings", {})
+    quick = meta.get("mode") == "quick"
+
+    md = []
+    title = "onelog against Apache Kafka: transaction benchmarks"
+    md.append(f"# {title}{' (QUICK smoke run: too few iterations to quote)' if quick else ''}\n")
+    md.append(
+        f"{meta.get('date_utc', '?')}; {meta.get('nproc', '?')} cores ({meta.get('cpu', '?')}), "
+        f"{meta.get('memory_gib', '?')} GiB, {meta.get('kernel', '?')}; {meta.get('java', '?')}; onelog "
+        f"{meta.get('onelog_commit', '?')}. Load average at the end {meta.get('load_avg_at_end', '?')} "
+        "(the machine is shared: other work runs beside the benches).\n")
+    md.append("```sh\n" + meta.get("command", "scripts/bench-compare.sh") + "\n```\n")
+    md.append(
+        "Each system runs as three nodes on 127.0.0.1, started fresh (empty data) before its runs and "
+        "stopped and wiped after; topic1 and topic2 have 1 partition, replication factor 3 and "
+        "max.message.bytes=2097152 (for the 1 MiB payload), min.insync.replicas=2 on Kafka. Producers: "
+        "acks=all, linger.ms=0. Systems:\n")
+    for s in systems:
+        desc = {
+            "onelog": "onelog, `scripts/cluster.sh up 3` (release build): every entry fsynced by the Raft log before it is acknowledged",
+            "kafka-flush1": "Apache Kafka 4.1.1 KRaft, `scripts/kafka-reference.sh up`: `log.flush.interval.messages=1`, an fsync per append as onelog",
+            "kafka-default": "Apache Kafka 4.1.1 KRaft, `scripts/kafka-reference.sh up --flush-default`: **Kafka's default flush settings** (no fsync per append; durability from replication alone)",
+        }[s]
+        md.append(f"- **{SYSTEMS[s]}** — {desc}")
+    md.append("")
+    md.append(
+        f"Main benches: WARMUP={settings.get('WARMUP')} then TXES={settings.get('TXES')} iterations, one producer, "
+        "run one after another, with kafka-clients 4.1.1 (transactions v2 against Kafka 4.1) and 2.8.2 "
+        "(transactions v1). Latency of one iteration in ms; TPS = iterations per second of the measured part. "
+        "No compensation for coordinated omission (as in kafka-tx-performance).\n")
+
+    failures = meta.get("failures", [])
+    if failures:
+        md.append("## Failures\n")
+        md += [f"- {f}" for f in failures]
+        md.append("")
+
+    md.append("## Latency and throughput per bench\n")
+    for b in BENCHES:
+        md.append(f"### {b}\n")
+        rows = []
+        for s in systems:
+            for c in CLIENTS:
+                r = main_runs[s, c, b]
+                if r is None:
+                    rows.append([SYSTEMS[s], CLIENTS[c]] + ["failed"] + ["–"] * 5)
+                    continue
+                rows.append([SYSTEMS[s], CLIENTS[c]] + [fmt_ms(r[k]) for k in
+                            ("p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")] + [fmt_tps(r["tps"])])
+        md.append(table(["system", "client", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "TPS"], rows,
+                        ["---", "---"] + ["---:"] * 6))
+        md.append("")
+
+    if "onelog" in systems and any(k in systems for k in KAFKAS):
+        md.append("## onelog / Kafka\n")
+        md.append("Below 1× for latency (above 1× for TPS) means onelog is faster.\n")
+        header = ["bench", "client"]
+        for k in KAFKAS:
+            if k in systems:
+                header += [f"p50 vs {SHORT[k]}", f"p99 vs {SHORT[k]}", f"TPS vs {SHORT[k]}"]
+        rows = []
+        for b in BENCHES:
+            for c in CLIENTS:
+                o = main_runs["onelog", c, b]
+                row = [b, CLIENTS[c]]
+                for k in KAFKAS:
+                    if k in systems:
+                        q = main_runs[k, c, b]
+                        row += [fmt_ratio(ratio(field(o, "p50_ms"), field(q, "p50_ms"))),
+                                fmt_ratio(ratio(field(o, "p99_ms"), field(q, "p99_ms"))),
+                                fmt_ratio(ratio(field(o, "tps"), field(q, "tps")))]
+                rows.append(row)
+        md.append(table(header, rows, ["---", "---"] + ["---:"] * (len(header) - 2)))
+        md.append("")
+
+    md.append("## Transaction overhead (transactional / baseline)\n")
+    md.append("TxWritesBench / BaseWritesBench and TxStreamingBench / BaseStreamingBench, same system and client "
+              "(the seed measured 30–50× and 40–120× on Kafka 2.7).\n")
+    rows = []
+    for s in systems:
+        for c in CLIENTS:
+            row = [SYSTEMS[s], CLIENTS[c]]
+            for tx, base in (("TxWritesBench", "BaseWritesBench"), ("TxStreamingBench", "BaseStreamingBench")):
+                t, bb = main_runs[s, c, tx], main_runs[s, c, base]
+                row += [fmt_ratio(ratio(field(t, "p50_ms"), field(bb, "p50_ms"))),
+                        fmt_ratio(ratio(field(t, "p99_ms"), field(bb, "p99_ms"))),
+                        fmt_ratio(ratio(field(bb, "tps"), field(t, "tps")))]
+            rows.append(row)
+    md.append(table(["system", "client", "writes p50", "writes p99", "writes TPS base/tx",
+                     "streaming p50", "streaming p99", "streaming TPS base/tx"], rows,
+                    ["---", "---"] + ["---:"] * 6))
+    md.append("")
+
+    if any(sweeps.values()):
+        md.append("## Concurrency: TPS against producers\n")
+        md.append(f"kafka-clients 4.1.1; PRODUCERS concurrent producers in one JVM, each with its own transactional id, "
+                  f"running its iterations one after another; SWEEP_TXES={settings.get('SWEEP_TXES')} recorded "
+                  f"iterations split over the producers (at least {settings.get('SWEEP_MIN_TXES')} each). "
+                  "p50/p99 over all producers' iterations.\n")
+        counts = sorted({n for s in systems for (_, n) in sweeps[s]})
+        rows = []
+        for s in systems:
+            for n in counts:
+                row = [SYSTEMS[s], n]
+                for b in ("TxWritesBench", "BaseWritesBench"):
+                    r = sweeps[s].get((b, n))
+                    row += [fmt_tps(field(r, "tps")),
+                            "failed" if r is None else f"{fmt_ms(r['p50_ms'])} / {fmt_ms(r['p99_ms'])}"]
+                rows.append(row)
+        md.append(table(["system", "producers", "TxWrites TPS", "TxWrites p50 / p99 ms", "BaseWrites TPS",
+                         "BaseWrites p50 / p99 ms"], rows))
+        md.append("")
+        if "onelog" in systems:
+            rows = []
+            for n in counts:
+                row = [n]
+                for k in KAFKAS:
+                    if k in systems:
+                        for b in ("TxWritesBench", "BaseWritesBench"):
+                            row.append(fmt_ratio(ratio(field(sweeps["onelog"].get((b, n)), "tps"),
+                                                       field(sweeps[k].get((b, n)), "tps"))))
+                rows.append(row)
+            header = ["producers"] + [f"{b[:-5]} TPS onelog / {SHORT[k]}" for k in KAFKAS if k in systems
+                                      for b in ("TxWritesBench", "BaseWritesBench")]
+            md.append(table(header, rows))
+            md.append("")
+
+    if any(payloads.values()):
+        md.append("## Payload size\n")
+        md.append(f"kafka-clients 4.1.1, one producer; each iteration writes two records of the size given "
+                  f"(MB/s counts both); {settings.get('PAYLOAD_TXES')} iterations "
+                  f"({settings.get('PAYLOAD_MIB_TXES')} for 1 MiB).\n")
+        sizes = sorted({n for s in systems for (_, n) in payloads[s]})
+        rows = []
+        for s in systems:
+            for n in sizes:
+                row = [SYSTEMS[s], human_bytes(n)]
+                for b in ("TxWritesBench", "BaseWritesBench"):
+                    r = payloads[s].get((b, n))
+                    row += ["failed" if r is None else f"{fmt_ms(r['p50_ms'])} / {fmt_ms(r['p99_ms'])}",
+                            fmt_tps(field(r, "tps")),
+                            "–" if r is None else f"{r['tps'] * 2 * n / 1e6:.2f}"]
+                rows.append(row)
+        md.append(table(["system", "record", "TxWrites p50 / p99 ms", "TxWrites TPS", "TxWrites MB/s",
+                         "BaseWrites p50 / p99 ms", "BaseWrites TPS", "BaseWrites MB/s"], rows))
+        md.append("")
+
+    pngs = plots(d, raw, systems, main_runs, sweeps)
+    if pngs:
+        md.append("## Plots\n")
+        md += [f"![{alt}]({name})\n" for name, alt in pngs]
+    elif pngs is None:
+        md.append("(No plots: matplotlib is not installed.)\n")
+
+    md.append("## Run\n")
+    secs = meta.get("seconds", {})
+    per = ", ".join(f"{k} {v} s" for k, v in secs.get("per_system", {}).items())
+    md.append(f"Build {secs.get('build', '?')} s, runs {secs.get('runs', '?')} s ({per}). Raw data: `raw/<system>/` "
+              "(per client variant `<bench>.json` summaries and `<bench>.txt` sorted latencies in ns; `sweep/`, "
+              f"`payload/`; `logs/`). Settings: `{json.dumps(settings)}`. Binary `{meta.get('onelog_bin', '?')}`.\n")
+
+    with open(os.path.join(d, "report.md"), "w") as f:
+        f.write("\n".join(md))
+    print(os.path.join(d, "report.md"))
+
+
+def human_bytes(n):
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20} MiB"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n >> 10} KiB"
+    return f"{n} B"
+
+
+def read_latencies_ms(path):
+    try:
+        with open(path) as f:
+            return [int(line) / 1e6 for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def plots(d, raw, systems, main_runs, sweeps):
+    """The PNGs written, as (file name, alt text); None without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker  # noqa: F401
+    except ImportError:
+        return None
+    written = []
+    for b in BENCHES:
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        drawn = False
+        for s in systems:
+            for c, style in (("4.x", "-"), ("2.x", "--")):
+                lat = read_latencies_ms(os.path.join(raw, s, c, b + ".txt"))
+                if not lat:
+                    continue
+                lat.sort()
+                n = len(lat)
+                ax.plot(lat, [(i + 1) / n for i in range(n)], style, color=COLORS[s],
+                        label=f"{SYSTEMS[s]}, clients {CLIENTS[c]}", linewidth=1.3)
+                drawn = True
+        if not drawn:
+            plt.close(fig)
+            continue
+        ax.set_xscale("log")
+        ax.set_xlabel("latency of one iteration (ms, log scale)")
+        ax.set_ylabel("fraction of iterations ≤ x")
+        ax.set_ylim(0, 1.001)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(f"{b}: latency CDF")
+        ax.legend(fontsize=7, loc="lower right")
+        fig.tight_layout()
+        name = f"cdf-{b}.png"
+        fig.savefig(os.path.join(d, name), dpi=110)
+        plt.close(fig)
+        written.append((name, f"{b} latency CDF"))
+    if any(sweeps.values()):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+        for ax, b in zip(axes, ("TxWritesBench", "BaseWritesBench")):
+            for s in systems:
+                pts = sorted((n, r["tps"]) for (bb, n), r in sweeps[s].items() if bb == b and r)
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=COLORS[s], label=SYSTEMS[s])
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            counts = sorted({n for s in systems for (bb, n) in sweeps[s] if bb == b})
+            ax.set_xticks(counts)
+            ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.set_xlabel("concurrent producers")
+            ax.set_ylabel("iterations per second")
+            ax.set_title(b)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(d, "tps-vs-producers.png"), dpi=110)
+        plt.close(fig)
+        written.append(("tps-vs-producers.png", "TPS against concurrent producers"))
+    return written
+
+
+if __name__ == "__main__":
+    main()
