@@ -94,7 +94,15 @@ pub struct Proposer {
 impl Proposer {
     pub fn start(node_id: u64, raft: Raft, shared: Arc<SmShared>) -> Proposer {
         let (tx, rx) = mpsc::channel(limits::PROPOSAL_QUEUE_OPS_MAX);
-        tokio::spawn(run(Sequencer { node_id, raft, shared, term: 0, takeover_term: 0 }, rx));
+        let task = tokio::spawn(run(Sequencer { node_id, raft, shared, term: 0, takeover_term: 0 }, rx));
+        // A proposer that died (a failed invariant) would leave every later write waiting for
+        // ever; the node stops instead, like on a storage fault, and a replica takes over.
+        tokio::spawn(async move {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "the proposer stopped; exiting");
+                std::process::exit(70);
+            }
+        });
         Proposer { tx }
     }
 
@@ -303,8 +311,12 @@ fn stamp_entry(
             Proposal::ProduceTransactional(appends) => {
                 let open = appends.iter().flat_map(|a| &a.batches).all(|b| txn_is_open(state, &b.header));
                 let slots = entry.add_produce(appends);
-                // A retry queued behind its original is answered only with the original's op.
-                if !open || slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. })) {
+                if slots.iter().all(|s| matches!(s, Slot::Decided(_))) {
+                    // Nothing goes into the entry for it, so nothing would answer it later.
+                    let decided = slots.into_iter().map(|s| s.answer(&[])).collect();
+                    let _ = reply.send(Ok(OpResult::Produced(decided)));
+                } else if !open || slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. })) {
+                    // A retry queued behind its original is answered only with the original's op.
                     waiting.push((reply, Waiting::Produce(slots)));
                 } else {
                     let stamped = slots.into_iter().map(|s| entry.stamped_answer(s)).collect();

@@ -274,3 +274,48 @@ fn only_writes_to_an_already_open_transaction_are_answered_before_commit() {
     }
     assert_eq!(state.partition("t", 0).unwrap().log_end_offset, 2);
 }
+
+/// Regression: a transactional produce decided entirely at stamping (here a late retry of a
+/// batch of a transaction already committed) was left waiting on an entry that held no op for
+/// it; with no ops at all the proposer's assertion panicked and every later proposal hung
+/// (seen as a 120 s produce timeout at 100 producers).
+#[test]
+fn a_transactional_produce_decided_at_stamping_is_answered_at_once() {
+    use crate::state::command::{EndTxnOp, InitTxnProducerOp, LeaderStamp};
+    use crate::test_batches::txn_batch;
+
+    let mut state = state_with_topic(1);
+    let init = Op::InitTxnProducer(InitTxnProducerOp {
+        transactional_id: "t".into(),
+        timeout_ms: 60_000,
+        timeout_ms_max: 900_000,
+        expected: None,
+        now_ms: 1,
+        term: 3,
+        producer_ids_live_max: 100,
+        eviction_idle_ms_min: 1_000,
+        transactional_ids_max: 100,
+    });
+    let (answers, _) = run_entry(&mut state, vec![Proposal::Op(init)]);
+    let OpResult::Txn(Ok(id)) = answers[0] else { panic!("{:?}", answers[0]) };
+    let write = || {
+        let bytes = txn_batch(0, 1, id.producer_id, id.producer_epoch, 0);
+        let batches = validate_record_set(&bytes, usize::MAX).expect("valid batch");
+        Proposal::ProduceTransactional(vec![UnstampedAppend { topic: "t".into(), partition: 0, batches }])
+    };
+    run_entry(&mut state, vec![write()]);
+    let end = Op::EndTxn(EndTxnOp {
+        transactional_id: "t".into(),
+        producer: id,
+        commit: true,
+        bump_epoch: false,
+        stamp: LeaderStamp { now_ms: 2, term: 3 },
+        producer_ids_live_max: 100,
+        eviction_idle_ms_min: 1_000,
+    });
+    run_entry(&mut state, vec![Proposal::Op(end)]);
+    let (tx, mut rx) = oneshot::channel();
+    let (ops, waiting) = stamp_entry(&state, &config(), 3, 1_000, vec![(write(), tx)]);
+    assert!(ops.is_empty() && waiting.is_empty(), "nothing to propose, nobody waiting");
+    assert_eq!(outcome(&rx.try_recv().unwrap().unwrap()), vec![(0, 0)], "the duplicate's original offset");
+}
