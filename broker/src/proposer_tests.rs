@@ -65,6 +65,32 @@ fn run_entry(state: &mut BrokerState, proposals: Vec<Proposal>) -> (Vec<OpResult
     (answers, ops.len())
 }
 
+/// A transactional id `tid` registered through the log; its producer id and epoch.
+fn init_txn(state: &mut BrokerState, tid: &str) -> crate::state::txns::ProducerIdEpoch {
+    let init = Op::InitTxnProducer(crate::state::command::InitTxnProducerOp {
+        transactional_id: tid.into(),
+        timeout_ms: 60_000,
+        timeout_ms_max: 900_000,
+        expected: None,
+        now_ms: 1,
+        term: 3,
+        producer_ids_live_max: 100,
+        eviction_idle_ms_min: 1_000,
+        transactional_ids_max: 100,
+    });
+    match run_entry(state, vec![Proposal::Op(init)]).0.as_slice() {
+        [OpResult::Txn(Ok(id))] => *id,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// One transactional produce request of one batch (`records` 1) on partition 0 of "t".
+fn txn_write(id: crate::state::txns::ProducerIdEpoch, seq: i32) -> Proposal {
+    let bytes = crate::test_batches::txn_batch(0, 1, id.producer_id, id.producer_epoch, seq);
+    let batches = validate_record_set(&bytes, usize::MAX).expect("valid batch");
+    Proposal::ProduceTransactional(vec![UnstampedAppend { topic: "t".into(), partition: 0, batches }])
+}
+
 /// (error code, base offset) per partition of a produce answer.
 fn outcome(answer: &OpResult) -> Vec<(i16, i64)> {
     match answer {
@@ -189,36 +215,11 @@ fn a_new_producer_id_beyond_the_live_limit_is_refused_retriably() {
 /// then met OUT_OF_ORDER_SEQUENCE_NUMBER). Marker-writing ops now go last in their entry.
 #[test]
 fn an_end_txn_between_produces_does_not_shift_their_offsets() {
-    use crate::state::command::{EndTxnOp, InitTxnProducerOp, LeaderStamp};
-    use crate::state::txns::ProducerIdEpoch;
-    use crate::test_batches::txn_batch;
+    use crate::state::command::{EndTxnOp, LeaderStamp};
 
     let mut state = state_with_topic(1);
-    let init = |tid: &str| {
-        Op::InitTxnProducer(InitTxnProducerOp {
-            transactional_id: tid.into(),
-            timeout_ms: 60_000,
-            timeout_ms_max: 900_000,
-            expected: None,
-            now_ms: 1,
-            term: 3,
-            producer_ids_live_max: 100,
-            eviction_idle_ms_min: 1_000,
-            transactional_ids_max: 100,
-        })
-    };
-    let (answers, _) = run_entry(&mut state, vec![Proposal::Op(init("a")), Proposal::Op(init("b"))]);
-    let id = |answer: &OpResult| match answer {
-        OpResult::Txn(Ok(id)) => *id,
-        other => panic!("{other:?}"),
-    };
-    let (a, b): (ProducerIdEpoch, ProducerIdEpoch) = (id(&answers[0]), id(&answers[1]));
-    let txn_request = |id: ProducerIdEpoch, seq| {
-        let bytes = txn_batch(0, 1, id.producer_id, id.producer_epoch, seq);
-        let batches = validate_record_set(&bytes, usize::MAX).expect("valid batch");
-        Proposal::ProduceTransactional(vec![UnstampedAppend { topic: "t".into(), partition: 0, batches }])
-    };
-    run_entry(&mut state, vec![txn_request(a, 0)]);
+    let (a, b) = (init_txn(&mut state, "a"), init_txn(&mut state, "b"));
+    run_entry(&mut state, vec![txn_write(a, 0)]);
     let end_a = Proposal::Op(Op::EndTxn(EndTxnOp {
         transactional_id: "a".into(),
         producer: a,
@@ -228,7 +229,7 @@ fn an_end_txn_between_produces_does_not_shift_their_offsets() {
         producer_ids_live_max: 100,
         eviction_idle_ms_min: 1_000,
     }));
-    let (answers, _) = run_entry(&mut state, vec![end_a, txn_request(b, 0)]);
+    let (answers, _) = run_entry(&mut state, vec![end_a, txn_write(b, 0)]);
     assert!(matches!(answers[0], OpResult::Txn(Ok(_))), "{:?}", answers[0]);
     assert_eq!(outcome(&answers[1]), vec![(0, 1)], "b's batch answered at 1, before a's marker");
     let partition = state.partition("t", 0).unwrap();
@@ -241,28 +242,9 @@ fn an_end_txn_between_produces_does_not_shift_their_offsets() {
 /// write pass as an empty transaction whose EndTxn(commit) succeeds, see `txn_is_open`.)
 #[test]
 fn only_writes_to_an_already_open_transaction_are_answered_before_commit() {
-    use crate::state::command::InitTxnProducerOp;
-    use crate::test_batches::txn_batch;
-
     let mut state = state_with_topic(1);
-    let init = Op::InitTxnProducer(InitTxnProducerOp {
-        transactional_id: "t".into(),
-        timeout_ms: 60_000,
-        timeout_ms_max: 900_000,
-        expected: None,
-        now_ms: 1,
-        term: 3,
-        producer_ids_live_max: 100,
-        eviction_idle_ms_min: 1_000,
-        transactional_ids_max: 100,
-    });
-    let (answers, _) = run_entry(&mut state, vec![Proposal::Op(init)]);
-    let OpResult::Txn(Ok(id)) = answers[0] else { panic!("{:?}", answers[0]) };
-    let write = |seq| {
-        let bytes = txn_batch(0, 1, id.producer_id, id.producer_epoch, seq);
-        let batches = validate_record_set(&bytes, usize::MAX).expect("valid batch");
-        Proposal::ProduceTransactional(vec![UnstampedAppend { topic: "t".into(), partition: 0, batches }])
-    };
+    let id = init_txn(&mut state, "t");
+    let write = |seq| txn_write(id, seq);
     for (seq, early) in [(0, false), (1, true)] {
         let (tx, mut rx) = oneshot::channel();
         let (ops, waiting) = stamp_entry(&state, &config(), 3, 1_000, vec![(write(seq), tx)]);
@@ -281,28 +263,11 @@ fn only_writes_to_an_already_open_transaction_are_answered_before_commit() {
 /// (seen as a 120 s produce timeout at 100 producers).
 #[test]
 fn a_transactional_produce_decided_at_stamping_is_answered_at_once() {
-    use crate::state::command::{EndTxnOp, InitTxnProducerOp, LeaderStamp};
-    use crate::test_batches::txn_batch;
+    use crate::state::command::{EndTxnOp, LeaderStamp};
 
     let mut state = state_with_topic(1);
-    let init = Op::InitTxnProducer(InitTxnProducerOp {
-        transactional_id: "t".into(),
-        timeout_ms: 60_000,
-        timeout_ms_max: 900_000,
-        expected: None,
-        now_ms: 1,
-        term: 3,
-        producer_ids_live_max: 100,
-        eviction_idle_ms_min: 1_000,
-        transactional_ids_max: 100,
-    });
-    let (answers, _) = run_entry(&mut state, vec![Proposal::Op(init)]);
-    let OpResult::Txn(Ok(id)) = answers[0] else { panic!("{:?}", answers[0]) };
-    let write = || {
-        let bytes = txn_batch(0, 1, id.producer_id, id.producer_epoch, 0);
-        let batches = validate_record_set(&bytes, usize::MAX).expect("valid batch");
-        Proposal::ProduceTransactional(vec![UnstampedAppend { topic: "t".into(), partition: 0, batches }])
-    };
+    let id = init_txn(&mut state, "t");
+    let write = || txn_write(id, 0);
     run_entry(&mut state, vec![write()]);
     let end = Op::EndTxn(EndTxnOp {
         transactional_id: "t".into(),
