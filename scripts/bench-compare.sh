@@ -11,7 +11,8 @@
 # and against each: creates topic1 and topic2 (1 partition, replication factor 3,
 # max.message.bytes=2097152 so that the 1 MiB payload fits), runs BaseWritesBench,
 # TxWritesBench, BaseStreamingBench and TxStreamingBench (WARMUP then TXES iterations) with
-# kafka-clients 4.1.1 (transactions v2) and 2.8.2 (transactions v1), the concurrency sweep
+# kafka-clients 4.1.1 (transactions v2) and 2.8.2 (transactions v1), and with their Rust port
+# (`txbench`, harness/src/bench/suite: librdkafka through rdkafka), the concurrency sweep
 # (TxWritesBench and BaseWritesBench with PRODUCERS=1,10,50,100) and the payload modes
 # (both writes benches with 100 B, 1 KiB and 1 MiB records), then stops it and wipes its data
 # before the next. Finally scripts/bench-report.py writes report.md and the PNG plots.
@@ -20,7 +21,7 @@
 #
 # Full mode writes results/<date>/; --quick (a smoke test: few iterations, sweep 1,10 only,
 # no 1 MiB payload) writes results/quick-<date>/, which git ignores. DIR/raw/<system>/ holds,
-# per client variant (4.x, 2.x), <bench>.txt (MEASURES: sorted latencies in ns) and
+# per client variant (4.x, 2.x, rust), <bench>.txt (MEASURES: sorted latencies in ns) and
 # <bench>.json (the bench's JSON summary); sweep/ and payload/ hold the same per run, logs/
 # each run's output. DIR/meta.json records the machine, settings, command and failures.
 #
@@ -42,8 +43,8 @@
 # streaming iteration takes about 0.22 s. Measured here: full 16.5 minutes, --quick 3.75 minutes
 # with warm caches (Maven's first download of the clients and the broker, about 106 MB, and the
 # matplotlib install add under a minute; building the broker is not counted).
-#   ONELOG_BIN                  the broker binary (else scripts/cluster.sh builds it with
-#                               cargo build --release -p broker)
+#   ONELOG_BIN, TXBENCH_BIN     the broker binary and the Rust benches (else both are built
+#                               with cargo build --release; CARGO_TARGET_DIR is honoured)
 #   BENCH_PORT_BASE             onelog's Kafka ports (default 19092..19094; Raft +100,
 #                               admin +200); Kafka keeps kafka-reference.sh's 29092..29094
 # A failed run is logged, recorded in meta.json and shown in the report; the others go on.
@@ -58,7 +59,7 @@ systems="onelog,kafka-flush1,kafka-default"
 # The command as run, with any settings given in the environment in front.
 command_line=""
 for v in WARMUP TXES SWEEP_TXES SWEEP_WARMUP SWEEP_MIN_TXES SWEEP_PRODUCERS PAYLOADS PAYLOAD_TXES PAYLOAD_WARMUP \
-    PAYLOAD_MIB_TXES PAYLOAD_MIB_WARMUP SYSTEM_WARMUP RUN_TIMEOUT ONELOG_BIN BENCH_PORT_BASE; do
+    PAYLOAD_MIB_TXES PAYLOAD_MIB_WARMUP SYSTEM_WARMUP RUN_TIMEOUT ONELOG_BIN TXBENCH_BIN BENCH_PORT_BASE; do
     [ -n "${!v:-}" ] && command_line+="$v=${!v} "
 done
 command_line+="scripts/bench-compare.sh${*:+ $*}"
@@ -99,7 +100,7 @@ work="$repo/.bench-compare"          # the systems' data, wiped after each
 onelog_dir="$work/onelog"
 kafka_dir="$work/kafka"
 benches=(BaseWritesBench TxWritesBench BaseStreamingBench TxStreamingBench)
-clients=(4.x 2.x)
+clients=(4.x 2.x rust)
 IFS=, read -r -a system_list <<<"$systems"
 IFS=, read -r -a sweep_list <<<"$SWEEP_PRODUCERS"
 IFS=, read -r -a payload_list <<<"$PAYLOADS"
@@ -116,18 +117,28 @@ log "building the Java benches (kafka-clients 4.1.1 and 2.8.2) and resolving Kaf
 cp_4="$(scripts/java-build.sh)" || die "building harness/java failed"
 cp_2="$(scripts/java-build.sh --variant kafka2 -Dkafka2)" || die "building harness/java (kafka2) failed"
 KAFKA_REF_DIR="$kafka_dir" scripts/kafka-reference.sh classpath >/dev/null || die "resolving Kafka failed"
-if [ -z "${ONELOG_BIN:-}" ]; then
-    log "building the onelog release binary (cargo build --release -p broker)"
-    cargo build --release -p broker >&2 || die "building the broker failed"
-    target="${CARGO_TARGET_DIR:-$repo/target}"
-    case "$target" in /*) ;; *) target="$repo/$target" ;; esac
-    ONELOG_BIN="$target/release/onelog"
+target="${CARGO_TARGET_DIR:-$repo/target}"
+case "$target" in /*) ;; *) target="$repo/$target" ;; esac
+build=()
+[ -z "${ONELOG_BIN:-}" ] && build+=(-p broker --bin onelog) && ONELOG_BIN="$target/release/onelog"
+[ -z "${TXBENCH_BIN:-}" ] && build+=(-p harness --bin txbench) && TXBENCH_BIN="$target/release/txbench"
+if [ "${#build[@]}" -gt 0 ]; then
+    log "building release binaries (cargo build --release ${build[*]})"
+    cargo build --release "${build[@]}" >&2 || die "building the release binaries failed"
 fi
 [ -x "$ONELOG_BIN" ] || die "ONELOG_BIN=$ONELOG_BIN is not executable"
+[ -x "$TXBENCH_BIN" ] || die "TXBENCH_BIN=$TXBENCH_BIN is not executable"
 export ONELOG_BIN
 t_built=$SECONDS
 
 classpath_of() { if [ "$1" = 2.x ]; then cat "$cp_2"; else cat "$cp_4"; fi; }
+# bench_command CLIENT BENCH: sets cmd to the command line of one bench run of a client variant.
+bench_command() {
+    case "$1" in
+        rust) cmd=("$TXBENCH_BIN" "$2") ;;
+        *) cmd=(java -cp "$(classpath_of "$1")" "dev.onelog.bench.$2") ;;
+    esac
+}
 
 # ---- the runs --------------------------------------------------------------------------------
 per_system=$(( 2 + ${#benches[@]} * ${#clients[@]} + 2 * ${#sweep_list[@]} + 2 * ${#payload_list[@]} ))
@@ -229,10 +240,11 @@ run_bench() {
     mkdir -p "$(dirname "$base")"
     printf '%s [%d/%d] %-13s %-18s %-4s %s ... ' "$(date +%H:%M:%S)" "$step" "$total" "$s" "$bench" "$client" "$label"
     rm -f "$base.json" "$base.txt"
+    local -a cmd
+    bench_command "$client" "$bench"
     env KAFKA_CONNECTION="$(bootstrap_of "$s")" WARMUP="$warmup" TXES="$txes" MEASURES="$base.txt" \
         SUMMARY_FILE="$base.json" TX_ID="$bench-$client-$(basename "$base")" GROUP="$bench-$client-$(basename "$base")" \
-        "$@" timeout "$RUN_TIMEOUT" java -cp "$(classpath_of "$client")" "dev.onelog.bench.$bench" \
-        >"$logf" 2>&1 || rc=$?
+        "$@" timeout "$RUN_TIMEOUT" "${cmd[@]}" >"$logf" 2>&1 || rc=$?
     if [ "$rc" -eq 0 ] && [ -s "$base.json" ]; then
         python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("p50 %.2f ms  p99 %.2f ms  %.0f tps  (%ds)" % (d["p50_ms"], d["p99_ms"], d["tps"], int(sys.argv[2])))' \
             "$base.json" "$((SECONDS - t0))"

@@ -19,7 +19,8 @@ SYSTEMS = {
 }
 SHORT = {"onelog": "onelog", "kafka-flush1": "Kafka fsync/msg", "kafka-default": "Kafka default flush"}
 KAFKAS = ["kafka-flush1", "kafka-default"]
-CLIENTS = {"4.x": "4.1.1 (tx v2)", "2.x": "2.8.2 (tx v1)"}
+CLIENTS = {"4.x": "4.1.1 (tx v2)", "2.x": "2.8.2 (tx v1)", "rust": "librdkafka 2.12.1 (Rust port)"}
+CLIENT_STYLES = {"4.x": "-", "2.x": "--", "rust": ":"}
 BENCHES = ["BaseWritesBench", "TxWritesBench", "BaseStreamingBench", "TxStreamingBench"]
 COLORS = {"onelog": "tab:blue", "kafka-flush1": "tab:red", "kafka-default": "tab:orange"}
 
@@ -71,9 +72,11 @@ def main():
         meta = {}
     systems = [s for s in meta.get("systems", list(SYSTEMS)) if os.path.isdir(os.path.join(raw, s))]
 
+    # The client variants run: older results have no Rust port rows.
+    clients = [c for c in CLIENTS if any(os.path.isdir(os.path.join(raw, s, c)) for s in systems)]
     main_runs = {}  # (system, client, bench) -> summary
     for s in systems:
-        for c in CLIENTS:
+        for c in clients:
             for b in BENCHES:
                 main_runs[s, c, b] = load_json(os.path.join(raw, s, c, b + ".json"))
 
@@ -125,7 +128,8 @@ def main():
     md.append(
         f"Main benches: WARMUP={settings.get('WARMUP')} then TXES={settings.get('TXES')} iterations, one producer, "
         "run one after another, with kafka-clients 4.1.1 (transactions v2 against Kafka 4.1) and 2.8.2 "
-        "(transactions v1). Latency of one iteration in ms; TPS = iterations per second of the measured part. "
+        "(transactions v1)" + (", and with the Rust port of the benches (`txbench`: librdkafka through rdkafka, "
+                               "no JVM)" if "rust" in clients else "") + ". Latency of one iteration in ms; TPS = iterations per second of the measured part. "
         "No compensation for coordinated omission (as in kafka-tx-performance).\n")
 
     failures = meta.get("failures", [])
@@ -139,7 +143,7 @@ def main():
         md.append(f"### {b}\n")
         rows = []
         for s in systems:
-            for c in CLIENTS:
+            for c in clients:
                 r = main_runs[s, c, b]
                 if r is None:
                     rows.append([SYSTEMS[s], CLIENTS[c]] + ["failed"] + ["–"] * 5)
@@ -159,7 +163,7 @@ def main():
                 header += [f"p50 vs {SHORT[k]}", f"p99 vs {SHORT[k]}", f"TPS vs {SHORT[k]}"]
         rows = []
         for b in BENCHES:
-            for c in CLIENTS:
+            for c in clients:
                 o = main_runs["onelog", c, b]
                 row = [b, CLIENTS[c]]
                 for k in KAFKAS:
@@ -177,7 +181,7 @@ def main():
               "(the seed measured 30–50× and 40–120× on Kafka 2.7).\n")
     rows = []
     for s in systems:
-        for c in CLIENTS:
+        for c in clients:
             row = [SYSTEMS[s], CLIENTS[c]]
             for tx, base in (("TxWritesBench", "BaseWritesBench"), ("TxStreamingBench", "BaseStreamingBench")):
                 t, bb = main_runs[s, c, tx], main_runs[s, c, base]
@@ -244,7 +248,7 @@ def main():
                          "BaseWrites p50 / p99 ms", "BaseWrites TPS", "BaseWrites MB/s"], rows))
         md.append("")
 
-    pngs = plots(d, raw, systems, main_runs, sweeps)
+    pngs = plots(d, raw, systems, clients, sweeps)
     if pngs:
         md.append("## Plots\n")
         md += [f"![{alt}]({name})\n" for name, alt in pngs]
@@ -279,7 +283,7 @@ def read_latencies_ms(path):
         return []
 
 
-def plots(d, raw, systems, main_runs, sweeps):
+def plots(d, raw, systems, clients, sweeps):
     """The PNGs written, as (file name, alt text); None without matplotlib."""
     try:
         import matplotlib
@@ -293,7 +297,8 @@ def plots(d, raw, systems, main_runs, sweeps):
         fig, ax = plt.subplots(figsize=(7, 4.2))
         drawn = False
         for s in systems:
-            for c, style in (("4.x", "-"), ("2.x", "--")):
+            for c in clients:
+                style = CLIENT_STYLES[c]
                 lat = read_latencies_ms(os.path.join(raw, s, c, b + ".txt"))
                 if not lat:
                     continue
