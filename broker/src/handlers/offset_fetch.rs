@@ -10,6 +10,8 @@
 //! offset (TxnOffsetCommit not yet decided by EndTxn) answers UNSTABLE_OFFSET_COMMIT, which
 //! consumers retry until the transaction ends.
 
+use std::collections::BTreeSet;
+
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::offset_fetch_response::{
@@ -68,8 +70,9 @@ fn fetch(
     wanted: Wanted,
 ) -> Vec<(String, Vec<Fetched>)> {
     let groups = &state.groups;
+    let pending = if require_stable { state.txns.pending_offsets_of(group) } else { BTreeSet::new() };
     let answer = |topic: &str, partition: i32| {
-        if require_stable && state.txns.has_pending_offset(group, topic, partition) {
+        if pending.contains(&(topic.to_string(), partition)) {
             return (partition, -1, -1, String::new(), error_code::UNSTABLE_OFFSET_COMMIT);
         }
         match groups.committed(group, topic, partition) {

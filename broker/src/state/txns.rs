@@ -365,14 +365,16 @@ impl Transactions {
         self.by_id.iter().filter(|(_, m)| m.state == TxnState::Ongoing).map(|(id, _)| id.clone()).collect()
     }
 
-    /// Whether an open transaction holds pending offsets for this group partition (KIP-447
-    /// `require_stable`).
-    pub fn has_pending_offset(&self, group: &str, topic: &str, partition: i32) -> bool {
-        let key = (topic.to_string(), partition);
-        self.by_id.values().any(|m| {
-            m.state == TxnState::Ongoing
-                && m.pending_offsets.get(group).is_some_and(|offsets| offsets.contains_key(&key))
-        })
+    /// The partitions of `group` for which an open transaction holds pending offsets (KIP-447
+    /// `require_stable`). One pass over the ids, made once per group of an OffsetFetch rather
+    /// than once per partition asked for.
+    pub fn pending_offsets_of(&self, group: &str) -> BTreeSet<(String, i32)> {
+        self.by_id
+            .values()
+            .filter(|m| m.state == TxnState::Ongoing)
+            .filter_map(|m| m.pending_offsets.get(group))
+            .flat_map(|offsets| offsets.keys().cloned())
+            .collect()
     }
 
     /// `transactional.id.expiration.ms`: forgets ids with no open transaction idle that long.

@@ -221,14 +221,15 @@ fn pending_offsets_commit_with_the_transaction_only() {
     };
     let OpResult::TxnOffsets(Ok(results)) = m.apply(Op::TxnOffsetCommit(commit(10))) else { panic!() };
     assert_eq!(results[0].0, error_code::NONE);
-    assert!(m.state.txns.has_pending_offset("g", "out", 1));
+    assert_eq!(m.state.txns.pending_offsets_of("g"), [("out".to_string(), 1)].into());
+    assert!(m.state.txns.pending_offsets_of("other").is_empty());
     assert!(m.state.groups.committed("g", "out", 1).is_none(), "invisible before the commit");
     m.end("tx", id, false).unwrap();
     assert!(m.state.groups.committed("g", "out", 1).is_none(), "dropped by the abort");
     m.apply(Op::TxnOffsetCommit(commit(20)));
     m.end("tx", id, true).unwrap();
     assert_eq!(m.state.groups.committed("g", "out", 1).unwrap().offset, 20);
-    assert!(!m.state.txns.has_pending_offset("g", "out", 1));
+    assert!(m.state.txns.pending_offsets_of("g").is_empty());
 }
 
 #[test]
