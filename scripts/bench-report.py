@@ -176,6 +176,8 @@ def main():
         md.append(table(header, rows, ["---", "---"] + ["---:"] * (len(header) - 2)))
         md.append("")
 
+    drmq_table(md, systems, main_runs, sweeps, payloads)
+
     md.append("## Transaction overhead (transactional / baseline)\n")
     md.append("TxWritesBench / BaseWritesBench and TxStreamingBench / BaseStreamingBench, same system and client "
               "(the seed measured 30–50× and 40–120× on Kafka 2.7).\n")
@@ -265,6 +267,56 @@ def main():
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(md))
     print(os.path.join(d, "report.md"))
+
+
+# The DRMQ article's table (seeds/drmq-single-raft-transactions.txt: Kafka's transactional
+# producer against DRMQ, 3 nodes, RF 3, on their machine), for context beside ours.
+DRMQ_ROWS = [
+    ("Commit latency p50 (ms)", "main", "p50_ms", "55", "8"),
+    ("Commit latency p95 (ms)", "main", "p95_ms", "93", "11"),
+    ("Commit latency p99 (ms)", "main", "p99_ms", "129", "16"),
+    ("Tail latency p99.9 (ms)", "main", "p999_ms", "198", "23"),
+    ("Serial producer TPS", ("sweep", 1), "tps", "19", "127"),
+    ("10 concurrent producers TPS", ("sweep", 10), "tps", "181", "1,621"),
+    ("1 MiB payload TPS", ("payload", 1 << 20), "tps", "—", "4,878 (batched)"),
+]
+
+
+def drmq_table(md, systems, main_runs, sweeps, payloads):
+    """The rows of the DRMQ article's comparison table, measured here with TxWritesBench."""
+    if not systems:
+        return
+    md.append("## The DRMQ table, measured here\n")
+    md.append("The rows of the comparison table in the single-Raft article (DRMQ against Kafka's transactional "
+              "producer), from this run's TxWritesBench with kafka-clients 4.1.1: commit latency from the main "
+              "run, TPS from the concurrency sweep (1 and 10 producers) and the 1 MiB payload run (one "
+              "transaction of two 1 MiB records per iteration). The article's own figures, from its machine, "
+              "are in the last two columns for context only.\n")
+    rows = []
+    for label, where, key, kafka_pub, drmq_pub in DRMQ_ROWS:
+        row = [label]
+        values = {}
+        for s in systems:
+            if where == "main":
+                r = main_runs.get((s, "4.x", "TxWritesBench"))
+            elif where[0] == "sweep":
+                r = sweeps[s].get(("TxWritesBench", where[1]))
+            else:
+                r = payloads[s].get(("TxWritesBench", where[1]))
+            values[s] = field(r, key)
+            row.append(fmt_tps(values[s]) if key == "tps" else fmt_ms(values[s]))
+        if "onelog" in systems and "kafka-flush1" in systems:
+            o, k = values["onelog"], values["kafka-flush1"]
+            r = ratio(k, o) if key != "tps" else ratio(o, k)
+            row.append("–" if r is None else (f"{r:.1f}× lower" if key != "tps" else f"{r:.1f}× more"))
+        row += [kafka_pub, drmq_pub]
+        rows.append(row)
+    header = ["metric"] + [SYSTEMS[s] for s in systems]
+    if "onelog" in systems and "kafka-flush1" in systems:
+        header.append("onelog vs Kafka fsync/msg")
+    header += ["article: Kafka", "article: DRMQ"]
+    md.append(table(header, rows))
+    md.append("")
 
 
 def human_bytes(n):
