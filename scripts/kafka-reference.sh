@@ -39,6 +39,9 @@
 # node-ID/ for each node: server.properties, data/ (log.dirs and the KRaft metadata log),
 # kafka.log (stdout and stderr, appended across restarts), kafka.pid.
 # JVM: KAFKA_REF_HEAP (default 512m) is each node's -Xms and -Xmx; G1 as Kafka's own scripts.
+# Experiments: KAFKA_REF_EXTRA_CONFIG="key=value,key=value" appends those broker settings to
+# every node's server.properties at `up` (e.g. add.partitions.to.txn.retry.backoff.ms=1, for
+# scripts/bench-profile.sh); a run with it is not the reference and must say so.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -167,6 +170,10 @@ EOF
 log.flush.interval.messages=1
 EOF
     fi
+    if [ -n "${KAFKA_REF_EXTRA_CONFIG:-}" ]; then
+        echo "# KAFKA_REF_EXTRA_CONFIG (an experiment, not the reference settings)"
+        tr ',' '\n' <<<"$KAFKA_REF_EXTRA_CONFIG" | sed 's/^ *//; s/ *$//; /^$/d'
+    fi >>"$(node_dir "$id")/server.properties"
 }
 
 # Formats a node's storage with the shared cluster id, once.
