@@ -27,13 +27,14 @@ use harness::txn::{
     committed_offset, describe_transactions, read_values, send_sync, transactional_config,
     transactional_producer, READ_COMMITTED, READ_UNCOMMITTED, TXN_CALL_TIMEOUT,
 };
-use harness::{Cluster, ClusterOptions, RawClient};
+use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::describe_transactions_response::TransactionState as Described;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
-    AddOffsetsToTxnRequest, EndTxnRequest, GroupId, ProducerId, TransactionalId, TxnOffsetCommitRequest,
+    AddOffsetsToTxnRequest, EndTxnRequest, GroupId, InitProducerIdRequest, ProducerId, TransactionalId,
+    TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -45,6 +46,7 @@ const TIMEOUT: Duration = TXN_CALL_TIMEOUT;
 /// Kafka error codes the fencing checks expect.
 const INVALID_PRODUCER_EPOCH: i16 = 47;
 const PRODUCER_FENCED: i16 = 90;
+const CONCURRENT_TRANSACTIONS: i16 = 51;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn librdkafka_thirteen_physical_ten_logical() {
@@ -368,5 +370,67 @@ async fn timed_out(cluster: &mut Cluster) -> Result<()> {
     ensure!(uncommitted.len() == 5, "read_uncommitted saw {uncommitted:?}");
     let group_offset = committed_offset(&bootstrap, TIMEOUT_GROUP, TIMEOUT_INPUT, 0)?;
     ensure!(group_offset == Offset::Offset(4), "the next transaction's offset: {group_offset:?}");
+    Ok(())
+}
+
+/// EndTxn v5 (transactions v2) with nothing of the transaction in the log. kafka-clients 4.x
+/// can send its commit before the transaction's batches (its Sender reads whether batches are
+/// pending before it takes the transaction manager's lock, so a commit enqueued in between goes
+/// out first; seen at 10 producers in TxWritesBench). A commit then gets the retriable
+/// CONCURRENT_TRANSACTIONS, not success (which would report a transaction committed without
+/// its records, whose batch then waited in the client until delivery.timeout.ms) and not
+/// Kafka's fatal INVALID_TXN_STATE. An abort bumps the epoch as every v5 EndTxn does, and its
+/// retry gets the same answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn v2_commit_before_the_writes_is_retriable() {
+    let broker = Broker::start(BrokerOptions::default()).expect("starting onelog");
+    let result = commit_before_writes(&broker).await;
+    broker.unwrap_or_dump(result);
+}
+
+async fn commit_before_writes(broker: &Broker) -> Result<()> {
+    let mut client = RawClient::connect_negotiated(broker.addr()).await?;
+    let tid = || TransactionalId(StrBytes::from_static_str("commit-before-writes"));
+    let init = InitProducerIdRequest::default()
+        .with_transactional_id(Some(tid()))
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    let init = client.request(4, &init).await?;
+    ensure!(init.error_code == 0, "InitProducerId: error {}", init.error_code);
+    let (producer_id, epoch) = (init.producer_id, init.producer_epoch);
+    let end = |epoch: i16, committed: bool| {
+        EndTxnRequest::default()
+            .with_transactional_id(tid())
+            .with_producer_id(producer_id)
+            .with_producer_epoch(epoch)
+            .with_committed(committed)
+    };
+    let commit = client.request(5, &end(epoch, true)).await?;
+    ensure!(
+        commit.error_code == CONCURRENT_TRANSACTIONS,
+        "v5 commit with nothing written: error {}",
+        commit.error_code
+    );
+    let abort = client.request(5, &end(epoch, false)).await?;
+    ensure!(
+        abort.error_code == 0 && abort.producer_id == producer_id && abort.producer_epoch == epoch + 1,
+        "v5 abort with nothing written: error {}, epoch {} after {epoch}",
+        abort.error_code,
+        abort.producer_epoch
+    );
+    let retry = client.request(5, &end(epoch, false)).await?;
+    ensure!(
+        retry.error_code == 0 && retry.producer_epoch == epoch + 1,
+        "the abort's retry: error {}, epoch {}",
+        retry.error_code,
+        retry.producer_epoch
+    );
+    let commit = client.request(5, &end(epoch + 1, true)).await?;
+    ensure!(
+        commit.error_code == CONCURRENT_TRANSACTIONS,
+        "v5 commit after the abort: error {}",
+        commit.error_code
+    );
     Ok(())
 }

@@ -50,6 +50,8 @@ pub fn code(error: &TxnError, api: ApiKey, version: i16) -> i16 {
         TxnError::InvalidState(_) => error_code::INVALID_TXN_STATE,
         TxnError::InvalidTimeout(_) => error_code::INVALID_TRANSACTION_TIMEOUT,
         TxnError::ProducerIdsExhausted(_) => error_code::COORDINATOR_LOAD_IN_PROGRESS,
+        // Retriable for every client: the commit is sent again after the writes.
+        TxnError::CommitBeforeWrites => error_code::CONCURRENT_TRANSACTIONS,
     }
 }
 

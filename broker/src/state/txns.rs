@@ -112,6 +112,9 @@ pub enum TxnError {
     InvalidTimeout(i32),
     /// Too many live producer ids; retriable.
     ProducerIdsExhausted(String),
+    /// A transactions-v2 commit with nothing of the transaction in the log yet: its writes are
+    /// still on their way; retriable (see `end_txn`).
+    CommitBeforeWrites,
 }
 
 /// The producer id and epoch a request names.
@@ -305,7 +308,22 @@ impl Transactions {
         }
         let ended = match meta.state {
             TxnState::Ongoing => Some(end(meta, commit, now_ms)),
-            // Nothing was written (AddPartitions alone lives in leader memory): nothing to do.
+            // Transactions v2 (KIP-890 part 2): a client sends EndTxn only after it wrote
+            // something, so a commit at the current epoch with nothing in the log means its
+            // writes have not arrived. Success would report a transaction committed without its
+            // records. Kafka answers INVALID_TXN_STATE, which is fatal to the client; we answer
+            // a retriable error instead, because kafka-clients 4.x can send EndTxn before its
+            // batches (Sender reads `accumulator.hasIncomplete()` before taking the transaction
+            // manager's lock, so a commit enqueued in between goes out first): on the retry the
+            // batches are sent first and the commit includes them. An abort bumps the epoch as
+            // any v2 EndTxn does (Kafka's table).
+            _ if bump_epoch && commit => return Err(TxnError::CommitBeforeWrites),
+            _ if bump_epoch => {
+                meta.state = TxnState::CompleteAbort;
+                None
+            }
+            // Transactions v1: nothing was written (AddPartitions alone lives in leader memory),
+            // so there is nothing to do.
             TxnState::Empty => None,
             // Kafka: the same decision again is a retry and succeeds; the other is refused.
             TxnState::CompleteCommit if commit => None,
@@ -318,7 +336,7 @@ impl Transactions {
         meta.last_update_ms = now_ms;
         // KIP-890 part 2: every EndTxn of a transactions-v2 client bumps the epoch; at the
         // epoch limit the transactional id moves on to a new producer id.
-        if bump_epoch && ended.is_some() && !meta.bump_epoch(EpochBump::EndTxn) {
+        if bump_epoch && !meta.bump_epoch(EpochBump::EndTxn) {
             self.move_to_new_producer_id(transactional_id, allocate)?;
         }
         Ok((current(&self.by_id[transactional_id]), ended))

@@ -282,3 +282,32 @@ fn new_transactional_ids_beyond_the_limit_are_refused_retriably() {
     assert!(matches!(m.init("d", None), Err(TxnError::ProducerIdsExhausted(_))));
     assert!(m.init("a", None).is_ok(), "a known id still bumps its epoch at the limit");
 }
+
+/// EndTxn of transactions v2 at the current epoch when nothing is open: a commit is refused
+/// with a retriable error (the client's writes have not arrived; success would report a
+/// transaction committed without its records), an abort bumps the epoch and its retry succeeds.
+#[test]
+fn v2_end_with_nothing_written_refuses_commit_and_bumps_on_abort() {
+    let mut m = Machine::new();
+    let id = m.init("tx", None).unwrap();
+    assert_eq!(m.end_with("tx", id, true, true), Err(TxnError::CommitBeforeWrites));
+    assert_eq!(m.state.txns.by_id["tx"].producer_epoch, id.producer_epoch, "a refused commit bumps nothing");
+
+    let next = m.end_with("tx", id, false, true).unwrap();
+    assert_eq!(next.producer_epoch, id.producer_epoch + 1);
+    assert!(m.markers().is_empty(), "nothing written, no markers");
+    assert_eq!(m.state.txns.by_id["tx"].state, TxnState::CompleteAbort);
+    assert_eq!(m.end_with("tx", id, false, true).unwrap(), next, "the retry of the abort succeeds");
+
+    // After a committed transaction, committing again at the new epoch is refused too.
+    m.write(next, 0, 1, 0);
+    let after = m.end_with("tx", next, true, true).unwrap();
+    assert_eq!(m.end_with("tx", after, true, true), Err(TxnError::CommitBeforeWrites));
+    // Once the writes arrive the same commit goes through.
+    m.write(after, 0, 1, 0);
+    assert_eq!(m.end_with("tx", after, true, true).unwrap().producer_epoch, after.producer_epoch + 1);
+    assert!(
+        matches!(m.end_with("tx", next, true, true), Err(TxnError::Fenced)),
+        "two epochs back is a zombie"
+    );
+}
