@@ -311,26 +311,24 @@ window = (txns[0][0], txns[-1][1]) if txns else (run_start, run_end)
 # fsync-family system calls per node.
 
 
-def load_fds(node):
-    fds = {}
-    path = os.path.join(out, f"node-{node}.fds")
+def load_pairs(node, suffix):
+    """node-N.<suffix>: one "key value" pair a line (fd -> file, tid -> thread name)."""
+    pairs = {}
+    path = os.path.join(out, f"node-{node}.{suffix}")
     if os.path.exists(path):
         for line in open(path):
             parts = line.rstrip("\n").split(" ", 1)
             if len(parts) == 2:
-                fds[parts[0]] = parts[1]
-    return fds
+                pairs[parts[0]] = parts[1]
+    return pairs
+
+
+def load_fds(node):
+    return load_pairs(node, "fds")
 
 
 def load_threads(node):
-    names = {}
-    path = os.path.join(out, f"node-{node}.threads")
-    if os.path.exists(path):
-        for line in open(path):
-            parts = line.rstrip("\n").split(" ", 1)
-            if len(parts) == 2:
-                names[parts[0]] = parts[1]
-    return names
+    return load_pairs(node, "threads")
 
 
 def file_class(path):
