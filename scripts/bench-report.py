@@ -80,26 +80,18 @@ def main():
             for b in BENCHES:
                 main_runs[s, c, b] = load_json(os.path.join(raw, s, c, b + ".json"))
 
-    def sweep_runs(s):
+    def runs_by_number(s, kind, sep):
+        """raw/<system>/<kind>/<bench><sep><N>.json as {(bench, N): summary} (sweep: -p, payload: -b)."""
         out = {}
-        p = os.path.join(raw, s, "sweep")
+        p = os.path.join(raw, s, kind)
         for name in sorted(os.listdir(p)) if os.path.isdir(p) else []:
             if name.endswith(".json"):
-                bench, n = name[:-5].rsplit("-p", 1)
+                bench, n = name[:-5].rsplit(sep, 1)
                 out[bench, int(n)] = load_json(os.path.join(p, name))
         return out
 
-    def payload_runs(s):
-        out = {}
-        p = os.path.join(raw, s, "payload")
-        for name in sorted(os.listdir(p)) if os.path.isdir(p) else []:
-            if name.endswith(".json"):
-                bench, n = name[:-5].rsplit("-b", 1)
-                out[bench, int(n)] = load_json(os.path.join(p, name))
-        return out
-
-    sweeps = {s: sweep_runs(s) for s in systems}
-    payloads = {s: payload_runs(s) for s in systems}
+    sweeps = {s: runs_by_number(s, "sweep", "-p") for s in systems}
+    payloads = {s: runs_by_number(s, "payload", "-b") for s in systems}
     settings = meta.get("settings", {})
     quick = meta.get("mode") == "quick"
 
