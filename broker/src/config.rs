@@ -2,7 +2,9 @@
 //!
 //! Flags cover what differs per node (ids, addresses, data directory); Kafka broker configs
 //! (`auto.create.topics.enable`, `message.max.bytes`, `log.retention.ms`, …) are given as
-//! repeated `--config key=value`, with Kafka's names, and reported by DescribeConfigs.
+//! repeated `--config key=value`, with Kafka's names, and reported by DescribeConfigs. They are
+//! parsed once at start-up into [`Settings`], typed fields the broker reads; the string keys
+//! appear only in this file (a misspelt key fails start-up, never a request).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -11,7 +13,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Parser;
 
-use crate::state::topic_config::{ConfigType, TOPIC_CONFIGS};
+use onelog_state::command::ReplicatedLimits;
+use onelog_state::entry::EntryOptions;
+use onelog_state::topic_config::{ConfigType, TOPIC_CONFIGS};
+
+use crate::coord::group::CoordinatorConfig;
 
 /// onelog: a Kafka-compatible broker whose every write is an entry in one Raft log.
 #[derive(Debug, Clone, Parser)]
@@ -70,10 +76,95 @@ const BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
     ("group.max.size", "2147483647", ConfigType::Int),
 ];
 
-/// Effective broker configuration: every known key with its value and whether it was set.
+/// Effective broker configuration: every known key with its value and whether it was set
+/// (for DescribeConfigs), and the same values typed.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
-    values: BTreeMap<String, (String, bool, ConfigType)>,
+    values: Values,
+    pub settings: Settings,
+}
+
+/// key → (value, explicitly set, type).
+#[derive(Debug, Clone)]
+struct Values(BTreeMap<String, (String, bool, ConfigType)>);
+
+/// The broker configs the broker acts on, parsed once at start-up.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub auto_create_topics: bool,
+    pub num_partitions: i32,
+    pub default_replication_factor: i16,
+    pub socket_request_max_bytes: usize,
+    pub delete_topic_enable: bool,
+    /// `message.max.bytes`: the largest record batch, unless the topic's `max.message.bytes`.
+    pub message_max_bytes: i64,
+    /// `log.segment.bytes`, at least 1 KiB.
+    pub log_segment_bytes: u64,
+    pub log_retention_ms: i64,
+    pub log_retention_bytes: i64,
+    pub log_retention_check_interval_ms: u64,
+    /// `log.message.timestamp.type` is LogAppendTime.
+    pub log_append_time: bool,
+    pub producer_id_expiration_ms: i64,
+    pub producer_id_expiration_check_interval_ms: u64,
+    /// `transaction.max.timeout.ms`, within 1..=i32::MAX.
+    pub txn_timeout_ms_max: i32,
+    pub transactional_id_expiration_ms: i64,
+    pub txn_abort_timed_out_interval_ms: u64,
+    pub txn_remove_expired_interval_ms: u64,
+    pub group: CoordinatorConfig,
+}
+
+impl Settings {
+    fn parse(c: &Values) -> anyhow::Result<Settings> {
+        Ok(Settings {
+            auto_create_topics: c.bool("auto.create.topics.enable")?,
+            num_partitions: c.int("num.partitions")? as i32,
+            default_replication_factor: c.int("default.replication.factor")?.clamp(-1, i64::from(i16::MAX))
+                as i16,
+            socket_request_max_bytes: c.int("socket.request.max.bytes")?.max(0) as usize,
+            delete_topic_enable: c.bool("delete.topic.enable")?,
+            message_max_bytes: c.int("message.max.bytes")?,
+            log_segment_bytes: c.int("log.segment.bytes")?.max(1024) as u64,
+            log_retention_ms: c.int("log.retention.ms")?,
+            log_retention_bytes: c.int("log.retention.bytes")?,
+            log_retention_check_interval_ms: c.int("log.retention.check.interval.ms")?.max(100) as u64,
+            log_append_time: c.text("log.message.timestamp.type")? == "LogAppendTime",
+            producer_id_expiration_ms: c.int("producer.id.expiration.ms")?,
+            producer_id_expiration_check_interval_ms: c
+                .int("producer.id.expiration.check.interval.ms")?
+                .max(100) as u64,
+            txn_timeout_ms_max: c.int("transaction.max.timeout.ms")?.clamp(1, i64::from(i32::MAX)) as i32,
+            transactional_id_expiration_ms: c.int("transactional.id.expiration.ms")?,
+            txn_abort_timed_out_interval_ms: c
+                .int("transaction.abort.timed.out.transaction.cleanup.interval.ms")?
+                .max(10) as u64,
+            txn_remove_expired_interval_ms: c
+                .int("transaction.remove.expired.transaction.cleanup.interval.ms")?
+                .max(100) as u64,
+            group: CoordinatorConfig {
+                initial_rebalance_delay_ms: c.int("group.initial.rebalance.delay.ms")?.max(0) as u64,
+                min_session_timeout_ms: c.int("group.min.session.timeout.ms")? as i32,
+                max_session_timeout_ms: c.int("group.max.session.timeout.ms")? as i32,
+                max_size: c.int("group.max.size")?.max(1) as usize,
+            },
+        })
+    }
+
+    /// The limits this node writes into the replicated state when it leads.
+    pub fn replicated_limits(&self) -> ReplicatedLimits {
+        ReplicatedLimits {
+            txn_timeout_ms_max: self.txn_timeout_ms_max,
+            producer_id_expiration_ms: self.producer_id_expiration_ms,
+            transactional_id_expiration_ms: self.transactional_id_expiration_ms,
+            ..ReplicatedLimits::default()
+        }
+    }
+
+    /// What the leader's settings add to building an entry.
+    pub fn entry_options(&self) -> EntryOptions {
+        EntryOptions { log_append_time_default: self.log_append_time }
+    }
 }
 
 impl BrokerConfig {
@@ -91,13 +182,25 @@ impl BrokerConfig {
             let Some(entry) = values.get_mut(key) else { bail!("--config {key}: unknown broker config") };
             *entry = (value.to_string(), true, entry.2);
         }
-        let config = BrokerConfig { values };
-        config.check()?;
-        Ok(config)
+        let values = Values(values);
+        values.check()?;
+        let settings = Settings::parse(&values)?;
+        Ok(BrokerConfig { values, settings })
     }
 
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key)
+    }
+
+    /// (value, explicitly set, type) for DescribeConfigs.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &str, bool, ConfigType)> {
+        self.values.0.iter().map(|(k, (v, set, ty))| (k.as_str(), v.as_str(), *set, *ty))
+    }
+}
+
+impl Values {
     fn check(&self) -> anyhow::Result<()> {
-        for (key, (value, _, ty)) in &self.values {
+        for (key, (value, _, ty)) in &self.0 {
             let ok = match ty {
                 ConfigType::Boolean => value == "true" || value == "false",
                 ConfigType::Int => value.parse::<i32>().is_ok(),
@@ -112,22 +215,20 @@ impl BrokerConfig {
         Ok(())
     }
 
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.values.get(key).map(|(v, _, _)| v.as_str())
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(|(v, _, _)| v.as_str())
     }
 
-    /// (value, explicitly set, type) for DescribeConfigs.
-    pub fn entries(&self) -> impl Iterator<Item = (&str, &str, bool, ConfigType)> {
-        self.values.iter().map(|(k, (v, set, ty))| (k.as_str(), v.as_str(), *set, *ty))
+    fn text(&self, key: &str) -> anyhow::Result<&str> {
+        self.get(key).with_context(|| format!("broker config {key} is not known"))
     }
 
-    pub fn bool(&self, key: &str) -> bool {
-        self.get(key) == Some("true")
+    fn bool(&self, key: &str) -> anyhow::Result<bool> {
+        Ok(self.text(key)? == "true")
     }
 
-    pub fn i64(&self, key: &str) -> i64 {
-        self.get(key)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("config {key} is validated at start"))
+    fn int(&self, key: &str) -> anyhow::Result<i64> {
+        let value = self.text(key)?;
+        value.parse().with_context(|| format!("broker config {key}={value} is not an integer"))
     }
 }

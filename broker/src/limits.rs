@@ -134,23 +134,6 @@ pub const ADMIN_DIGEST_READ_CHUNK_BYTES: usize = 1024 * 1024;
 pub const ADMIN_CLOSE_DRAIN_MS: u64 = 1_000;
 pub const ADMIN_CLOSE_DRAIN_BYTES_MAX: usize = 64 * 1024;
 
-/// Producer ids with idempotence state kept at once (KIP-98), so a flood of producers (each
-/// InitProducerId, or produce with an unknown id) cannot exhaust memory; the state is also in
-/// every checkpoint. Each (producer, partition) holds ~0.3 KiB. When full, InitProducerId
-/// evicts the least recently used producer idle for `PRODUCER_ID_EVICTION_IDLE_MS_MIN`, or is
-/// refused retriably; a produce that would add an id is refused retriably.
-pub const PRODUCER_IDS_LIVE_MAX: u64 = 50_000;
-
-/// Idle time after which a producer may be evicted to make room for a new one: longer than any
-/// client's retry window (librdkafka message.timeout.ms 300 s, Java delivery.timeout.ms 120 s
-/// by default), so no retry of an already appended batch can arrive after the eviction and be
-/// appended again (ms).
-pub const PRODUCER_ID_EVICTION_IDLE_MS_MIN: i64 = 15 * 60 * 1000;
-
-/// Batches remembered per (producer, partition) for duplicate detection: Kafka's five, which
-/// is why idempotent clients keep at most five requests in flight per connection (KIP-98).
-pub const PRODUCER_BATCHES_KEPT: usize = 5;
-
 /// How often the pause watcher wakes (ms), and how late a wake-up must be to count as a
 /// pause of the process (ms), after which the leader lease is suspect.
 pub const PAUSE_CHECK_INTERVAL_MS: u64 = 20;
@@ -161,10 +144,6 @@ pub const PAUSE_GAP_MS: u64 = 100;
 /// every group API that names one (see `handlers::util::group_id_invalid`), INVALID_REQUEST in
 /// FindCoordinator.
 pub const GROUP_ID_BYTES_MAX: usize = 255;
-
-/// Bytes of the metadata string committed with one offset (Kafka's
-/// `offset.metadata.max.bytes`, default 4096); longer gets OFFSET_METADATA_TOO_LARGE.
-pub const OFFSET_METADATA_BYTES_MAX: usize = 4096;
 
 /// How long a node removed from the membership keeps running before it exits (ms), so that
 /// responses already in flight reach their clients.
@@ -185,12 +164,6 @@ pub const GROUP_SESSION_CHECK_INTERVAL_MS: u64 = 250;
 /// Bytes of a transactional id: kept in the replicated state and every checkpoint, like a
 /// group id; a longer one gets INVALID_REQUEST from InitProducerId.
 pub const TRANSACTIONAL_ID_BYTES_MAX: usize = 255;
-
-/// Transactional ids kept in the replicated state (each with its open transaction, if any).
-/// A producer id can be evicted when idle; a transactional id is kept until
-/// `transactional.id.expiration.ms`, so a flood of new ids is refused at this bound
-/// (COORDINATOR_LOAD_IN_PROGRESS, retriable) instead of growing every checkpoint.
-pub const TRANSACTIONAL_IDS_MAX: usize = 100_000;
 
 /// Partitions one transaction may add: every one gets a marker in the EndTxn entry, which
 /// must stay well below the proposal size limit.

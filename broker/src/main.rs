@@ -1,38 +1,16 @@
 //! `onelog`: a Kafka-wire-compatible broker whose every write is an entry in one Raft log.
 //!
 //! With no arguments it serves a one-node cluster on 127.0.0.1:9092 with data in `./data`.
-
-mod admin;
-mod admin_api;
-mod alloc_guard;
-mod config;
-mod ctx;
-mod duties;
-mod fault;
-mod forward;
-mod groups;
-mod handlers;
-mod limits;
-mod node;
-mod proposer;
-mod raft;
-mod server;
-mod state;
-mod storage;
-#[cfg(test)]
-mod test_batches;
-mod txn_duties;
-mod txn_memory;
-mod txn_views;
+//! Everything but argument parsing, logging and the runtime lives in the `broker` library.
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 #[global_allocator]
-static ALLOC: alloc_guard::GuardedAlloc = alloc_guard::GuardedAlloc;
+static ALLOC: broker::alloc_guard::GuardedAlloc = broker::alloc_guard::GuardedAlloc;
 
 fn main() -> anyhow::Result<()> {
-    let args = config::Args::parse();
+    let args = broker::config::Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
@@ -40,7 +18,7 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let result = runtime.block_on(node::run(args));
+    let result = runtime.block_on(broker::node::run(args));
     if let Err(e) = &result {
         tracing::error!(error = %format!("{e:#}"), "onelog stopped");
     }

@@ -12,13 +12,17 @@ use raft_store::{LogStore, LogStoreOptions};
 use tokio::net::TcpListener;
 
 use crate::config::{Args, BrokerConfig};
+use crate::coord::group::Coordinator as GroupCoordinator;
+use crate::coord::txn::TxnCoordinator;
 use crate::ctx::Ctx;
+use crate::leader::duties;
+use crate::leader::leadership::Leadership;
+use crate::leader::proposer::{Proposer, ProposerOptions};
 use crate::limits;
-use crate::proposer::Proposer;
+use crate::net::listener;
 use crate::raft::network::Network;
-use crate::raft::sm_store::{self, StateMachineStore};
+use crate::raft::sm_store;
 use crate::raft::{NodeAddr, Raft, TypeConfig};
-use crate::{duties, server};
 
 fn raft_config() -> anyhow::Result<openraft::Config> {
     let config = openraft::Config {
@@ -47,7 +51,7 @@ fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let config = BrokerConfig::from_overrides(&args.configs)?;
+    let config = Arc::new(BrokerConfig::from_overrides(&args.configs)?);
     let _lock = lock_data_dir(&args.data_dir)?;
     let advertised = args.advertised_kafka.clone().unwrap_or_else(|| args.kafka_listen.to_string());
     let (host, port) = advertised.rsplit_once(':').context("--advertised-kafka must be host:port")?;
@@ -59,8 +63,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let log_store =
         LogStore::<TypeConfig>::open(&args.data_dir.join("raft-log"), LogStoreOptions::default())?;
-    let sm = sm_store::open(args.data_dir.join("state"), config)?;
-    let state_machine = StateMachineStore { shared: sm.clone() };
+    let (state_machine, applied) = sm_store::open(args.data_dir.join("state"), config.clone())?;
     let raft =
         Raft::new(args.node_id, Arc::new(raft_config()?), Network::default(), log_store, state_machine)
             .await?;
@@ -84,42 +87,47 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tracing::info!(node_id = args.node_id, voters = members.len(), "initializing a new cluster");
         raft.initialize(members).await?;
     }
-    let proposer = Proposer::start(args.node_id, raft.clone(), sm.clone());
+    let proposer = Proposer::start(ProposerOptions {
+        node_id: args.node_id,
+        raft: raft.clone(),
+        applied: applied.clone(),
+        limits: config.settings.replicated_limits(),
+        entry: config.settings.entry_options(),
+    });
     crate::admin_api::start(
         args.admin_listen,
         crate::admin_api::AdminCtx {
             node_id: args.node_id,
             raft: raft.clone(),
-            sm: sm.clone(),
+            applied: applied.clone(),
             kafka: advertised.clone(),
         },
     )
     .await?;
     wait_until_caught_up(&raft).await;
 
-    let groups = crate::groups::Coordinator::new(crate::groups::CoordinatorConfig::from_broker(&sm.config));
+    let leadership =
+        Arc::new(Leadership::new(args.node_id, raft.clone(), applied.clone(), (host.to_string(), port)));
     let ctx = Arc::new(Ctx {
         node_id: args.node_id,
-        raft: raft.clone(),
-        sm,
-        proposer,
-        advertised_host: host.to_string(),
-        advertised_port: port,
-        lease: Default::default(),
-        groups,
-        txns: Default::default(),
+        leadership: leadership.clone(),
+        applied: applied.clone(),
+        config: config.clone(),
+        proposer: proposer.clone(),
+        groups: GroupCoordinator::new(config.settings.group),
+        txns: TxnCoordinator::new(leadership.clone(), applied, proposer),
     });
-    duties::start(ctx.clone());
+    duties::start(ctx.clone(), raft.clone());
     let listener = TcpListener::bind(args.kafka_listen)
         .await
         .with_context(|| format!("binding {}", args.kafka_listen))?;
     tracing::info!(kafka = %args.kafka_listen, advertised = %advertised, node_id = args.node_id, "onelog ready");
     tokio::select! {
-        result = server::serve(listener, ctx) => result?,
+        result = listener::serve(listener, ctx) => result?,
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
-    duties::SHUTTING_DOWN.store(true, std::sync::atomic::Ordering::SeqCst);
-    // Kafka requests are refused from here (Ctx::is_leader checks SHUTTING_DOWN); the entries in
+    leadership.begin_shutdown();
+    // Kafka requests are refused from here (`Leadership::is_leader`); the entries in
     // flight replicate, then the most caught-up follower takes over.
     crate::raft::transport::handover::hand_over(&raft, args.node_id, Duration::from_secs(2)).await;
     raft.shutdown().await.ok();

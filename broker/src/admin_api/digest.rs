@@ -14,7 +14,9 @@ use std::io;
 use serde::Serialize;
 
 use crate::limits;
-use crate::raft::sm_store::SmShared;
+use crate::raft::applied::AppliedView;
+use crate::raft::sm_store::Applied;
+use crate::storage::partitions::Partitions;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Digest {
@@ -49,10 +51,11 @@ pub fn hex(bytes: &[u8]) -> String {
 /// `last_applied` all describe the same applied entry. Apply waits meanwhile (it takes the
 /// write lock); the digest is a test and operations tool, not on any client path. Blocking:
 /// call it from `spawn_blocking`.
-pub fn compute(node_id: u64, sm: &SmShared) -> io::Result<Digest> {
-    // Lock order as in apply: applied, then partitions.
-    let applied = sm.applied.read().expect("applied lock");
-    let partitions = sm.partitions.read().expect("partitions lock");
+pub fn compute(node_id: u64, view: &AppliedView) -> io::Result<Digest> {
+    view.with_partitions(|applied, partitions| digest_of(node_id, applied, partitions))
+}
+
+fn digest_of(node_id: u64, applied: &Applied, partitions: &Partitions) -> io::Result<Digest> {
     let mut out = Vec::new();
     for (name, topic) in &applied.state.topics {
         for (p, ps) in topic.partitions.iter().enumerate() {

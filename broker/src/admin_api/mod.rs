@@ -56,7 +56,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 use crate::limits;
-use crate::raft::sm_store::SmShared;
+use crate::raft::applied::AppliedView;
 use crate::raft::Raft;
 
 /// What the admin API reads and drives. Not `Ctx`: that exists only once the node has caught
@@ -65,7 +65,7 @@ use crate::raft::Raft;
 pub struct AdminCtx {
     pub node_id: u64,
     pub raft: Raft,
-    pub sm: Arc<SmShared>,
+    pub applied: AppliedView,
     /// The advertised Kafka address, `host:port`.
     pub kafka: String,
 }

@@ -76,9 +76,9 @@ fn get_status(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
 
 async fn get_digest(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
     query.allow_only(&[])?;
-    let (node_id, sm) = (ctx.node_id, ctx.sm.clone());
+    let (node_id, applied) = (ctx.node_id, ctx.applied.clone());
     // File reads under std locks: off the async workers.
-    let computed = tokio::task::spawn_blocking(move || digest::compute(node_id, &sm)).await;
+    let computed = tokio::task::spawn_blocking(move || digest::compute(node_id, &applied)).await;
     Ok(match computed {
         Ok(Ok(digest)) => Response::json(200, serde_json::to_value(digest).expect("digest serializes")),
         Ok(Err(e)) => Response::error(500, format!("reading partition files: {e}")),

@@ -18,7 +18,7 @@ use crate::config::BrokerConfig;
 use crate::raft::network::Network;
 use crate::raft::sm_store::{self, StateMachineStore};
 use crate::raft::{NodeAddr, Raft};
-use crate::state::command::Command;
+use onelog_state::command::Command;
 
 const KAFKA: &str = "127.0.0.1:19092";
 

@@ -13,9 +13,9 @@ use super::digest::{self, Digest};
 use crate::config::BrokerConfig;
 use crate::raft::sm_store::{self, SmShared, StateMachineStore};
 use crate::raft::{NodeAddr, TypeConfig};
-use crate::state::command::{Command, Op, PartitionAppend, ProduceOp, TrimLog};
 pub(super) use crate::test_batches::create_topic as create;
 use crate::test_batches::{build, BatchSpec};
+use onelog_state::command::{Command, Op, PartitionAppend, ProduceOp, TrimLog};
 
 fn batch(base_offset: i64, records: i64) -> Bytes {
     batch_with_value(base_offset, records, base_offset as u8)

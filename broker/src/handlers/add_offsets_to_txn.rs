@@ -8,10 +8,10 @@ use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::{AddOffsetsToTxnResponse, ApiKey, RequestKind, ResponseKind};
 
-use super::txn_util::{check_producer, now_ms, producer};
-use super::{txn_errors, HandlerResult};
+use super::util::producer;
+use super::HandlerResult;
 use crate::ctx::SharedCtx;
-use crate::limits;
+use crate::errors::txn_failure_code;
 
 pub const KEY: ApiKey = ApiKey::AddOffsetsToTxn;
 pub const VERSIONS: (i16, i16) = (0, 4);
@@ -19,20 +19,10 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::AddOffsetsToTxn(body) = req.body else { anyhow::bail!("not an AddOffsetsToTxn body") };
-    let tid = body.transactional_id.0.as_str();
     let id = producer(body.producer_id, body.producer_epoch);
-    let code = if !ctx.is_leader() {
-        error_code::NOT_COORDINATOR
-    } else if body.group_id.0.len() > limits::GROUP_ID_BYTES_MAX {
-        error_code::INVALID_GROUP_ID
-    } else {
-        match check_producer(&ctx, tid, id) {
-            Ok(()) => {
-                ctx.txns.add_group(ctx.term(), tid, id, &body.group_id.0, now_ms());
-                error_code::NONE
-            }
-            Err(e) => txn_errors::code(&e, KEY, req.api_version),
-        }
+    let code = match ctx.txns.add_offsets(&body.transactional_id.0, id, &body.group_id.0) {
+        Ok(()) => error_code::NONE,
+        Err(failure) => txn_failure_code(&failure, KEY, req.api_version),
     };
     Ok(Some(ResponseKind::AddOffsetsToTxn(AddOffsetsToTxnResponse::default().with_error_code(code))))
 }

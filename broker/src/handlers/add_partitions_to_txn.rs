@@ -12,10 +12,10 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 };
 use kafka_protocol::messages::{AddPartitionsToTxnResponse, ApiKey, RequestKind, ResponseKind};
 
-use super::txn_util::{check_producer, now_ms, producer};
-use super::{txn_errors, HandlerResult};
+use super::util::producer;
+use super::HandlerResult;
 use crate::ctx::SharedCtx;
-use crate::limits;
+use crate::errors::txn_failure_code;
 
 pub const KEY: ApiKey = ApiKey::AddPartitionsToTxn;
 pub const VERSIONS: (i16, i16) = (0, 3);
@@ -25,42 +25,32 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::AddPartitionsToTxn(body) = req.body else {
         anyhow::bail!("not an AddPartitionsToTxn body")
     };
-    let tid = body.v3_and_below_transactional_id.0.to_string();
+    let tid = body.v3_and_below_transactional_id.0.as_str();
     let id = producer(body.v3_and_below_producer_id, body.v3_and_below_producer_epoch);
     let wanted: Vec<(String, i32)> = body
         .v3_and_below_topics
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| (t.name.0.to_string(), *p)))
         .collect();
-    let unknown: Vec<bool> = {
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        wanted.iter().map(|(t, p)| applied.state.partition(t, *p).is_none()).collect()
-    };
     // One code for every partition unless only some are unknown (Kafka: those get
     // UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED).
-    let common = if !ctx.is_leader() {
-        Some(error_code::NOT_COORDINATOR)
-    } else if let Err(e) = check_producer(&ctx, &tid, id) {
-        tracing::debug!(transactional_id = %tid, error = ?e, "AddPartitionsToTxn refused");
-        Some(txn_errors::code(&e, KEY, req.api_version))
-    } else if wanted.len() > limits::TXN_PARTITIONS_MAX {
-        Some(error_code::INVALID_REQUEST)
-    } else {
-        None
+    let codes: Vec<i16> = match ctx.txns.add_partitions(tid, id, &wanted) {
+        Err(failure) => {
+            tracing::debug!(transactional_id = %tid, ?failure, "AddPartitionsToTxn refused");
+            vec![txn_failure_code(&failure, KEY, req.api_version); wanted.len()]
+        }
+        Ok(unknown) if unknown.iter().any(|u| *u) => unknown
+            .iter()
+            .map(|u| {
+                if *u {
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION
+                } else {
+                    error_code::OPERATION_NOT_ATTEMPTED
+                }
+            })
+            .collect(),
+        Ok(_) => vec![error_code::NONE; wanted.len()],
     };
-    let any_unknown = unknown.iter().any(|u| *u);
-    let codes: Vec<i16> = unknown
-        .iter()
-        .map(|u| match (common, any_unknown) {
-            (Some(code), _) => code,
-            (None, true) if *u => error_code::UNKNOWN_TOPIC_OR_PARTITION,
-            (None, true) => error_code::OPERATION_NOT_ATTEMPTED,
-            (None, false) => error_code::NONE,
-        })
-        .collect();
-    if common.is_none() && !any_unknown {
-        ctx.txns.add_partitions(ctx.term(), &tid, id, wanted.iter().cloned(), now_ms());
-    }
     let mut results: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
     for ((topic, partition), code) in wanted.into_iter().zip(codes) {
         let result = AddPartitionsToTxnPartitionResult::default()

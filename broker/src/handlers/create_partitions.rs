@@ -7,9 +7,9 @@ use kafka_protocol::messages::{ApiKey, CreatePartitionsResponse, RequestKind, Re
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::admin;
+use crate::controller;
 use crate::ctx::SharedCtx;
-use crate::state::command::NewPartitions;
+use onelog_state::command::NewPartitions;
 
 pub const KEY: ApiKey = ApiKey::CreatePartitions;
 pub const VERSIONS: (i16, i16) = (0, 3);
@@ -20,23 +20,24 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let items: Vec<NewPartitions> =
         body.topics.iter().map(|t| NewPartitions { topic: t.name.0.to_string(), count: t.count }).collect();
     let outcomes = if body.validate_only {
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        items
-            .iter()
-            .map(|i| match applied.state.topics.get(&i.topic) {
-                None => (
-                    error_code::UNKNOWN_TOPIC_OR_PARTITION,
-                    Some(format!("Topic '{}' does not exist.", i.topic)),
-                ),
-                Some(t) if i.count <= t.partitions.len() as i32 => (
-                    error_code::INVALID_PARTITIONS,
-                    Some(format!("Topic currently has {} partitions.", t.partitions.len())),
-                ),
-                Some(_) => (error_code::NONE, None),
-            })
-            .collect()
+        ctx.applied.read(|applied| {
+            items
+                .iter()
+                .map(|i| match applied.state.topics.get(&i.topic) {
+                    None => (
+                        error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                        Some(format!("Topic '{}' does not exist.", i.topic)),
+                    ),
+                    Some(t) if i.count <= t.partitions.len() as i32 => (
+                        error_code::INVALID_PARTITIONS,
+                        Some(format!("Topic currently has {} partitions.", t.partitions.len())),
+                    ),
+                    Some(_) => (error_code::NONE, None),
+                })
+                .collect()
+        })
     } else {
-        admin::create_partitions(&ctx, items).await
+        controller::create_partitions(&ctx, items).await
     };
     let results = body
         .topics

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{ApiKey, CreateTopicsResponse, RequestKind, Respon
 use super::describe_configs::topic_entries;
 use super::util::{str_bytes, uuid};
 use super::HandlerResult;
-use crate::admin::{self, TopicRequest};
+use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::CreateTopics;
@@ -35,34 +35,35 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             TopicRequest { name: t.name.0.to_string(), partitions, replication_factor: rf, configs }
         })
         .collect();
-    let results = admin::create_topics(&ctx, &requests, body.validate_only).await;
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    let topics = requests
-        .iter()
-        .zip(results)
-        .map(|(r, (code, message))| {
-            let mut result = CreatableTopicResult::default()
-                .with_name(kafka_protocol::messages::TopicName(str_bytes(r.name.clone())))
-                .with_error_code(code)
-                .with_error_message(message.map(str_bytes));
-            if let (error_code::NONE, Some(t)) = (code, applied.state.topics.get(&r.name)) {
-                let configs = topic_entries(ctx.config(), &t.configs)
-                    .into_iter()
-                    .map(|e| {
-                        CreatableTopicConfigs::default()
-                            .with_name(str_bytes(e.name))
-                            .with_value(Some(str_bytes(e.value)))
-                            .with_config_source(e.source)
-                    })
-                    .collect();
-                result = result
-                    .with_topic_id(uuid(&t.topic_id))
-                    .with_num_partitions(t.partitions.len() as i32)
-                    .with_replication_factor(t.replication_factor)
-                    .with_configs(Some(configs));
-            }
-            result
-        })
-        .collect();
-    Ok(Some(ResponseKind::CreateTopics(CreateTopicsResponse::default().with_topics(topics))))
+    let results = controller::create_topics(&ctx, &requests, body.validate_only).await;
+    ctx.applied.read(|applied| {
+        let topics = requests
+            .iter()
+            .zip(results)
+            .map(|(r, (code, message))| {
+                let mut result = CreatableTopicResult::default()
+                    .with_name(kafka_protocol::messages::TopicName(str_bytes(r.name.clone())))
+                    .with_error_code(code)
+                    .with_error_message(message.map(str_bytes));
+                if let (error_code::NONE, Some(t)) = (code, applied.state.topics.get(&r.name)) {
+                    let configs = topic_entries(&ctx.config, &t.configs)
+                        .into_iter()
+                        .map(|e| {
+                            CreatableTopicConfigs::default()
+                                .with_name(str_bytes(e.name))
+                                .with_value(Some(str_bytes(e.value)))
+                                .with_config_source(e.source)
+                        })
+                        .collect();
+                    result = result
+                        .with_topic_id(uuid(&t.topic_id))
+                        .with_num_partitions(t.partitions.len() as i32)
+                        .with_replication_factor(t.replication_factor)
+                        .with_configs(Some(configs));
+                }
+                result
+            })
+            .collect();
+        Ok(Some(ResponseKind::CreateTopics(CreateTopicsResponse::default().with_topics(topics))))
+    })
 }

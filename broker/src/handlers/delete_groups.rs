@@ -15,10 +15,10 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsResponse, RequestKind, ResponseKind};
 
-use super::util::{adopt_group, group_id_invalid, propose_error_code};
+use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
-use crate::state::command::{GroupDeletion, Op, OpResult};
+use onelog_state::command::{DeleteGroupsOp, GroupDeletion};
 
 pub const KEY: ApiKey = ApiKey::DeleteGroups;
 pub const VERSIONS: (i16, i16) = (0, 2);
@@ -50,7 +50,7 @@ async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
             error_code::NOT_COORDINATOR
         } else {
             adopt_group(ctx, id);
-            let in_log = ctx.sm.applied.read().expect("applied lock").state.groups.groups.contains_key(id);
+            let in_log = ctx.applied.state(|s| s.groups.groups.contains_key(id));
             match ctx.groups.begin_delete(id, in_log) {
                 Err(code) => code,
                 Ok(generation_id) if in_log => {
@@ -69,16 +69,10 @@ async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
     if deletions.is_empty() {
         return codes;
     }
-    let op = Op::DeleteGroups(deletions.iter().map(|(_, d)| d.clone()).collect());
-    let applied = match ctx.proposer.propose_op(op).await {
-        Ok(OpResult::PerItem(items)) if items.len() == deletions.len() => {
-            items.into_iter().map(|(code, _)| code).collect()
-        }
-        Ok(other) => {
-            tracing::warn!(result = ?other, "DeleteGroups: unexpected apply result");
-            vec![error_code::UNKNOWN_SERVER_ERROR; deletions.len()]
-        }
-        Err(e) => vec![propose_error_code(&e); deletions.len()],
+    let op = DeleteGroupsOp { groups: deletions.iter().map(|(_, d)| d.clone()).collect() };
+    let applied: Vec<i16> = match ctx.proposer.propose(op).await {
+        Ok(items) => items.into_iter().map(|(code, _)| code).collect(),
+        Err(e) => vec![group_op_failed(&e); deletions.len()],
     };
     for ((index, deletion), code) in deletions.iter().zip(applied) {
         ctx.groups.finish_delete(&deletion.group_id, code == error_code::NONE);

@@ -7,7 +7,7 @@ use kafka_protocol::messages::{ApiKey, DeleteTopicsResponse, RequestKind, Respon
 
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::HandlerResult;
-use crate::admin;
+use crate::controller;
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::DeleteTopics;
@@ -26,18 +26,19 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         body.topic_names.iter().map(|n| (Some(n.0.to_string()), [0; 16])).collect()
     };
     let resolved: Vec<Option<(String, [u8; 16])>> = {
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        let state = &applied.state;
-        wanted
-            .iter()
-            .map(|(name, id)| match name {
-                Some(n) => Some((n.clone(), state.topics.get(n).map_or([0; 16], |t| t.topic_id))),
-                None => state.topic_by_id(id).map(|(n, t)| (n.clone(), t.topic_id)),
-            })
-            .collect()
+        ctx.applied.read(|applied| {
+            let state = &applied.state;
+            wanted
+                .iter()
+                .map(|(name, id)| match name {
+                    Some(n) => Some((n.clone(), state.topics.get(n).map_or([0; 16], |t| t.topic_id))),
+                    None => state.topic_by_id(id).map(|(n, t)| (n.clone(), t.topic_id)),
+                })
+                .collect()
+        })
     };
     let names: Vec<String> = resolved.iter().flatten().map(|(n, _)| n.clone()).collect();
-    let mut outcomes = admin::delete_topics(&ctx, names).await.into_iter();
+    let mut outcomes = controller::delete_topics(&ctx, names).await.into_iter();
     let responses = wanted
         .iter()
         .zip(resolved)

@@ -20,11 +20,12 @@ const ENDPOINT_BROKERS: i8 = 1;
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DescribeCluster(body) = req.body else { anyhow::bail!("not a DescribeCluster body") };
     let mut response = DescribeClusterResponse::default()
-        .with_cluster_id(str_bytes(ctx.cluster_id()))
+        .with_cluster_id(str_bytes(ctx.leadership.cluster_id()))
         .with_controller_id(ctx.leader_id().map_or(-1, |l| l as i32).into())
         .with_endpoint_type(ENDPOINT_BROKERS)
         .with_brokers(
-            ctx.brokers()
+            ctx.leadership
+                .brokers()
                 .into_iter()
                 .map(|b| {
                     DescribeClusterBroker::default()

@@ -14,7 +14,7 @@ use super::util::str_bytes;
 use super::HandlerResult;
 use crate::config::BrokerConfig;
 use crate::ctx::SharedCtx;
-use crate::state::topic_config::TOPIC_CONFIGS;
+use onelog_state::topic_config::TOPIC_CONFIGS;
 
 pub const KEY: ApiKey = ApiKey::DescribeConfigs;
 pub const VERSIONS: (i16, i16) = (1, 4);
@@ -89,18 +89,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     for resource in &body.resources {
         let name = resource.resource_name.to_string();
         let entries = match resource.resource_type {
-            RESOURCE_TOPIC => {
-                let applied = ctx.sm.applied.read().expect("applied lock");
-                match applied.state.topics.get(&name) {
-                    Some(t) => Ok(topic_entries(ctx.config(), &t.configs)),
-                    None => Err((
-                        error_code::UNKNOWN_TOPIC_OR_PARTITION,
-                        format!("Topic '{name}' does not exist."),
-                    )),
+            RESOURCE_TOPIC => ctx.applied.read(|applied| match applied.state.topics.get(&name) {
+                Some(t) => Ok(topic_entries(&ctx.config, &t.configs)),
+                None => {
+                    Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic '{name}' does not exist.")))
                 }
-            }
+            }),
             RESOURCE_BROKER if name.is_empty() || name == ctx.node_id.to_string() => {
-                Ok(broker_entries(ctx.config()))
+                Ok(broker_entries(&ctx.config))
             }
             RESOURCE_BROKER => Err((error_code::INVALID_REQUEST, format!("Broker {name} is not this node."))),
             other => Err((error_code::INVALID_REQUEST, format!("Resource type {other} is not supported."))),

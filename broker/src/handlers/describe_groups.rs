@@ -14,8 +14,8 @@ use kafka_protocol::messages::{ApiKey, DescribeGroupsResponse, GroupId, RequestK
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
+use crate::coord::group::GroupState;
 use crate::ctx::{Ctx, SharedCtx};
-use crate::groups::GroupState;
 
 pub const KEY: ApiKey = ApiKey::DescribeGroups;
 pub const VERSIONS: (i16, i16) = (0, 5);
@@ -47,8 +47,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 fn describe(ctx: &Ctx, id: &GroupId, v: i16) -> DescribedGroup {
     adopt_group(ctx, &id.0);
     let Some(view) = ctx.groups.describe(&id.0) else {
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        let state = if applied.state.groups.groups.contains_key(id.0.as_str()) { "Empty" } else { "Dead" };
+        let in_log = ctx.applied.state(|s| s.groups.groups.contains_key(id.0.as_str()));
+        let state = if in_log { "Empty" } else { "Dead" };
         return DescribedGroup::default().with_group_state(str_bytes(state));
     };
     let stable = view.state == GroupState::Stable;

@@ -16,8 +16,8 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::{ApiKey, DescribeProducersResponse, ProducerId, RequestKind, ResponseKind};
 
 use super::HandlerResult;
+use crate::coord::txn::views::{self, ActiveProducer};
 use crate::ctx::SharedCtx;
-use crate::txn_views::{self, ActiveProducer};
 
 pub const KEY: ApiKey = ApiKey::DescribeProducers;
 pub const VERSIONS: (i16, i16) = (0, 0);
@@ -27,28 +27,27 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DescribeProducers(body) = req.body else {
         anyhow::bail!("not a DescribeProducers body")
     };
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    let topics = body
-        .topics
-        .into_iter()
-        .map(|topic| {
-            let partitions = topic
-                .partition_indexes
-                .iter()
-                .map(|&index| {
-                    let out = PartitionResponse::default().with_partition_index(index);
-                    match txn_views::active_producers(&applied.state, &topic.name.0, index) {
-                        Some(producers) => out
-                            .with_error_code(error_code::NONE)
-                            .with_active_producers(producers.into_iter().map(producer_state).collect()),
-                        None => out.with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION),
-                    }
-                })
-                .collect();
-            TopicResponse::default().with_name(topic.name).with_partitions(partitions)
-        })
-        .collect();
-    drop(applied);
+    let topics = ctx.applied.state(|state| {
+        body.topics
+            .into_iter()
+            .map(|topic| {
+                let partitions = topic
+                    .partition_indexes
+                    .iter()
+                    .map(|&index| {
+                        let out = PartitionResponse::default().with_partition_index(index);
+                        match views::active_producers(state, &topic.name.0, index) {
+                            Some(producers) => out
+                                .with_error_code(error_code::NONE)
+                                .with_active_producers(producers.into_iter().map(producer_state).collect()),
+                            None => out.with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION),
+                        }
+                    })
+                    .collect();
+                TopicResponse::default().with_name(topic.name).with_partitions(partitions)
+            })
+            .collect()
+    });
     Ok(Some(ResponseKind::DescribeProducers(DescribeProducersResponse::default().with_topics(topics))))
 }
 

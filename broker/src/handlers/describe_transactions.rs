@@ -19,10 +19,11 @@ use kafka_protocol::messages::{
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
+use onelog_state::txns::Transactions;
+
+use crate::coord::txn::memory::Added;
+use crate::coord::txn::views::TxnView;
 use crate::ctx::SharedCtx;
-use crate::state::txns::Transactions;
-use crate::txn_memory::Added;
-use crate::txn_views::TxnView;
 
 pub const KEY: ApiKey = ApiKey::DescribeTransactions;
 pub const VERSIONS: (i16, i16) = (0, 0);
@@ -33,9 +34,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         anyhow::bail!("not a DescribeTransactions body")
     };
     let states = if ctx.is_leader() {
-        let added = ctx.txns.added(ctx.term());
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        body.transactional_ids.into_iter().map(|id| describe(&applied.state.txns, &added, id)).collect()
+        let ids = body.transactional_ids;
+        ctx.txns.view(|txns, added| ids.into_iter().map(|id| describe(txns, added, id)).collect())
     } else {
         let not_coordinator = |id| {
             TransactionState::default().with_transactional_id(id).with_error_code(error_code::NOT_COORDINATOR)

@@ -9,11 +9,10 @@ use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::{ApiKey, EndTxnResponse, ProducerId, RequestKind, ResponseKind};
 
-use super::txn_util::{producer, propose_error_code, stamp};
-use super::{txn_errors, HandlerResult};
+use super::util::producer;
+use super::HandlerResult;
 use crate::ctx::SharedCtx;
-use crate::limits;
-use crate::state::command::{EndTxnOp, Op, OpResult};
+use crate::errors::txn_failure_code;
 
 pub const KEY: ApiKey = ApiKey::EndTxn;
 pub const VERSIONS: (i16, i16) = (0, 5);
@@ -23,43 +22,21 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::EndTxn(body) = req.body else { anyhow::bail!("not an EndTxn body") };
-    let tid = body.transactional_id.0.to_string();
+    let tid = body.transactional_id.0.as_str();
     let id = producer(body.producer_id, body.producer_epoch);
-    let reply = |code: i16| {
-        EndTxnResponse::default()
-            .with_error_code(code)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1)
-    };
-    if !ctx.is_leader() {
-        return Ok(Some(ResponseKind::EndTxn(reply(error_code::NOT_COORDINATOR))));
-    }
-    let op = EndTxnOp {
-        transactional_id: tid.clone(),
-        producer: id,
-        commit: body.committed,
-        bump_epoch: req.api_version >= BUMPS_EPOCH_FROM_VERSION,
-        stamp: stamp(&ctx),
-        producer_ids_live_max: limits::PRODUCER_IDS_LIVE_MAX,
-        eviction_idle_ms_min: limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN,
-    };
-    let response = match ctx.proposer.propose_op(Op::EndTxn(op)).await {
-        Ok(OpResult::Txn(Ok(next))) => {
-            ctx.txns.clear(ctx.term(), &tid);
+    let bump_epoch = req.api_version >= BUMPS_EPOCH_FROM_VERSION;
+    let response = match ctx.txns.end_txn(tid, id, body.committed, bump_epoch).await {
+        Ok(next) => EndTxnResponse::default()
+            .with_error_code(error_code::NONE)
+            .with_producer_id(ProducerId(next.producer_id))
+            .with_producer_epoch(next.producer_epoch),
+        Err(failure) => {
+            tracing::info!(transactional_id = %tid, commit = body.committed, ?failure, "EndTxn refused");
             EndTxnResponse::default()
-                .with_error_code(error_code::NONE)
-                .with_producer_id(ProducerId(next.producer_id))
-                .with_producer_epoch(next.producer_epoch)
+                .with_error_code(txn_failure_code(&failure, KEY, req.api_version))
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1)
         }
-        Ok(OpResult::Txn(Err(e))) => {
-            tracing::info!(transactional_id = %tid, commit = body.committed, error = ?e, "EndTxn refused");
-            reply(txn_errors::code(&e, KEY, req.api_version))
-        }
-        Ok(other) => {
-            tracing::error!(result = ?other, "EndTxn: unexpected op result");
-            reply(error_code::UNKNOWN_SERVER_ERROR)
-        }
-        Err(e) => reply(propose_error_code(&e)),
     };
     Ok(Some(ResponseKind::EndTxn(response)))
 }

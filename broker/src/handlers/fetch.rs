@@ -27,7 +27,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::Fetch(body) = req.body else { anyhow::bail!("not a Fetch body") };
     let wait_ms = i64::from(body.max_wait_ms).clamp(0, limits::FETCH_WAIT_MS_MAX) as u64;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
-    let mut applied = ctx.sm.applied_index.subscribe();
+    let mut applied = ctx.applied.applied_index();
     loop {
         applied.mark_unchanged();
         let (response, bytes, errors) = read_all(&ctx, &body, req.api_version)?;
@@ -48,7 +48,7 @@ fn read_all(ctx: &Ctx, body: &FetchRequest, version: i16) -> anyhow::Result<(Fet
     let mut total = 0usize;
     let mut errors = false;
     let is_leader = ctx.is_leader();
-    let epoch = ctx.leader_epoch();
+    let epoch = ctx.leadership.leader_epoch();
     let mut topics = Vec::with_capacity(body.topics.len());
     for topic in &body.topics {
         // KIP-516: v13+ names topics by id only.
@@ -101,8 +101,7 @@ fn read_all(ctx: &Ctx, body: &FetchRequest, version: i16) -> anyhow::Result<(Fet
 }
 
 fn resolve_name(ctx: &Ctx, id: &[u8; 16]) -> Option<String> {
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    applied.state.topic_by_id(id).map(|(n, _)| n.clone())
+    ctx.applied.read(|applied| applied.state.topic_by_id(id).map(|(n, _)| n.clone()))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -118,15 +117,10 @@ fn read_partition(
 ) -> anyhow::Result<i16> {
     // Only the three offsets are copied out under the lock (not the whole partition state):
     // this runs for every partition of every fetch.
-    let (log, (log_start, high_watermark, last_stable), aborted) = {
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        let Some(t) = applied.state.topics.get(topic) else {
-            return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
-        };
-        let Some(ps) = usize::try_from(partition).ok().and_then(|i| t.partitions.get(i)) else {
-            return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
-        };
-        let log = ctx.sm.partitions.read().expect("partitions lock").get(&t.topic_id, partition);
+    let read = ctx.applied.with_partitions(|applied, partitions| {
+        let t = applied.state.topics.get(topic)?;
+        let ps = usize::try_from(partition).ok().and_then(|i| t.partitions.get(i))?;
+        let log = partitions.get(&t.topic_id, partition);
         let last_stable = ps.last_stable_offset();
         // DESIGN §5: the aborted transactions overlapping what this read can return.
         let aborted: Vec<AbortedTransaction> = if isolation_level == READ_COMMITTED {
@@ -140,7 +134,10 @@ fn read_partition(
         } else {
             Vec::new()
         };
-        (log, (ps.log_start_offset, ps.high_watermark(), last_stable), aborted)
+        Some((log, (ps.log_start_offset, ps.high_watermark(), last_stable), aborted))
+    });
+    let Some((log, (log_start, high_watermark, last_stable), aborted)) = read else {
+        return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
     };
     data.high_watermark = high_watermark;
     data.last_stable_offset = last_stable;

@@ -19,7 +19,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::ctx::{BrokerInfo, Ctx, SharedCtx};
+use crate::ctx::{Ctx, SharedCtx};
+use crate::leader::leadership::BrokerInfo;
 use crate::limits;
 
 pub const KEY: ApiKey = ApiKey::FindCoordinator;
@@ -71,7 +72,8 @@ fn find(ctx: &Ctx, key_type: i8, key: &str) -> Found {
     }
     let unavailable = |why: &str| (error_code::COORDINATOR_NOT_AVAILABLE, why.to_string());
     let leader = ctx.leader_id().ok_or_else(|| unavailable("No Raft leader is known"))?;
-    ctx.brokers()
+    ctx.leadership
+        .brokers()
         .into_iter()
         .find(|b| b.node_id as u64 == leader)
         .ok_or_else(|| unavailable("The Raft leader's address is not known"))

@@ -24,13 +24,12 @@ use kafka_protocol::messages::{
     ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId, RequestKind, ResponseKind,
 };
 
-use super::txn_errors;
-use super::txn_util::{now_ms, propose_error_code};
+use onelog_state::command::InitProducerIdOp;
+use onelog_state::txns::ProducerIdEpoch;
+
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
-use crate::limits;
-use crate::state::command::{InitProducerIdOp, InitTxnProducerOp, Op, OpResult};
-use crate::state::txns::ProducerIdEpoch;
+use crate::errors::{propose_error_code, txn_failure_code, Addressed};
 
 pub const KEY: ApiKey = ApiKey::InitProducerId;
 pub const VERSIONS: (i16, i16) = (0, 5);
@@ -39,13 +38,9 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::InitProducerId(body) = req.body else { anyhow::bail!("not an InitProducerId body") };
     let forwarded =
-        req.header.client_id.as_ref().is_some_and(|c| c.as_str() == crate::forward::FORWARDED_CLIENT_ID);
+        req.header.client_id.as_ref().is_some_and(|c| c.as_str() == crate::net::forward::FORWARDED_CLIENT_ID);
     let response = match body.transactional_id.as_ref().map(|t| t.0.as_str()) {
-        // Kafka: an empty transactional id is an invalid request, not "no transactional id".
-        Some("") => error(error_code::INVALID_REQUEST),
-        Some(tid) if tid.len() > limits::TRANSACTIONAL_ID_BYTES_MAX => error(error_code::INVALID_REQUEST),
         // The transaction coordinator is the leader (FindCoordinator); clients look again.
-        Some(_) if !ctx.is_leader() => error(error_code::NOT_COORDINATOR),
         Some(tid) => init_transactional(&ctx, tid, &body, req.api_version).await,
         None if ctx.is_leader() => allocate(&ctx).await,
         None if forwarded => error(error_code::COORDINATOR_LOAD_IN_PROGRESS),
@@ -69,68 +64,38 @@ async fn init_transactional(
 ) -> InitProducerIdResponse {
     let expected = (body.producer_id.0 >= 0)
         .then_some(ProducerIdEpoch { producer_id: body.producer_id.0, producer_epoch: body.producer_epoch });
-    let op = Op::InitTxnProducer(InitTxnProducerOp {
-        transactional_id: transactional_id.to_string(),
-        timeout_ms: body.transaction_timeout_ms,
-        timeout_ms_max: ctx.config().i64("transaction.max.timeout.ms").clamp(1, i64::from(i32::MAX)) as i32,
-        expected,
-        now_ms: now_ms(),
-        term: ctx.leader_epoch(),
-        producer_ids_live_max: limits::PRODUCER_IDS_LIVE_MAX,
-        eviction_idle_ms_min: limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN,
-        transactional_ids_max: limits::TRANSACTIONAL_IDS_MAX,
-    });
-    match ctx.proposer.propose_op(op).await {
-        Ok(OpResult::Txn(Ok(id))) => {
-            ctx.txns.clear(ctx.term(), transactional_id);
-            InitProducerIdResponse::default()
-                .with_error_code(error_code::NONE)
-                .with_producer_id(ProducerId(id.producer_id))
-                .with_producer_epoch(id.producer_epoch)
+    match ctx.txns.init_producer(transactional_id, body.transaction_timeout_ms, expected).await {
+        Ok(id) => InitProducerIdResponse::default()
+            .with_error_code(error_code::NONE)
+            .with_producer_id(ProducerId(id.producer_id))
+            .with_producer_epoch(id.producer_epoch),
+        Err(failure) => {
+            tracing::info!(transactional_id, ?failure, "InitProducerId refused");
+            error(txn_failure_code(&failure, KEY, version))
         }
-        Ok(OpResult::Txn(Err(e))) => {
-            tracing::info!(transactional_id, error = ?e, "InitProducerId refused");
-            error(txn_errors::code(&e, KEY, version))
-        }
-        Ok(other) => {
-            tracing::error!(result = ?other, "InitProducerId: unexpected op result");
-            error(error_code::UNKNOWN_SERVER_ERROR)
-        }
-        Err(e) => error(propose_error_code(&e)),
     }
 }
 
-/// One InitProducerId op in the log; the leader's clock and limits travel in it.
+/// One InitProducerId op in the log; the leader's clock and limits are the entry's.
 async fn allocate(ctx: &Ctx) -> InitProducerIdResponse {
-    let op = Op::InitProducerId(InitProducerIdOp {
-        now_ms: now_ms(),
-        producer_ids_live_max: limits::PRODUCER_IDS_LIVE_MAX,
-        eviction_idle_ms_min: limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN,
-    });
-    match ctx.proposer.propose_op(op).await {
-        Ok(OpResult::ProducerIdAllocated { producer_id, producer_epoch }) => {
-            InitProducerIdResponse::default()
-                .with_error_code(error_code::NONE)
-                .with_producer_id(ProducerId(producer_id))
-                .with_producer_epoch(producer_epoch)
-        }
-        Ok(OpResult::Refused { error_code, message }) => {
-            tracing::warn!(error_code, %message, "InitProducerId refused");
-            error(error_code)
-        }
-        Ok(other) => {
-            tracing::error!(result = ?other, "InitProducerId: unexpected op result");
-            error(error_code::UNKNOWN_SERVER_ERROR)
+    match ctx.proposer.propose(InitProducerIdOp {}).await {
+        Ok(Ok(id)) => InitProducerIdResponse::default()
+            .with_error_code(error_code::NONE)
+            .with_producer_id(ProducerId(id.producer_id))
+            .with_producer_epoch(id.producer_epoch),
+        Ok(Err(refusal)) => {
+            tracing::warn!(error_code = refusal.error_code, message = %refusal.message, "InitProducerId refused");
+            error(refusal.error_code)
         }
         Err(e) => {
             tracing::debug!(error = %e, "InitProducerId not committed; the client retries");
-            error(error_code::COORDINATOR_LOAD_IN_PROGRESS)
+            error(propose_error_code(&e, Addressed::AnyBroker))
         }
     }
 }
 
 async fn forward(ctx: &Ctx, version: i16, body: InitProducerIdRequest) -> InitProducerIdResponse {
-    match crate::forward::to_leader(ctx, KEY, version, RequestKind::InitProducerId(body)).await {
+    match crate::net::forward::to_leader(ctx, KEY, version, RequestKind::InitProducerId(body)).await {
         Ok(ResponseKind::InitProducerId(response)) => response,
         Ok(other) => {
             tracing::warn!(?other, "InitProducerId: the leader answered with another message");

@@ -12,8 +12,8 @@ use kafka_protocol::messages::{ApiKey, JoinGroupResponse, RequestKind, ResponseK
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
+use crate::coord::group::{JoinRequest, JoinResult};
 use crate::ctx::SharedCtx;
-use crate::groups::{JoinRequest, JoinResult};
 
 pub const KEY: ApiKey = ApiKey::JoinGroup;
 pub const VERSIONS: (i16, i16) = (0, 9);

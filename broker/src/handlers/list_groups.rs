@@ -74,11 +74,12 @@ fn listed(ctx: &Ctx) -> Vec<(String, &'static str, String)> {
             (id, (state.name(), protocol_type))
         })
         .collect();
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    for id in applied.state.groups.groups.keys() {
-        groups.entry(id.clone()).or_insert_with(|| (STATE_EMPTY, PROTOCOL_TYPE.to_string()));
-    }
-    groups.into_iter().map(|(id, (state, protocol_type))| (id, state, protocol_type)).collect()
+    ctx.applied.read(|applied| {
+        for id in applied.state.groups.groups.keys() {
+            groups.entry(id.clone()).or_insert_with(|| (STATE_EMPTY, PROTOCOL_TYPE.to_string()));
+        }
+        groups.into_iter().map(|(id, (state, protocol_type))| (id, state, protocol_type)).collect()
+    })
 }
 
 const PROTOCOL_TYPE: &str = "consumer";

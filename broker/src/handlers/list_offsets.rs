@@ -11,8 +11,8 @@ use kafka_protocol::records::RecordBatchDecoder;
 
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
-use crate::state::PartitionState;
 use crate::storage::partitions::SharedLog;
+use onelog_state::PartitionState;
 
 pub const KEY: ApiKey = ApiKey::ListOffsets;
 pub const VERSIONS: (i16, i16) = (1, 8);
@@ -27,7 +27,7 @@ const READ_COMMITTED: i8 = 1;
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::ListOffsets(body) = req.body else { anyhow::bail!("not a ListOffsets body") };
     let is_leader = ctx.is_leader();
-    let epoch = ctx.leader_epoch();
+    let epoch = ctx.leadership.leader_epoch();
     let mut topics = Vec::with_capacity(body.topics.len());
     for topic in body.topics {
         let name = topic.name.0.to_string();
@@ -75,11 +75,12 @@ fn lookup(
 }
 
 fn partition_of(ctx: &Ctx, topic: &str, partition: i32) -> Option<(PartitionState, SharedLog)> {
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    let t = applied.state.topics.get(topic)?;
-    let ps = t.partitions.get(usize::try_from(partition).ok()?)?.clone();
-    let log = ctx.sm.partitions.read().expect("partitions lock").get(&t.topic_id, partition)?;
-    Some((ps, log))
+    ctx.applied.with_partitions(|applied, partitions| {
+        let t = applied.state.topics.get(topic)?;
+        let ps = t.partitions.get(usize::try_from(partition).ok()?)?.clone();
+        let log = partitions.get(&t.topic_id, partition)?;
+        Some((ps, log))
+    })
 }
 
 /// The first record with timestamp >= `target`: the time index finds the batch, then the

@@ -17,11 +17,10 @@ use kafka_protocol::messages::{
     ApiKey, ListTransactionsResponse, ProducerId, RequestKind, ResponseKind, TransactionalId,
 };
 
-use super::txn_util::now_ms;
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::coord::txn::views;
 use crate::ctx::SharedCtx;
-use crate::txn_views::{self, ListFilter};
 
 pub const KEY: ApiKey = ApiKey::ListTransactions;
 pub const VERSIONS: (i16, i16) = (0, 1);
@@ -29,12 +28,11 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::ListTransactions(body) = req.body else { anyhow::bail!("not a ListTransactions body") };
-    let filter = ListFilter {
-        states: body.state_filters.iter().map(|s| s.to_string()).collect(),
-        producer_ids: body.producer_id_filters.iter().map(|p| p.0).collect(),
-        duration_ms: body.duration_filter,
-        now_ms: now_ms(),
-    };
+    let filter = ctx.txns.list_filter(
+        body.state_filters.iter().map(|s| s.to_string()).collect(),
+        body.producer_id_filters.iter().map(|p| p.0).collect(),
+        body.duration_filter,
+    );
     let response = ListTransactionsResponse::default()
         .with_unknown_state_filters(filter.unknown_states().into_iter().map(str_bytes).collect());
     let leader = ctx.leader_id();
@@ -43,9 +41,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         return Ok(Some(ResponseKind::ListTransactions(response)));
     }
     let listed = if leader == Some(ctx.node_id) {
-        let added = ctx.txns.added(ctx.term());
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        txn_views::all(&applied.state.txns, &added)
+        ctx.txns
+            .view(views::all)
             .into_iter()
             .filter(|view| filter.accepts(view))
             .map(|view| {

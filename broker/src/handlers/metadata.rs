@@ -16,7 +16,7 @@ use kafka_protocol::messages::{ApiKey, MetadataResponse, RequestKind, ResponseKi
 
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::HandlerResult;
-use crate::admin::{self, TopicRequest};
+use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::Metadata;
@@ -35,13 +35,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         None => None,
     };
     let auto_create =
-        (version < 4 || body.allow_auto_topic_creation) && ctx.config().bool("auto.create.topics.enable");
+        (version < 4 || body.allow_auto_topic_creation) && ctx.config.settings.auto_create_topics;
     if let (true, Some(requested)) = (auto_create, &requested) {
         create_missing(&ctx, requested).await;
     }
     let response = MetadataResponse::default()
         .with_brokers(brokers(&ctx))
-        .with_cluster_id(Some(str_bytes(ctx.cluster_id())))
+        .with_cluster_id(Some(str_bytes(ctx.leadership.cluster_id())))
         .with_controller_id(ctx.leader_id().map_or(-1, |l| l as i32).into())
         .with_topics(topics(&ctx, requested));
     Ok(Some(ResponseKind::Metadata(response)))
@@ -49,33 +49,35 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 
 async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])]) {
     let missing: Vec<TopicRequest> = {
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        requested
-            .iter()
-            .filter_map(|(name, _)| name.clone())
-            .filter(|n| !applied.state.topics.contains_key(n) && topic_name_problem(n).is_none())
-            .map(|name| TopicRequest {
-                name,
-                partitions: -1,
-                replication_factor: -1,
-                configs: BTreeMap::new(),
-            })
-            .collect()
+        ctx.applied.read(|applied| {
+            requested
+                .iter()
+                .filter_map(|(name, _)| name.clone())
+                .filter(|n| !applied.state.topics.contains_key(n) && topic_name_problem(n).is_none())
+                .map(|name| TopicRequest {
+                    name,
+                    partitions: -1,
+                    replication_factor: -1,
+                    configs: BTreeMap::new(),
+                })
+                .collect()
+        })
     };
     if missing.is_empty() {
         return;
     }
     let names: Vec<String> = missing.iter().map(|t| t.name.clone()).collect();
     if ctx.is_leader() {
-        let results = admin::create_topics(ctx, &missing, false).await;
+        let results = controller::create_topics(ctx, &missing, false).await;
         tracing::info!(topics = ?names, ?results, "auto-created topics");
-    } else if let Err(e) = crate::forward::create_topics_on_leader(ctx, &names).await {
+    } else if let Err(e) = crate::net::forward::create_topics_on_leader(ctx, &names).await {
         tracing::warn!(topics = ?names, error = %format!("{e:#}"), "could not forward topic auto-creation to the leader");
     }
 }
 
 fn brokers(ctx: &SharedCtx) -> Vec<MetadataResponseBroker> {
-    ctx.brokers()
+    ctx.leadership
+        .brokers()
         .into_iter()
         .map(|b| {
             MetadataResponseBroker::default()
@@ -88,48 +90,49 @@ fn brokers(ctx: &SharedCtx) -> Vec<MetadataResponseBroker> {
 
 fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -> Vec<MetadataResponseTopic> {
     let leader = ctx.leader_id().map_or(-1, |l| l as i32);
-    let epoch = ctx.leader_epoch();
-    let voters = ctx.voter_ids();
-    let in_sync = ctx.in_sync_voter_ids();
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    let state = &applied.state;
-    let describe = |name: &str, t: &crate::state::Topic| {
-        let partitions = (0..t.partitions.len() as i32)
-            .map(|p| {
-                MetadataResponsePartition::default()
-                    .with_error_code(if leader < 0 {
-                        error_code::LEADER_NOT_AVAILABLE
-                    } else {
-                        error_code::NONE
-                    })
-                    .with_partition_index(p)
-                    .with_leader_id(leader.into())
-                    .with_leader_epoch(epoch)
-                    .with_replica_nodes(voters.iter().map(|v| (*v).into()).collect())
-                    .with_isr_nodes(in_sync.iter().map(|v| (*v).into()).collect())
-            })
-            .collect();
-        MetadataResponseTopic::default()
-            .with_name(Some(topic_name(name)))
-            .with_topic_id(uuid(&t.topic_id))
-            .with_partitions(partitions)
-    };
-    match requested {
-        None => state.topics.iter().map(|(n, t)| describe(n, t)).collect(),
-        Some(list) => list
-            .into_iter()
-            .map(|(name, id)| {
-                let found = match &name {
-                    Some(n) => state.topics.get_key_value(n.as_str()),
-                    None => state.topic_by_id(&id),
-                };
-                match found {
-                    Some((n, t)) => describe(n, t),
-                    None => unknown(name, id),
-                }
-            })
-            .collect(),
-    }
+    let epoch = ctx.leadership.leader_epoch();
+    let voters = ctx.leadership.voter_ids();
+    let in_sync = ctx.leadership.in_sync_voter_ids();
+    ctx.applied.read(|applied| {
+        let state = &applied.state;
+        let describe = |name: &str, t: &onelog_state::Topic| {
+            let partitions = (0..t.partitions.len() as i32)
+                .map(|p| {
+                    MetadataResponsePartition::default()
+                        .with_error_code(if leader < 0 {
+                            error_code::LEADER_NOT_AVAILABLE
+                        } else {
+                            error_code::NONE
+                        })
+                        .with_partition_index(p)
+                        .with_leader_id(leader.into())
+                        .with_leader_epoch(epoch)
+                        .with_replica_nodes(voters.iter().map(|v| (*v).into()).collect())
+                        .with_isr_nodes(in_sync.iter().map(|v| (*v).into()).collect())
+                })
+                .collect();
+            MetadataResponseTopic::default()
+                .with_name(Some(topic_name(name)))
+                .with_topic_id(uuid(&t.topic_id))
+                .with_partitions(partitions)
+        };
+        match requested {
+            None => state.topics.iter().map(|(n, t)| describe(n, t)).collect(),
+            Some(list) => list
+                .into_iter()
+                .map(|(name, id)| {
+                    let found = match &name {
+                        Some(n) => state.topics.get_key_value(n.as_str()),
+                        None => state.topic_by_id(&id),
+                    };
+                    match found {
+                        Some((n, t)) => describe(n, t),
+                        None => unknown(name, id),
+                    }
+                })
+                .collect(),
+        }
+    })
 }
 
 fn unknown(name: Option<String>, id: [u8; 16]) -> MetadataResponseTopic {

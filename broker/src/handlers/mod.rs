@@ -33,9 +33,7 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
-mod txn_errors;
 pub mod txn_offset_commit;
-pub mod txn_util;
 mod util;
 pub mod write_txn_markers;
 

@@ -15,8 +15,6 @@
 //! v2–v4 carry `retention_time_ms`; it is ignored, as Kafka ≥ 2.1 (KIP-211) ignores it for
 //! groups: offsets are kept until the topic is deleted (offset expiry is not built yet).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::offset_commit_response::{
@@ -26,13 +24,13 @@ use kafka_protocol::messages::{
     ApiKey, OffsetCommitRequest, OffsetCommitResponse, RequestKind, ResponseKind,
 };
 
-use super::util::{adopt_group, propose_error_code, topic_name};
+use super::util::{adopt_group, group_op_failed, topic_name};
 use super::HandlerFuture;
 use crate::ctx::{Ctx, SharedCtx};
+use crate::leader::proposer::ProposeError;
 use crate::limits;
-use crate::proposer::{Proposal, ProposeError};
-use crate::state::command::{OffsetCommitEntry, OffsetCommitOp, Op, OpResult};
-use crate::state::groups::CommitResult;
+use onelog_state::command::{ItemResult, OffsetCommitEntry, OffsetCommitOp};
+use onelog_state::groups::CommitResult;
 
 pub const KEY: ApiKey = ApiKey::OffsetCommit;
 pub const VERSIONS: (i16, i16) = (2, 8);
@@ -66,7 +64,7 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     );
     let pending = match decided {
         Some(results) => Err(results),
-        None => Ok(ctx.proposer.submit(Proposal::Op(Op::OffsetCommit(op))).await),
+        None => Ok(ctx.proposer.submit(op).await),
     };
     // Stage two, spawned: wait for the commit and answer.
     Ok(Box::pin(async move {
@@ -97,8 +95,6 @@ fn to_op(body: &OffsetCommitRequest) -> OffsetCommitOp {
         group_id: body.group_id.0.to_string(),
         generation_id: body.generation_id_or_member_epoch,
         member_id: body.member_id.to_string(),
-        commit_time_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64),
-        metadata_bytes_max: limits::OFFSET_METADATA_BYTES_MAX,
         commits,
     }
 }
@@ -113,17 +109,16 @@ pub(super) fn member_check(ctx: &Ctx, op: &OffsetCommitOp, instance_id: Option<&
 
 /// The answer without a log entry when nothing would be stored, as apply would decide it now.
 fn check(ctx: &Ctx, op: &OffsetCommitOp) -> Option<Vec<CommitResult>> {
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    let checked = applied.state.groups.check_commit(&applied.state.topics, op);
+    let checked =
+        ctx.applied.state(|s| s.groups.check_commit(&s.topics, op, s.limits.offset_metadata_bytes_max));
     checked.iter().all(|(code, _)| *code != error_code::NONE).then_some(checked)
 }
 
-fn outcome(result: Result<OpResult, ProposeError>, n: usize) -> Vec<CommitResult> {
+fn outcome(result: Result<Vec<ItemResult>, ProposeError>, n: usize) -> Vec<CommitResult> {
     match result {
-        Ok(OpResult::PerItem(results)) if results.len() == n => results,
-        Ok(other) => vec![(error_code::UNKNOWN_SERVER_ERROR, Some(format!("{other:?}"))); n],
+        Ok(results) => results,
         // Retriable for every client: it finds the coordinator again and retries.
-        Err(e) => vec![(propose_error_code(&e), Some(e.to_string())); n],
+        Err(e) => vec![(group_op_failed(&e), Some(e.to_string())); n],
     }
 }
 

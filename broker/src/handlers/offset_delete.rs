@@ -21,11 +21,11 @@ use kafka_protocol::messages::{
     ApiKey, OffsetDeleteRequest, OffsetDeleteResponse, RequestKind, ResponseKind,
 };
 
-use super::util::{adopt_group, group_id_invalid, propose_error_code};
+use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
+use crate::coord::group::Subscriptions;
 use crate::ctx::{Ctx, SharedCtx};
-use crate::groups::Subscriptions;
-use crate::state::command::{OffsetDeleteOp, Op, OpResult};
+use onelog_state::command::OffsetDeleteOp;
 
 pub const KEY: ApiKey = ApiKey::OffsetDelete;
 pub const VERSIONS: (i16, i16) = (0, 0);
@@ -52,14 +52,10 @@ async fn delete(ctx: &Ctx, body: &OffsetDeleteRequest) -> Result<Vec<i16>, i16> 
     adopt_group(ctx, &group_id);
     let (codes, op) = decide(ctx, &group_id, body)?;
     let Some(op) = op else { return Ok(codes) };
-    match ctx.proposer.propose_op(Op::OffsetDelete(op)).await {
-        Ok(OpResult::Done) => Ok(codes),
-        Ok(OpResult::Refused { error_code, .. }) => Err(error_code),
-        Ok(other) => {
-            tracing::warn!(result = ?other, "OffsetDelete: unexpected apply result");
-            Err(error_code::UNKNOWN_SERVER_ERROR)
-        }
-        Err(e) => Err(propose_error_code(&e)),
+    match ctx.proposer.propose(op).await {
+        Ok(Ok(())) => Ok(codes),
+        Ok(Err(refusal)) => Err(refusal.error_code),
+        Err(e) => Err(group_op_failed(&e)),
     }
 }
 
@@ -70,8 +66,15 @@ fn decide(
     group_id: &str,
     body: &OffsetDeleteRequest,
 ) -> Result<(Vec<i16>, Option<OffsetDeleteOp>), i16> {
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    let state = &applied.state;
+    ctx.applied.state(|state| decide_in(ctx, state, group_id, body))
+}
+
+fn decide_in(
+    ctx: &Ctx,
+    state: &onelog_state::BrokerState,
+    group_id: &str,
+    body: &OffsetDeleteRequest,
+) -> Result<(Vec<i16>, Option<OffsetDeleteOp>), i16> {
     let in_log = state.groups.groups.contains_key(group_id);
     let subscriptions = match ctx.groups.offset_delete_check(group_id) {
         Some(checked) => checked?,

@@ -23,7 +23,7 @@ use kafka_protocol::messages::{ApiKey, GroupId, OffsetFetchResponse, RequestKind
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
 use crate::ctx::SharedCtx;
-use crate::state::BrokerState;
+use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::OffsetFetch;
 pub const VERSIONS: (i16, i16) = (1, 8);
@@ -38,28 +38,29 @@ type Fetched = (i32, i64, i32, String, i16);
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::OffsetFetch(body) = req.body else { anyhow::bail!("not an OffsetFetch body") };
     let coordinator = ctx.is_leader();
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    let state = &applied.state;
-    let stable = body.require_stable;
-    let response = if req.api_version >= 8 {
-        let answers = body
-            .groups
-            .into_iter()
-            .map(|g| {
-                let wanted = g
-                    .topics
-                    .map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
-                group_response(state, stable, coordinator, g.group_id, wanted)
-            })
-            .collect();
-        OffsetFetchResponse::default().with_groups(answers)
-    } else {
-        let wanted: Wanted = body
-            .topics
-            .map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
-        single_response(state, stable, coordinator, &body.group_id.0, wanted, req.api_version)
-    };
-    Ok(Some(ResponseKind::OffsetFetch(response)))
+    ctx.applied.read(|applied| {
+        let state = &applied.state;
+        let stable = body.require_stable;
+        let response = if req.api_version >= 8 {
+            let answers = body
+                .groups
+                .into_iter()
+                .map(|g| {
+                    let wanted = g.topics.map(|ts| {
+                        ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect()
+                    });
+                    group_response(state, stable, coordinator, g.group_id, wanted)
+                })
+                .collect();
+            OffsetFetchResponse::default().with_groups(answers)
+        } else {
+            let wanted: Wanted = body
+                .topics
+                .map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+            single_response(state, stable, coordinator, &body.group_id.0, wanted, req.api_version)
+        };
+        Ok(Some(ResponseKind::OffsetFetch(response)))
+    })
 }
 
 /// Committed offsets of `group`, by topic, for what was asked.

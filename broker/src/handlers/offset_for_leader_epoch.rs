@@ -20,39 +20,42 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         anyhow::bail!("not an OffsetForLeaderEpoch body")
     };
     let is_leader = ctx.is_leader();
-    let epoch = ctx.leader_epoch();
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    let topics = body
-        .topics
-        .into_iter()
-        .map(|topic| {
-            let partitions = topic
-                .partitions
-                .iter()
-                .map(|p| {
-                    let out = EpochEndOffset::default()
-                        .with_partition(p.partition)
-                        .with_leader_epoch(-1)
-                        .with_end_offset(-1);
-                    let ps = applied.state.partition(topic.topic.0.as_str(), p.partition);
-                    match ps {
-                        None => out.with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION),
-                        Some(_) if !is_leader => out.with_error_code(error_code::NOT_LEADER_OR_FOLLOWER),
-                        Some(_) if p.current_leader_epoch > epoch => {
-                            out.with_error_code(error_code::UNKNOWN_LEADER_EPOCH)
+    let epoch = ctx.leadership.leader_epoch();
+    ctx.applied.read(|applied| {
+        let topics = body
+            .topics
+            .into_iter()
+            .map(|topic| {
+                let partitions = topic
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let out = EpochEndOffset::default()
+                            .with_partition(p.partition)
+                            .with_leader_epoch(-1)
+                            .with_end_offset(-1);
+                        let ps = applied.state.partition(topic.topic.0.as_str(), p.partition);
+                        match ps {
+                            None => out.with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION),
+                            Some(_) if !is_leader => out.with_error_code(error_code::NOT_LEADER_OR_FOLLOWER),
+                            Some(_) if p.current_leader_epoch > epoch => {
+                                out.with_error_code(error_code::UNKNOWN_LEADER_EPOCH)
+                            }
+                            Some(_) if p.current_leader_epoch >= 0 && p.current_leader_epoch < epoch => {
+                                out.with_error_code(error_code::FENCED_LEADER_EPOCH)
+                            }
+                            Some(ps) => {
+                                let (e, end) = ps.end_offset_for_epoch(p.leader_epoch);
+                                out.with_leader_epoch(e).with_end_offset(end)
+                            }
                         }
-                        Some(_) if p.current_leader_epoch >= 0 && p.current_leader_epoch < epoch => {
-                            out.with_error_code(error_code::FENCED_LEADER_EPOCH)
-                        }
-                        Some(ps) => {
-                            let (e, end) = ps.end_offset_for_epoch(p.leader_epoch);
-                            out.with_leader_epoch(e).with_end_offset(end)
-                        }
-                    }
-                })
-                .collect();
-            OffsetForLeaderTopicResult::default().with_topic(topic.topic).with_partitions(partitions)
-        })
-        .collect();
-    Ok(Some(ResponseKind::OffsetForLeaderEpoch(OffsetForLeaderEpochResponse::default().with_topics(topics))))
+                    })
+                    .collect();
+                OffsetForLeaderTopicResult::default().with_topic(topic.topic).with_partitions(partitions)
+            })
+            .collect();
+        Ok(Some(ResponseKind::OffsetForLeaderEpoch(
+            OffsetForLeaderEpochResponse::default().with_topics(topics),
+        )))
+    })
 }

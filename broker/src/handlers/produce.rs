@@ -19,13 +19,15 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceResponse, RequestKind, ResponseKind};
 
-use super::txn_errors;
+use onelog_state::entry::{is_log_append_time, UnstampedAppend};
+use onelog_state::txns::ProducerIdEpoch;
+
 use super::util::{str_bytes, topic_name};
 use super::HandlerFuture;
+use crate::coord::txn::WriteRefusal;
 use crate::ctx::{Ctx, SharedCtx};
-use crate::proposer::{is_log_append_time, Proposal, UnstampedAppend};
-use crate::state::command::OpResult;
-use crate::state::txns::ProducerIdEpoch;
+use crate::errors::{propose_error_code, write_refusal_code, Addressed};
+use crate::leader::proposer::Produced;
 
 pub const KEY: ApiKey = ApiKey::Produce;
 /// v0–v2 are advertised so that old librdkafka keeps compression on, but not served (DESIGN §6).
@@ -98,7 +100,15 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     }
     let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64).max(Duration::from_millis(1));
     let append_time = log_append_times(&ctx, &appends);
-    let pending = if appends.is_empty() { None } else { Some(ctx.proposer.submit(proposal(appends)).await) };
+    let pending = if appends.is_empty() {
+        None
+    } else {
+        // A request whose every batch is transactional is answered once stamped (DESIGN §1: a
+        // transactional produce is not a durable round on the client's path); any other waits
+        // for the commit.
+        let transactional = appends.iter().all(|a| a.batches.iter().all(|b| b.header.is_transactional()));
+        Some(ctx.proposer.submit_produce(appends, transactional).await)
+    };
     // Stage two, spawned: wait for the commit and answer.
     Ok(Box::pin(async move {
         if let Some(pending) = pending {
@@ -115,24 +125,11 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     }))
 }
 
-/// A request whose every batch is transactional is answered once stamped (DESIGN §1: a
-/// transactional produce is not a durable round on the client's path); any other waits for
-/// the commit.
-fn proposal(appends: Vec<UnstampedAppend>) -> Proposal {
-    let transactional = appends.iter().all(|a| a.batches.iter().all(|b| b.header.is_transactional()));
-    if transactional {
-        Proposal::ProduceTransactional(appends)
-    } else {
-        Proposal::Produce(appends)
-    }
-}
-
 type Checked = Result<Vec<kafka_compat::batch::ValidBatch>, (i16, Option<String>)>;
 
 fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes, version: i16) -> Checked {
-    let max_bytes = {
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        let Some(t) = applied.state.topics.get(topic) else {
+    let max_bytes = ctx.applied.state(|state| {
+        let Some(t) = state.topics.get(topic) else {
             return Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("unknown topic {topic}"))));
         };
         if partition < 0 || partition as usize >= t.partitions.len() {
@@ -141,11 +138,11 @@ fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes
                 Some(format!("unknown partition {topic}-{partition}")),
             ));
         }
-        t.configs
+        Ok(t.configs
             .get("max.message.bytes")
             .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or_else(|| ctx.config().i64("message.max.bytes"))
-    };
+            .unwrap_or(ctx.config.settings.message_max_bytes))
+    })?;
     let batches = validate_record_set(&records, max_bytes.max(0) as usize)
         .map_err(|e| (e.error_code(), Some(e.to_string())))?;
     check_idempotent(&batches)?;
@@ -154,8 +151,7 @@ fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes
 }
 
 /// A transactional batch must come from the current epoch of its transactional id and go to
-/// a partition the transaction added (KIP-890 part 1), so that a late batch of an ended
-/// transaction can never open a new one that nobody will end.
+/// a partition the transaction added (KIP-890 part 1); the transaction coordinator decides.
 fn check_transactional(
     ctx: &Ctx,
     topic: &str,
@@ -167,24 +163,16 @@ fn check_transactional(
         return Ok(());
     };
     let id = ProducerIdEpoch { producer_id: header.producer_id, producer_epoch: header.producer_epoch };
-    let tid = {
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        match applied.state.txns.check_write(id) {
-            Ok(tid) => tid.clone(),
-            Err(e) => {
-                let message = format!("transactional batch of producer {}: {e:?}", id.producer_id);
-                return Err((txn_errors::code(&e, KEY, version), Some(message)));
+    let implicit_add = version >= IMPLICIT_ADD_FROM_VERSION;
+    ctx.txns.admit_write(id, topic, partition, implicit_add).map_err(|refusal| {
+        let message = match &refusal {
+            WriteRefusal::Txn(e) => format!("transactional batch of producer {}: {e:?}", id.producer_id),
+            WriteRefusal::NotAdded { transactional_id } => {
+                format!("{topic}-{partition} was not added to transaction '{transactional_id}'")
             }
-        }
-    };
-    if version >= IMPLICIT_ADD_FROM_VERSION {
-        let now = super::txn_util::now_ms();
-        ctx.txns.add_partitions(ctx.term(), &tid, id, [(topic.to_string(), partition)], now);
-    } else if !ctx.txns.has_partition(ctx.term(), &tid, id, topic, partition) {
-        let message = format!("{topic}-{partition} was not added to transaction '{tid}'");
-        return Err((txn_errors::partition_not_added(version), Some(message)));
-    }
-    Ok(())
+        };
+        (write_refusal_code(&refusal, version), Some(message))
+    })
 }
 
 /// Kafka's rules for batches carrying a producer id: one batch per partition per request
@@ -206,16 +194,17 @@ fn check_idempotent(batches: &[kafka_compat::batch::ValidBatch]) -> Result<(), (
 /// Per append: whether its topic uses LogAppendTime (the response then carries the time the
 /// leader stamped, which the applied op reports).
 fn log_append_times(ctx: &Ctx, appends: &[UnstampedAppend]) -> Vec<bool> {
-    let applied = ctx.sm.applied.read().expect("applied lock");
-    appends.iter().map(|a| is_log_append_time(&applied.state, ctx.config(), &a.topic)).collect()
+    let options = ctx.config.settings.entry_options();
+    ctx.applied.state(|state| appends.iter().map(|a| is_log_append_time(state, &options, &a.topic)).collect())
 }
 
-type Outcome = Result<Result<OpResult, crate::proposer::ProposeError>, tokio::time::error::Elapsed>;
+type Outcome = Result<Produced, tokio::time::error::Elapsed>;
 
 fn record_outcome(slots: &mut [Slot], owners: &[usize], outcome: Outcome, log_append_time: &[bool]) {
     let (code, message) = match outcome {
         // One answer per append, in order (the proposer merges what it decided itself).
-        Ok(Ok(OpResult::Produced(parts))) if parts.len() == owners.len() => {
+        Ok(Ok(parts)) => {
+            assert_eq!(parts.len(), owners.len(), "the proposer answers every partition it was given");
             for (i, part) in parts.into_iter().enumerate() {
                 let slot = &mut slots[owners[i]];
                 slot.error_code = part.error_code;
@@ -228,9 +217,7 @@ fn record_outcome(slots: &mut [Slot], owners: &[usize], outcome: Outcome, log_ap
             }
             return;
         }
-        Ok(Ok(OpResult::Refused { error_code, message })) => (error_code, Some(message)),
-        Ok(Ok(unexpected)) => (error_code::UNKNOWN_SERVER_ERROR, Some(format!("{unexpected:?}"))),
-        Ok(Err(e)) => (e.error_code(), Some(e.to_string())),
+        Ok(Err(e)) => (propose_error_code(&e, Addressed::PartitionLeader), Some(e.to_string())),
         Err(_) => (error_code::REQUEST_TIMED_OUT, Some("not committed within timeout_ms".into())),
     };
     for slot_index in owners {

@@ -13,10 +13,10 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, SyncGroupRespo
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
+use crate::coord::group::SyncResult;
 use crate::ctx::SharedCtx;
-use crate::groups::SyncResult;
-use crate::proposer::{Proposal, ProposeError};
-use crate::state::command::{GenerationOp, Op};
+use crate::leader::proposer::ProposeError;
+use onelog_state::command::GenerationOp;
 
 pub const KEY: ApiKey = ApiKey::SyncGroup;
 pub const VERSIONS: (i16, i16) = (0, 5);
@@ -64,7 +64,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 async fn record(ctx: &crate::ctx::Ctx, generation: GenerationOp, result: SyncResult) -> SyncResult {
     tracing::info!(group = %generation.group_id, generation = generation.generation_id,
         members = generation.members.len(), protocol = %generation.protocol_name, "generation completed");
-    let committed = match ctx.proposer.submit(Proposal::Op(Op::CompleteGeneration(generation))).await {
+    let committed = match ctx.proposer.submit(generation).await {
         Ok(pending) => pending.await.map(|_| ()),
         Err(e) => Err(e),
     };

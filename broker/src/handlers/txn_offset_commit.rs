@@ -14,12 +14,13 @@ use kafka_protocol::messages::{
     ApiKey, RequestKind, ResponseKind, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
-use super::txn_util::{now_ms, producer, propose_error_code};
-use super::util::topic_name;
-use super::{offset_commit, txn_errors, HandlerResult};
+use onelog_state::command::{OffsetCommitEntry, OffsetCommitOp, TxnOffsetCommitOp};
+
+use super::util::{producer, topic_name};
+use super::{offset_commit, HandlerResult};
 use crate::ctx::SharedCtx;
+use crate::errors::txn_failure_code;
 use crate::limits;
-use crate::state::command::{OffsetCommitEntry, OffsetCommitOp, Op, OpResult, TxnOffsetCommitOp};
 
 pub const KEY: ApiKey = ApiKey::TxnOffsetCommit;
 /// v5 (KIP-890 part 2) adds the group implicitly; AddOffsetsToTxn is never required here.
@@ -39,8 +40,6 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             group_id: op.group_id.clone(),
             generation_id: op.generation_id,
             member_id: op.member_id.clone(),
-            commit_time_ms: op.commit_time_ms,
-            metadata_bytes_max: op.metadata_bytes_max,
             commits: Vec::new(),
         };
         let instance = body.group_instance_id.as_deref();
@@ -54,17 +53,12 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 
 async fn propose(ctx: &crate::ctx::Ctx, op: TxnOffsetCommitOp, version: i16) -> Vec<i16> {
     let n = op.commits.len();
-    match ctx.proposer.propose_op(Op::TxnOffsetCommit(op)).await {
-        Ok(OpResult::TxnOffsets(Ok(results))) => results.into_iter().map(|(code, _)| code).collect(),
-        Ok(OpResult::TxnOffsets(Err(e))) => {
-            tracing::debug!(error = ?e, "TxnOffsetCommit refused");
-            vec![txn_errors::code(&e, KEY, version); n]
+    match ctx.txns.txn_offset_commit(op).await {
+        Ok(results) => results.into_iter().map(|(code, _)| code).collect(),
+        Err(failure) => {
+            tracing::debug!(?failure, "TxnOffsetCommit refused");
+            vec![txn_failure_code(&failure, KEY, version); n]
         }
-        Ok(other) => {
-            tracing::error!(result = ?other, "TxnOffsetCommit: unexpected op result");
-            vec![error_code::UNKNOWN_SERVER_ERROR; n]
-        }
-        Err(e) => vec![propose_error_code(&e); n],
     }
 }
 
@@ -88,8 +82,6 @@ fn to_op(body: &TxnOffsetCommitRequest) -> TxnOffsetCommitOp {
         group_id: body.group_id.0.to_string(),
         generation_id: body.generation_id,
         member_id: body.member_id.to_string(),
-        commit_time_ms: now_ms(),
-        metadata_bytes_max: limits::OFFSET_METADATA_BYTES_MAX,
         commits,
     }
 }

@@ -1,8 +1,12 @@
 //! Small helpers shared by handlers: string conversions, Kafka's "no value" defaults, and the
 //! checks every group API makes alike.
 
-use kafka_protocol::messages::TopicName;
+use kafka_protocol::messages::{ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use onelog_state::txns::ProducerIdEpoch;
+
+use crate::errors::{propose_error_code, Addressed};
+use crate::leader::proposer::ProposeError;
 
 pub fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
@@ -23,11 +27,8 @@ pub fn uuid_bytes(id: &uuid::Uuid) -> [u8; 16] {
 /// Before the coordinator answers for a group, a new leader takes it over from the last
 /// generation recorded in the log (see `Coordinator::adopt`).
 pub fn adopt_group(ctx: &crate::ctx::Ctx, group_id: &str) {
-    ctx.groups.observe_term(ctx.raft.metrics().borrow().current_term);
-    let record = {
-        let applied = ctx.sm.applied.read().expect("applied lock");
-        applied.state.groups.groups.get(group_id).and_then(|g| g.generation.clone())
-    };
+    ctx.groups.observe_term(ctx.leadership.term());
+    let record = ctx.applied.state(|s| s.groups.groups.get(group_id).and_then(|g| g.generation.clone()));
     if let Some(record) = record {
         ctx.groups.adopt(&record);
     }
@@ -41,13 +42,14 @@ pub fn group_id_invalid(group_id: &str) -> bool {
 
 /// A group op that did not reach the log: NOT_COORDINATOR sends the client to find the new
 /// leader (every client retries it); a stopped node is COORDINATOR_NOT_AVAILABLE.
-pub fn propose_error_code(e: &crate::proposer::ProposeError) -> i16 {
-    use crate::proposer::ProposeError;
-    match e {
-        ProposeError::NotLeader => kafka_compat::error_code::NOT_COORDINATOR,
-        ProposeError::Fatal(_) => {
-            tracing::warn!(error = %e, "group op not committed");
-            kafka_compat::error_code::COORDINATOR_NOT_AVAILABLE
-        }
+pub fn group_op_failed(e: &ProposeError) -> i16 {
+    if let ProposeError::Fatal(_) = e {
+        tracing::warn!(error = %e, "group op not committed");
     }
+    propose_error_code(e, Addressed::Coordinator)
+}
+
+/// A request's producer id and epoch.
+pub fn producer(id: ProducerId, epoch: i16) -> ProducerIdEpoch {
+    ProducerIdEpoch { producer_id: id.0, producer_epoch: epoch }
 }

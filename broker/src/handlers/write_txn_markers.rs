@@ -8,7 +8,7 @@
 //! abort marker is therefore to abort the producer's whole open transaction through the log: one
 //! `AbortTxns` op with reason `BrokerAbort::Admin`, which writes the abort markers into every
 //! partition the transaction wrote and bumps the epoch; the producer's next EndTxn(commit) gets
-//! the abortable error of any broker abort (`txn_errors`). Per partition:
+//! the abortable error of any broker abort (`onelog_state::txn_errors`). Per partition:
 //! - a follower answers NOT_LEADER_OR_FOLLOWER (every partition is led by the Raft leader), and
 //!   the admin client looks the leader up again;
 //! - a commit marker (transaction_result = true) is refused with INVALID_REQUEST: only the
@@ -31,13 +31,13 @@ use kafka_protocol::messages::{
     ApiKey, RequestKind, ResponseKind, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 };
 
-use super::txn_util::{producer, stamp};
+use onelog_state::txns::{BrokerAbort, ProducerIdEpoch};
+
+use super::util::producer;
 use super::HandlerResult;
+use crate::coord::txn::views::{self, AbortTarget};
 use crate::ctx::{Ctx, SharedCtx};
-use crate::proposer::ProposeError;
-use crate::state::command::{AbortTxnsOp, Op, OpResult};
-use crate::state::txns::{BrokerAbort, ProducerIdEpoch};
-use crate::txn_views::{self, AbortTarget};
+use crate::errors::{propose_error_code, Addressed};
 
 pub const KEY: ApiKey = ApiKey::WriteTxnMarkers;
 /// KIP-896 removed v0 in Kafka 4.0; v1 is the flexible version every admin client sends.
@@ -64,7 +64,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 /// One decision per requested partition, in request order.
 fn decide(ctx: &Ctx, body: &WriteTxnMarkersRequest) -> Vec<Decided> {
     let leader = ctx.is_leader();
-    let applied = ctx.sm.applied.read().expect("applied lock");
+    ctx.applied.state(|state| decide_in(state, leader, body))
+}
+
+fn decide_in(state: &onelog_state::BrokerState, leader: bool, body: &WriteTxnMarkersRequest) -> Vec<Decided> {
     let mut decided = Vec::new();
     for marker in &body.markers {
         let id = producer(marker.producer_id, marker.producer_epoch);
@@ -75,7 +78,7 @@ fn decide(ctx: &Ctx, body: &WriteTxnMarkersRequest) -> Vec<Decided> {
                 } else if marker.transaction_result {
                     Decided::Code(error_code::INVALID_REQUEST)
                 } else {
-                    target(txn_views::abort_target(&applied.state, id, &topic.name.0, partition))
+                    target(views::abort_target(state, id, &topic.name.0, partition))
                 });
             }
         }
@@ -108,25 +111,11 @@ async fn abort(ctx: &Ctx, decided: &[Decided]) -> i16 {
         return error_code::NONE;
     }
     tracing::info!(transactions = ?transactions, "aborting transactions by WriteTxnMarkers (admin)");
-    let op =
-        AbortTxnsOp { reason: BrokerAbort::Admin, transactions: transactions.clone(), stamp: stamp(ctx) };
-    match ctx.proposer.propose_op(Op::AbortTxns(op)).await {
-        Ok(OpResult::Done) => {
-            for (tid, _) in &transactions {
-                ctx.txns.clear(ctx.term(), tid);
-            }
-            error_code::NONE
-        }
-        Ok(other) => {
-            tracing::error!(result = ?other, "WriteTxnMarkers: unexpected op result");
-            error_code::UNKNOWN_SERVER_ERROR
-        }
-        // Either way this node does not lead any more (or is stopping): the admin client looks
-        // the partition's leader up again and retries there.
-        Err(ProposeError::NotLeader) => error_code::NOT_LEADER_OR_FOLLOWER,
-        Err(e @ ProposeError::Fatal(_)) => {
+    match ctx.txns.abort(BrokerAbort::Admin, transactions).await {
+        Ok(()) => error_code::NONE,
+        Err(e) => {
             tracing::warn!(error = %e, "WriteTxnMarkers abort not committed");
-            error_code::NOT_LEADER_OR_FOLLOWER
+            propose_error_code(&e, Addressed::MarkerPartitionLeader)
         }
     }
 }

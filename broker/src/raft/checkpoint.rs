@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{LogId, StoredMembership};
-use crate::state::BrokerState;
+use onelog_state::BrokerState;
 
 const MAGIC: &[u8; 4] = b"OLCP";
 // 2: BrokerState gained producer state (idempotent producers).

@@ -1,5 +1,6 @@
 //! The one Raft group: openraft type configuration, the state machine store and the network.
 
+pub mod applied;
 pub mod checkpoint;
 pub mod network;
 pub mod sm_store;
@@ -10,7 +11,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::command::{Command, CommandResponse};
+use onelog_state::command::{Command, CommandResponse};
 
 openraft::declare_raft_types!(
     /// onelog's openraft types: a log entry carries one aggregated [`Command`].

@@ -157,7 +157,7 @@ mod tests {
     use openraft::{Entry, EntryPayload, LogId, Vote};
 
     use super::*;
-    use crate::state::command::{Command, Op};
+    use onelog_state::command::{Command, Op};
 
     fn append_entries(entries: usize, bytes_each: usize) -> AppendEntriesRequest<TypeConfig> {
         let entry = |index| Entry::<TypeConfig> {

@@ -1,9 +1,11 @@
 //! openraft's state machine storage for onelog: applies committed entries to the broker state
 //! and the partition files, takes checkpoints (openraft snapshots), and recovers from them.
 //!
-//! Readers (Fetch, Metadata, …) share [`Applied`] through [`SmShared`]; apply holds the write
-//! lock for one entry at a time, so a reader always sees the state after a whole entry — never
-//! half of a multi-partition produce.
+//! Readers (Fetch, Metadata, …) reach [`Applied`] only through `raft::applied::AppliedView`;
+//! this module is the only writer, and holds the write lock for one entry at a time, so a
+//! reader always sees the state after a whole entry — never half of a multi-partition produce.
+//! Apply is `onelog_state::apply_command`, pure; a failed invariant in it stops the node
+//! (`fatal`) before the lock could be poisoned.
 //!
 //! On disk the state machine lives in a generation directory, `state/gen-N/` holding
 //! `checkpoint` and `partitions/`, named by `state/CURRENT`. Checkpoints are written inside the
@@ -22,10 +24,12 @@ use tokio::sync::watch;
 use super::checkpoint::{self, Checkpoint};
 use super::snapshot_archive;
 use super::{LogId, NodeAddr, StoredMembership, TypeConfig};
+use onelog_state::command::CommandResponse;
+use onelog_state::BrokerState;
+
+use super::applied::{read, write, AppliedView};
 use crate::config::BrokerConfig;
-use crate::state::apply::{apply_op, Effect};
-use crate::state::command::CommandResponse;
-use crate::state::BrokerState;
+use crate::fatal;
 use crate::storage::partition_log::PartitionLog;
 use crate::storage::partitions::Partitions;
 
@@ -39,15 +43,15 @@ pub struct Applied {
     pub state: BrokerState,
 }
 
-/// State shared between the state machine and the request handlers.
+/// State shared between the state machine and its readers; written only in this module.
 pub struct SmShared {
-    pub applied: RwLock<Applied>,
-    pub partitions: RwLock<Partitions>,
+    pub(super) applied: RwLock<Applied>,
+    pub(super) partitions: RwLock<Partitions>,
     /// Index of the last applied entry; Fetch long-polls on it.
-    pub applied_index: watch::Sender<u64>,
+    pub(super) applied_index: watch::Sender<u64>,
     /// Client bytes applied since the last checkpoint (drives byte-based checkpoints).
-    pub bytes_since_checkpoint: AtomicU64,
-    pub config: BrokerConfig,
+    pub(super) bytes_since_checkpoint: AtomicU64,
+    pub(super) config: Arc<BrokerConfig>,
     /// `state/`: holds `CURRENT` and the generation directories.
     dir: PathBuf,
     /// The current generation directory.
@@ -96,7 +100,8 @@ fn io_err(e: io::Error) -> StorageError<u64> {
 }
 
 /// Opens the state machine: loads the checkpoint (if any) and truncates partition files to it.
-pub fn open(dir: PathBuf, config: BrokerConfig) -> io::Result<Arc<SmShared>> {
+/// Returns the store openraft drives and the view every reader gets.
+pub fn open(dir: PathBuf, config: Arc<BrokerConfig>) -> io::Result<(StateMachineStore, AppliedView)> {
     std::fs::create_dir_all(&dir)?;
     let generation = current_generation(&dir)?;
     let loaded = checkpoint::load(&generation.join("checkpoint"))?;
@@ -104,7 +109,7 @@ pub fn open(dir: PathBuf, config: BrokerConfig) -> io::Result<Arc<SmShared>> {
     tracing::info!(last_applied = ?cp.last_applied, topics = cp.state.topics.len(), "loaded checkpoint");
     let partitions = Partitions::open(&generation.join("partitions"), &cp.state, &config)?;
     let index = cp.last_applied.map_or(0, |l| l.index);
-    Ok(Arc::new(SmShared {
+    let shared = Arc::new(SmShared {
         applied: RwLock::new(Applied {
             last_applied: cp.last_applied,
             membership: cp.membership,
@@ -116,12 +121,13 @@ pub fn open(dir: PathBuf, config: BrokerConfig) -> io::Result<Arc<SmShared>> {
         config,
         dir,
         generation: RwLock::new(generation),
-    }))
+    });
+    Ok((StateMachineStore { shared: shared.clone() }, AppliedView::new(shared)))
 }
 
 #[derive(Clone)]
 pub struct StateMachineStore {
-    pub shared: Arc<SmShared>,
+    shared: Arc<SmShared>,
 }
 
 impl StateMachineStore {
@@ -130,27 +136,33 @@ impl StateMachineStore {
     // would only move the allocation.
     #[allow(clippy::result_large_err)]
     fn apply_entry(&self, entry: openraft::Entry<TypeConfig>) -> StorageResult<CommandResponse> {
-        let mut applied = self.shared.applied.write().expect("applied lock");
-        let mut partitions = self.shared.partitions.write().expect("partitions lock");
+        let mut applied = write(&self.shared.applied);
+        let mut partitions = write(&self.shared.partitions);
         applied.last_applied = Some(entry.log_id);
         let mut response = CommandResponse::default();
         match entry.payload {
             EntryPayload::Blank => {}
             EntryPayload::Membership(m) => applied.membership = StoredMembership::new(Some(entry.log_id), m),
             EntryPayload::Normal(command) => {
-                let mut effects: Vec<Effect> = Vec::new();
                 let mut bytes = 0u64;
-                for op in &command.ops {
-                    effects.clear();
-                    response.results.push(apply_op(&mut applied.state, op, &mut effects));
-                    for effect in &effects {
-                        if let Effect::Append { batch, .. } = effect {
-                            bytes += batch.len() as u64;
+                let state = &mut applied.state;
+                // A failed invariant inside the pure apply panics; the node stops here, with
+                // the locks still held, so no reader ever sees the half-applied state.
+                let applied_command = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    onelog_state::apply_command(state, &command, |state, effects| {
+                        for effect in effects {
+                            if let onelog_state::Effect::Append { batch, .. } = effect {
+                                bytes += batch.len() as u64;
+                            }
                         }
-                    }
-                    // An I/O error here is fatal for the node (DESIGN §3): openraft stops.
-                    partitions.execute(&applied.state, &effects).map_err(io_err)?;
-                }
+                        // An I/O error here is fatal for the node (DESIGN §3): openraft stops.
+                        partitions.execute(state, effects)
+                    })
+                }));
+                response = match applied_command {
+                    Ok(result) => result.map_err(io_err)?,
+                    Err(panic) => fatal::invariant(&panic_message(&panic)),
+                };
                 self.shared.bytes_since_checkpoint.fetch_add(bytes, Ordering::Relaxed);
             }
         }
@@ -160,7 +172,7 @@ impl StateMachineStore {
     /// Flushes partition files, then writes the checkpoint atomically.
     fn write_checkpoint(&self) -> io::Result<(Checkpoint, Vec<u8>)> {
         let checkpoint = {
-            let applied = self.shared.applied.read().expect("applied lock");
+            let applied = read(&self.shared.applied);
             Checkpoint {
                 last_applied: applied.last_applied,
                 membership: applied.membership.clone(),
@@ -169,7 +181,7 @@ impl StateMachineStore {
         };
         // Data written after the snapshot of the state is flushed too; it lies beyond the
         // checkpointed offsets and is truncated and re-applied on start.
-        let logs = self.shared.partitions.read().expect("partitions lock").all();
+        let logs = read(&self.shared.partitions).all();
         for log in logs {
             log.lock().expect("partition lock").flush()?;
         }
@@ -178,6 +190,14 @@ impl StateMachineStore {
         self.shared.bytes_since_checkpoint.store(0, Ordering::Relaxed);
         tracing::info!(last_applied = ?checkpoint.last_applied, bytes = bytes.len(), "checkpoint written");
         Ok((checkpoint, bytes))
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    match (panic.downcast_ref::<String>(), panic.downcast_ref::<&str>()) {
+        (Some(s), _) => s.clone(),
+        (None, Some(s)) => s.to_string(),
+        (None, None) => "apply panicked".to_string(),
     }
 }
 
@@ -204,7 +224,7 @@ impl StateMachineStore {
         let meta = snapshot_meta(&checkpoint);
         let path = generation.join(format!("snapshot-{}.olsnap", meta.snapshot_id));
         if !path.exists() {
-            let partitions = self.shared.partitions.read().expect("partitions lock");
+            let partitions = read(&self.shared.partitions);
             snapshot_archive::write(&path, &checkpoint, &bytes, &partitions)?;
             remove_other_archives(&generation, &path)?;
             tracing::info!(snapshot = %meta.snapshot_id, "snapshot archive written");
@@ -282,7 +302,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     type SnapshotBuilder = Self;
 
     async fn applied_state(&mut self) -> StorageResult<(Option<LogId>, StoredMembership)> {
-        let applied = self.shared.applied.read().expect("applied lock");
+        let applied = read(&self.shared.applied);
         Ok((applied.last_applied, applied.membership.clone()))
     }
 
@@ -341,8 +361,8 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         // State and files change under the applied lock together: readers see either the old
         // pair or the new one.
         let old = {
-            let mut applied = self.shared.applied.write().expect("applied lock");
-            *self.shared.partitions.write().expect("partitions lock") = partitions;
+            let mut applied = write(&self.shared.applied);
+            *write(&self.shared.partitions) = partitions;
             let old = std::mem::replace(&mut *self.shared.generation.write().expect("generation lock"), next);
             *applied = Applied {
                 last_applied: meta.last_log_id,

@@ -14,7 +14,7 @@ use crate::test_batches::{build, BatchSpec};
 fn batch(base_offset: i64, records: i64) -> Bytes {
     build(&BatchSpec { base_offset, records, value: vec![b'x'; 200], ..Default::default() })
 }
-use crate::state::command::{Command, NewTopic, Op, PartitionAppend, ProduceOp};
+use onelog_state::command::{Command, NewTopic, Op, PartitionAppend, ProduceOp};
 
 fn entry(index: u64, ops: Vec<Op>) -> Entry<TypeConfig> {
     Entry {

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::BrokerConfig;
 use crate::fault;
-use crate::state::apply::Effect;
-use crate::state::BrokerState;
+use onelog_state::BrokerState;
+use onelog_state::Effect;
 
 pub type SharedLog = Arc<Mutex<super::partition_log::PartitionLog>>;
 
@@ -33,7 +33,7 @@ impl Partitions {
     /// directories of topics the checkpoint does not know (the Raft log re-creates them).
     pub fn open(root: &Path, state: &BrokerState, config: &BrokerConfig) -> io::Result<Partitions> {
         std::fs::create_dir_all(root)?;
-        let segment_bytes_default = config.i64("log.segment.bytes").max(1024) as u64;
+        let segment_bytes_default = config.settings.log_segment_bytes;
         let mut partitions = Partitions {
             root: root.to_path_buf(),
             segment_bytes_default,

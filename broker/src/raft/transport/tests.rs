@@ -23,7 +23,7 @@ use crate::limits;
 use crate::raft::network::{Network, PeerClient};
 use crate::raft::sm_store::{self, StateMachineStore};
 use crate::raft::{NodeAddr, Raft, TypeConfig};
-use crate::state::command::Command;
+use onelog_state::command::Command;
 
 const WAIT: Option<Duration> = Some(Duration::from_secs(10));
 

@@ -1,0 +1,130 @@
+//! The controller's topic administration (the Raft leader is Kafka's controller), shared by
+//! CreateTopics, Metadata auto-creation, DeleteTopics and CreatePartitions: validation against
+//! Kafka's rules, then one Raft entry.
+
+use std::collections::BTreeMap;
+
+use kafka_compat::error_code;
+use kafka_compat::topic_name::topic_name_problem;
+
+use crate::ctx::Ctx;
+use crate::limits;
+use onelog_state::command::{CreatePartitionsOp, CreateTopicsOp, DeleteTopicsOp, NewPartitions, NewTopic};
+use onelog_state::topic_config::topic_configs_problem;
+
+use crate::errors::{propose_error_code, Addressed};
+use crate::leader::proposer::ProposeError;
+
+/// Admin requests sent to a follower get NOT_CONTROLLER: the Raft leader is the controller,
+/// and admin clients move to the controller named in Metadata on this error.
+fn failed(e: &ProposeError, n: usize) -> ItemResults {
+    vec![(propose_error_code(e, Addressed::Controller), Some(e.to_string())); n]
+}
+
+/// A topic to create as a client asked for it (-1: broker default).
+pub struct TopicRequest {
+    pub name: String,
+    pub partitions: i32,
+    pub replication_factor: i16,
+    pub configs: BTreeMap<String, String>,
+}
+
+/// Outcome per topic, in request order.
+pub type ItemResults = Vec<(i16, Option<String>)>;
+
+/// Validates each topic and resolves defaults; returns the valid ones and per-item errors.
+pub fn validate_topics(ctx: &Ctx, requests: &[TopicRequest]) -> (Vec<NewTopic>, Vec<Option<(i16, String)>>) {
+    let voters = ctx.leadership.voter_ids().len() as i16;
+    let mut valid = Vec::new();
+    let mut errors = Vec::new();
+    for req in requests {
+        let partitions =
+            if req.partitions == -1 { ctx.config.settings.num_partitions } else { req.partitions };
+        let rf = if req.replication_factor == -1 {
+            ctx.config.settings.default_replication_factor
+        } else {
+            req.replication_factor
+        };
+        let problem = if let Some(p) = topic_name_problem(&req.name) {
+            Some((error_code::INVALID_TOPIC_EXCEPTION, p.to_string()))
+        } else if partitions <= 0 || partitions > limits::TOPIC_PARTITIONS_MAX {
+            Some((
+                error_code::INVALID_PARTITIONS,
+                format!("Number of partitions {partitions} is not in 1..={}.", limits::TOPIC_PARTITIONS_MAX),
+            ))
+        } else if rf <= 0 || rf > voters.max(1) {
+            Some((
+                error_code::INVALID_REPLICATION_FACTOR,
+                format!("Replication factor: {rf} larger than available brokers: {voters}."),
+            ))
+        } else {
+            topic_configs_problem(&req.configs).map(|p| (error_code::INVALID_CONFIG, p))
+        };
+        if problem.is_none() {
+            let topic_id = *uuid::Uuid::new_v4().as_bytes();
+            valid.push(NewTopic {
+                name: req.name.clone(),
+                topic_id,
+                partitions,
+                replication_factor: rf,
+                configs: req.configs.clone(),
+            });
+        }
+        errors.push(problem);
+    }
+    (valid, errors)
+}
+
+/// Creates topics in one Raft entry; per-topic results in request order.
+pub async fn create_topics(ctx: &Ctx, requests: &[TopicRequest], validate_only: bool) -> ItemResults {
+    let (valid, errors) = validate_topics(ctx, requests);
+    let mut applied: std::vec::IntoIter<(i16, Option<String>)> = Vec::new().into_iter();
+    if !valid.is_empty() && !validate_only {
+        applied = match ctx.proposer.propose(CreateTopicsOp { topics: valid.clone() }).await {
+            Ok(items) => items.into_iter(),
+            Err(e) => failed(&e, valid.len()).into_iter(),
+        };
+    } else if validate_only {
+        // Still report a name clash, as Kafka does for validate_only.
+        ctx.applied.state(|state| {
+            let clash: Vec<_> = valid
+                .iter()
+                .map(|t| {
+                    if state.topics.contains_key(&t.name) {
+                        (
+                            error_code::TOPIC_ALREADY_EXISTS,
+                            Some(format!("Topic '{}' already exists.", t.name)),
+                        )
+                    } else {
+                        (error_code::NONE, None)
+                    }
+                })
+                .collect();
+            applied = clash.into_iter();
+        })
+    }
+    errors
+        .into_iter()
+        .map(|e| match e {
+            Some((code, msg)) => (code, Some(msg)),
+            None => applied.next().unwrap_or((error_code::NONE, None)),
+        })
+        .collect()
+}
+
+pub async fn delete_topics(ctx: &Ctx, names: Vec<String>) -> ItemResults {
+    if !ctx.config.settings.delete_topic_enable {
+        return vec![(error_code::POLICY_VIOLATION, Some("Topic deletion is disabled.".into())); names.len()];
+    }
+    let n = names.len();
+    ctx.proposer.propose(DeleteTopicsOp { names }).await.unwrap_or_else(|e| failed(&e, n))
+}
+
+pub async fn create_partitions(ctx: &Ctx, items: Vec<NewPartitions>) -> ItemResults {
+    let n = items.len();
+    if items.iter().any(|i| i.count > limits::TOPIC_PARTITIONS_MAX) {
+        let msg = format!("At most {} partitions per topic.", limits::TOPIC_PARTITIONS_MAX);
+        return vec![(error_code::INVALID_PARTITIONS, Some(msg)); n];
+    }
+    ctx.proposer.propose(CreatePartitionsOp { topics: items }).await.unwrap_or_else(|e| failed(&e, n))
+}

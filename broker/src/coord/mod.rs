@@ -1,0 +1,6 @@
+//! The coordinators: leader-only state that Kafka keeps in its group and transaction
+//! coordinators. Each owns its memory behind one API and resets it when the term changes;
+//! what must survive a leader change goes through the log.
+
+pub mod group;
+pub mod txn;

@@ -1,0 +1,108 @@
+//! The transaction coordinator's duties on the leader: make a new leader's takeover entry at
+//! once, abort transactions whose `transaction.timeout.ms` passed, and forget transactional
+//! ids idle for `transactional.id.expiration.ms` (KIP-98).
+//!
+//! Both are decided from the applied state and proposed as log entries; the entry's stamp is
+//! the clock apply uses, so every replica aborts and forgets the same transactions at the same
+//! point.
+
+use std::time::Duration;
+
+use onelog_state::command::ExpireTransactionalIdsOp;
+use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, TxnState};
+
+use crate::ctx::SharedCtx;
+
+pub fn start(ctx: SharedCtx) {
+    tokio::spawn(take_over(ctx.clone()));
+    tokio::spawn(abort_timed_out(ctx.clone()));
+    tokio::spawn(expire_transactional_ids(ctx));
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A new leader aborts the transactions open at the takeover before its first proposal (see
+/// `leader::proposer`); this makes that happen at once instead of at the first client
+/// request, so read_committed consumers are not held at the old transactions' last stable
+/// offset.
+async fn take_over(ctx: SharedCtx) {
+    let mut metrics = ctx.leadership.metrics();
+    let mut done_term = 0;
+    loop {
+        let term = metrics.borrow().current_term;
+        if term != done_term && ctx.leadership.is_raft_leader() {
+            done_term = term;
+            if let Err(e) = ctx.proposer.take_over().await {
+                tracing::debug!(error = %e, "takeover proposal failed");
+            }
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn abort_timed_out(ctx: SharedCtx) {
+    let interval_ms = ctx.config.settings.txn_abort_timed_out_interval_ms;
+    let mut tick = tokio::time::interval(Duration::from_millis(interval_ms));
+    loop {
+        tick.tick().await;
+        if !ctx.is_leader() {
+            continue;
+        }
+        let due = timed_out(&ctx, now_ms());
+        // Transactions that added partitions but wrote nothing live only in leader memory.
+        ctx.txns.expire_memory();
+        if due.is_empty() {
+            continue;
+        }
+        tracing::info!(count = due.len(), "aborting timed-out transactions");
+        if let Err(e) = ctx.txns.abort(BrokerAbort::Timeout, due).await {
+            tracing::warn!(error = %e, "transaction timeout proposal failed");
+        }
+    }
+}
+
+fn timed_out(ctx: &SharedCtx, now: i64) -> Vec<(String, ProducerIdEpoch)> {
+    ctx.applied.state(|state| {
+        state
+            .txns
+            .by_id
+            .iter()
+            .filter(|(_, m)| m.state == TxnState::Ongoing && now - m.start_ms > i64::from(m.timeout_ms))
+            .map(|(id, m)| {
+                (id.clone(), ProducerIdEpoch { producer_id: m.producer_id, producer_epoch: m.producer_epoch })
+            })
+            .collect()
+    })
+}
+
+async fn expire_transactional_ids(ctx: SharedCtx) {
+    let interval_ms = ctx.config.settings.txn_remove_expired_interval_ms;
+    let mut tick = tokio::time::interval(Duration::from_millis(interval_ms));
+    loop {
+        tick.tick().await;
+        if !ctx.is_leader() {
+            continue;
+        }
+        let expiration_ms = ctx.config.settings.transactional_id_expiration_ms;
+        let now = now_ms();
+        let due = ctx.applied.state(|state| {
+            state
+                .txns
+                .by_id
+                .values()
+                .filter(|m| m.state != TxnState::Ongoing && now - m.last_update_ms >= expiration_ms)
+                .count()
+        });
+        if due == 0 {
+            continue;
+        }
+        tracing::info!(count = due, "expiring idle transactional ids");
+        if let Err(e) = ctx.proposer.propose(ExpireTransactionalIdsOp {}).await {
+            tracing::warn!(error = %e, "transactional id expiry proposal failed");
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! The transaction coordinator (KIP-98): every transaction API's one domain call, on the
+//! leader, which coordinates every transactional id (FindCoordinator names it).
+//!
+//! It owns the leader memory of what open transactions added (`memory`, reset when the term
+//! changes), checks requests against the applied state, proposes the transaction ops and keeps
+//! the memory in step with what they decide: a transaction that ends by EndTxn, by fencing in
+//! InitProducerId, or by a broker abort (timeout, `kafka-transactions.sh abort`) is forgotten
+//! here in one place. Its duties (`duties`) abort timed-out transactions and expire idle ids;
+//! the takeover abort of a new leader is the proposer's first entry of a term (DESIGN §4).
+//!
+//! Handlers get typed outcomes ([`TxnFailure`]) and map them to Kafka codes in `crate::errors`.
+
+pub mod duties;
+pub mod memory;
+pub mod views;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use kafka_compat::error_code;
+use onelog_state::command::{AbortTxnsOp, EndTxnOp, InitTxnProducerOp, TxnOffsetCommitOp};
+use onelog_state::groups::CommitResult;
+use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, Transactions, TxnError};
+
+use self::memory::{Added, TxnMemory};
+use self::views::ListFilter;
+use crate::leader::leadership::Leadership;
+use crate::leader::proposer::{ProposeError, Proposer};
+use crate::limits;
+use crate::raft::applied::AppliedView;
+
+/// Why a transaction request failed.
+#[derive(Debug, Clone)]
+pub enum TxnFailure {
+    /// Not committed here, or this node does not coordinate (not the leader).
+    Propose(ProposeError),
+    /// The transaction state refused it.
+    Txn(TxnError),
+    /// A request Kafka refuses before looking at any transaction: the Kafka error code.
+    Invalid(i16),
+}
+
+impl From<ProposeError> for TxnFailure {
+    fn from(e: ProposeError) -> Self {
+        TxnFailure::Propose(e)
+    }
+}
+
+impl From<TxnError> for TxnFailure {
+    fn from(e: TxnError) -> Self {
+        TxnFailure::Txn(e)
+    }
+}
+
+/// Why a transactional batch may not be written (Produce).
+#[derive(Debug, Clone)]
+pub enum WriteRefusal {
+    Txn(TxnError),
+    /// KIP-890 part 1: the transaction did not add the partition.
+    NotAdded {
+        transactional_id: String,
+    },
+}
+
+pub struct TxnCoordinator {
+    leadership: Arc<Leadership>,
+    applied: AppliedView,
+    proposer: Proposer,
+    memory: TxnMemory,
+}
+
+/// The coordinator's clock: when a transaction's first add happened, and what ListTransactions'
+/// duration filter measures against. Never written to the log (the proposer stamps entries).
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+impl TxnCoordinator {
+    pub fn new(leadership: Arc<Leadership>, applied: AppliedView, proposer: Proposer) -> Self {
+        TxnCoordinator { leadership, applied, proposer, memory: TxnMemory::default() }
+    }
+
+    fn term(&self) -> u64 {
+        self.leadership.term()
+    }
+
+    fn ensure_coordinator(&self) -> Result<(), TxnFailure> {
+        if self.leadership.is_leader() {
+            Ok(())
+        } else {
+            Err(TxnFailure::Propose(ProposeError::NotLeader))
+        }
+    }
+
+    /// Whether `producer` is the current instance of `transactional_id` in the applied state.
+    fn check_producer(&self, transactional_id: &str, producer: ProducerIdEpoch) -> Result<(), TxnError> {
+        self.applied.state(|state| match state.txns.by_id.get(transactional_id) {
+            Some(meta) => meta.check_epoch(producer),
+            None => Err(TxnError::InvalidProducerIdMapping),
+        })
+    }
+
+    /// InitProducerId with a transactional id: allocate or bump (fencing the previous
+    /// instance, whose open transaction the same op aborts).
+    pub async fn init_producer(
+        &self,
+        transactional_id: &str,
+        timeout_ms: i32,
+        expected: Option<ProducerIdEpoch>,
+    ) -> Result<ProducerIdEpoch, TxnFailure> {
+        if transactional_id.is_empty() || transactional_id.len() > limits::TRANSACTIONAL_ID_BYTES_MAX {
+            // Kafka: an empty transactional id is an invalid request, not "no transactional id".
+            return Err(TxnFailure::Invalid(error_code::INVALID_REQUEST));
+        }
+        self.ensure_coordinator()?;
+        let op = InitTxnProducerOp { transactional_id: transactional_id.to_string(), timeout_ms, expected };
+        let id = self.proposer.propose(op).await??;
+        self.memory.clear(self.term(), transactional_id);
+        Ok(id)
+    }
+
+    /// AddPartitionsToTxn: checked against the applied state and recorded in leader memory
+    /// (no log entry, DESIGN §1). Ok holds, per partition, whether it is unknown; the
+    /// partitions are recorded only if none is.
+    pub fn add_partitions(
+        &self,
+        transactional_id: &str,
+        producer: ProducerIdEpoch,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<bool>, TxnFailure> {
+        self.ensure_coordinator()?;
+        self.check_producer(transactional_id, producer)?;
+        if partitions.len() > limits::TXN_PARTITIONS_MAX {
+            return Err(TxnFailure::Invalid(error_code::INVALID_REQUEST));
+        }
+        let unknown: Vec<bool> =
+            self.applied.state(|s| partitions.iter().map(|(t, p)| s.partition(t, *p).is_none()).collect());
+        if !unknown.iter().any(|u| *u) {
+            self.memory.add_partitions(
+                self.term(),
+                transactional_id,
+                producer,
+                partitions.iter().cloned(),
+                now_ms(),
+            );
+        }
+        Ok(unknown)
+    }
+
+    /// AddOffsetsToTxn: the transaction will commit offsets for `group` (leader memory).
+    pub fn add_offsets(
+        &self,
+        transactional_id: &str,
+        producer: ProducerIdEpoch,
+        group: &str,
+    ) -> Result<(), TxnFailure> {
+        self.ensure_coordinator()?;
+        if group.len() > limits::GROUP_ID_BYTES_MAX {
+            return Err(TxnFailure::Invalid(error_code::INVALID_GROUP_ID));
+        }
+        self.check_producer(transactional_id, producer)?;
+        self.memory.add_group(self.term(), transactional_id, producer, group, now_ms());
+        Ok(())
+    }
+
+    /// A transactional batch of `producer` for `topic`-`partition`: it must come from the
+    /// current epoch of its transactional id and go to a partition the transaction added
+    /// (KIP-890 part 1), so a late batch of an ended transaction can never open a new one that
+    /// nobody will end. `implicit_add` (Produce v12+, KIP-890 part 2) adds the partition.
+    pub fn admit_write(
+        &self,
+        producer: ProducerIdEpoch,
+        topic: &str,
+        partition: i32,
+        implicit_add: bool,
+    ) -> Result<(), WriteRefusal> {
+        let tid = self.applied.state(|s| s.txns.check_write(producer).cloned()).map_err(WriteRefusal::Txn)?;
+        let term = self.term();
+        if implicit_add {
+            self.memory.add_partitions(term, &tid, producer, [(topic.to_string(), partition)], now_ms());
+        } else if !self.memory.has_partition(term, &tid, producer, topic, partition) {
+            return Err(WriteRefusal::NotAdded { transactional_id: tid });
+        }
+        Ok(())
+    }
+
+    /// TxnOffsetCommit: one op holding the offsets in the transaction until it ends.
+    pub async fn txn_offset_commit(&self, op: TxnOffsetCommitOp) -> Result<Vec<CommitResult>, TxnFailure> {
+        self.ensure_coordinator()?;
+        Ok(self.proposer.propose(op).await??)
+    }
+
+    /// EndTxn: the one durable round of a transaction (DESIGN §1). `bump_epoch`: KIP-890
+    /// part 2, EndTxn v5.
+    pub async fn end_txn(
+        &self,
+        transactional_id: &str,
+        producer: ProducerIdEpoch,
+        commit: bool,
+        bump_epoch: bool,
+    ) -> Result<ProducerIdEpoch, TxnFailure> {
+        self.ensure_coordinator()?;
+        let op = EndTxnOp { transactional_id: transactional_id.to_string(), producer, commit, bump_epoch };
+        let next = self.proposer.propose(op).await??;
+        self.memory.clear(self.term(), transactional_id);
+        Ok(next)
+    }
+
+    /// The broker aborts `transactions` (each as it was seen open; one that moved on is left
+    /// alone): timed out, or by an operator (WriteTxnMarkers).
+    pub async fn abort(
+        &self,
+        reason: BrokerAbort,
+        transactions: Vec<(String, ProducerIdEpoch)>,
+    ) -> Result<(), ProposeError> {
+        let ids: Vec<String> = transactions.iter().map(|(tid, _)| tid.clone()).collect();
+        self.proposer.propose(AbortTxnsOp { reason, transactions }).await?;
+        let term = self.term();
+        for tid in &ids {
+            self.memory.clear(term, tid);
+        }
+        Ok(())
+    }
+
+    /// Forgets transactions that added partitions but wrote nothing for longer than their
+    /// timeout (they live only in leader memory; the written ones are aborted through the log).
+    pub fn expire_memory(&self) {
+        let timeouts: HashMap<String, i64> = self
+            .applied
+            .state(|s| s.txns.by_id.iter().map(|(id, m)| (id.clone(), i64::from(m.timeout_ms))).collect());
+        self.memory.expire(self.term(), now_ms(), |id| timeouts.get(id).copied());
+    }
+
+    /// Reads the applied transactions together with this term's leader memory
+    /// (DescribeTransactions, ListTransactions).
+    pub fn view<R>(&self, f: impl FnOnce(&Transactions, &HashMap<String, Added>) -> R) -> R {
+        let added = self.memory.added(self.term());
+        self.applied.state(|s| f(&s.txns, &added))
+    }
+
+    /// ListTransactions' filters, measured against the coordinator's clock.
+    pub fn list_filter(&self, states: Vec<String>, producer_ids: Vec<i64>, duration_ms: i64) -> ListFilter {
+        ListFilter { states, producer_ids, duration_ms, now_ms: now_ms() }
+    }
+}

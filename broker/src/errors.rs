@@ -1,0 +1,67 @@
+//! The one mapping from domain errors to Kafka error codes: proposals that did not commit
+//! (by whom the request addressed), and transaction errors by API and version (the table is
+//! `onelog_state::txn_errors`, shared with apply's re-check of transactional writes). Every
+//! `match` here is exhaustive, without a catch-all arm.
+
+use kafka_compat::error_code;
+use kafka_protocol::messages::ApiKey;
+pub use onelog_state::txn_errors::partition_not_added;
+
+use crate::coord::txn::{TxnFailure, WriteRefusal};
+use crate::leader::proposer::ProposeError;
+
+/// Whom a request addressed: the same failed proposal means different things to each.
+#[derive(Debug, Clone, Copy)]
+pub enum Addressed {
+    /// A partition's leader (Produce, WriteTxnMarkers): clients look the leader up again.
+    PartitionLeader,
+    /// The controller (topic administration): admin clients move to the controller.
+    Controller,
+    /// The group or transaction coordinator: clients find the coordinator again.
+    Coordinator,
+    /// Any broker, for an idempotent producer id (InitProducerId without a transactional id):
+    /// Java's idempotent producer has no coordinator to move to, and retries this as it is.
+    AnyBroker,
+    /// `kafka-transactions.sh abort` (WriteTxnMarkers): the admin client looks the
+    /// partition's leader up again and retries there, whatever stopped the abort.
+    MarkerPartitionLeader,
+}
+
+pub fn propose_error_code(e: &ProposeError, addressed: Addressed) -> i16 {
+    match (addressed, e) {
+        (Addressed::PartitionLeader, ProposeError::NotLeader) => error_code::NOT_LEADER_OR_FOLLOWER,
+        (Addressed::PartitionLeader, ProposeError::Fatal(_)) => error_code::KAFKA_STORAGE_ERROR,
+        (Addressed::Controller, ProposeError::NotLeader) => error_code::NOT_CONTROLLER,
+        (Addressed::Controller, ProposeError::Fatal(_)) => error_code::KAFKA_STORAGE_ERROR,
+        (Addressed::Coordinator, ProposeError::NotLeader) => error_code::NOT_COORDINATOR,
+        (Addressed::Coordinator, ProposeError::Fatal(_)) => error_code::COORDINATOR_NOT_AVAILABLE,
+        (Addressed::AnyBroker, ProposeError::NotLeader | ProposeError::Fatal(_)) => {
+            error_code::COORDINATOR_LOAD_IN_PROGRESS
+        }
+        (Addressed::MarkerPartitionLeader, ProposeError::NotLeader | ProposeError::Fatal(_)) => {
+            error_code::NOT_LEADER_OR_FOLLOWER
+        }
+    }
+}
+
+/// A transaction error for `api` at `version` (KIP-588, KIP-890; see the table's header).
+pub fn txn_error_code(e: &onelog_state::txns::TxnError, api: ApiKey, version: i16) -> i16 {
+    onelog_state::txn_errors::code(e, api, version)
+}
+
+/// A transaction request's failure for `api` at `version`.
+pub fn txn_failure_code(failure: &TxnFailure, api: ApiKey, version: i16) -> i16 {
+    match failure {
+        TxnFailure::Propose(e) => propose_error_code(e, Addressed::Coordinator),
+        TxnFailure::Txn(e) => txn_error_code(e, api, version),
+        TxnFailure::Invalid(code) => *code,
+    }
+}
+
+/// A transactional batch refused by the coordinator, for Produce at `version`.
+pub fn write_refusal_code(refusal: &WriteRefusal, version: i16) -> i16 {
+    match refusal {
+        WriteRefusal::Txn(e) => txn_error_code(e, ApiKey::Produce, version),
+        WriteRefusal::NotAdded { .. } => partition_not_added(version),
+    }
+}

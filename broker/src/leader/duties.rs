@@ -1,0 +1,253 @@
+//! Background duties: following the Raft node (lease, fatal stops, removal), watching for
+//! pauses, naming a fresh cluster, byte-driven checkpoints, retention, producer expiry and
+//! group sessions; the transaction duties are the coordinator's (`coord::txn::duties`).
+//!
+//! Retention is decided by the leader from its applied state and proposed as `TrimLog` ops,
+//! so every replica deletes the same segments at the same point in the log (DESIGN §2). The
+//! duties may read the clock to decide what is due; what goes into the log carries the
+//! proposer's stamp. They, node start-up and the admin API are the only holders of the Raft
+//! handle.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use onelog_state::command::{ExpireProducersOp, InitClusterOp, TrimLog, TrimLogOp};
+
+use crate::ctx::SharedCtx;
+use crate::fatal;
+use crate::limits;
+use crate::raft::Raft;
+
+pub fn start(ctx: SharedCtx, raft: Raft) {
+    tokio::spawn(watch_raft(ctx.clone()));
+    tokio::spawn(watch_pauses(ctx.clone(), raft.clone()));
+    tokio::spawn(name_cluster(ctx.clone()));
+    tokio::spawn(checkpoint_by_bytes(ctx.clone(), raft));
+    tokio::spawn(retention(ctx.clone()));
+    tokio::spawn(expire_producers(ctx.clone()));
+    tokio::spawn(expire_group_sessions(ctx.clone()));
+    crate::coord::txn::duties::start(ctx);
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The group coordinator's clock: removes members whose session passed without a heartbeat
+/// (the others rebalance), and forgets every group when this node stops leading, so parked
+/// JoinGroup and SyncGroup requests answer NOT_COORDINATOR and the clients find the new leader.
+async fn expire_group_sessions(ctx: SharedCtx) {
+    let mut tick = tokio::time::interval(Duration::from_millis(limits::GROUP_SESSION_CHECK_INTERVAL_MS));
+    loop {
+        tick.tick().await;
+        // Not `is_leader`: a lease being renewed must not drop every group.
+        if ctx.leadership.is_raft_leader() {
+            ctx.groups.observe_term(ctx.leadership.term());
+            ctx.groups.expire_sessions();
+            for generation in ctx.groups.take_empty_generations() {
+                // Best effort: if it is lost with leadership, the next leader's adopted
+                // members expire after their session instead.
+                let submitted = ctx.proposer.submit(generation).await;
+                if let Ok(pending) = submitted {
+                    tokio::spawn(pending);
+                }
+            }
+        } else {
+            ctx.groups.clear();
+        }
+    }
+}
+
+/// Follows openraft's metrics: refreshes the leader lease, and stops the process when the
+/// Raft node has stopped on a fatal error (a failed fsync, DESIGN §3) — a node that cannot
+/// write must not keep answering.
+async fn watch_raft(ctx: SharedCtx) {
+    let leadership = &ctx.leadership;
+    let mut metrics = leadership.metrics();
+    let mut was_member = false;
+    loop {
+        {
+            let m = metrics.borrow_and_update();
+            if let Err(error) = &m.running_state {
+                if leadership.is_shutting_down() {
+                    return;
+                }
+                fatal::stop("Raft node stopped on a fatal error", error);
+            }
+            if m.current_leader == Some(ctx.node_id) {
+                leadership.lease().observe(m.millis_since_quorum_ack);
+            }
+            // Removed from the cluster (a membership that named this node no longer does): it
+            // will hear from no leader again and could only mislead clients, so it stops, as a
+            // decommissioned Kafka broker would. A joining node is not yet named (it may even
+            // install a snapshot with an older membership first), hence "was a member".
+            let named = m.membership_config.membership().get_node(&ctx.node_id).is_some();
+            was_member |= named;
+            if was_member && !named {
+                tracing::warn!(node_id = ctx.node_id, "removed from the cluster membership; shutting down");
+                leadership.begin_shutdown();
+                // Let responses in flight (e.g. the admin request that removed this node) go out.
+                tokio::spawn(async {
+                    tokio::time::sleep(Duration::from_millis(limits::REMOVED_NODE_EXIT_DELAY_MS)).await;
+                    std::process::exit(0);
+                });
+                return;
+            }
+        }
+        if metrics.changed().await.is_err() {
+            if leadership.is_shutting_down() {
+                return;
+            }
+            fatal::stop("Raft node stopped", &"its metrics channel closed");
+        }
+    }
+}
+
+/// Detects that the process did not run for a while (SIGSTOP, a stalled VM, a starved
+/// runtime) and makes the leader lease suspect until a quorum round confirms leadership
+/// (see `leader::lease::LeaderLease`).
+async fn watch_pauses(ctx: SharedCtx, raft: Raft) {
+    let lease = ctx.leadership.lease();
+    let period = Duration::from_millis(limits::PAUSE_CHECK_INTERVAL_MS);
+    let mut last = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(period).await;
+        let now = tokio::time::Instant::now();
+        if now - last > period + Duration::from_millis(limits::PAUSE_GAP_MS) {
+            tracing::warn!(gap_ms = (now - last).as_millis() as u64, "the process did not run for a while");
+            lease.suspect();
+        }
+        last = now;
+        lease.tick();
+        if lease.is_suspect() {
+            // ReadIndex: a heartbeat round to a quorum. A deposed leader fails it and steps down.
+            let leader = raft.metrics().borrow().current_leader == Some(ctx.node_id);
+            let confirmed = !leader
+                || tokio::time::timeout(Duration::from_secs(1), raft.ensure_linearizable())
+                    .await
+                    .is_ok_and(|r| r.is_ok());
+            if confirmed {
+                lease.confirm();
+            }
+        }
+    }
+}
+
+async fn name_cluster(ctx: SharedCtx) {
+    let mut metrics = ctx.leadership.metrics();
+    loop {
+        let unnamed = ctx.applied.state(|s| s.cluster_id.is_none());
+        if !unnamed {
+            return;
+        }
+        if ctx.is_leader() {
+            let cluster_id = uuid::Uuid::new_v4().simple().to_string();
+            if ctx.proposer.propose(InitClusterOp { cluster_id }).await.is_ok() {
+                continue;
+            }
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// openraft triggers checkpoints by entry count; large entries need a byte trigger too, or
+/// the Raft log would grow without bound between checkpoints.
+async fn checkpoint_by_bytes(ctx: SharedCtx, raft: Raft) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        if ctx.applied.take_bytes_since_checkpoint_if(limits::CHECKPOINT_INTERVAL_BYTES) {
+            if let Err(e) = raft.trigger().snapshot().await {
+                tracing::warn!(error = %e, "could not trigger a checkpoint");
+            }
+        }
+    }
+}
+
+async fn retention(ctx: SharedCtx) {
+    let interval_ms = ctx.config.settings.log_retention_check_interval_ms;
+    let mut tick = tokio::time::interval(Duration::from_millis(interval_ms));
+    loop {
+        tick.tick().await;
+        if !ctx.is_leader() {
+            continue;
+        }
+        let trims = retention_trims(&ctx);
+        if !trims.is_empty() {
+            tracing::info!(count = trims.len(), "retention: trimming partitions");
+            if let Err(e) = ctx.proposer.propose(TrimLogOp { trims }).await {
+                tracing::warn!(error = %e, "retention proposal failed");
+            }
+        }
+    }
+}
+
+/// A topic's own setting, else the broker's default.
+fn topic_setting(
+    configs: &std::collections::BTreeMap<String, String>,
+    key: &str,
+    broker_default: i64,
+) -> i64 {
+    configs.get(key).and_then(|v| v.parse().ok()).unwrap_or(broker_default)
+}
+
+/// New log start offsets for partitions whose oldest sealed segments are past retention.
+fn retention_trims(ctx: &SharedCtx) -> Vec<TrimLog> {
+    let now = now_ms();
+    let settings = &ctx.config.settings;
+    ctx.applied.with_partitions(|applied, partitions| {
+        let mut trims = Vec::new();
+        for (name, topic) in &applied.state.topics {
+            let retention_ms = topic_setting(&topic.configs, "retention.ms", settings.log_retention_ms);
+            let retention_bytes =
+                topic_setting(&topic.configs, "retention.bytes", settings.log_retention_bytes);
+            for (p, ps) in topic.partitions.iter().enumerate() {
+                let Some(log) = partitions.get(&topic.topic_id, p as i32) else { continue };
+                let log = log.lock().expect("partition lock");
+                let mut remaining = log.total_bytes() as i64;
+                let mut new_start = ps.log_start_offset;
+                for (next_base, bytes, max_ts) in log.sealed_segments() {
+                    let too_old = retention_ms >= 0 && max_ts < now - retention_ms;
+                    let too_big = retention_bytes >= 0 && remaining > retention_bytes;
+                    if !(too_old || too_big) {
+                        break;
+                    }
+                    remaining -= bytes as i64;
+                    new_start = next_base;
+                }
+                if new_start > ps.log_start_offset {
+                    trims.push(TrimLog {
+                        topic: name.clone(),
+                        partition: p as i32,
+                        log_start_offset: new_start,
+                    });
+                }
+            }
+        }
+        trims
+    })
+}
+
+/// Kafka's `producer.id.expiration.ms` (KIP-98): the leader proposes forgetting producers idle
+/// that long; apply reads the entry's stamp and the replicated setting, so every replica
+/// forgets the same producers at the same point in the log. Looks every `producer.id.expiration.check.interval.ms`.
+async fn expire_producers(ctx: SharedCtx) {
+    let interval_ms = ctx.config.settings.producer_id_expiration_check_interval_ms;
+    let mut tick = tokio::time::interval(Duration::from_millis(interval_ms));
+    loop {
+        tick.tick().await;
+        if !ctx.is_leader() {
+            continue;
+        }
+        let expiration_ms = ctx.config.settings.producer_id_expiration_ms;
+        let due = ctx.applied.state(|s| s.producers.expirable(now_ms(), expiration_ms));
+        if due == 0 {
+            continue;
+        }
+        tracing::info!(count = due, "expiring idle producer ids");
+        if let Err(e) = ctx.proposer.propose(ExpireProducersOp {}).await {
+            tracing::warn!(error = %e, "producer id expiry proposal failed");
+        }
+    }
+}

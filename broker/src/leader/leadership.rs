@@ -1,0 +1,175 @@
+//! The leadership view: who leads the one Raft group, whether this node may act as the Kafka
+//! leader (and controller, and coordinator) now, its term, the voters, and the brokers
+//! Metadata lists. It reads openraft's metrics and owns the read lease and the shutting-down
+//! flag, so no other module needs the Raft handle to answer "am I the leader?".
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use openraft::RaftMetrics;
+use tokio::sync::watch;
+
+use super::lease::LeaderLease;
+use crate::limits;
+use crate::raft::applied::AppliedView;
+use crate::raft::{NodeAddr, Raft};
+
+/// A broker as Metadata and DescribeCluster list it.
+#[derive(Debug, Clone)]
+pub struct BrokerInfo {
+    pub node_id: i32,
+    pub host: String,
+    pub port: i32,
+}
+
+pub struct Leadership {
+    node_id: u64,
+    raft: Raft,
+    applied: AppliedView,
+    lease: LeaderLease,
+    /// Set before a graceful shutdown (SIGTERM, removal) stops the Raft node: requests are
+    /// refused from then on, and that stop is not taken for a fault.
+    shutting_down: AtomicBool,
+    advertised_host: String,
+    advertised_port: i32,
+}
+
+impl Leadership {
+    pub fn new(node_id: u64, raft: Raft, applied: AppliedView, advertised: (String, i32)) -> Self {
+        Leadership {
+            node_id,
+            raft,
+            applied,
+            lease: LeaderLease::default(),
+            shutting_down: AtomicBool::new(false),
+            advertised_host: advertised.0,
+            advertised_port: advertised.1,
+        }
+    }
+
+    pub fn node_id(&self) -> u64 {
+        self.node_id
+    }
+
+    /// openraft's metrics, to wait for a change (a new term, leader or applied index).
+    pub fn metrics(&self) -> watch::Receiver<RaftMetrics<u64, NodeAddr>> {
+        self.raft.metrics()
+    }
+
+    pub fn lease(&self) -> &LeaderLease {
+        &self.lease
+    }
+
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// The current Raft leader, which is the Kafka leader of every partition and the
+    /// controller.
+    pub fn leader_id(&self) -> Option<u64> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        match m.current_leader {
+            // A leader that removed itself from the voters steps down to learner but hears of
+            // no newer leader, so openraft keeps naming it; it must not tell clients it leads.
+            Some(id) if id == self.node_id && m.state != openraft::ServerState::Leader => None,
+            other => other,
+        }
+    }
+
+    /// Whether openraft names this node leader (it may not yet serve: see [`Self::is_leader`]).
+    pub fn is_raft_leader(&self) -> bool {
+        self.leader_id() == Some(self.node_id)
+    }
+
+    /// Whether this node may act as the Kafka leader now: it is the Raft leader, has applied
+    /// an entry of its own term and, in a multi-voter cluster, holds a fresh lease (see
+    /// [`LeaderLease`]).
+    pub fn is_leader(&self) -> bool {
+        // A leader handing over on shutdown stops taking requests first.
+        if !self.is_raft_leader() || self.is_shutting_down() {
+            return false;
+        }
+        self.applied_own_term() && (self.voter_ids().len() <= 1 || self.lease.is_valid())
+    }
+
+    /// Raft §8: a new leader knows which entries of earlier terms are committed only once an
+    /// entry of its own term (openraft's blank entry) is committed. Until it has also applied
+    /// that entry its state may lag what the previous leader already served — a committed
+    /// offset or high watermark read there could go backwards — so it serves nothing.
+    fn applied_own_term(&self) -> bool {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        m.last_applied.is_some_and(|applied| applied.leader_id.term == m.current_term)
+    }
+
+    /// The current Raft term.
+    pub fn term(&self) -> u64 {
+        self.raft.metrics().borrow().current_term
+    }
+
+    /// The Raft term: every partition's leader epoch (DESIGN §6).
+    pub fn leader_epoch(&self) -> i32 {
+        self.term() as i32
+    }
+
+    /// Every voter and learner, with the Kafka address recorded in the membership.
+    pub fn brokers(&self) -> Vec<BrokerInfo> {
+        let mut brokers: Vec<BrokerInfo> = self.applied.read(|applied| {
+            applied
+                .membership
+                .membership()
+                .nodes()
+                .filter(|(id, _)| **id != self.node_id)
+                .filter_map(|(id, addr)| {
+                    let (host, port) = addr.kafka.rsplit_once(':')?;
+                    Some(BrokerInfo { node_id: *id as i32, host: host.to_string(), port: port.parse().ok()? })
+                })
+                .collect()
+        });
+        // This node always reports its current address, even if restarted with a new one.
+        let (host, port) = (self.advertised_host.clone(), self.advertised_port);
+        brokers.push(BrokerInfo { node_id: self.node_id as i32, host, port });
+        brokers.sort_by_key(|b| b.node_id);
+        brokers
+    }
+
+    /// Voter ids: the replicas of every partition.
+    pub fn voter_ids(&self) -> Vec<i32> {
+        let mut ids: Vec<i32> =
+            self.applied.read(|a| a.membership.membership().voter_ids().map(|id| id as i32).collect());
+        if ids.is_empty() {
+            ids.push(self.node_id as i32);
+        }
+        ids
+    }
+
+    /// Voters whose replication is current: on the leader, those whose matched log index is
+    /// within `ISR_LAG_ENTRIES_MAX` of its last index (itself always); a follower cannot
+    /// tell, and reports every voter.
+    pub fn in_sync_voter_ids(&self) -> Vec<i32> {
+        let voters = self.voter_ids();
+        let leader = self.is_leader();
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        let (Some(replication), true) = (&m.replication, leader) else { return voters };
+        let last = m.last_log_index.unwrap_or(0);
+        voters
+            .into_iter()
+            .filter(|id| {
+                *id as u64 == self.node_id
+                    || replication
+                        .get(&(*id as u64))
+                        .and_then(|matched| matched.map(|l| l.index))
+                        .is_some_and(|index| index + limits::ISR_LAG_ENTRIES_MAX >= last)
+            })
+            .collect()
+    }
+
+    pub fn cluster_id(&self) -> String {
+        self.applied.state(|state| state.cluster_id.clone().unwrap_or_else(|| "onelog".to_string()))
+    }
+}

@@ -1,0 +1,8 @@
+//! Being the leader: who leads and whether this node may act as leader now (`leadership`,
+//! with its read lease), the proposer that turns requests into entries, and the duties the
+//! leader runs on a clock (retention, expiry, naming the cluster).
+
+pub mod duties;
+pub mod leadership;
+pub mod lease;
+pub mod proposer;

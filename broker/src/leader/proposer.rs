@@ -1,0 +1,302 @@
+//! Leader-side aggregation (DESIGN §2, DRMQ's cross-request aggregator) around the pure entry
+//! builder (`onelog_state::entry`).
+//!
+//! Handlers hand proposals to one proposer task. While one entry is being committed, new
+//! proposals queue; the next entry takes everything queued, up to a byte and op limit. The
+//! proposer takes the entry's one [`LeaderStamp`] (the wall clock and the term: handlers never
+//! read the clock for the log), builds the entry against the applied state, answers what the
+//! builder decided at once, proposes the rest, and answers it from the applied results.
+//!
+//! Before its first entry of a term, after every entry of earlier terms is applied, the
+//! proposer proposes the takeover entry (`entry::takeover_ops`: the leader's replicated limits
+//! if they changed, and the abort of transactions left open, DESIGN §4).
+//!
+//! Proposals are typed: [`Proposer::propose`] returns the op's own result type
+//! ([`TypedOp::Output`]). An applied result of another shape can only come from a broken apply;
+//! it stops the node through the fatal path.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kafka_compat::error_code;
+use onelog_state::command::{
+    Command, LeaderStamp, Op, OpResult, PartitionProduced, ReplicatedLimits, TypedOp,
+};
+use onelog_state::entry::{self, Answer, Decision, EntryOptions, Proposal, UnstampedAppend};
+use openraft::error::{ClientWriteError, RaftError};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::fatal;
+use crate::limits;
+use crate::raft::applied::AppliedView;
+use crate::raft::Raft;
+
+/// Why a proposal did not produce a result. Mapped to Kafka codes in `crate::errors`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProposeError {
+    #[error("this node is not the Raft leader")]
+    NotLeader,
+    #[error("the Raft node has stopped: {0}")]
+    Fatal(String),
+}
+
+type Reply = oneshot::Sender<Result<Answer, ProposeError>>;
+
+/// What the proposer task receives: a proposal with its reply, or a request to make sure the
+/// current term's takeover entry is in the log (a duty's, so a new leader acts at once).
+enum Queued {
+    Proposal(Proposal, Reply),
+    TakeOver(oneshot::Sender<Result<(), ProposeError>>),
+}
+
+#[derive(Clone)]
+pub struct Proposer {
+    tx: mpsc::Sender<Queued>,
+}
+
+/// What the proposer needs besides the queue.
+pub struct ProposerOptions {
+    pub node_id: u64,
+    pub raft: Raft,
+    pub applied: AppliedView,
+    /// The limits this leader writes into the replicated state at takeover.
+    pub limits: ReplicatedLimits,
+    pub entry: EntryOptions,
+}
+
+/// A produce proposal's answer: one result per partition, in request order.
+pub type Produced = Result<Vec<PartitionProduced>, ProposeError>;
+
+impl Proposer {
+    pub fn start(options: ProposerOptions) -> Proposer {
+        let (tx, rx) = mpsc::channel(limits::PROPOSAL_QUEUE_OPS_MAX);
+        let task = tokio::spawn(run(Sequencer { options, term: 0, takeover_term: 0 }, rx));
+        // A proposer that died (a failed invariant) would leave every later write waiting for
+        // ever; the node stops instead, like on a storage fault, and a replica takes over.
+        tokio::spawn(async move {
+            if let Err(e) = task.await {
+                fatal::stop("the proposer stopped", &e);
+            }
+        });
+        Proposer { tx }
+    }
+
+    async fn enqueue(
+        &self,
+        proposal: Proposal,
+    ) -> Result<oneshot::Receiver<Result<Answer, ProposeError>>, ProposeError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Queued::Proposal(proposal, reply))
+            .await
+            .map_err(|_| ProposeError::Fatal("proposer stopped".into()))?;
+        Ok(rx)
+    }
+
+    /// Queues `op` (in call order with every other submission) and returns a future of its
+    /// result: a handler that must keep its connection's order submits in its first stage and
+    /// awaits in its second.
+    pub async fn submit<O: TypedOp>(
+        &self,
+        op: O,
+    ) -> Result<impl std::future::Future<Output = Result<O::Output, ProposeError>>, ProposeError> {
+        let rx = self.enqueue(Proposal::Op(op.into())).await?;
+        Ok(async move {
+            match rx.await.map_err(|_| ProposeError::Fatal("proposer dropped the request".into()))?? {
+                Answer::Op(result) => Ok(typed::<O>(result)),
+                Answer::Produced(_) => fatal::invariant("an op proposal was answered as a produce"),
+            }
+        })
+    }
+
+    /// Puts `op` in the log and waits until it is committed and applied.
+    pub async fn propose<O: TypedOp>(&self, op: O) -> Result<O::Output, ProposeError> {
+        self.submit(op).await?.await
+    }
+
+    /// Queues one produce request's partitions; the future answers each, in order. A
+    /// transactional request (every batch transactional) may be answered once stamped (see
+    /// `entry::Proposal::ProduceTransactional`).
+    pub async fn submit_produce(
+        &self,
+        appends: Vec<UnstampedAppend>,
+        transactional: bool,
+    ) -> Result<impl std::future::Future<Output = Produced>, ProposeError> {
+        let proposal =
+            if transactional { Proposal::ProduceTransactional(appends) } else { Proposal::Produce(appends) };
+        let rx = self.enqueue(proposal).await?;
+        Ok(async move {
+            match rx.await.map_err(|_| ProposeError::Fatal("proposer dropped the request".into()))?? {
+                Answer::Produced(parts) => Ok(parts),
+                Answer::Op(result) => fatal::invariant(&format!("a produce was answered with {result:?}")),
+            }
+        })
+    }
+
+    /// Makes sure this term's takeover entry (DESIGN §4) is in the log, without proposing
+    /// anything else.
+    pub async fn take_over(&self) -> Result<(), ProposeError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Queued::TakeOver(reply))
+            .await
+            .map_err(|_| ProposeError::Fatal("proposer stopped".into()))?;
+        rx.await.map_err(|_| ProposeError::Fatal("proposer dropped the request".into()))?
+    }
+}
+
+/// The op's own result; another shape means apply is broken, and the node stops.
+fn typed<O: TypedOp>(result: OpResult) -> O::Output {
+    match O::output(result) {
+        Ok(output) => output,
+        Err(other) => {
+            fatal::invariant(&format!("an op of {} was answered with {other:?}", std::any::type_name::<O>()))
+        }
+    }
+}
+
+struct Sequencer {
+    options: ProposerOptions,
+    /// Term in which the applied state was last known complete.
+    term: u64,
+    /// Term whose takeover entry is in the log (DESIGN §4).
+    takeover_term: u64,
+}
+
+async fn run(mut seq: Sequencer, mut rx: mpsc::Receiver<Queued>) {
+    while let Some(first) = rx.recv().await {
+        let mut queued = Vec::new();
+        let mut takeovers = Vec::new();
+        let mut bytes = 0;
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            match item {
+                Queued::Proposal(proposal, reply) => {
+                    bytes += proposal.size_bytes();
+                    queued.push((proposal, reply));
+                }
+                Queued::TakeOver(reply) => takeovers.push(reply),
+            }
+            if bytes < limits::PROPOSAL_BYTES_MAX && queued.len() < limits::PROPOSAL_OPS_MAX {
+                next = rx.try_recv().ok();
+            }
+        }
+        let ready = seq.prepare().await;
+        for reply in takeovers {
+            let _ = reply.send(ready.clone().map(|_| ()));
+        }
+        match ready {
+            Ok(term) => seq.propose_batch(term, queued).await,
+            Err(e) => queued.into_iter().for_each(|(_, reply)| drop(reply.send(Err(e.clone())))),
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+fn propose_error(e: RaftError<u64, ClientWriteError<u64, crate::raft::NodeAddr>>) -> ProposeError {
+    match e {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(_)) => ProposeError::NotLeader,
+        other => ProposeError::Fatal(other.to_string()),
+    }
+}
+
+impl Sequencer {
+    /// The current term once this node leads, has applied its whole log and has its takeover
+    /// entry in the log.
+    async fn prepare(&mut self) -> Result<u64, ProposeError> {
+        let term = self.ready_term().await?;
+        if self.takeover_term != term {
+            if let Err(e) = self.take_over(term).await {
+                self.term = 0;
+                return Err(e);
+            }
+            self.takeover_term = term;
+        }
+        Ok(term)
+    }
+
+    async fn propose_batch(&mut self, term: u64, queued: Vec<(Proposal, Reply)>) {
+        let stamp = LeaderStamp { now_ms: now_ms(), term: term as i32 };
+        let (proposals, replies): (Vec<Proposal>, Vec<Reply>) = queued.into_iter().unzip();
+        let built = self
+            .options
+            .applied
+            .state(|state| entry::build_entry(state, stamp, &self.options.entry, proposals));
+        let mut waiting = Vec::new();
+        for (decision, reply) in built.decisions.into_iter().zip(replies) {
+            match decision {
+                Decision::Answered(answer) => drop(reply.send(Ok(answer))),
+                Decision::Waiting(w) => waiting.push((w, reply)),
+            }
+        }
+        if built.command.ops.is_empty() {
+            assert!(waiting.is_empty(), "only proposals with ops in the entry wait for it");
+            return;
+        }
+        let op_count = built.command.ops.len();
+        match self.options.raft.client_write(built.command).await {
+            Ok(response) => {
+                let results = response.data.results;
+                assert_eq!(results.len(), op_count, "one result per proposed op");
+                for (w, reply) in waiting {
+                    let _ = reply.send(Ok(w.answer(&results)));
+                }
+            }
+            Err(e) => {
+                let err = propose_error(e);
+                // The entry may still commit later under a new leader; this node re-reads the
+                // applied state before it stamps again.
+                self.term = 0;
+                let code = match err {
+                    ProposeError::NotLeader => error_code::NOT_LEADER_OR_FOLLOWER,
+                    ProposeError::Fatal(_) => error_code::KAFKA_STORAGE_ERROR,
+                };
+                for (w, reply) in waiting {
+                    let _ = reply.send(w.failed(code, &err.to_string()).ok_or_else(|| err.clone()));
+                }
+            }
+        }
+    }
+
+    /// DESIGN §4: the takeover entry, before anything else of this term is proposed.
+    async fn take_over(&mut self, term: u64) -> Result<(), ProposeError> {
+        let ops: Vec<Op> =
+            self.options.applied.state(|state| entry::takeover_ops(state, &self.options.limits));
+        if ops.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(term, ops = ops.len(), "proposing the takeover entry (limits, open transactions)");
+        let command = Command { stamp: LeaderStamp { now_ms: now_ms(), term: term as i32 }, ops };
+        self.options.raft.client_write(command).await.map(|_| ()).map_err(propose_error)
+    }
+
+    /// Returns the current term once this node leads and has applied its whole log.
+    async fn ready_term(&mut self) -> Result<u64, ProposeError> {
+        let mut metrics = self.options.raft.metrics();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let (leader, term, last_log, applied) = {
+                let m = metrics.borrow();
+                (m.current_leader, m.current_term, m.last_log_index, m.last_applied.map(|l| l.index))
+            };
+            if leader != Some(self.options.node_id) {
+                return Err(ProposeError::NotLeader);
+            }
+            if self.term == term || applied >= last_log {
+                self.term = term;
+                return Ok(term);
+            }
+            if tokio::time::timeout_at(deadline, metrics.changed()).await.is_err() {
+                return Err(ProposeError::NotLeader);
+            }
+        }
+    }
+}
+
+/// Shared with the produce handler: the proposer and the handler agree on what counts as a
+/// LogAppendTime topic.
+pub fn is_log_append_time(applied: &AppliedView, options: &EntryOptions, topic: &str) -> bool {
+    applied.state(|state| entry::is_log_append_time(state, options, topic))
+}

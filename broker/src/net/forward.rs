@@ -1,0 +1,78 @@
+//! Forwarding to the leader over the Kafka protocol, for requests any broker must accept but
+//! only the leader can put in the log: Metadata's topic auto-creation (Kafka brokers forward
+//! it to the controller the same way) and InitProducerId (Java's idempotent producer has no
+//! coordinator to move to on NOT_COORDINATOR).
+
+use std::time::Duration;
+
+use anyhow::Context;
+use bytes::BytesMut;
+use kafka_compat::codec::{decode_response, encode_request};
+use kafka_compat::frame::{frame_body_len, FRAME_PREFIX_BYTES};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, RequestKind, ResponseKind};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::ctx::Ctx;
+use crate::limits;
+
+const CREATE_TOPICS_VERSION: i16 = 5;
+
+/// Client id of forwarded requests: the leader never forwards one again.
+pub const FORWARDED_CLIENT_ID: &str = "onelog-forward";
+
+/// Sends one request to the leader's Kafka listener and returns its response body.
+pub async fn to_leader(
+    ctx: &Ctx,
+    api_key: ApiKey,
+    version: i16,
+    body: RequestKind,
+) -> anyhow::Result<ResponseKind> {
+    let leader = ctx.leader_id().context("no leader")?;
+    let broker = ctx
+        .leadership
+        .brokers()
+        .into_iter()
+        .find(|b| b.node_id as u64 == leader)
+        .context("leader address unknown")?;
+    let frame = encode_request(api_key, version, 1, FORWARDED_CLIENT_ID, &body)?;
+    let exchange = async {
+        let mut stream = TcpStream::connect((broker.host.as_str(), broker.port as u16)).await?;
+        stream.write_all(&frame).await?;
+        let mut prefix = [0u8; FRAME_PREFIX_BYTES];
+        stream.read_exact(&mut prefix).await?;
+        let len = frame_body_len(prefix, limits::FORWARD_RESPONSE_BYTES_MAX)?;
+        let mut response = BytesMut::zeroed(len);
+        stream.read_exact(&mut response).await?;
+        anyhow::Ok(decode_response(api_key, version, response.freeze())?.1)
+    };
+    tokio::time::timeout(Duration::from_millis(limits::FORWARD_TIMEOUT_MS), exchange)
+        .await
+        .with_context(|| format!("forwarded {api_key:?} timed out"))?
+}
+
+/// Asks the leader to create `names` with broker defaults, then waits until this node has
+/// applied them, so the caller's Metadata answer can describe them.
+pub async fn create_topics_on_leader(ctx: &Ctx, names: &[String]) -> anyhow::Result<()> {
+    let topics = names
+        .iter()
+        .map(|n| {
+            CreatableTopic::default()
+                .with_name(kafka_protocol::messages::TopicName(n.clone().into()))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+        })
+        .collect();
+    let body =
+        RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(topics).with_timeout_ms(5000));
+    to_leader(ctx, ApiKey::CreateTopics, CREATE_TOPICS_VERSION, body).await?;
+    let mut applied = ctx.applied.applied_index();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(limits::FORWARD_TIMEOUT_MS);
+    loop {
+        let known = { ctx.applied.read(|state| names.iter().all(|n| state.state.topics.contains_key(n))) };
+        if known || tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
+            return Ok(());
+        }
+    }
+}

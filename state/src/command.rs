@@ -1,0 +1,402 @@
+//! The commands carried by Raft log entries, and what applying them returns.
+//!
+//! One log entry holds one [`Command`]: every operation the leader aggregated from concurrent
+//! requests while the previous entry was in flight (DESIGN §2). Each [`Op`] applies
+//! all-or-nothing; ops in one entry are independent of each other. Everything an op needs —
+//! offsets, topic ids — is decided by the leader and carried in the op; time and term come
+//! once per entry ([`LeaderStamp`]) and limits from the replicated state
+//! ([`ReplicatedLimits`]), so apply stays a pure function.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::groups::CommitResult;
+use super::txns::{BrokerAbort, ProducerIdEpoch, TxnError};
+
+/// The payload of one Raft log entry (openraft's `D`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Command {
+    /// The leader's clock and term when it built the entry: the one source of time and
+    /// leader epoch for every op in it (apply reads no clock).
+    pub stamp: LeaderStamp,
+    pub ops: Vec<Op>,
+}
+
+/// One client-visible operation; applies all-or-nothing.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Op {
+    /// First leader of a fresh cluster names it.
+    InitCluster(InitClusterOp),
+    /// A new leader's limits, when they differ from the replicated ones (see [`ReplicatedLimits`]).
+    SetLimits(ReplicatedLimits),
+    /// One produce request: every partition it wrote, applied together (DRMQ's atomic write).
+    Produce(ProduceOp),
+    CreateTopics(CreateTopicsOp),
+    DeleteTopics(DeleteTopicsOp),
+    CreatePartitions(CreatePartitionsOp),
+    /// Retention, decided by the leader: move a partition's log start offset forward.
+    TrimLog(TrimLogOp),
+    /// InitProducerId of an idempotent producer (KIP-98): apply allocates the next id.
+    InitProducerId(InitProducerIdOp),
+    /// The leader's `producer.id.expiration.ms` duty: forget producers idle that long.
+    ExpireProducers(ExpireProducersOp),
+    /// One OffsetCommit request: every partition's committed offset for one group.
+    OffsetCommit(OffsetCommitOp),
+    /// A consumer group's rebalance completed (the leader member's SyncGroup): its generation
+    /// and members, so that after a failover the new leader still fences a zombie's commits.
+    CompleteGeneration(GenerationOp),
+    /// InitProducerId with a transactional id: allocate or bump, fencing the previous
+    /// instance (its open transaction is aborted in the same op).
+    InitTxnProducer(InitTxnProducerOp),
+    /// TxnOffsetCommit: offsets held by the open transaction until it ends.
+    TxnOffsetCommit(TxnOffsetCommitOp),
+    /// EndTxn: the one durable round of a transaction (DESIGN §1).
+    EndTxn(EndTxnOp),
+    /// The leader aborts open transactions: timed out, or open when it took over (DESIGN §4).
+    AbortTxns(AbortTxnsOp),
+    /// The leader's `transactional.id.expiration.ms` duty.
+    ExpireTransactionalIds(ExpireTransactionalIdsOp),
+    /// DeleteGroups: groups the leader's coordinator found empty, with their committed offsets
+    /// and recorded generation; one result per group.
+    DeleteGroups(DeleteGroupsOp),
+    /// OffsetDelete (KIP-496): committed offsets of partitions no live member subscribes to.
+    OffsetDelete(OffsetDeleteOp),
+}
+
+impl Op {
+    /// Whether applying the op may append transaction markers (control batches) to
+    /// partitions, taking offsets the entry builder does not stamp (see `entry`).
+    pub fn writes_markers(&self) -> bool {
+        matches!(self, Op::EndTxn(_) | Op::InitTxnProducer(_) | Op::AbortTxns(_))
+    }
+}
+
+/// The leader's clock and term, taken once per entry by the proposer and handed to apply:
+/// the LogAppendTime of batches, commit times, transaction start and end times, and the
+/// leader epoch of the markers an entry writes.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LeaderStamp {
+    pub now_ms: i64,
+    pub term: i32,
+}
+
+/// Limits every replica must apply alike. They are replicated state (`BrokerState::limits`),
+/// set by a leader whose own differ before its first other entry of a term, so a replica
+/// started with other settings still decides every op as the leader did.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReplicatedLimits {
+    /// Live idempotent and transactional producer ids, at most.
+    pub producer_ids_live_max: u64,
+    /// How long a producer must have been idle before allocation may evict it.
+    pub producer_id_eviction_idle_ms_min: i64,
+    /// Transactional ids, at most.
+    pub transactional_ids_max: usize,
+    /// Committed offset metadata, in bytes.
+    pub offset_metadata_bytes_max: usize,
+    /// Kafka's `transaction.max.timeout.ms`.
+    pub txn_timeout_ms_max: i32,
+    /// Kafka's `producer.id.expiration.ms`.
+    pub producer_id_expiration_ms: i64,
+    /// Kafka's `transactional.id.expiration.ms`.
+    pub transactional_id_expiration_ms: i64,
+}
+
+impl Default for ReplicatedLimits {
+    fn default() -> Self {
+        use crate::limits;
+        ReplicatedLimits {
+            producer_ids_live_max: limits::PRODUCER_IDS_LIVE_MAX,
+            producer_id_eviction_idle_ms_min: limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN,
+            transactional_ids_max: limits::TRANSACTIONAL_IDS_MAX,
+            offset_metadata_bytes_max: limits::OFFSET_METADATA_BYTES_MAX,
+            txn_timeout_ms_max: limits::TXN_TIMEOUT_MS_MAX_DEFAULT,
+            producer_id_expiration_ms: limits::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+            transactional_id_expiration_ms: limits::TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InitClusterOp {
+    pub cluster_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InitTxnProducerOp {
+    pub transactional_id: String,
+    pub timeout_ms: i32,
+    /// KIP-360: the producer's current id and epoch, when it sends them.
+    pub expected: Option<ProducerIdEpoch>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TxnOffsetCommitOp {
+    pub transactional_id: String,
+    pub producer: ProducerIdEpoch,
+    pub group_id: String,
+    /// KIP-447: the consumer's generation and member, or -1 / "" from older clients.
+    pub generation_id: i32,
+    pub member_id: String,
+    pub commits: Vec<OffsetCommitEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EndTxnOp {
+    pub transactional_id: String,
+    pub producer: ProducerIdEpoch,
+    pub commit: bool,
+    /// KIP-890 part 2 (EndTxn v5): bump the epoch and return it.
+    pub bump_epoch: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AbortTxnsOp {
+    pub reason: BrokerAbort,
+    /// Each transaction as the leader saw it open; one that has moved on since is left alone.
+    pub transactions: Vec<(String, ProducerIdEpoch)>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DeleteGroupsOp {
+    pub groups: Vec<GroupDeletion>,
+}
+
+/// One group of a DeleteGroups request, as the leader's coordinator saw it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GroupDeletion {
+    pub group_id: String,
+    /// The coordinator's generation of the empty group: a recorded generation with members at
+    /// or above it means the coordinator's view was older than the log (NON_EMPTY_GROUP).
+    pub generation_id: i32,
+}
+
+/// The partitions of one OffsetDelete request whose offsets the leader found deletable;
+/// apply answers `Ok`, or a refusal with GROUP_ID_NOT_FOUND.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OffsetDeleteOp {
+    pub group_id: String,
+    /// (topic, partition); a partition without a committed offset is simply not there.
+    pub partitions: Vec<(String, i32)>,
+}
+
+/// One completed generation of a classic consumer group (see `groups`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GenerationOp {
+    pub group_id: String,
+    pub generation_id: i32,
+    pub protocol_type: String,
+    pub protocol_name: String,
+    pub members: Vec<GenerationMember>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GenerationMember {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub session_timeout_ms: i32,
+    pub rebalance_timeout_ms: i32,
+}
+
+/// The commits of one OffsetCommit request; one result per commit. The commit time is the
+/// entry's stamp.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OffsetCommitOp {
+    pub group_id: String,
+    /// -1 for consumers that manage assignment themselves (and admin clients).
+    pub generation_id: i32,
+    pub member_id: String,
+    pub commits: Vec<OffsetCommitEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OffsetCommitEntry {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: Option<String>,
+}
+
+/// InitProducerId of an idempotent producer: everything allocation depends on is the entry's
+/// stamp and the replicated limits, so replicas running with other settings decide alike.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct InitProducerIdOp {}
+
+/// Forget producers idle for `ReplicatedLimits::producer_id_expiration_ms` at the stamp.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ExpireProducersOp {}
+
+/// Forget transactional ids idle for `ReplicatedLimits::transactional_id_expiration_ms`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ExpireTransactionalIdsOp {}
+
+/// One produce request's partitions; their LogAppendTime is the entry's stamp.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProduceOp {
+    pub partitions: Vec<PartitionAppend>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartitionAppend {
+    pub topic: String,
+    pub partition: i32,
+    /// Batches exactly as the client sent them, with baseOffset/partitionLeaderEpoch stamped.
+    pub batches: Vec<Bytes>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreateTopicsOp {
+    pub topics: Vec<NewTopic>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewTopic {
+    pub name: String,
+    pub topic_id: [u8; 16],
+    pub partitions: i32,
+    pub replication_factor: i16,
+    pub configs: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeleteTopicsOp {
+    pub names: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreatePartitionsOp {
+    pub topics: Vec<NewPartitions>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewPartitions {
+    pub topic: String,
+    pub count: i32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrimLogOp {
+    pub trims: Vec<TrimLog>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrimLog {
+    pub topic: String,
+    pub partition: i32,
+    pub log_start_offset: i64,
+}
+
+/// What applying one entry returns (openraft's `R`): one result per op, in order.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CommandResponse {
+    pub results: Vec<OpResult>,
+}
+
+/// A Kafka error code and message for a request as a whole.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Refusal {
+    pub error_code: i16,
+    pub message: String,
+}
+
+/// One item's outcome (a topic created, a commit stored, a group deleted): Kafka error code
+/// and, for errors, a message.
+pub type ItemResult = (i16, Option<String>);
+
+/// What applying one op returns. Each op has exactly one shape of result; [`TypedOp`] names
+/// it, so a proposer hands every caller its own op's result type.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum OpResult {
+    /// Ops that answer nothing but success.
+    Done,
+    /// Produce: per partition of the op, in order, or the op as a whole refused.
+    Produced(Result<Vec<PartitionProduced>, Refusal>),
+    /// Per-item error codes (topics created, deleted, partitions added, offsets committed,
+    /// groups deleted), in request order.
+    Items(Vec<ItemResult>),
+    /// InitProducerId: the new id, epoch 0.
+    ProducerId(Result<ProducerIdEpoch, Refusal>),
+    /// InitProducerId (transactional) and EndTxn: the id and epoch the client uses next.
+    Txn(Result<ProducerIdEpoch, TxnError>),
+    /// TxnOffsetCommit: one result per commit, or the transaction-level refusal.
+    TxnOffsets(Result<Vec<CommitResult>, TxnError>),
+    /// OffsetDelete.
+    Deleted(Result<(), Refusal>),
+}
+
+/// An op with its own result type: what a caller of the proposer gets back for it.
+pub trait TypedOp: Into<Op> {
+    type Output;
+    /// The op's result out of the entry's; `Err` returns a result of another shape, which
+    /// only a broken apply could produce.
+    fn output(result: OpResult) -> Result<Self::Output, OpResult>;
+}
+
+macro_rules! typed_op {
+    ($op:ty, $variant:ident, $output:ty, |$r:ident| $pattern:pat => $value:expr) => {
+        impl From<$op> for Op {
+            fn from(op: $op) -> Op {
+                Op::$variant(op)
+            }
+        }
+        impl TypedOp for $op {
+            type Output = $output;
+            fn output($r: OpResult) -> Result<$output, OpResult> {
+                match $r {
+                    $pattern => Ok($value),
+                    other => Err(other),
+                }
+            }
+        }
+    };
+}
+
+typed_op!(InitClusterOp, InitCluster, (), |r| OpResult::Done => ());
+typed_op!(ReplicatedLimits, SetLimits, (), |r| OpResult::Done => ());
+typed_op!(CreateTopicsOp, CreateTopics, Vec<ItemResult>, |r| OpResult::Items(items) => items);
+typed_op!(DeleteTopicsOp, DeleteTopics, Vec<ItemResult>, |r| OpResult::Items(items) => items);
+typed_op!(CreatePartitionsOp, CreatePartitions, Vec<ItemResult>, |r| OpResult::Items(items) => items);
+typed_op!(TrimLogOp, TrimLog, (), |r| OpResult::Done => ());
+typed_op!(InitProducerIdOp, InitProducerId, Result<ProducerIdEpoch, Refusal>, |r| OpResult::ProducerId(id) => id);
+typed_op!(ExpireProducersOp, ExpireProducers, (), |r| OpResult::Done => ());
+typed_op!(OffsetCommitOp, OffsetCommit, Vec<ItemResult>, |r| OpResult::Items(items) => items);
+typed_op!(GenerationOp, CompleteGeneration, (), |r| OpResult::Done => ());
+typed_op!(InitTxnProducerOp, InitTxnProducer, Result<ProducerIdEpoch, TxnError>, |r| OpResult::Txn(id) => id);
+typed_op!(TxnOffsetCommitOp, TxnOffsetCommit, Result<Vec<CommitResult>, TxnError>, |r| OpResult::TxnOffsets(o) => o);
+typed_op!(EndTxnOp, EndTxn, Result<ProducerIdEpoch, TxnError>, |r| OpResult::Txn(id) => id);
+typed_op!(AbortTxnsOp, AbortTxns, (), |r| OpResult::Done => ());
+typed_op!(ExpireTransactionalIdsOp, ExpireTransactionalIds, (), |r| OpResult::Done => ());
+typed_op!(DeleteGroupsOp, DeleteGroups, Vec<ItemResult>, |r| OpResult::Items(items) => items);
+typed_op!(OffsetDeleteOp, OffsetDelete, Result<(), Refusal>, |r| OpResult::Deleted(d) => d);
+
+impl From<ProduceOp> for Op {
+    fn from(op: ProduceOp) -> Op {
+        Op::Produce(op)
+    }
+}
+
+/// One partition's produce outcome. A duplicate batch (KIP-98) gets NONE and the offsets and
+/// append time of the batch it repeats.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PartitionProduced {
+    pub error_code: i16,
+    pub message: Option<String>,
+    pub base_offset: i64,
+    pub log_start_offset: i64,
+    /// Leader clock of the op that appended the batch (the LogAppendTime of such topics).
+    pub append_time_ms: i64,
+}
+
+impl PartitionProduced {
+    pub fn error(error_code: i16, message: impl Into<String>) -> Self {
+        PartitionProduced {
+            error_code,
+            message: Some(message.into()),
+            base_offset: -1,
+            log_start_offset: -1,
+            append_time_ms: -1,
+        }
+    }
+}

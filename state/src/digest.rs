@@ -1,0 +1,50 @@
+//! Digests of what apply produces, for comparing replicas: the state (its serialized bytes)
+//! and the stream of effects (every partition file change, byte for byte). Two replicas that
+//! applied the same log must agree on both after every entry.
+
+use crate::effect::Effect;
+use crate::BrokerState;
+
+/// CRC32C of the state's serialized form. `BrokerState` holds only ordered collections, so
+/// equal states serialize to equal bytes.
+pub fn state_digest(state: &BrokerState) -> u32 {
+    let bytes = bincode::serialize(state).expect("the broker state serializes");
+    crc32c::crc32c(&bytes)
+}
+
+/// A running CRC32C over the effects applied so far, in order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EffectsDigest {
+    pub crc: u32,
+    pub count: u64,
+}
+
+impl EffectsDigest {
+    pub fn add(&mut self, effect: &Effect) {
+        let mut part = |bytes: &[u8]| self.crc = crc32c::crc32c_append(self.crc, bytes);
+        match effect {
+            Effect::CreatePartitionLog { topic_id, partition } => {
+                part(&[0]);
+                part(topic_id);
+                part(&partition.to_be_bytes());
+            }
+            Effect::Append { topic_id, partition, batch } => {
+                part(&[1]);
+                part(topic_id);
+                part(&partition.to_be_bytes());
+                part(batch);
+            }
+            Effect::DeleteTopicLogs { topic_id } => {
+                part(&[2]);
+                part(topic_id);
+            }
+            Effect::TrimLog { topic_id, partition, log_start_offset } => {
+                part(&[3]);
+                part(topic_id);
+                part(&partition.to_be_bytes());
+                part(&log_start_offset.to_be_bytes());
+            }
+        }
+        self.count += 1;
+    }
+}

@@ -1,0 +1,440 @@
+//! The leader's entry builder (DESIGN §2): turns the requests queued while the previous entry
+//! was in flight into one [`Command`], and decides how each request is answered.
+//!
+//! The proposer (in the broker) hands over the queue, the applied state, which is complete
+//! because only one entry is in flight and a leader first applies every entry of earlier terms
+//! (DESIGN §4), and the entry's [`LeaderStamp`]. This module stamps every produce batch with its
+//! offset and the leader's term, and returns a [`Decision`] per request: answered now (an error,
+//! a duplicate of a committed batch, a transactional write whose stamp is its answer), or once
+//! the entry applies. It sends nothing; the proposer delivers the answers.
+//!
+//! Idempotent batches (KIP-98) are checked here against the applied producer state plus what
+//! earlier ops of the same entry append (`producers::Pending`): a duplicate is answered with its
+//! original offset and not proposed, a partition that fails the check is answered with its
+//! error and left out, and the rest of the request is still one all-or-nothing op. Apply runs
+//! the same check again and refuses the op if its answer differs.
+
+use std::collections::BTreeMap;
+
+use kafka_compat::batch::{parse_header, stamp_batch, BatchHeader, BatchStamp, ValidBatch};
+use kafka_compat::error_code;
+
+use crate::command::{
+    AbortTxnsOp, Command, LeaderStamp, Op, OpResult, PartitionAppend, PartitionProduced, ProduceOp,
+    ReplicatedLimits,
+};
+use crate::producers::{BatchMeta, BatchSeq, Pending, Verdict};
+use crate::txns::{BrokerAbort, ProducerIdEpoch, TxnState};
+use crate::BrokerState;
+
+/// A produce op before the leader has stamped it.
+#[derive(Debug)]
+pub struct UnstampedAppend {
+    pub topic: String,
+    pub partition: i32,
+    pub batches: Vec<ValidBatch>,
+}
+
+/// What a handler asks the proposer to put in the log.
+#[derive(Debug)]
+pub enum Proposal {
+    Op(Op),
+    Produce(Vec<UnstampedAppend>),
+    /// Transactional batches only: answered once stamped, before the entry is committed
+    /// (DESIGN §1, §4), when the transaction is already open in the committed state (see
+    /// [`txn_is_open`]). Safe because nothing of a transaction becomes visible before its
+    /// EndTxn entry, which this leader proposes after this one, so it commits only with it; and
+    /// if this leader's term ends first, the next leader aborts the open transaction (the
+    /// takeover abort, [`takeover_ops`]) and the client's EndTxn fails with an abortable error.
+    ProduceTransactional(Vec<UnstampedAppend>),
+}
+
+impl Proposal {
+    /// Roughly what the proposal adds to an entry, for the entry's byte limit.
+    pub fn size_bytes(&self) -> usize {
+        match self {
+            Proposal::Produce(appends) | Proposal::ProduceTransactional(appends) => {
+                appends.iter().flat_map(|a| a.batches.iter()).map(|b| b.bytes.len()).sum::<usize>() + 64
+            }
+            // Ops other than produce are small, except commits with metadata: count them.
+            Proposal::Op(op) => bincode::serialized_size(op).map_or(256, |n| n as usize),
+        }
+    }
+}
+
+/// What the leader's settings add to stamping (the rest comes from the replicated state).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EntryOptions {
+    /// The broker's `log.message.timestamp.type` is LogAppendTime (topics may override it).
+    pub log_append_time_default: bool,
+}
+
+/// The answer to one proposal.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// `Proposal::Op`: the op's result.
+    Op(OpResult),
+    /// A produce proposal: one result per partition, in request order.
+    Produced(Vec<PartitionProduced>),
+}
+
+/// How one proposal is answered.
+#[derive(Debug)]
+pub enum Decision {
+    /// Now: nothing in the entry decides it.
+    Answered(Answer),
+    /// Once the entry is applied (or has failed).
+    Waiting(Waiting),
+}
+
+/// One entry's command and a decision per proposal, in proposal order. The command may have
+/// no ops (every proposal was decided at stamping): nothing is to be proposed then.
+#[derive(Debug)]
+pub struct Entry {
+    pub command: Command,
+    pub decisions: Vec<Decision>,
+}
+
+/// Builds one entry from the queued proposals, in queue order, against `state` (the applied
+/// state).
+pub fn build_entry(
+    state: &BrokerState,
+    stamp: LeaderStamp,
+    options: &EntryOptions,
+    proposals: Vec<Proposal>,
+) -> Entry {
+    let mut entry = EntryBuilder::new(state, stamp, options);
+    let mut decisions = Vec::with_capacity(proposals.len());
+    // Ops that write transaction markers go after every produce op of the entry: a marker
+    // takes the next offset of its partitions when applied, which would shift the offsets
+    // stamped into a later produce op of the same entry (and a transactional produce has
+    // already been answered with them). The proposals were queued together, unanswered, so
+    // either order is one the clients could have seen.
+    let mut deferred = Vec::new();
+    for proposal in proposals {
+        let decision = match proposal {
+            Proposal::Op(op) => {
+                if matches!(op, Op::InitProducerId(_) | Op::InitTxnProducer(_)) {
+                    entry.producer_ids_allocated += 1;
+                }
+                if op.writes_markers() {
+                    deferred.push((decisions.len(), op));
+                    // Replaced below, once the op's place in the entry is known.
+                    Decision::Waiting(Waiting::Op(usize::MAX))
+                } else {
+                    entry.ops.push(op);
+                    Decision::Waiting(Waiting::Op(entry.ops.len() - 1))
+                }
+            }
+            Proposal::Produce(appends) => {
+                let slots = entry.add_produce(appends);
+                if slots.iter().all(|s| matches!(s, Slot::Decided(_))) {
+                    Decision::Answered(Answer::Produced(slots.into_iter().map(|s| s.answer(&[])).collect()))
+                } else {
+                    Decision::Waiting(Waiting::Produce(slots))
+                }
+            }
+            Proposal::ProduceTransactional(appends) => {
+                let open = appends.iter().flat_map(|a| &a.batches).all(|b| txn_is_open(state, &b.header));
+                let slots = entry.add_produce(appends);
+                if slots.iter().all(|s| matches!(s, Slot::Decided(_))) {
+                    // Nothing goes into the entry for it, so nothing would answer it later.
+                    Decision::Answered(Answer::Produced(slots.into_iter().map(|s| s.answer(&[])).collect()))
+                } else if !open || slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. })) {
+                    // A retry queued behind its original is answered only with the original's op.
+                    Decision::Waiting(Waiting::Produce(slots))
+                } else {
+                    let stamped = slots.into_iter().map(|s| entry.stamped_answer(s)).collect();
+                    Decision::Answered(Answer::Produced(stamped))
+                }
+            }
+        };
+        decisions.push(decision);
+    }
+    for (index, op) in deferred {
+        entry.ops.push(op);
+        decisions[index] = Decision::Waiting(Waiting::Op(entry.ops.len() - 1));
+    }
+    Entry { command: Command { stamp, ops: entry.ops }, decisions }
+}
+
+/// What a new leader proposes, as its own entry, before anything else in its term: its limits
+/// when the replicated ones differ, and (DESIGN §4) the abort of every transaction still open
+/// once every entry of earlier terms is applied. Such a transaction may have writes
+/// acknowledged by an earlier leader that never reached this log; one whose EndTxn made it into
+/// the log is complete and left alone. Its own entry: the abort markers move log ends that
+/// later stamping must see.
+pub fn takeover_ops(state: &BrokerState, limits: &ReplicatedLimits) -> Vec<Op> {
+    let mut ops = Vec::new();
+    if state.limits != *limits {
+        ops.push(Op::SetLimits(*limits));
+    }
+    let txns = &state.txns;
+    let open: Vec<_> = txns
+        .open_ids()
+        .into_iter()
+        .map(|id| {
+            let meta = &txns.by_id[&id];
+            (id, ProducerIdEpoch { producer_id: meta.producer_id, producer_epoch: meta.producer_epoch })
+        })
+        .collect();
+    if !open.is_empty() {
+        ops.push(Op::AbortTxns(AbortTxnsOp { reason: BrokerAbort::Takeover, transactions: open }));
+    }
+    ops
+}
+
+/// Whether the batch's transaction is already open in the applied (committed) state. Only
+/// then may its produce be answered before commit: a new leader aborts every transaction the
+/// log shows open, but one whose only writes never reached the log looks like the previous,
+/// completed transaction of the same epoch (transactions v1), and the client's EndTxn(commit)
+/// would be taken for a retry and succeed without its data. So the first write of every
+/// transaction waits for its entry to commit; the ones after it are answered once stamped.
+pub fn txn_is_open(state: &BrokerState, header: &BatchHeader) -> bool {
+    state.txns.by_producer(header.producer_id).is_some_and(|(_, meta)| {
+        meta.state == TxnState::Ongoing && meta.producer_epoch == header.producer_epoch
+    })
+}
+
+/// How a proposal in the entry is answered once the entry is applied.
+#[derive(Debug)]
+pub enum Waiting {
+    /// `Proposal::Op`: the result of that op.
+    Op(usize),
+    /// A produce proposal: one slot per partition, in request order.
+    Produce(Vec<Slot>),
+}
+
+impl Waiting {
+    /// The answer from the applied entry's results, one per op.
+    pub fn answer(self, results: &[OpResult]) -> Answer {
+        match self {
+            Waiting::Op(op) => Answer::Op(results[op].clone()),
+            Waiting::Produce(slots) => {
+                Answer::Produced(slots.into_iter().map(|s| s.answer(results)).collect())
+            }
+        }
+    }
+
+    /// The answer when the entry did not commit here: partitions decided at stamping keep
+    /// their answer, the others get `error_code`. None for an op: its caller gets the error.
+    pub fn failed(self, error_code: i16, message: &str) -> Option<Answer> {
+        match self {
+            Waiting::Op(_) => None,
+            Waiting::Produce(slots) => {
+                let failed = PartitionProduced::error(error_code, message);
+                Some(Answer::Produced(
+                    slots
+                        .into_iter()
+                        .map(|s| match s {
+                            Slot::Decided(result) => result,
+                            _ => failed.clone(),
+                        })
+                        .collect(),
+                ))
+            }
+        }
+    }
+}
+
+/// One partition of a produce proposal, as stamping left it.
+#[derive(Debug)]
+pub enum Slot {
+    /// Answered from the applied state: an error, or a duplicate of a committed batch.
+    Decided(PartitionProduced),
+    /// Appended as partition `index` of op `op`.
+    Appended { op: usize, index: usize },
+    /// A duplicate of a batch that op `op` of this entry appends (a retry queued behind its
+    /// original): true only if that op applies, so it is never answered before the entry.
+    DuplicateInEntry { op: usize, result: PartitionProduced },
+}
+
+impl Slot {
+    fn answer(self, results: &[OpResult]) -> PartitionProduced {
+        match self {
+            Slot::Decided(result) => result,
+            Slot::Appended { op, index } => match results.get(op) {
+                Some(OpResult::Produced(Ok(parts))) => parts[index].clone(),
+                other => refusal(other),
+            },
+            Slot::DuplicateInEntry { op, result } => match results.get(op) {
+                Some(OpResult::Produced(Ok(_))) => result,
+                other => refusal(other),
+            },
+        }
+    }
+}
+
+fn refusal(result: Option<&OpResult>) -> PartitionProduced {
+    match result {
+        Some(OpResult::Produced(Err(refusal))) => {
+            PartitionProduced::error(refusal.error_code, &refusal.message)
+        }
+        // Apply answers a produce op with `Produced`, always; anything else is a broken apply.
+        other => panic!("a produce op was answered with {other:?}"),
+    }
+}
+
+/// The entry being built: its ops, and the offsets and producer state they will leave.
+struct EntryBuilder<'a> {
+    state: &'a BrokerState,
+    stamp: LeaderStamp,
+    options: &'a EntryOptions,
+    ops: Vec<Op>,
+    next_offset: BTreeMap<(String, i32), i64>,
+    producers: Pending,
+    /// (topic, partition, base offset) of each idempotent batch this entry appends → its op.
+    entry_batches: BTreeMap<(String, i32, i64), usize>,
+    /// InitProducerId ops in this entry: each may add a live producer id.
+    producer_ids_allocated: u64,
+}
+
+impl<'a> EntryBuilder<'a> {
+    fn new(state: &'a BrokerState, stamp: LeaderStamp, options: &'a EntryOptions) -> Self {
+        EntryBuilder {
+            state,
+            stamp,
+            options,
+            ops: Vec::new(),
+            next_offset: BTreeMap::new(),
+            producers: Pending::default(),
+            entry_batches: BTreeMap::new(),
+            producer_ids_allocated: 0,
+        }
+    }
+
+    /// Adds one produce request: the partitions that pass become one op.
+    fn add_produce(&mut self, appends: Vec<UnstampedAppend>) -> Vec<Slot> {
+        let op = self.ops.len();
+        let mut partitions = Vec::new();
+        let mut slots = Vec::with_capacity(appends.len());
+        for append in appends {
+            match self.check(&append) {
+                Ok(seq) => {
+                    slots.push(Slot::Appended { op, index: partitions.len() });
+                    partitions.push(self.stamp_append(append, seq, op));
+                }
+                Err(slot) => slots.push(slot),
+            }
+        }
+        if !partitions.is_empty() {
+            self.ops.push(Op::Produce(ProduceOp { partitions }));
+        }
+        slots
+    }
+
+    /// Whether `append` goes into the entry (with its idempotent batch, if any); if not, its
+    /// answer.
+    fn check(&self, append: &UnstampedAppend) -> Result<Option<BatchSeq>, Slot> {
+        let (topic, p) = (&append.topic, append.partition);
+        let decided = |code, message: String| Slot::Decided(PartitionProduced::error(code, message));
+        let Some(partition) = self.state.partition(topic, p) else {
+            return Err(decided(
+                error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                format!("{topic}-{p} does not exist"),
+            ));
+        };
+        let seqs: Vec<BatchSeq> = append.batches.iter().filter_map(|b| BatchSeq::of(&b.header)).collect();
+        let seq = match (seqs.as_slice(), append.batches.len()) {
+            ([], _) => return Ok(None),
+            ([seq], 1) => *seq,
+            // The produce handler refuses these; Kafka allows one batch per partition (v3+).
+            _ => {
+                return Err(decided(error_code::INVALID_RECORD, "one idempotent batch per partition".into()))
+            }
+        };
+        match self.producers.check(&self.state.producers, topic, p, &seq) {
+            Verdict::Append => {}
+            Verdict::Duplicate(meta) => {
+                let result = PartitionProduced {
+                    error_code: error_code::NONE,
+                    message: None,
+                    base_offset: meta.base_offset,
+                    log_start_offset: partition.log_start_offset,
+                    append_time_ms: meta.append_time_ms,
+                };
+                return Err(match self.entry_batches.get(&(topic.clone(), p, meta.base_offset)) {
+                    Some(&op) => Slot::DuplicateInEntry { op, result },
+                    None => Slot::Decided(result),
+                });
+            }
+            Verdict::Reject { error_code, message } => return Err(decided(error_code, message)),
+        }
+        if self.producers.is_new(&self.state.producers, seq.producer_id) {
+            // Counted high: InitProducerId ops in the entry may evict as well as add.
+            let live = self.state.producers.live.len() as u64
+                + self.producers.new_producer_ids() as u64
+                + self.producer_ids_allocated;
+            if live >= self.state.limits.producer_ids_live_max {
+                // Retriable: the producer keeps its sequence and retries until there is room.
+                let message = format!("{live} live producer ids, the limit; retry later");
+                return Err(decided(error_code::NOT_ENOUGH_REPLICAS, message));
+            }
+        }
+        Ok(Some(seq))
+    }
+
+    /// The answer for a slot from its stamp alone (transactional produce, see `Proposal`).
+    fn stamped_answer(&self, slot: Slot) -> PartitionProduced {
+        let Slot::Appended { op, index } = slot else { return slot.answer(&[]) };
+        let Op::Produce(produce) = &self.ops[op] else { unreachable!("a produce slot names a produce op") };
+        let append = &produce.partitions[index];
+        let header = parse_header(&append.batches[0]).expect("stamped by this builder");
+        let log_start_offset =
+            self.state.partition(&append.topic, append.partition).map_or(0, |p| p.log_start_offset);
+        PartitionProduced {
+            error_code: error_code::NONE,
+            message: None,
+            base_offset: header.base_offset,
+            log_start_offset,
+            append_time_ms: self.stamp.now_ms,
+        }
+    }
+
+    /// Stamps offsets and the term into `append`'s batches and records its idempotent batch.
+    fn stamp_append(&mut self, append: UnstampedAppend, seq: Option<BatchSeq>, op: usize) -> PartitionAppend {
+        let partition = self.state.partition(&append.topic, append.partition).expect("checked");
+        let now = self.stamp.now_ms;
+        let log_append_time = is_log_append_time(self.state, self.options, &append.topic).then_some(now);
+        let offset = self
+            .next_offset
+            .entry((append.topic.clone(), append.partition))
+            .or_insert(partition.log_end_offset);
+        let base_offset = *offset;
+        let batches = append
+            .batches
+            .iter()
+            .map(|b| {
+                let stamp = BatchStamp {
+                    base_offset: *offset,
+                    partition_leader_epoch: self.stamp.term,
+                    log_append_time_ms: log_append_time,
+                };
+                *offset += i64::from(b.header.last_offset_delta) + 1;
+                stamp_batch(&b.bytes, stamp)
+            })
+            .collect();
+        let last_offset = *offset - 1;
+        if let Some(seq) = seq {
+            let meta = BatchMeta {
+                first_seq: seq.first_seq,
+                last_seq: seq.last_seq,
+                base_offset,
+                last_offset,
+                append_time_ms: now,
+            };
+            self.producers.record(&self.state.producers, &append.topic, append.partition, &seq, meta);
+            self.entry_batches.insert((append.topic.clone(), append.partition, base_offset), op);
+        }
+        PartitionAppend { topic: append.topic, partition: append.partition, batches }
+    }
+}
+
+/// Whether batches appended to `topic` get the leader's clock as their timestamp (Kafka's
+/// `message.timestamp.type`, the broker default unless the topic sets it).
+pub fn is_log_append_time(state: &BrokerState, options: &EntryOptions, topic: &str) -> bool {
+    match state.topics.get(topic).and_then(|t| t.configs.get("message.timestamp.type")) {
+        Some(configured) => configured == "LogAppendTime",
+        None => options.log_append_time_default,
+    }
+}

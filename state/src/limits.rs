@@ -1,0 +1,36 @@
+//! Limits the replicas must agree on: they decide what apply does, so every replica uses the
+//! leader's (see `command::ReplicatedLimits`, the replicated copy a leader proposes), never
+//! its own. Node-local limits (connections, buffers, timeouts) are in `broker::limits`.
+
+/// Producer ids with idempotence state kept at once (KIP-98), so a flood of producers (each
+/// InitProducerId, or produce with an unknown id) cannot exhaust memory; the state is also in
+/// every checkpoint. Each (producer, partition) holds ~0.3 KiB. When full, InitProducerId
+/// evicts the least recently used producer idle for `PRODUCER_ID_EVICTION_IDLE_MS_MIN`, or is
+/// refused retriably; a produce that would add an id is refused retriably.
+pub const PRODUCER_IDS_LIVE_MAX: u64 = 50_000;
+
+/// Idle time after which a producer may be evicted to make room for a new one: longer than any
+/// client's retry window (librdkafka message.timeout.ms 300 s, Java delivery.timeout.ms 120 s
+/// by default), so no retry of an already appended batch can arrive after the eviction and be
+/// appended again (ms).
+pub const PRODUCER_ID_EVICTION_IDLE_MS_MIN: i64 = 15 * 60 * 1000;
+
+/// Batches remembered per (producer, partition) for duplicate detection: Kafka's five, which
+/// is why idempotent clients keep at most five requests in flight per connection (KIP-98).
+pub const PRODUCER_BATCHES_KEPT: usize = 5;
+
+/// Bytes of the metadata string committed with one offset (Kafka's
+/// `offset.metadata.max.bytes`, default 4096); longer gets OFFSET_METADATA_TOO_LARGE.
+pub const OFFSET_METADATA_BYTES_MAX: usize = 4096;
+
+/// Transactional ids kept in the replicated state (each with its open transaction, if any).
+/// A producer id can be evicted when idle; a transactional id is kept until
+/// `transactional.id.expiration.ms`, so a flood of new ids is refused at this bound
+/// (COORDINATOR_LOAD_IN_PROGRESS, retriable) instead of growing every checkpoint.
+pub const TRANSACTIONAL_IDS_MAX: usize = 100_000;
+
+/// Kafka's defaults for the replicated broker settings: `transaction.max.timeout.ms`,
+/// `producer.id.expiration.ms` and `transactional.id.expiration.ms`.
+pub const TXN_TIMEOUT_MS_MAX_DEFAULT: i32 = 900_000;
+pub const PRODUCER_ID_EXPIRATION_MS_DEFAULT: i64 = 86_400_000;
+pub const TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT: i64 = 604_800_000;
