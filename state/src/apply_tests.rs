@@ -5,28 +5,43 @@ use bytes::Bytes;
 use kafka_compat::batch::{stamp_batch, BatchStamp};
 
 use super::*;
-use crate::state::command::{Op, OpResult, PartitionAppend, ProduceOp, TrimLog};
-pub(crate) use crate::test_batches::producer_batch;
-use crate::test_batches::{batch, create_topic as create};
+use crate::command::Refusal;
+use crate::command::{
+    CreatePartitionsOp, DeleteTopicsOp, Op, OpResult, PartitionAppend, ProduceOp, TrimLog, TrimLogOp,
+};
+pub(crate) use crate::testing::producer_batch;
+use crate::testing::{at, batch, Step};
 
-fn produce(parts: Vec<(&str, i32, Vec<Bytes>)>) -> Op {
+fn create(name: &str, partitions: i32, id: u8) -> Step {
+    crate::testing::create_topic(name, partitions, id).into()
+}
+
+fn produce(parts: Vec<(&str, i32, Vec<Bytes>)>) -> Step {
     produce_at(5, parts)
 }
 
-fn produce_at(append_time_ms: i64, parts: Vec<(&str, i32, Vec<Bytes>)>) -> Op {
-    Op::Produce(ProduceOp {
-        append_time_ms,
+fn produce_at(append_time_ms: i64, parts: Vec<(&str, i32, Vec<Bytes>)>) -> Step {
+    let op = Op::Produce(ProduceOp {
         partitions: parts
             .into_iter()
             .map(|(t, p, batches)| PartitionAppend { topic: t.into(), partition: p, batches })
             .collect(),
-    })
+    });
+    at(append_time_ms, op)
 }
 
-fn apply_all(ops: &[Op]) -> (BrokerState, Vec<OpResult>, usize) {
+fn trim(trims: Vec<TrimLog>) -> Step {
+    Op::TrimLog(TrimLogOp { trims }).into()
+}
+
+fn delete_topics(names: Vec<String>) -> Step {
+    Op::DeleteTopics(DeleteTopicsOp { names }).into()
+}
+
+fn apply_all(steps: &[Step]) -> (BrokerState, Vec<OpResult>, usize) {
     let mut state = BrokerState::default();
     let mut effects = Vec::new();
-    let results = ops.iter().map(|op| apply_op(&mut state, op, &mut effects)).collect();
+    let results = steps.iter().map(|step| step.apply(&mut state, &mut effects)).collect();
     (state, results, effects.len())
 }
 
@@ -34,7 +49,7 @@ fn apply_all(ops: &[Op]) -> (BrokerState, Vec<OpResult>, usize) {
 fn multi_topic_produce_applies_all_or_nothing() {
     let good = produce(vec![("orders", 0, vec![batch(0, 3)]), ("inventory", 0, vec![batch(0, 2)])]);
     let (state, results, _) = apply_all(&[create("orders", 1, 1), create("inventory", 1, 2), good]);
-    let OpResult::Produced(parts) = &results[2] else { panic!("{:?}", results[2]) };
+    let OpResult::Produced(Ok(parts)) = &results[2] else { panic!("{:?}", results[2]) };
     assert_eq!(parts.iter().map(|p| (p.error_code, p.base_offset)).collect::<Vec<_>>(), vec![(0, 0), (0, 0)]);
     assert_eq!(state.partition("orders", 0).unwrap().log_end_offset, 3);
     assert_eq!(state.partition("inventory", 0).unwrap().log_end_offset, 2);
@@ -42,7 +57,11 @@ fn multi_topic_produce_applies_all_or_nothing() {
     // Second partition mis-stamped: nothing of the op may apply.
     let bad = produce(vec![("orders", 0, vec![batch(0, 3)]), ("inventory", 0, vec![batch(7, 1)])]);
     let (state, results, effects) = apply_all(&[create("orders", 1, 1), create("inventory", 1, 2), bad]);
-    assert!(matches!(&results[2], OpResult::Refused { error_code: 6, .. }), "{:?}", results[2]);
+    assert!(
+        matches!(&results[2], OpResult::Produced(Err(Refusal { error_code: 6, .. }))),
+        "{:?}",
+        results[2]
+    );
     assert_eq!(state.partition("orders", 0).unwrap().log_end_offset, 0);
     assert_eq!(effects, 2, "only the two CreatePartitionLog effects");
 }
@@ -51,7 +70,7 @@ fn multi_topic_produce_applies_all_or_nothing() {
 fn unknown_partition_refuses_the_whole_op() {
     let op = produce(vec![("orders", 0, vec![batch(0, 1)]), ("orders", 5, vec![batch(0, 1)])]);
     let (state, results, _) = apply_all(&[create("orders", 1, 1), op]);
-    assert!(matches!(&results[1], OpResult::Refused { error_code: 3, .. }));
+    assert!(matches!(&results[1], OpResult::Produced(Err(Refusal { error_code: 3, .. }))));
     assert_eq!(state.partition("orders", 0).unwrap().log_end_offset, 0);
 }
 
@@ -61,9 +80,12 @@ fn replicas_replaying_one_log_reach_identical_state() {
         create("a", 2, 1),
         produce(vec![("a", 0, vec![batch(0, 4), batch(4, 1)])]),
         produce(vec![("a", 1, vec![batch(0, 2)]), ("a", 0, vec![batch(5, 1)])]),
-        Op::CreatePartitions(vec![crate::state::command::NewPartitions { topic: "a".into(), count: 3 }]),
-        Op::TrimLog(vec![TrimLog { topic: "a".into(), partition: 0, log_start_offset: 2 }]),
-        Op::DeleteTopics(vec!["missing".into()]),
+        Op::CreatePartitions(CreatePartitionsOp {
+            topics: vec![crate::command::NewPartitions { topic: "a".into(), count: 3 }],
+        })
+        .into(),
+        trim(vec![TrimLog { topic: "a".into(), partition: 0, log_start_offset: 2 }]),
+        delete_topics(vec!["missing".into()]),
     ];
     let digests: Vec<Vec<u8>> = (0..3).map(|_| bincode::serialize(&apply_all(&log).0).unwrap()).collect();
     assert_eq!(digests[0], digests[1]);
@@ -77,9 +99,9 @@ fn replicas_replaying_one_log_reach_identical_state() {
 #[test]
 fn topic_admin_errors_are_deterministic_codes() {
     let (_, results, _) =
-        apply_all(&[create("a", 1, 1), create("a", 1, 2), Op::DeleteTopics(vec!["zz".into()])]);
-    assert!(matches!(&results[1], OpResult::PerItem(v) if v[0].0 == 36));
-    assert!(matches!(&results[2], OpResult::PerItem(v) if v[0].0 == 3));
+        apply_all(&[create("a", 1, 1), create("a", 1, 2), delete_topics(vec!["zz".into()])]);
+    assert!(matches!(&results[1], OpResult::Items(v) if v[0].0 == 36));
+    assert!(matches!(&results[2], OpResult::Items(v) if v[0].0 == 3));
 }
 
 #[test]
@@ -87,8 +109,8 @@ fn trim_never_moves_backwards_or_past_the_end() {
     let log = vec![
         create("a", 1, 1),
         produce(vec![("a", 0, vec![batch(0, 4)])]),
-        Op::TrimLog(vec![TrimLog { topic: "a".into(), partition: 0, log_start_offset: 99 }]),
-        Op::TrimLog(vec![TrimLog { topic: "a".into(), partition: 0, log_start_offset: 1 }]),
+        trim(vec![TrimLog { topic: "a".into(), partition: 0, log_start_offset: 99 }]),
+        trim(vec![TrimLog { topic: "a".into(), partition: 0, log_start_offset: 1 }]),
     ];
     let (state, _, _) = apply_all(&log);
     assert_eq!(state.partition("a", 0).unwrap().log_start_offset, 4);
@@ -124,17 +146,13 @@ fn leader_epoch_cache_answers_offset_for_leader_epoch() {
 
 // --- Idempotent producers (KIP-98): apply re-checks what the leader stamped. ---
 
-fn init(now_ms: i64) -> Op {
-    Op::InitProducerId(crate::state::command::InitProducerIdOp {
-        now_ms,
-        producer_ids_live_max: crate::limits::PRODUCER_IDS_LIVE_MAX,
-        eviction_idle_ms_min: crate::limits::PRODUCER_ID_EVICTION_IDLE_MS_MIN,
-    })
+fn init(now_ms: i64) -> Step {
+    at(now_ms, Op::InitProducerId(crate::command::InitProducerIdOp {}))
 }
 
 fn refused_code(result: &OpResult) -> Option<i16> {
     match result {
-        OpResult::Refused { error_code, .. } => Some(*error_code),
+        OpResult::Produced(Err(Refusal { error_code, .. })) => Some(*error_code),
         _ => None,
     }
 }
@@ -145,7 +163,9 @@ fn producer_ids_come_from_a_replicated_counter() {
     let ids: Vec<i64> = results
         .iter()
         .map(|r| match r {
-            OpResult::ProducerIdAllocated { producer_id, producer_epoch: 0 } => *producer_id,
+            OpResult::ProducerId(Ok(crate::txns::ProducerIdEpoch { producer_id, producer_epoch: 0 })) => {
+                *producer_id
+            }
             other => panic!("{other:?}"),
         })
         .collect();
@@ -211,7 +231,8 @@ fn one_failing_partition_refuses_the_whole_op() {
 #[test]
 fn expiry_forgets_only_producers_idle_long_enough() {
     let expire = |now_ms| {
-        Op::ExpireProducers(crate::state::command::ExpireProducersOp { now_ms, expiration_ms: 1_000 })
+        at(now_ms, Op::ExpireProducers(crate::command::ExpireProducersOp {}))
+            .with_limits(|l| l.producer_id_expiration_ms = 1_000)
     };
     let log = vec![
         create("a", 1, 1),
@@ -237,7 +258,7 @@ fn a_deleted_topic_takes_its_producer_state_along() {
     let log = vec![
         create("a", 1, 1),
         produce(vec![("a", 0, vec![producer_batch(0, 1, 7, 0, 0)])]),
-        Op::DeleteTopics(vec!["a".into()]),
+        delete_topics(vec!["a".into()]),
         create("a", 1, 2),
         // The same sequence again is new data for the new topic, not a duplicate.
         produce(vec![("a", 0, vec![producer_batch(0, 1, 7, 0, 0)])]),
@@ -265,7 +286,8 @@ fn replicas_replaying_a_log_with_producers_reach_identical_state() {
         produce_at(60, vec![("a", 1, vec![producer_batch(1, 1, 1, 1, 0)])]),  // epoch bump
         init(70),
         // Producer 0 was last active at 40: expired; 1 (at 60) and 2 (at 70) stay.
-        Op::ExpireProducers(crate::state::command::ExpireProducersOp { now_ms: 75, expiration_ms: 30 }),
+        at(75, Op::ExpireProducers(crate::command::ExpireProducersOp {}))
+            .with_limits(|l| l.producer_id_expiration_ms = 30),
     ];
     let digests: Vec<Vec<u8>> = (0..3).map(|_| bincode::serialize(&apply_all(&log).0).unwrap()).collect();
     assert_eq!(digests[0], digests[1]);

@@ -438,3 +438,7 @@ pub fn is_log_append_time(state: &BrokerState, options: &EntryOptions, topic: &s
         None => options.log_append_time_default,
     }
 }
+
+#[cfg(test)]
+#[path = "entry_tests.rs"]
+mod tests;

@@ -1,34 +1,44 @@
 //! Tests of stamping idempotent produce requests (KIP-98) into one entry, without Raft: the
-//! entry is built by `stamp_entry`, applied with the pure `apply_op`, and the waiting replies
-//! are answered from the results, as `propose_batch` does.
+//! entry is built by `build_entry`, applied with the pure `apply_command`, and the waiting
+//! proposals are answered from the results, as the broker's proposer does.
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use kafka_compat::batch::validate_record_set;
-use tokio::sync::oneshot;
+use kafka_compat::error_code;
 
 use super::*;
-use crate::state::apply::apply_op;
-use crate::state::apply::tests::producer_batch;
-use crate::state::command::NewTopic;
+use crate::command::{CreateTopicsOp, InitTxnProducerOp, NewTopic};
+use crate::limits;
+use crate::testing::producer_batch;
+use crate::txns::ProducerIdEpoch;
 
-type Answer = oneshot::Receiver<Result<OpResult, ProposeError>>;
+/// Every entry of these tests: the leader of term 3 at 1000.
+fn stamp() -> LeaderStamp {
+    LeaderStamp { now_ms: 1_000, term: 3 }
+}
 
-fn config() -> BrokerConfig {
-    BrokerConfig::from_overrides(&[]).expect("config")
+fn build(state: &BrokerState, proposals: Vec<Proposal>) -> Entry {
+    build_entry(state, stamp(), &EntryOptions::default(), proposals)
+}
+
+fn apply(state: &mut BrokerState, command: &Command) -> Vec<OpResult> {
+    crate::apply_command(state, command, |_, _| Ok::<(), ()>(())).expect("no storage here").results
 }
 
 fn state_with_topic(partitions: i32) -> BrokerState {
     let mut state = BrokerState::default();
-    let create = Op::CreateTopics(vec![NewTopic {
-        name: "t".into(),
-        topic_id: [1; 16],
-        partitions,
-        replication_factor: 1,
-        configs: BTreeMap::new(),
-    }]);
-    apply_op(&mut state, &create, &mut Vec::new());
+    let create = Op::CreateTopics(CreateTopicsOp {
+        topics: vec![NewTopic {
+            name: "t".into(),
+            topic_id: [1; 16],
+            partitions,
+            replication_factor: 1,
+            configs: BTreeMap::new(),
+        }],
+    });
+    apply(&mut state, &Command { stamp: stamp(), ops: vec![create] });
     state
 }
 
@@ -46,57 +56,53 @@ fn request(parts: &[(i32, Bytes)]) -> Proposal {
     )
 }
 
-/// Stamps `proposals` as one entry, applies it to `state`, answers the waiting replies.
+/// Builds `proposals` into one entry, applies it to `state`, answers the waiting proposals.
 /// Returns each proposal's answer and the entry's op count.
-fn run_entry(state: &mut BrokerState, proposals: Vec<Proposal>) -> (Vec<OpResult>, usize) {
-    let (queued, answers): (Vec<(Proposal, Reply)>, Vec<Answer>) = proposals
+fn run_entry(state: &mut BrokerState, proposals: Vec<Proposal>) -> (Vec<Answer>, usize) {
+    let built = build(state, proposals);
+    let results = apply(state, &built.command);
+    let answers = built
+        .decisions
         .into_iter()
-        .map(|p| {
-            let (tx, rx) = oneshot::channel();
-            ((p, tx), rx)
+        .map(|d| match d {
+            Decision::Answered(answer) => answer,
+            Decision::Waiting(waiting) => waiting.answer(&results),
         })
-        .unzip();
-    let (ops, waiting) = stamp_entry(state, &config(), 3, 1_000, queued);
-    let results: Vec<OpResult> = ops.iter().map(|op| apply_op(state, op, &mut Vec::new())).collect();
-    for (reply, waiting) in waiting {
-        let _ = reply.send(Ok(waiting.answer(&results)));
-    }
-    let answers = answers.into_iter().map(|mut rx| rx.try_recv().expect("answered").expect("ok")).collect();
-    (answers, ops.len())
+        .collect();
+    (answers, built.command.ops.len())
 }
 
 /// A transactional id `tid` registered through the log; its producer id and epoch.
-fn init_txn(state: &mut BrokerState, tid: &str) -> crate::state::txns::ProducerIdEpoch {
-    let init = Op::InitTxnProducer(crate::state::command::InitTxnProducerOp {
+fn init_txn(state: &mut BrokerState, tid: &str) -> ProducerIdEpoch {
+    let init = Op::InitTxnProducer(InitTxnProducerOp {
         transactional_id: tid.into(),
         timeout_ms: 60_000,
-        timeout_ms_max: 900_000,
         expected: None,
-        now_ms: 1,
-        term: 3,
-        producer_ids_live_max: 100,
-        eviction_idle_ms_min: 1_000,
-        transactional_ids_max: 100,
     });
     match run_entry(state, vec![Proposal::Op(init)]).0.as_slice() {
-        [OpResult::Txn(Ok(id))] => *id,
+        [Answer::Op(OpResult::Txn(Ok(id)))] => *id,
         other => panic!("{other:?}"),
     }
 }
 
 /// One transactional produce request of one batch (`records` 1) on partition 0 of "t".
-fn txn_write(id: crate::state::txns::ProducerIdEpoch, seq: i32) -> Proposal {
-    let bytes = crate::test_batches::txn_batch(0, 1, id.producer_id, id.producer_epoch, seq);
+fn txn_write(id: ProducerIdEpoch, seq: i32) -> Proposal {
+    let bytes = crate::testing::txn_batch(0, 1, id.producer_id, id.producer_epoch, seq);
     let batches = validate_record_set(&bytes, usize::MAX).expect("valid batch");
     Proposal::ProduceTransactional(vec![UnstampedAppend { topic: "t".into(), partition: 0, batches }])
 }
 
 /// (error code, base offset) per partition of a produce answer.
-fn outcome(answer: &OpResult) -> Vec<(i16, i64)> {
+fn outcome(answer: &Answer) -> Vec<(i16, i64)> {
     match answer {
-        OpResult::Produced(parts) => parts.iter().map(|p| (p.error_code, p.base_offset)).collect(),
+        Answer::Produced(parts) => parts.iter().map(|p| (p.error_code, p.base_offset)).collect(),
         other => panic!("{other:?}"),
     }
+}
+
+/// Whether the proposal was answered at stamping, before its entry commits.
+fn answered_now(decision: &Decision) -> bool {
+    matches!(decision, Decision::Answered(_))
 }
 
 #[test]
@@ -148,16 +154,13 @@ fn an_entry_holding_an_original_and_its_retry_appends_once() {
 #[test]
 fn a_retry_in_the_same_entry_fails_with_its_original() {
     let state = state_with_topic(1);
-    let (tx1, mut rx1) = oneshot::channel();
-    let (tx2, mut rx2) = oneshot::channel();
     let original = || request(&[(0, producer_batch(0, 3, 5, 0, 0))]);
-    let (_, waiting) = stamp_entry(&state, &config(), 3, 1_000, vec![(original(), tx1), (original(), tx2)]);
-    assert!(rx2.try_recv().is_err(), "the retry must not be answered before its original commits");
-    for (reply, waiting) in waiting {
-        let _ = reply.send(waiting.failed(&ProposeError::NotLeader));
-    }
-    for rx in [&mut rx1, &mut rx2] {
-        assert_eq!(outcome(&rx.try_recv().unwrap().unwrap()), vec![(6, -1)]);
+    let built = build(&state, vec![original(), original()]);
+    assert!(!answered_now(&built.decisions[1]), "the retry must not be answered before its original commits");
+    for decision in built.decisions {
+        let Decision::Waiting(waiting) = decision else { panic!("answered before the entry") };
+        let failed = waiting.failed(error_code::NOT_LEADER_OR_FOLLOWER, "not the leader").expect("a produce");
+        assert_eq!(outcome(&failed), vec![(6, -1)]);
     }
 }
 
@@ -215,7 +218,7 @@ fn a_new_producer_id_beyond_the_live_limit_is_refused_retriably() {
 /// then met OUT_OF_ORDER_SEQUENCE_NUMBER). Marker-writing ops now go last in their entry.
 #[test]
 fn an_end_txn_between_produces_does_not_shift_their_offsets() {
-    use crate::state::command::{EndTxnOp, LeaderStamp};
+    use crate::command::EndTxnOp;
 
     let mut state = state_with_topic(1);
     let (a, b) = (init_txn(&mut state, "a"), init_txn(&mut state, "b"));
@@ -225,12 +228,9 @@ fn an_end_txn_between_produces_does_not_shift_their_offsets() {
         producer: a,
         commit: true,
         bump_epoch: false,
-        stamp: LeaderStamp { now_ms: 2, term: 3 },
-        producer_ids_live_max: 100,
-        eviction_idle_ms_min: 1_000,
     }));
     let (answers, _) = run_entry(&mut state, vec![end_a, txn_write(b, 0)]);
-    assert!(matches!(answers[0], OpResult::Txn(Ok(_))), "{:?}", answers[0]);
+    assert!(matches!(answers[0], Answer::Op(OpResult::Txn(Ok(_)))), "{:?}", answers[0]);
     assert_eq!(outcome(&answers[1]), vec![(0, 1)], "b's batch answered at 1, before a's marker");
     let partition = state.partition("t", 0).unwrap();
     assert_eq!(partition.log_end_offset, 3, "a's data at 0, b's at 1, a's marker at 2");
@@ -246,13 +246,9 @@ fn only_writes_to_an_already_open_transaction_are_answered_before_commit() {
     let id = init_txn(&mut state, "t");
     let write = |seq| txn_write(id, seq);
     for (seq, early) in [(0, false), (1, true)] {
-        let (tx, mut rx) = oneshot::channel();
-        let (ops, waiting) = stamp_entry(&state, &config(), 3, 1_000, vec![(write(seq), tx)]);
-        assert_eq!(rx.try_recv().is_ok(), early, "write {seq}: answered before commit?");
-        let results: Vec<OpResult> = ops.iter().map(|op| apply_op(&mut state, op, &mut Vec::new())).collect();
-        for (reply, waiting) in waiting {
-            let _ = reply.send(Ok(waiting.answer(&results)));
-        }
+        let built = build(&state, vec![write(seq)]);
+        assert_eq!(answered_now(&built.decisions[0]), early, "write {seq}: answered before commit?");
+        apply(&mut state, &built.command);
     }
     assert_eq!(state.partition("t", 0).unwrap().log_end_offset, 2);
 }
@@ -263,24 +259,20 @@ fn only_writes_to_an_already_open_transaction_are_answered_before_commit() {
 /// (seen as a 120 s produce timeout at 100 producers).
 #[test]
 fn a_transactional_produce_decided_at_stamping_is_answered_at_once() {
-    use crate::state::command::{EndTxnOp, LeaderStamp};
+    use crate::command::EndTxnOp;
 
     let mut state = state_with_topic(1);
     let id = init_txn(&mut state, "t");
     let write = || txn_write(id, 0);
     run_entry(&mut state, vec![write()]);
-    let end = Op::EndTxn(EndTxnOp {
-        transactional_id: "t".into(),
-        producer: id,
-        commit: true,
-        bump_epoch: false,
-        stamp: LeaderStamp { now_ms: 2, term: 3 },
-        producer_ids_live_max: 100,
-        eviction_idle_ms_min: 1_000,
-    });
+    let end =
+        Op::EndTxn(EndTxnOp { transactional_id: "t".into(), producer: id, commit: true, bump_epoch: false });
     run_entry(&mut state, vec![Proposal::Op(end)]);
-    let (tx, mut rx) = oneshot::channel();
-    let (ops, waiting) = stamp_entry(&state, &config(), 3, 1_000, vec![(write(), tx)]);
-    assert!(ops.is_empty() && waiting.is_empty(), "nothing to propose, nobody waiting");
-    assert_eq!(outcome(&rx.try_recv().unwrap().unwrap()), vec![(0, 0)], "the duplicate's original offset");
+    let built = build(&state, vec![write()]);
+    assert!(
+        built.command.ops.is_empty() && built.decisions.iter().all(answered_now),
+        "nothing to propose, nobody waiting"
+    );
+    let Decision::Answered(answer) = &built.decisions[0] else { unreachable!() };
+    assert_eq!(outcome(answer), vec![(0, 0)], "the duplicate's original offset");
 }

@@ -4,11 +4,26 @@
 
 use kafka_compat::error_code;
 
-use crate::raft::checkpoint::{self, Checkpoint};
-use crate::state::apply::apply_op;
-use crate::state::command::{OffsetCommitEntry, OffsetCommitOp, Op, OpResult};
-use crate::state::BrokerState;
-use crate::test_batches::create_topic as create;
+use crate::command::{
+    DeleteGroupsOp, DeleteTopicsOp, OffsetCommitEntry, OffsetCommitOp, Op, OpResult, Refusal,
+};
+use crate::testing::{at, Step};
+use crate::BrokerState;
+
+fn create(name: &str, partitions: i32, id: u8) -> Step {
+    crate::testing::create_topic(name, partitions, id).into()
+}
+
+/// What a checkpoint holds of the state: its serialized form (the broker's checkpoint adds a
+/// header, the covered log id and a CRC around it).
+fn checkpoint_round_trip(state: &BrokerState) -> BrokerState {
+    bincode::deserialize(&bincode::serialize(state).expect("encodes")).expect("checkpoint decodes")
+}
+
+/// A commit in an entry stamped at 1000, with 8 bytes of metadata allowed.
+fn commit_step(op: OffsetCommitOp) -> Step {
+    at(1_000, Op::OffsetCommit(op)).with_limits(|l| l.offset_metadata_bytes_max = 8)
+}
 
 fn entry(topic: &str, partition: i32, offset: i64, metadata: Option<&str>) -> OffsetCommitEntry {
     OffsetCommitEntry {
@@ -20,24 +35,21 @@ fn entry(topic: &str, partition: i32, offset: i64, metadata: Option<&str>) -> Of
     }
 }
 
-fn commit(group: &str, generation_id: i32, commits: Vec<OffsetCommitEntry>) -> Op {
-    Op::OffsetCommit(OffsetCommitOp {
-        group_id: group.into(),
-        generation_id,
-        member_id: String::new(),
-        commit_time_ms: 1_000,
-        metadata_bytes_max: 8,
-        commits,
-    })
+fn commit(group: &str, generation_id: i32, commits: Vec<OffsetCommitEntry>) -> Step {
+    commit_step(OffsetCommitOp { group_id: group.into(), generation_id, member_id: String::new(), commits })
 }
 
-fn apply_all(state: &mut BrokerState, ops: &[Op]) -> Vec<OpResult> {
+fn delete_topics(names: Vec<String>) -> Step {
+    Op::DeleteTopics(DeleteTopicsOp { names }).into()
+}
+
+fn apply_all(state: &mut BrokerState, steps: &[Step]) -> Vec<OpResult> {
     let mut effects = Vec::new();
-    ops.iter().map(|op| apply_op(state, op, &mut effects)).collect()
+    steps.iter().map(|step| step.apply(state, &mut effects)).collect()
 }
 
 fn codes(result: &OpResult) -> Vec<i16> {
-    let OpResult::PerItem(items) = result else { panic!("{result:?}") };
+    let OpResult::Items(items) = result else { panic!("{result:?}") };
     items.iter().map(|(code, _)| *code).collect()
 }
 
@@ -129,7 +141,7 @@ fn deleting_a_topic_drops_its_offsets_and_groups_left_empty() {
             create("b", 1, 2),
             commit("only-a", -1, vec![entry("a", 0, 1, None)]),
             commit("both", -1, vec![entry("a", 0, 2, None), entry("b", 0, 3, None)]),
-            Op::DeleteTopics(vec!["a".into()]),
+            delete_topics(vec!["a".into()]),
         ],
     );
     assert!(!state.groups.groups.contains_key("only-a"));
@@ -150,14 +162,13 @@ fn replicas_and_a_restarted_replica_reach_identical_state() {
         create("b", 1, 2),
         commit("g2", -1, vec![entry("b", 0, 2, Some("toolongmetadata"))]),
         commit("g1", -1, vec![entry("a", 0, 12, None), entry("b", 0, 1, None)]),
-        Op::DeleteTopics(vec!["b".into()]),
+        delete_topics(vec!["b".into()]),
     ];
     let replay = |restart_at: Option<usize>| {
         let mut state = BrokerState::default();
         for (index, op) in log.iter().enumerate() {
             if restart_at == Some(index) {
-                let bytes = checkpoint::encode(&Checkpoint { state, ..Default::default() });
-                state = checkpoint::decode(&bytes).expect("checkpoint decodes").state;
+                state = checkpoint_round_trip(&state);
             }
             apply_all(&mut state, std::slice::from_ref(op));
         }
@@ -173,19 +184,17 @@ fn replicas_and_a_restarted_replica_reach_identical_state() {
     assert!(state.groups.committed("g1", "b", 0).is_none());
 }
 
-fn member_commit(group: &str, generation_id: i32, member_id: &str) -> Op {
-    Op::OffsetCommit(OffsetCommitOp {
+fn member_commit(group: &str, generation_id: i32, member_id: &str) -> Step {
+    commit_step(OffsetCommitOp {
         group_id: group.into(),
         generation_id,
         member_id: member_id.into(),
-        commit_time_ms: 1_000,
-        metadata_bytes_max: 8,
         commits: vec![entry("orders", 0, 9, None)],
     })
 }
 
-fn generation(group: &str, generation_id: i32, members: &[&str]) -> Op {
-    use crate::state::command::{GenerationMember, GenerationOp};
+fn generation(group: &str, generation_id: i32, members: &[&str]) -> Step {
+    use crate::command::{GenerationMember, GenerationOp};
     Op::CompleteGeneration(GenerationOp {
         group_id: group.into(),
         generation_id,
@@ -201,6 +210,7 @@ fn generation(group: &str, generation_id: i32, members: &[&str]) -> Op {
             })
             .collect(),
     })
+    .into()
 }
 
 /// The recorded generation fences commits on every replica, also after a failover: an older
@@ -229,30 +239,31 @@ fn a_recorded_generation_fences_zombie_commits_and_survives_a_checkpoint() {
     assert_eq!(codes(&results[7]), vec![error_code::NONE], "a late older generation changes nothing");
     let recorded = state.groups.groups["g"].generation.as_ref().expect("recorded");
     assert_eq!(recorded.generation_id, 2);
-    let bytes = checkpoint::encode(&Checkpoint { state: state.clone(), ..Default::default() });
-    let restored = checkpoint::decode(&bytes).expect("decode");
-    assert_eq!(restored.state.groups, state.groups);
+    let restored = checkpoint_round_trip(&state);
+    assert_eq!(restored.groups, state.groups);
     // A group whose topic goes keeps its recorded generation.
     state.groups.forget_topic("orders");
     assert!(state.groups.groups.contains_key("g"));
 }
 
-fn delete_groups(groups: &[(&str, i32)]) -> Op {
-    use crate::state::command::GroupDeletion;
-    Op::DeleteGroups(
-        groups
+fn delete_groups(groups: &[(&str, i32)]) -> Step {
+    use crate::command::GroupDeletion;
+    Op::DeleteGroups(DeleteGroupsOp {
+        groups: groups
             .iter()
             .map(|(g, generation_id)| GroupDeletion { group_id: (*g).into(), generation_id: *generation_id })
             .collect(),
-    )
+    })
+    .into()
 }
 
-fn delete_offsets(group: &str, partitions: &[(&str, i32)]) -> Op {
-    use crate::state::command::OffsetDeleteOp;
+fn delete_offsets(group: &str, partitions: &[(&str, i32)]) -> Step {
+    use crate::command::OffsetDeleteOp;
     Op::OffsetDelete(OffsetDeleteOp {
         group_id: group.into(),
         partitions: partitions.iter().map(|(t, p)| ((*t).into(), *p)).collect(),
     })
+    .into()
 }
 
 /// DeleteGroups through apply: each group its own code; a deleted group's offsets and
@@ -301,9 +312,9 @@ fn deleting_offsets_drops_only_the_named_partitions() {
             delete_offsets("nobody", &[("orders", 0)]),
         ],
     );
-    assert!(matches!(results[2], OpResult::Done));
+    assert!(matches!(results[2], OpResult::Deleted(Ok(()))));
     assert!(
-        matches!(&results[3], OpResult::Refused { error_code, .. } if *error_code == error_code::GROUP_ID_NOT_FOUND)
+        matches!(&results[3], OpResult::Deleted(Err(Refusal { error_code, .. })) if *error_code == error_code::GROUP_ID_NOT_FOUND)
     );
     assert!(state.groups.committed("g", "orders", 0).is_none());
     assert_eq!(state.groups.committed("g", "orders", 1).map(|c| c.offset), Some(6));

@@ -109,8 +109,8 @@ fn pending_sees_earlier_appends_of_the_same_entry() {
     assert_eq!(committed.partition(7, "t", 0).unwrap().batches.len(), 1);
 }
 
-fn init_op(now_ms: i64, live_max: u64) -> InitProducerIdOp {
-    InitProducerIdOp { now_ms, producer_ids_live_max: live_max, eviction_idle_ms_min: 1_000 }
+fn init_op(now_ms: i64, live_max: u64) -> Allocation {
+    Allocation { now_ms, producer_ids_live_max: live_max, eviction_idle_ms_min: 1_000 }
 }
 
 #[test]
@@ -134,8 +134,8 @@ fn expiry_counts_and_removes_the_same_producers() {
         producers.allocate(&init_op(now, 100)).unwrap();
     }
     assert_eq!(producers.expirable(40, 20), 3);
-    let op = ExpireProducersOp { now_ms: 40, expiration_ms: 20 };
-    assert_eq!(producers.expire(&op), 3);
+    let (now_ms, expiration_ms) = (40, 20);
+    assert_eq!(producers.expire(now_ms, expiration_ms), 3);
     assert_eq!(producers.live.keys().copied().collect::<Vec<_>>(), vec![3]);
-    assert_eq!(producers.expire(&op), 0);
+    assert_eq!(producers.expire(now_ms, expiration_ms), 0);
 }

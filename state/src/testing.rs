@@ -115,3 +115,48 @@ pub fn create_topic(name: &str, partitions: i32, id: u8) -> crate::command::Op {
         }],
     })
 }
+
+/// One op as a unit test applies it: the stamp of the entry holding it and the replicated
+/// limits in force (what a leader's `SetLimits` entry before it would have set).
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub stamp: crate::command::LeaderStamp,
+    pub limits: crate::command::ReplicatedLimits,
+    pub op: crate::command::Op,
+}
+
+impl From<crate::command::Op> for Step {
+    fn from(op: crate::command::Op) -> Step {
+        at(0, op)
+    }
+}
+
+/// `op` in an entry stamped `now_ms` by the leader of term 1.
+pub fn at(now_ms: i64, op: crate::command::Op) -> Step {
+    let stamp = crate::command::LeaderStamp { now_ms, term: 1 };
+    Step { stamp, limits: Default::default(), op }
+}
+
+impl Step {
+    /// The same op applied under other replicated limits.
+    pub fn with_limits(mut self, change: impl FnOnce(&mut crate::command::ReplicatedLimits)) -> Step {
+        change(&mut self.limits);
+        self
+    }
+
+    /// The same op in an entry of another term.
+    pub fn in_term(mut self, term: i32) -> Step {
+        self.stamp.term = term;
+        self
+    }
+
+    /// Applies the step to `state` as a replica applies its entry.
+    pub fn apply(
+        &self,
+        state: &mut crate::BrokerState,
+        effects: &mut Vec<crate::Effect>,
+    ) -> crate::command::OpResult {
+        state.limits = self.limits;
+        crate::apply_op(state, &self.stamp, &self.op, effects)
+    }
+}

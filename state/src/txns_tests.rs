@@ -6,13 +6,13 @@ use kafka_compat::control::marker_is_commit;
 use kafka_compat::error_code;
 
 use super::*;
-use crate::state::apply::{apply_op, Effect};
-use crate::state::command::{
+use crate::command::{
     AbortTxnsOp, EndTxnOp, InitTxnProducerOp, LeaderStamp, OffsetCommitEntry, Op, OpResult, PartitionAppend,
-    ProduceOp, TxnOffsetCommitOp,
+    ProduceOp, Refusal, TxnOffsetCommitOp,
 };
-use crate::state::{AbortedTxn, BrokerState};
-use crate::test_batches::{batch, create_topic, txn_batch};
+use crate::testing::{batch, create_topic, txn_batch};
+use crate::{apply_op, Effect};
+use crate::{AbortedTxn, BrokerState};
 
 struct Machine {
     state: BrokerState,
@@ -22,27 +22,26 @@ struct Machine {
 impl Machine {
     fn new() -> Self {
         let mut m = Machine { state: BrokerState::default(), effects: Vec::new() };
+        m.state.limits.txn_timeout_ms_max = 900_000;
+        m.state.limits.producer_ids_live_max = 100;
+        m.state.limits.producer_id_eviction_idle_ms_min = 1000;
+        m.state.limits.transactional_ids_max = 3;
         m.apply(create_topic("out", 2, 1));
         m
     }
 
+    /// Applies `op` in an entry of term 2 stamped at 20.
     fn apply(&mut self, op: Op) -> OpResult {
-        apply_op(&mut self.state, &op, &mut self.effects)
+        self.apply_at(LeaderStamp { now_ms: 20, term: 2 }, op)
+    }
+
+    fn apply_at(&mut self, stamp: LeaderStamp, op: Op) -> OpResult {
+        apply_op(&mut self.state, &stamp, &op, &mut self.effects)
     }
 
     fn init(&mut self, tid: &str, expected: Option<ProducerIdEpoch>) -> Result<ProducerIdEpoch, TxnError> {
-        let op = InitTxnProducerOp {
-            transactional_id: tid.into(),
-            timeout_ms: 60_000,
-            timeout_ms_max: 900_000,
-            expected,
-            now_ms: 10,
-            term: 2,
-            producer_ids_live_max: 100,
-            eviction_idle_ms_min: 1000,
-            transactional_ids_max: 3,
-        };
-        match self.apply(Op::InitTxnProducer(op)) {
+        let op = InitTxnProducerOp { transactional_id: tid.into(), timeout_ms: 60_000, expected };
+        match self.apply_at(LeaderStamp { now_ms: 10, term: 2 }, Op::InitTxnProducer(op)) {
             OpResult::Txn(r) => r,
             other => panic!("{other:?}"),
         }
@@ -60,7 +59,6 @@ impl Machine {
     fn write(&mut self, id: ProducerIdEpoch, partition: i32, records: i64, seq: i32) -> OpResult {
         let base = self.leo(partition);
         let op = Op::Produce(ProduceOp {
-            append_time_ms: 20,
             partitions: vec![PartitionAppend {
                 topic: "out".into(),
                 partition,
@@ -74,7 +72,7 @@ impl Machine {
         let base = self.leo(partition);
         let parts =
             vec![PartitionAppend { topic: "out".into(), partition, batches: vec![batch(base, records)] }];
-        self.apply(Op::Produce(ProduceOp { append_time_ms: 20, partitions: parts }));
+        self.apply(Op::Produce(ProduceOp { partitions: parts }));
     }
 
     fn end(&mut self, tid: &str, id: ProducerIdEpoch, commit: bool) -> Result<ProducerIdEpoch, TxnError> {
@@ -89,16 +87,8 @@ impl Machine {
         bump_epoch: bool,
     ) -> Result<ProducerIdEpoch, TxnError> {
         let stamp = LeaderStamp { now_ms: 30, term: 2 };
-        let op = EndTxnOp {
-            transactional_id: tid.into(),
-            producer: id,
-            commit,
-            bump_epoch,
-            stamp,
-            producer_ids_live_max: 100,
-            eviction_idle_ms_min: 1000,
-        };
-        match self.apply(Op::EndTxn(op)) {
+        let op = EndTxnOp { transactional_id: tid.into(), producer: id, commit, bump_epoch };
+        match self.apply_at(stamp, Op::EndTxn(op)) {
             OpResult::Txn(r) => r,
             other => panic!("{other:?}"),
         }
@@ -128,7 +118,7 @@ fn commit_writes_markers_and_releases_the_last_stable_offset() {
     let id = m.init("tx", None).unwrap();
     assert_eq!(id.producer_epoch, 0);
     m.plain_write(0, 2);
-    assert!(matches!(m.write(id, 0, 3, 0), OpResult::Produced(_)));
+    assert!(matches!(m.write(id, 0, 3, 0), OpResult::Produced(Ok(_))));
     m.write(id, 1, 1, 0);
     assert_eq!((m.lso(0), m.leo(0)), (2, 5), "LSO stops at the open transaction's first offset");
     m.plain_write(0, 1);
@@ -177,7 +167,9 @@ fn a_new_instance_fences_the_old_and_aborts_its_transaction() {
     assert_eq!(m.markers(), vec![(0, false)], "the zombie's open transaction is aborted");
     assert_eq!(m.lso(0), m.leo(0));
     assert_eq!(m.end("tx", old, true), Err(TxnError::Fenced));
-    let OpResult::Refused { error_code, .. } = m.write(old, 0, 1, 2) else { panic!("zombie write accepted") };
+    let OpResult::Produced(Err(Refusal { error_code, .. })) = m.write(old, 0, 1, 2) else {
+        panic!("zombie write accepted")
+    };
     assert_eq!(error_code, error_code::INVALID_PRODUCER_EPOCH);
     assert_eq!(m.init("tx", Some(old)), Err(TxnError::Fenced), "KIP-360 with a stale epoch");
 }
@@ -188,15 +180,15 @@ fn takeover_abort_lets_the_client_abort_and_continue() {
     let id = m.init("tx", None).unwrap();
     m.write(id, 0, 2, 0);
     let stamp = LeaderStamp { now_ms: 40, term: 3 };
-    let abort = AbortTxnsOp { reason: BrokerAbort::Takeover, transactions: vec![("tx".into(), id)], stamp };
-    m.apply(Op::AbortTxns(abort));
+    let abort = AbortTxnsOp { reason: BrokerAbort::Takeover, transactions: vec![("tx".into(), id)] };
+    m.apply_at(stamp, Op::AbortTxns(abort));
     assert_eq!(m.markers(), vec![(0, false)]);
     assert_eq!(m.end("tx", id, true), Err(TxnError::AbortedByBroker(BrokerAbort::Takeover)));
     let current = m.end("tx", id, false).expect("aborting what the broker aborted succeeds");
     assert_eq!(current.producer_epoch, id.producer_epoch + 1);
     // KIP-360: the client bumps with its old epoch and gets the current one.
     assert_eq!(m.init("tx", Some(id)), Ok(current));
-    assert!(matches!(m.write(current, 0, 1, 0), OpResult::Produced(_)));
+    assert!(matches!(m.write(current, 0, 1, 0), OpResult::Produced(Ok(_))));
 }
 
 #[test]
@@ -209,8 +201,6 @@ fn pending_offsets_commit_with_the_transaction_only() {
         group_id: "g".into(),
         generation_id: -1,
         member_id: String::new(),
-        commit_time_ms: 15,
-        metadata_bytes_max: 4096,
         commits: vec![OffsetCommitEntry {
             topic: "out".into(),
             partition: 1,
@@ -219,14 +209,17 @@ fn pending_offsets_commit_with_the_transaction_only() {
             metadata: None,
         }],
     };
-    let OpResult::TxnOffsets(Ok(results)) = m.apply(Op::TxnOffsetCommit(commit(10))) else { panic!() };
+    let stamp = LeaderStamp { now_ms: 15, term: 2 };
+    let OpResult::TxnOffsets(Ok(results)) = m.apply_at(stamp, Op::TxnOffsetCommit(commit(10))) else {
+        panic!()
+    };
     assert_eq!(results[0].0, error_code::NONE);
     assert_eq!(m.state.txns.pending_offsets_of("g"), [("out".to_string(), 1)].into());
     assert!(m.state.txns.pending_offsets_of("other").is_empty());
     assert!(m.state.groups.committed("g", "out", 1).is_none(), "invisible before the commit");
     m.end("tx", id, false).unwrap();
     assert!(m.state.groups.committed("g", "out", 1).is_none(), "dropped by the abort");
-    m.apply(Op::TxnOffsetCommit(commit(20)));
+    m.apply_at(stamp, Op::TxnOffsetCommit(commit(20)));
     m.end("tx", id, true).unwrap();
     assert_eq!(m.state.groups.committed("g", "out", 1).unwrap().offset, 20);
     assert!(m.state.txns.pending_offsets_of("g").is_empty());
@@ -254,7 +247,7 @@ fn transactions_v2_bump_the_epoch_per_end_and_accept_a_retry() {
     assert_eq!(m.end_with("tx", id, true, true), Ok(next), "the retried EndTxn gets the same answer");
     assert_eq!(m.end_with("tx", id, false, true), Err(TxnError::Fenced), "the other decision is a zombie's");
     assert!(
-        matches!(m.write(next, 0, 1, 0), OpResult::Produced(_)),
+        matches!(m.write(next, 0, 1, 0), OpResult::Produced(Ok(_))),
         "the next transaction uses the new epoch"
     );
     assert_eq!(m.lso(0), 2, "the marker at 1 ended the first; the second is open at 2");

@@ -16,7 +16,7 @@ use super::tests::{create, digest_of, produce};
 use super::AdminCtx;
 use crate::config::BrokerConfig;
 use crate::raft::network::Network;
-use crate::raft::sm_store::{self, StateMachineStore};
+use crate::raft::sm_store;
 use crate::raft::{NodeAddr, Raft};
 use onelog_state::command::Command;
 
@@ -32,11 +32,11 @@ async fn node(dir: &tempfile::TempDir, id: u64) -> AdminCtx {
     let config = Arc::new(config.validate().expect("raft config"));
     let log_store =
         LogStore::open(&dir.path().join("raft-log"), LogStoreOptions::default()).expect("log store");
-    let sm = sm_store::open(dir.path().join("state"), BrokerConfig::from_overrides(&[]).expect("config"))
-        .expect("state machine");
-    let state_machine = StateMachineStore { shared: sm.clone() };
+    let broker_config = Arc::new(BrokerConfig::from_overrides(&[]).expect("config"));
+    let (state_machine, applied) =
+        sm_store::open(dir.path().join("state"), broker_config).expect("state machine");
     let raft = Raft::new(id, config, Network::default(), log_store, state_machine).await.expect("raft");
-    AdminCtx { node_id: id, raft, sm, kafka: KAFKA.to_string() }
+    AdminCtx { node_id: id, raft, applied, kafka: KAFKA.to_string() }
 }
 
 /// A one-node cluster that has applied a topic and some produces.
@@ -46,7 +46,7 @@ async fn leader(dir: &tempfile::TempDir) -> AdminCtx {
     ctx.raft.initialize(BTreeMap::from([(1, me)])).await.expect("initialize");
     ctx.raft.wait(Some(Duration::from_secs(10))).state(ServerState::Leader, "leader").await.expect("leader");
     for ops in [vec![create("t", 2, 3)], vec![produce("t", 0, 0, 3), produce("t", 1, 0, 1)]] {
-        ctx.raft.client_write(Command { ops }).await.expect("write");
+        ctx.raft.client_write(Command { stamp: Default::default(), ops }).await.expect("write");
     }
     ctx
 }
@@ -96,7 +96,7 @@ async fn status_and_digest_of_a_leader() {
 
     let (status, body) = call(addr, "GET", "/digest").await;
     assert_eq!(status, 200, "{body}");
-    let expected = serde_json::to_value(digest_of(&ctx.sm)).expect("json");
+    let expected = serde_json::to_value(digest_of(&ctx.applied)).expect("json");
     assert_eq!(body, expected);
     assert_eq!(body["partitions"][0]["log_end_offset"], 6);
     assert_eq!(body["partitions"][1]["batches"], 1);

@@ -11,11 +11,12 @@ use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Membership};
 
 use super::digest::{self, Digest};
 use crate::config::BrokerConfig;
-use crate::raft::sm_store::{self, SmShared, StateMachineStore};
+use crate::raft::applied::AppliedView;
+use crate::raft::sm_store;
 use crate::raft::{NodeAddr, TypeConfig};
-pub(super) use crate::test_batches::create_topic as create;
-use crate::test_batches::{build, BatchSpec};
-use onelog_state::command::{Command, Op, PartitionAppend, ProduceOp, TrimLog};
+use onelog_state::command::{Command, LeaderStamp, Op, PartitionAppend, ProduceOp, TrimLog, TrimLogOp};
+pub(super) use onelog_state::testing::create_topic as create;
+use onelog_state::testing::{build, BatchSpec};
 
 fn batch(base_offset: i64, records: i64) -> Bytes {
     batch_with_value(base_offset, records, base_offset as u8)
@@ -35,14 +36,11 @@ fn batch_with_value(base_offset: i64, records: i64, value_byte: u8) -> Bytes {
 /// `count` batches of 2 records into `topic`-`partition`, starting at `first_offset`.
 pub(super) fn produce(topic: &str, partition: i32, first_offset: i64, count: i64) -> Op {
     let batches = (0..count).map(|i| batch(first_offset + 2 * i, 2)).collect();
-    Op::Produce(ProduceOp {
-        append_time_ms: 5,
-        partitions: vec![PartitionAppend { topic: topic.into(), partition, batches }],
-    })
+    Op::Produce(ProduceOp { partitions: vec![PartitionAppend { topic: topic.into(), partition, batches }] })
 }
 
 fn trim(topic: &str, partition: i32, log_start_offset: i64) -> Op {
-    Op::TrimLog(vec![TrimLog { topic: topic.into(), partition, log_start_offset }])
+    Op::TrimLog(TrimLogOp { trims: vec![TrimLog { topic: topic.into(), partition, log_start_offset }] })
 }
 
 fn entry(index: u64, payload: EntryPayload<TypeConfig>) -> Entry<TypeConfig> {
@@ -63,22 +61,20 @@ fn log() -> Vec<Entry<TypeConfig>> {
     ];
     let mut entries = vec![entry(1, EntryPayload::Membership(membership))];
     for ops in commands {
-        entries.push(entry(entries.len() as u64 + 1, EntryPayload::Normal(Command { ops })));
+        entries.push(entry(
+            entries.len() as u64 + 1,
+            EntryPayload::Normal(Command { stamp: LeaderStamp { now_ms: 5, term: 1 }, ops }),
+        ));
     }
     entries
 }
 
-async fn replica(
-    dir: &tempfile::TempDir,
-    overrides: &[&str],
-    entries: &[Entry<TypeConfig>],
-) -> Arc<SmShared> {
+async fn replica(dir: &tempfile::TempDir, overrides: &[&str], entries: &[Entry<TypeConfig>]) -> AppliedView {
     let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    let config = BrokerConfig::from_overrides(&overrides).expect("config");
-    let shared = sm_store::open(dir.path().join("state"), config).expect("open state machine");
-    let mut store = StateMachineStore { shared: shared.clone() };
+    let config = Arc::new(BrokerConfig::from_overrides(&overrides).expect("config"));
+    let (mut store, applied) = sm_store::open(dir.path().join("state"), config).expect("open state machine");
     store.apply(entries.to_vec()).await.expect("apply");
-    shared
+    applied
 }
 
 fn segment_files(dir: &tempfile::TempDir) -> usize {
@@ -99,8 +95,8 @@ fn segment_files(dir: &tempfile::TempDir) -> usize {
     count(dir.path())
 }
 
-pub(super) fn digest_of(sm: &Arc<SmShared>) -> Digest {
-    digest::compute(1, sm).expect("digest")
+pub(super) fn digest_of(applied: &AppliedView) -> Digest {
+    digest::compute(1, applied).expect("digest")
 }
 
 #[tokio::test]

@@ -157,13 +157,14 @@ mod tests {
     use openraft::{Entry, EntryPayload, LogId, Vote};
 
     use super::*;
-    use onelog_state::command::{Command, Op};
+    use onelog_state::command::{Command, InitClusterOp, Op};
 
     fn append_entries(entries: usize, bytes_each: usize) -> AppendEntriesRequest<TypeConfig> {
         let entry = |index| Entry::<TypeConfig> {
             log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
             payload: EntryPayload::Normal(Command {
-                ops: vec![Op::InitCluster { cluster_id: "x".repeat(bytes_each) }],
+                stamp: Default::default(),
+                ops: vec![Op::InitCluster(InitClusterOp { cluster_id: "x".repeat(bytes_each) })],
             }),
         };
         AppendEntriesRequest {

@@ -9,33 +9,35 @@ use openraft::{CommittedLeaderId, Entry, EntryPayload, RaftSnapshotBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
-use crate::test_batches::{build, BatchSpec};
+use onelog_state::testing::{build, BatchSpec};
 
 fn batch(base_offset: i64, records: i64) -> Bytes {
     build(&BatchSpec { base_offset, records, value: vec![b'x'; 200], ..Default::default() })
 }
-use onelog_state::command::{Command, NewTopic, Op, PartitionAppend, ProduceOp};
+use onelog_state::command::{Command, CreateTopicsOp, LeaderStamp, NewTopic, Op, PartitionAppend, ProduceOp};
 
 fn entry(index: u64, ops: Vec<Op>) -> Entry<TypeConfig> {
     Entry {
         log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
-        payload: EntryPayload::Normal(Command { ops }),
+        payload: EntryPayload::Normal(Command { stamp: LeaderStamp { now_ms: 1, term: 1 }, ops }),
     }
 }
 
 fn store(dir: &std::path::Path) -> StateMachineStore {
     let config = BrokerConfig::from_overrides(&["log.segment.bytes=4096".into()]).expect("config");
-    StateMachineStore { shared: open(dir.to_path_buf(), config).expect("open") }
+    open(dir.to_path_buf(), Arc::new(config)).expect("open").0
 }
 
 fn log_entries() -> Vec<Entry<TypeConfig>> {
-    let create = Op::CreateTopics(vec![NewTopic {
-        name: "t".into(),
-        topic_id: [9; 16],
-        partitions: 2,
-        replication_factor: 1,
-        configs: BTreeMap::new(),
-    }]);
+    let create = Op::CreateTopics(CreateTopicsOp {
+        topics: vec![NewTopic {
+            name: "t".into(),
+            topic_id: [9; 16],
+            partitions: 2,
+            replication_factor: 1,
+            configs: BTreeMap::new(),
+        }],
+    });
     let mut entries = vec![entry(1, vec![create])];
     for i in 0..20i64 {
         let partitions = vec![PartitionAppend {
@@ -43,7 +45,7 @@ fn log_entries() -> Vec<Entry<TypeConfig>> {
             partition: (i % 2) as i32,
             batches: vec![batch(i / 2 * 3, 3)],
         }];
-        entries.push(entry(2 + i as u64, vec![Op::Produce(ProduceOp { append_time_ms: 1, partitions })]));
+        entries.push(entry(2 + i as u64, vec![Op::Produce(ProduceOp { partitions })]));
     }
     entries
 }
@@ -98,9 +100,7 @@ async fn snapshot_archive_moves_state_and_bytes_to_another_replica() {
     }
     // Appends continue on the installed replica, and a restart finds everything.
     let next = vec![PartitionAppend { topic: "t".into(), partition: 0, batches: vec![batch(30, 3)] }];
-    b.apply(vec![entry(22, vec![Op::Produce(ProduceOp { append_time_ms: 1, partitions: next })])])
-        .await
-        .unwrap();
+    b.apply(vec![entry(22, vec![Op::Produce(ProduceOp { partitions: next })])]).await.unwrap();
     let (before, _) = read_all(&b, 0);
     drop(b);
     let b = store(dir_b.path());

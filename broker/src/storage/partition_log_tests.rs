@@ -5,7 +5,7 @@ use bytes::Bytes;
 use kafka_compat::batch::parse_header;
 
 use super::*;
-use crate::test_batches::{build, BatchSpec};
+use onelog_state::testing::{build, BatchSpec};
 
 fn batch(base_offset: i64, records: i64, value_bytes: usize) -> Bytes {
     let value = vec![7u8; value_bytes];

@@ -21,7 +21,7 @@ use super::serve_raft;
 use crate::config::BrokerConfig;
 use crate::limits;
 use crate::raft::network::{Network, PeerClient};
-use crate::raft::sm_store::{self, StateMachineStore};
+use crate::raft::sm_store;
 use crate::raft::{NodeAddr, Raft, TypeConfig};
 use onelog_state::command::Command;
 
@@ -56,8 +56,9 @@ async fn start_node(id: u64, config: Arc<openraft::Config>) -> anyhow::Result<Te
     // Small segments: the default pre-writes 64 MiB per node.
     let options = LogStoreOptions { segment_bytes: 1024 * 1024, ..Default::default() };
     let log_store = LogStore::<TypeConfig>::open(&dir.path().join("raft-log"), options)?;
-    let shared = sm_store::open(dir.path().join("state"), BrokerConfig::from_overrides(&[])?)?;
-    let raft = Raft::new(id, config, Network::default(), log_store, StateMachineStore { shared }).await?;
+    let (state_machine, _) =
+        sm_store::open(dir.path().join("state"), BrokerConfig::from_overrides(&[])?.into())?;
+    let raft = Raft::new(id, config, Network::default(), log_store, state_machine).await?;
     let server = tokio::spawn(serve_raft(listener, raft.clone()));
     Ok(TestNode { id, raft, addr, server, _dir: dir })
 }
@@ -86,7 +87,7 @@ async fn leader_of(node: &TestNode, not: Option<u64>) -> anyhow::Result<u64> {
 async fn write(leader: &TestNode, count: usize) -> anyhow::Result<u64> {
     let mut index = 0;
     for _ in 0..count {
-        index = leader.raft.client_write(Command { ops: vec![] }).await?.log_id.index;
+        index = leader.raft.client_write(Command::default()).await?.log_id.index;
     }
     Ok(index)
 }
