@@ -17,8 +17,6 @@ use onelog_state::command::ReplicatedLimits;
 use onelog_state::entry::EntryOptions;
 use onelog_state::topic_config::{ConfigType, TOPIC_CONFIGS};
 
-use crate::coord::group::CoordinatorConfig;
-
 /// onelog: a Kafka-compatible broker whose every write is an entry in one Raft log.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "onelog", version, about)]
@@ -112,7 +110,19 @@ pub struct Settings {
     pub transactional_id_expiration_ms: i64,
     pub txn_abort_timed_out_interval_ms: u64,
     pub txn_remove_expired_interval_ms: u64,
-    pub group: CoordinatorConfig,
+    pub group: GroupSettings,
+}
+
+/// The group coordinator's settings (`group.*`).
+#[derive(Debug, Clone, Copy)]
+pub struct GroupSettings {
+    /// KIP-134: how long the first rebalance of an empty group waits for more members.
+    pub initial_rebalance_delay_ms: u64,
+    /// The session timeouts a JoinGroup may ask for (else INVALID_SESSION_TIMEOUT).
+    pub min_session_timeout_ms: i32,
+    pub max_session_timeout_ms: i32,
+    /// KIP-389: members per group (else GROUP_MAX_SIZE_REACHED).
+    pub max_size: usize,
 }
 
 impl Settings {
@@ -142,7 +152,7 @@ impl Settings {
             txn_remove_expired_interval_ms: c
                 .int("transaction.remove.expired.transaction.cleanup.interval.ms")?
                 .max(100) as u64,
-            group: CoordinatorConfig {
+            group: GroupSettings {
                 initial_rebalance_delay_ms: c.int("group.initial.rebalance.delay.ms")?.max(0) as u64,
                 min_session_timeout_ms: c.int("group.min.session.timeout.ms")? as i32,
                 max_session_timeout_ms: c.int("group.max.session.timeout.ms")? as i32,

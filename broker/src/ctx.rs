@@ -24,7 +24,7 @@ pub struct Ctx {
     /// Consumer-group membership, served while this node leads (see `coord::group`).
     pub groups: GroupCoordinator,
     /// Transactions, coordinated while this node leads (see `coord::txn`).
-    pub txns: TxnCoordinator,
+    pub txns: Arc<TxnCoordinator>,
 }
 
 impl Ctx {

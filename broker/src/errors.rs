@@ -1,14 +1,55 @@
-//! The one mapping from domain errors to Kafka error codes: proposals that did not commit
-//! (by whom the request addressed), and transaction errors by API and version (the table is
-//! `onelog_state::txn_errors`, shared with apply's re-check of transactional writes). Every
-//! `match` here is exhaustive, without a catch-all arm.
+//! The broker's domain errors and the one mapping from them to Kafka error codes: proposals
+//! that did not commit (by whom the request addressed), transaction failures, and transaction
+//! errors by API and version (that table is `onelog_state::txn_errors`, shared with apply's
+//! re-check of transactional writes). Every `match` here is exhaustive, without a catch-all
+//! arm. A leaf module: it depends on nothing else of the broker.
 
 use kafka_compat::error_code;
 use kafka_protocol::messages::ApiKey;
 pub use onelog_state::txn_errors::partition_not_added;
+use onelog_state::txns::TxnError;
 
-use crate::coord::txn::{TxnFailure, WriteRefusal};
-use crate::leader::proposer::ProposeError;
+/// Why a proposal did not produce a result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProposeError {
+    #[error("this node is not the Raft leader")]
+    NotLeader,
+    #[error("the Raft node has stopped: {0}")]
+    Fatal(String),
+}
+
+/// Why a transaction request failed (`coord::txn`).
+#[derive(Debug, Clone)]
+pub enum TxnFailure {
+    /// Not committed here, or this node does not coordinate (not the leader).
+    Propose(ProposeError),
+    /// The transaction state refused it.
+    Txn(TxnError),
+    /// A request Kafka refuses before looking at any transaction: the Kafka error code.
+    Invalid(i16),
+}
+
+impl From<ProposeError> for TxnFailure {
+    fn from(e: ProposeError) -> Self {
+        TxnFailure::Propose(e)
+    }
+}
+
+impl From<TxnError> for TxnFailure {
+    fn from(e: TxnError) -> Self {
+        TxnFailure::Txn(e)
+    }
+}
+
+/// Why a transactional batch may not be written (Produce).
+#[derive(Debug, Clone)]
+pub enum WriteRefusal {
+    Txn(TxnError),
+    /// KIP-890 part 1: the transaction did not add the partition.
+    NotAdded {
+        transactional_id: String,
+    },
+}
 
 /// Whom a request addressed: the same failed proposal means different things to each.
 #[derive(Debug, Clone, Copy)]
@@ -45,7 +86,7 @@ pub fn propose_error_code(e: &ProposeError, addressed: Addressed) -> i16 {
 }
 
 /// A transaction error for `api` at `version` (KIP-588, KIP-890; see the table's header).
-pub fn txn_error_code(e: &onelog_state::txns::TxnError, api: ApiKey, version: i16) -> i16 {
+pub fn txn_error_code(e: &TxnError, api: ApiKey, version: i16) -> i16 {
     onelog_state::txn_errors::code(e, api, version)
 }
 

@@ -115,9 +115,18 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         config: config.clone(),
         proposer: proposer.clone(),
         groups: GroupCoordinator::new(config.settings.group),
-        txns: TxnCoordinator::new(leadership.clone(), applied, proposer),
+        txns: Arc::new(TxnCoordinator::new(leadership.clone(), applied.clone(), proposer.clone())),
     });
-    duties::start(ctx.clone(), raft.clone());
+    let duty = Arc::new(duties::DutyCtx {
+        node_id: args.node_id,
+        leadership: leadership.clone(),
+        applied,
+        proposer,
+        config: config.clone(),
+    });
+    duties::start(duty.clone(), raft.clone());
+    crate::coord::group::duties::start(duty.clone(), ctx.groups.clone());
+    crate::coord::txn::duties::start(duty, ctx.txns.clone());
     let listener = TcpListener::bind(args.kafka_listen)
         .await
         .with_context(|| format!("binding {}", args.kafka_listen))?;

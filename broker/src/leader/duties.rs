@@ -1,6 +1,7 @@
-//! Background duties: following the Raft node (lease, fatal stops, removal), watching for
-//! pauses, naming a fresh cluster, byte-driven checkpoints, retention, producer expiry and
-//! group sessions; the transaction duties are the coordinator's (`coord::txn::duties`).
+//! The leader's background duties: following the Raft node (lease, fatal stops, removal),
+//! watching for pauses, naming a fresh cluster, byte-driven checkpoints, retention and
+//! producer expiry. The coordinators' duties (group sessions, transaction timeouts) are theirs
+//! (`coord::group::duties`, `coord::txn::duties`).
 //!
 //! Retention is decided by the leader from its applied state and proposed as `TrimLog` ops,
 //! so every replica deletes the same segments at the same point in the log (DESIGN §2). The
@@ -10,12 +11,35 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use std::sync::Arc;
+
 use onelog_state::command::{ExpireProducersOp, InitClusterOp, TrimLog, TrimLogOp};
 
-use crate::ctx::SharedCtx;
+use super::leadership::Leadership;
+use super::proposer::Proposer;
+use crate::config::BrokerConfig;
 use crate::fatal;
 use crate::limits;
+use crate::raft::applied::AppliedView;
 use crate::raft::Raft;
+
+/// What a duty reads and proposes with; the coordinators' duties take it too.
+pub struct DutyCtx {
+    pub node_id: u64,
+    pub leadership: Arc<Leadership>,
+    pub applied: AppliedView,
+    pub proposer: Proposer,
+    pub config: Arc<BrokerConfig>,
+}
+
+impl DutyCtx {
+    /// Whether this node may act as leader now (see `Leadership::is_leader`).
+    pub fn is_leader(&self) -> bool {
+        self.leadership.is_leader()
+    }
+}
+
+type SharedCtx = Arc<DutyCtx>;
 
 pub fn start(ctx: SharedCtx, raft: Raft) {
     tokio::spawn(watch_raft(ctx.clone()));
@@ -23,38 +47,11 @@ pub fn start(ctx: SharedCtx, raft: Raft) {
     tokio::spawn(name_cluster(ctx.clone()));
     tokio::spawn(checkpoint_by_bytes(ctx.clone(), raft));
     tokio::spawn(retention(ctx.clone()));
-    tokio::spawn(expire_producers(ctx.clone()));
-    tokio::spawn(expire_group_sessions(ctx.clone()));
-    crate::coord::txn::duties::start(ctx);
+    tokio::spawn(expire_producers(ctx));
 }
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
-/// The group coordinator's clock: removes members whose session passed without a heartbeat
-/// (the others rebalance), and forgets every group when this node stops leading, so parked
-/// JoinGroup and SyncGroup requests answer NOT_COORDINATOR and the clients find the new leader.
-async fn expire_group_sessions(ctx: SharedCtx) {
-    let mut tick = tokio::time::interval(Duration::from_millis(limits::GROUP_SESSION_CHECK_INTERVAL_MS));
-    loop {
-        tick.tick().await;
-        // Not `is_leader`: a lease being renewed must not drop every group.
-        if ctx.leadership.is_raft_leader() {
-            ctx.groups.observe_term(ctx.leadership.term());
-            ctx.groups.expire_sessions();
-            for generation in ctx.groups.take_empty_generations() {
-                // Best effort: if it is lost with leadership, the next leader's adopted
-                // members expire after their session instead.
-                let submitted = ctx.proposer.submit(generation).await;
-                if let Ok(pending) = submitted {
-                    tokio::spawn(pending);
-                }
-            }
-        } else {
-            ctx.groups.clear();
-        }
-    }
 }
 
 /// Follows openraft's metrics: refreshes the leader lease, and stops the process when the

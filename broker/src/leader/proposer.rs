@@ -17,7 +17,6 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kafka_compat::error_code;
 use onelog_state::command::{
     Command, LeaderStamp, Op, OpResult, PartitionProduced, ReplicatedLimits, TypedOp,
 };
@@ -30,14 +29,8 @@ use crate::limits;
 use crate::raft::applied::AppliedView;
 use crate::raft::Raft;
 
-/// Why a proposal did not produce a result. Mapped to Kafka codes in `crate::errors`.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ProposeError {
-    #[error("this node is not the Raft leader")]
-    NotLeader,
-    #[error("the Raft node has stopped: {0}")]
-    Fatal(String),
-}
+pub use crate::errors::ProposeError;
+use crate::errors::{propose_error_code, Addressed};
 
 type Reply = oneshot::Sender<Result<Answer, ProposeError>>;
 
@@ -249,10 +242,7 @@ impl Sequencer {
                 // The entry may still commit later under a new leader; this node re-reads the
                 // applied state before it stamps again.
                 self.term = 0;
-                let code = match err {
-                    ProposeError::NotLeader => error_code::NOT_LEADER_OR_FOLLOWER,
-                    ProposeError::Fatal(_) => error_code::KAFKA_STORAGE_ERROR,
-                };
+                let code = propose_error_code(&err, Addressed::PartitionLeader);
                 for (w, reply) in waiting {
                     let _ = reply.send(w.failed(code, &err.to_string()).ok_or_else(|| err.clone()));
                 }

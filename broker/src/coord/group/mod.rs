@@ -31,6 +31,7 @@ use tokio::time::Instant;
 use onelog_state::command::{GenerationMember, GenerationOp};
 
 mod deletion;
+pub mod duties;
 pub use deletion::Subscriptions;
 
 /// Kafka's group states (`ClassicGroupState`), as DescribeGroups and ListGroups name them.
@@ -134,13 +135,7 @@ pub struct GroupView {
 }
 
 /// Settings from broker configs.
-#[derive(Debug, Clone, Copy)]
-pub struct CoordinatorConfig {
-    pub initial_rebalance_delay_ms: u64,
-    pub min_session_timeout_ms: i32,
-    pub max_session_timeout_ms: i32,
-    pub max_size: usize,
-}
+pub use crate::config::GroupSettings as CoordinatorConfig;
 
 struct Member {
     group_instance_id: Option<String>,

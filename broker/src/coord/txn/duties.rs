@@ -6,16 +6,18 @@
 //! the clock apply uses, so every replica aborts and forgets the same transactions at the same
 //! point.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use onelog_state::command::ExpireTransactionalIdsOp;
 use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, TxnState};
 
-use crate::ctx::SharedCtx;
+use super::TxnCoordinator;
+use crate::leader::duties::DutyCtx;
 
-pub fn start(ctx: SharedCtx) {
+pub fn start(ctx: Arc<DutyCtx>, txns: Arc<TxnCoordinator>) {
     tokio::spawn(take_over(ctx.clone()));
-    tokio::spawn(abort_timed_out(ctx.clone()));
+    tokio::spawn(abort_timed_out(ctx.clone(), txns));
     tokio::spawn(expire_transactional_ids(ctx));
 }
 
@@ -27,7 +29,7 @@ fn now_ms() -> i64 {
 /// `leader::proposer`); this makes that happen at once instead of at the first client
 /// request, so read_committed consumers are not held at the old transactions' last stable
 /// offset.
-async fn take_over(ctx: SharedCtx) {
+async fn take_over(ctx: Arc<DutyCtx>) {
     let mut metrics = ctx.leadership.metrics();
     let mut done_term = 0;
     loop {
@@ -44,7 +46,7 @@ async fn take_over(ctx: SharedCtx) {
     }
 }
 
-async fn abort_timed_out(ctx: SharedCtx) {
+async fn abort_timed_out(ctx: Arc<DutyCtx>, txns: Arc<TxnCoordinator>) {
     let interval_ms = ctx.config.settings.txn_abort_timed_out_interval_ms;
     let mut tick = tokio::time::interval(Duration::from_millis(interval_ms));
     loop {
@@ -54,18 +56,18 @@ async fn abort_timed_out(ctx: SharedCtx) {
         }
         let due = timed_out(&ctx, now_ms());
         // Transactions that added partitions but wrote nothing live only in leader memory.
-        ctx.txns.expire_memory();
+        txns.expire_memory();
         if due.is_empty() {
             continue;
         }
         tracing::info!(count = due.len(), "aborting timed-out transactions");
-        if let Err(e) = ctx.txns.abort(BrokerAbort::Timeout, due).await {
+        if let Err(e) = txns.abort(BrokerAbort::Timeout, due).await {
             tracing::warn!(error = %e, "transaction timeout proposal failed");
         }
     }
 }
 
-fn timed_out(ctx: &SharedCtx, now: i64) -> Vec<(String, ProducerIdEpoch)> {
+fn timed_out(ctx: &DutyCtx, now: i64) -> Vec<(String, ProducerIdEpoch)> {
     ctx.applied.state(|state| {
         state
             .txns
@@ -79,7 +81,7 @@ fn timed_out(ctx: &SharedCtx, now: i64) -> Vec<(String, ProducerIdEpoch)> {
     })
 }
 
-async fn expire_transactional_ids(ctx: SharedCtx) {
+async fn expire_transactional_ids(ctx: Arc<DutyCtx>) {
     let interval_ms = ctx.config.settings.txn_remove_expired_interval_ms;
     let mut tick = tokio::time::interval(Duration::from_millis(interval_ms));
     loop {

@@ -8,7 +8,8 @@
 //! here in one place. Its duties (`duties`) abort timed-out transactions and expire idle ids;
 //! the takeover abort of a new leader is the proposer's first entry of a term (DESIGN §4).
 //!
-//! Handlers get typed outcomes ([`TxnFailure`]) and map them to Kafka codes in `crate::errors`.
+//! Handlers get typed outcomes ([`TxnFailure`]) and map them to Kafka codes with the errors
+//! module's table.
 
 pub mod duties;
 pub mod memory;
@@ -25,43 +26,12 @@ use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, Transactions, TxnError};
 
 use self::memory::{Added, TxnMemory};
 use self::views::ListFilter;
+use crate::errors::ProposeError;
+pub use crate::errors::{TxnFailure, WriteRefusal};
 use crate::leader::leadership::Leadership;
-use crate::leader::proposer::{ProposeError, Proposer};
+use crate::leader::proposer::Proposer;
 use crate::limits;
 use crate::raft::applied::AppliedView;
-
-/// Why a transaction request failed.
-#[derive(Debug, Clone)]
-pub enum TxnFailure {
-    /// Not committed here, or this node does not coordinate (not the leader).
-    Propose(ProposeError),
-    /// The transaction state refused it.
-    Txn(TxnError),
-    /// A request Kafka refuses before looking at any transaction: the Kafka error code.
-    Invalid(i16),
-}
-
-impl From<ProposeError> for TxnFailure {
-    fn from(e: ProposeError) -> Self {
-        TxnFailure::Propose(e)
-    }
-}
-
-impl From<TxnError> for TxnFailure {
-    fn from(e: TxnError) -> Self {
-        TxnFailure::Txn(e)
-    }
-}
-
-/// Why a transactional batch may not be written (Produce).
-#[derive(Debug, Clone)]
-pub enum WriteRefusal {
-    Txn(TxnError),
-    /// KIP-890 part 1: the transaction did not add the partition.
-    NotAdded {
-        transactional_id: String,
-    },
-}
 
 pub struct TxnCoordinator {
     leadership: Arc<Leadership>,
