@@ -6,13 +6,16 @@
 //! the decision and the log entry (Kafka's coordinator marks the group Dead under its lock for
 //! the same reason). OffsetDelete reads the members' consumer-protocol subscriptions; metadata
 //! that does not parse counts as a subscription to every topic, as in Kafka.
+//!
+//! These are pure transitions of the group state machine (no lock, no clock); the shell's
+//! `Coordinator::begin_delete`, `finish_delete` and `offset_delete_check` call them.
 
 use std::collections::BTreeSet;
 
 use kafka_compat::consumer_protocol::subscribed_topics;
 use kafka_compat::error_code;
 
-use super::{Coordinator, Group, GroupState};
+use super::state::{Group, GroupState, Groups};
 
 /// Kafka's consumer protocol type, the only one whose subscriptions are understood.
 const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
@@ -35,17 +38,16 @@ impl Subscriptions {
     }
 }
 
-impl Coordinator {
+impl Groups {
     /// DeleteGroups, first step (Kafka's `ClassicGroup.validateDeleteGroup`): a group with
     /// members is NON_EMPTY_GROUP, one already being deleted GROUP_ID_NOT_FOUND; otherwise it
     /// is marked Dead and its generation returned for the log op. A group only the log knows
     /// (`in_log`, committed offsets without a generation) gets a Dead placeholder; a group
     /// neither knows is GROUP_ID_NOT_FOUND.
-    pub fn begin_delete(&self, group_id: &str, in_log: bool) -> Result<i32, i16> {
-        let mut groups = self.lock();
-        let group = match groups.get_mut(group_id) {
+    pub(super) fn begin_delete(&mut self, group_id: &str, in_log: bool) -> Result<i32, i16> {
+        let group = match self.groups.get_mut(group_id) {
             Some(group) => group,
-            None if in_log => groups.entry(group_id.to_string()).or_insert_with(Group::new),
+            None if in_log => self.groups.entry(group_id.to_string()).or_insert_with(Group::new),
             None => return Err(error_code::GROUP_ID_NOT_FOUND),
         };
         match group.state {
@@ -60,14 +62,13 @@ impl Coordinator {
 
     /// DeleteGroups, last step: a deleted group is forgotten; one whose deletion failed is
     /// Empty again.
-    pub fn finish_delete(&self, group_id: &str, deleted: bool) {
-        let mut groups = self.lock();
-        let Some(group) = groups.get_mut(group_id) else { return };
+    pub(super) fn finish_delete(&mut self, group_id: &str, deleted: bool) {
+        let Some(group) = self.groups.get_mut(group_id) else { return };
         if group.state != GroupState::Dead {
             return;
         }
         if deleted {
-            groups.remove(group_id);
+            self.groups.remove(group_id);
         } else {
             group.state = GroupState::Empty;
         }
@@ -77,9 +78,8 @@ impl Coordinator {
     /// does not know the group (it has no members; the applied state decides); a Dead group
     /// is GROUP_ID_NOT_FOUND, a non-consumer group with members NON_EMPTY_GROUP; otherwise the
     /// topics its members subscribe to, none for an Empty group.
-    pub fn offset_delete_check(&self, group_id: &str) -> Option<Result<Subscriptions, i16>> {
-        let groups = self.lock();
-        let group = groups.get(group_id)?;
+    pub(super) fn offset_delete_check(&self, group_id: &str) -> Option<Result<Subscriptions, i16>> {
+        let group = self.groups.get(group_id)?;
         Some(match group.state {
             GroupState::Dead => Err(error_code::GROUP_ID_NOT_FOUND),
             GroupState::Empty => Ok(Subscriptions::Topics(BTreeSet::new())),
