@@ -16,6 +16,7 @@
 
 pub mod admin_api;
 pub mod alloc_guard;
+pub mod clock;
 pub mod config;
 pub mod controller;
 pub mod coord;

@@ -40,14 +40,11 @@ fn raft_config() -> anyhow::Result<openraft::Config> {
 /// Holds an exclusive lock on the data directory for the life of the process, so two
 /// brokers can never write the same Raft log.
 fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
-    use std::os::unix::io::AsRawFd;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let file = std::fs::File::create(dir.join(".lock"))?;
-    // SAFETY: flock on an fd we own.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        anyhow::bail!("data directory {} is in use by another onelog process", dir.display());
+    match raft_store::lock_dir(dir)? {
+        Some(lock) => Ok(lock),
+        None => anyhow::bail!("data directory {} is in use by another onelog process", dir.display()),
     }
-    Ok(file)
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {

@@ -80,9 +80,10 @@ pub(crate) fn first_nonzero(file: &File, from: u64, to: u64) -> io::Result<Optio
     Ok(None)
 }
 
-/// Takes an exclusive `flock` on `<dir>/LOCK`, so two stores can never write one log. The lock
-/// lives as long as the returned file (and goes away with the process).
-pub(crate) fn lock_dir(dir: &Path) -> io::Result<Option<File>> {
+/// Takes an exclusive `flock` on `<dir>/LOCK`, so two stores can never write one log (the broker
+/// locks its data directory the same way). The lock lives as long as the returned file (and
+/// goes away with the process); None if another process holds it.
+pub fn lock_dir(dir: &Path) -> io::Result<Option<File>> {
     let file =
         OpenOptions::new().read(true).write(true).create(true).truncate(false).open(dir.join("LOCK"))?;
     // SAFETY: flock on a file descriptor we own; no memory is passed.

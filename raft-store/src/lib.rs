@@ -34,6 +34,6 @@ mod write;
 
 pub use error::LogStoreError;
 pub use format::RECORD_HEADER_BYTES;
-pub use fsutil::{fsync_dir, write_file_atomic};
+pub use fsutil::{fsync_dir, lock_dir, write_file_atomic};
 pub use reader::LogReader;
 pub use store::{LogStore, LogStoreOptions};

@@ -87,7 +87,12 @@ pub fn apply_op(
         }
         Op::OffsetCommit(commit) => {
             let metadata_bytes_max = state.limits.offset_metadata_bytes_max;
-            OpResult::Items(state.groups.commit(&state.topics, commit, now_ms, metadata_bytes_max))
+            OpResult::Items(state.groups.store_offset_commit(
+                &state.topics,
+                commit,
+                now_ms,
+                metadata_bytes_max,
+            ))
         }
         Op::CompleteGeneration(generation) => {
             state.groups.complete_generation(generation);
@@ -171,7 +176,7 @@ fn apply_produce(
         }
         partition.assert_invariants(&append.topic, append.partition);
     }
-    state.producers.commit(pending, now_ms);
+    state.producers.record_pending(pending, now_ms);
     Ok(produced)
 }
 

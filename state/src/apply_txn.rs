@@ -72,8 +72,14 @@ pub fn end_txn(
     let allocation = Allocation::of(&state.limits, now);
     let producers = &mut state.producers;
     let mut allocate = || producers.allocate(&allocation);
-    let result =
-        state.txns.end_txn(&op.transactional_id, op.producer, op.commit, op.bump_epoch, now, &mut allocate);
+    let result = state.txns.end_txn(
+        &op.transactional_id,
+        op.producer,
+        op.txn_commit,
+        op.bump_epoch,
+        now,
+        &mut allocate,
+    );
     let result = result.map(|(id, ended)| {
         if let Some(ended) = ended {
             write_end(state, ended, *stamp, effects);
@@ -121,11 +127,11 @@ fn write_end(state: &mut BrokerState, ended: Ended, stamp: LeaderStamp, effects:
             timestamp_ms: stamp.now_ms,
             producer_id: ended.producer_id,
             producer_epoch: ended.marker_epoch,
-            commit: ended.commit,
+            commit: ended.txn_commit,
             coordinator_epoch: stamp.term,
         });
         p.open_txns.remove(&ended.producer_id);
-        if !ended.commit {
+        if !ended.txn_commit {
             p.aborted_txns.push(AbortedTxn {
                 producer_id: ended.producer_id,
                 first_offset: *first_offset,
@@ -137,7 +143,7 @@ fn write_end(state: &mut BrokerState, ended: Ended, stamp: LeaderStamp, effects:
         p.assert_invariants(topic, *partition);
         effects.push(Effect::Append { topic_id, partition: *partition, batch });
     }
-    if ended.commit {
+    if ended.txn_commit {
         for (group, offsets) in ended.offsets {
             state.groups.store_txn_offsets(&group, offsets);
         }

@@ -146,7 +146,7 @@ pub struct TxnOffsetCommitOp {
 pub struct EndTxnOp {
     pub transactional_id: String,
     pub producer: ProducerIdEpoch,
-    pub commit: bool,
+    pub txn_commit: bool,
     /// KIP-890 part 2 (EndTxn v5): bump the epoch and return it.
     pub bump_epoch: bool,
 }

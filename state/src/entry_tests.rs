@@ -226,7 +226,7 @@ fn an_end_txn_between_produces_does_not_shift_their_offsets() {
     let end_a = Proposal::Op(Op::EndTxn(EndTxnOp {
         transactional_id: "a".into(),
         producer: a,
-        commit: true,
+        txn_commit: true,
         bump_epoch: false,
     }));
     let (answers, _) = run_entry(&mut state, vec![end_a, txn_write(b, 0)]);
@@ -265,8 +265,12 @@ fn a_transactional_produce_decided_at_stamping_is_answered_at_once() {
     let id = init_txn(&mut state, "t");
     let write = || txn_write(id, 0);
     run_entry(&mut state, vec![write()]);
-    let end =
-        Op::EndTxn(EndTxnOp { transactional_id: "t".into(), producer: id, commit: true, bump_epoch: false });
+    let end = Op::EndTxn(EndTxnOp {
+        transactional_id: "t".into(),
+        producer: id,
+        txn_commit: true,
+        bump_epoch: false,
+    });
     run_entry(&mut state, vec![Proposal::Op(end)]);
     let built = build(&state, vec![write()]);
     assert!(

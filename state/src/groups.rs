@@ -127,7 +127,7 @@ impl Groups {
 
     /// Stores every commit that passes [`Self::check_commit`]; later commits of the same
     /// partition in one op win, as in Kafka's request map.
-    pub fn commit(
+    pub fn store_offset_commit(
         &mut self,
         topics: &BTreeMap<String, Topic>,
         op: &OffsetCommitOp,

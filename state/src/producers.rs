@@ -268,7 +268,7 @@ impl Producers {
     }
 
     /// Writes the state `pending` built into the registry; `now_ms` is the op's leader clock.
-    pub fn commit(&mut self, pending: Pending, now_ms: i64) {
+    pub fn record_pending(&mut self, pending: Pending, now_ms: i64) {
         for ((pid, topic, partition), state) in pending.partitions {
             self.touch(pid, now_ms).topics.entry(topic).or_default().insert(partition, state);
         }

@@ -103,7 +103,7 @@ fn pending_sees_earlier_appends_of_the_same_entry() {
     assert_eq!(pending.check(&producers, "t", 1, &seq(0, 9, 1)), Verdict::Append);
     assert_eq!((pending.new_producer_ids(), pending.is_new(&producers, 7)), (1, false));
     let mut committed = producers.clone();
-    committed.commit(pending, 55);
+    committed.record_pending(pending, 55);
     assert_eq!(committed.live[&7].last_active_ms, 55);
     assert_eq!(committed.idle_order.iter().copied().collect::<Vec<_>>(), vec![(55, 7)]);
     assert_eq!(committed.partition(7, "t", 0).unwrap().batches.len(), 1);

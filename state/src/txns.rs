@@ -183,7 +183,7 @@ pub struct Ended {
     pub producer_id: i64,
     /// The epoch the markers carry: the one the transaction was written with.
     pub marker_epoch: i16,
-    pub commit: bool,
+    pub txn_commit: bool,
     pub partitions: BTreeMap<(String, i32), i64>,
     pub offsets: BTreeMap<String, BTreeMap<(String, i32), CommittedOffset>>,
 }
@@ -300,7 +300,7 @@ impl Transactions {
         &mut self,
         transactional_id: &str,
         id: ProducerIdEpoch,
-        commit: bool,
+        txn_commit: bool,
         bump_epoch: bool,
         now_ms: i64,
         allocate: &mut dyn FnMut() -> Result<i64, String>,
@@ -310,10 +310,10 @@ impl Transactions {
             return Err(TxnError::InvalidProducerIdMapping);
         }
         if id.producer_epoch != meta.producer_epoch {
-            return retried_end(meta, id, commit);
+            return retried_end(meta, id, txn_commit);
         }
         let ended = match meta.state {
-            TxnState::Ongoing => Some(end(meta, commit, now_ms)),
+            TxnState::Ongoing => Some(end(meta, txn_commit, now_ms)),
             // Transactions v2 (KIP-890 part 2): a client sends EndTxn only after it wrote
             // something, so a commit at the current epoch with nothing in the log means its
             // writes have not arrived. Success would report a transaction committed without its
@@ -323,7 +323,7 @@ impl Transactions {
             // manager's lock, so a commit enqueued in between goes out first): on the retry the
             // batches are sent first and the commit includes them. An abort bumps the epoch as
             // any v2 EndTxn does (Kafka's table).
-            _ if bump_epoch && commit => return Err(TxnError::CommitBeforeWrites),
+            _ if bump_epoch && txn_commit => return Err(TxnError::CommitBeforeWrites),
             _ if bump_epoch => {
                 meta.state = TxnState::CompleteAbort;
                 None
@@ -332,10 +332,10 @@ impl Transactions {
             // so there is nothing to do.
             TxnState::Empty => None,
             // Kafka: the same decision again is a retry and succeeds; the other is refused.
-            TxnState::CompleteCommit if commit => None,
-            TxnState::CompleteAbort if !commit => None,
+            TxnState::CompleteCommit if txn_commit => None,
+            TxnState::CompleteAbort if !txn_commit => None,
             state => {
-                let verb = if commit { "commit" } else { "abort" };
+                let verb = if txn_commit { "commit" } else { "abort" };
                 return Err(TxnError::InvalidState(format!("cannot {verb} in state {}", state.kafka_name())));
             }
         };
@@ -449,15 +449,15 @@ fn current(meta: &TxnMeta) -> ProducerIdEpoch {
 }
 
 /// Closes the open transaction of `meta` and returns what apply must write.
-fn end(meta: &mut TxnMeta, commit: bool, now_ms: i64) -> Ended {
+fn end(meta: &mut TxnMeta, txn_commit: bool, now_ms: i64) -> Ended {
     assert_eq!(meta.state, TxnState::Ongoing, "only an open transaction ends");
-    meta.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
+    meta.state = if txn_commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
     meta.start_ms = -1;
     meta.last_update_ms = now_ms;
     Ended {
         producer_id: meta.producer_id,
         marker_epoch: meta.producer_epoch,
-        commit,
+        txn_commit,
         partitions: std::mem::take(&mut meta.partitions),
         offsets: std::mem::take(&mut meta.pending_offsets),
     }
@@ -468,12 +468,12 @@ fn end(meta: &mut TxnMeta, commit: bool, now_ms: i64) -> Ended {
 fn retried_end(
     meta: &TxnMeta,
     id: ProducerIdEpoch,
-    commit: bool,
+    txn_commit: bool,
 ) -> Result<(ProducerIdEpoch, Option<Ended>), TxnError> {
     if id.producer_epoch != meta.last_producer_epoch {
         return Err(TxnError::Fenced);
     }
-    match (meta.last_bump, meta.state, commit) {
+    match (meta.last_bump, meta.state, txn_commit) {
         (Some(EpochBump::BrokerAbort(reason)), _, true) => Err(TxnError::AbortedByBroker(reason)),
         // The client learns of the abort and aborts too: done already.
         (Some(EpochBump::BrokerAbort(_)), _, false) => Ok((current(meta), None)),

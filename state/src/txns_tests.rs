@@ -75,19 +75,19 @@ impl Machine {
         self.apply(Op::Produce(ProduceOp { partitions: parts }));
     }
 
-    fn end(&mut self, tid: &str, id: ProducerIdEpoch, commit: bool) -> Result<ProducerIdEpoch, TxnError> {
-        self.end_with(tid, id, commit, false)
+    fn end(&mut self, tid: &str, id: ProducerIdEpoch, txn_commit: bool) -> Result<ProducerIdEpoch, TxnError> {
+        self.end_with(tid, id, txn_commit, false)
     }
 
     fn end_with(
         &mut self,
         tid: &str,
         id: ProducerIdEpoch,
-        commit: bool,
+        txn_commit: bool,
         bump_epoch: bool,
     ) -> Result<ProducerIdEpoch, TxnError> {
         let stamp = LeaderStamp { now_ms: 30, term: 2 };
-        let op = EndTxnOp { transactional_id: tid.into(), producer: id, commit, bump_epoch };
+        let op = EndTxnOp { transactional_id: tid.into(), producer: id, txn_commit, bump_epoch };
         match self.apply_at(stamp, Op::EndTxn(op)) {
             OpResult::Txn(r) => r,
             other => panic!("{other:?}"),

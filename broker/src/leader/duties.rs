@@ -9,7 +9,7 @@
 //! proposer's stamp. They, node start-up and the admin API are the only holders of the Raft
 //! handle.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use std::sync::Arc;
 
@@ -17,6 +17,7 @@ use onelog_state::command::{ExpireProducersOp, InitClusterOp, TrimLog, TrimLogOp
 
 use super::leadership::Leadership;
 use super::proposer::Proposer;
+use crate::clock::wall_clock_ms;
 use crate::config::BrokerConfig;
 use crate::fatal;
 use crate::limits;
@@ -48,10 +49,6 @@ pub fn start(ctx: SharedCtx, raft: Raft) {
     tokio::spawn(checkpoint_by_bytes(ctx.clone(), raft));
     tokio::spawn(retention(ctx.clone()));
     tokio::spawn(expire_producers(ctx));
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Follows openraft's metrics: refreshes the leader lease, and stops the process when the
@@ -191,7 +188,7 @@ fn topic_setting(
 
 /// New log start offsets for partitions whose oldest sealed segments are past retention.
 fn retention_trims(ctx: &SharedCtx) -> Vec<TrimLog> {
-    let now = now_ms();
+    let now = wall_clock_ms();
     let settings = &ctx.config.settings;
     ctx.applied.with_partitions(|applied, partitions| {
         let mut trims = Vec::new();
@@ -238,7 +235,7 @@ async fn expire_producers(ctx: SharedCtx) {
             continue;
         }
         let expiration_ms = ctx.config.settings.producer_id_expiration_ms;
-        let due = ctx.applied.state(|s| s.producers.expirable(now_ms(), expiration_ms));
+        let due = ctx.applied.state(|s| s.producers.expirable(wall_clock_ms(), expiration_ms));
         if due == 0 {
             continue;
         }

@@ -15,7 +15,7 @@
 //! ([`TypedOp::Output`]). An applied result of another shape can only come from a broken apply;
 //! it stops the node through the fatal path.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use onelog_state::command::{
     Command, LeaderStamp, Op, OpResult, PartitionProduced, ReplicatedLimits, TypedOp,
@@ -24,6 +24,7 @@ use onelog_state::entry::{self, Answer, Decision, EntryOptions, Proposal, Unstam
 use openraft::error::{ClientWriteError, RaftError};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::clock::wall_clock_ms;
 use crate::fatal;
 use crate::limits;
 use crate::raft::applied::AppliedView;
@@ -184,10 +185,6 @@ async fn run(mut seq: Sequencer, mut rx: mpsc::Receiver<Queued>) {
     }
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
 fn propose_error(e: RaftError<u64, ClientWriteError<u64, crate::raft::NodeAddr>>) -> ProposeError {
     match e {
         RaftError::APIError(ClientWriteError::ForwardToLeader(_)) => ProposeError::NotLeader,
@@ -211,7 +208,7 @@ impl Sequencer {
     }
 
     async fn propose_batch(&mut self, term: u64, queued: Vec<(Proposal, Reply)>) {
-        let stamp = LeaderStamp { now_ms: now_ms(), term: term as i32 };
+        let stamp = LeaderStamp { now_ms: wall_clock_ms(), term: term as i32 };
         let (proposals, replies): (Vec<Proposal>, Vec<Reply>) = queued.into_iter().unzip();
         let built = self
             .options
@@ -258,7 +255,7 @@ impl Sequencer {
             return Ok(());
         }
         tracing::info!(term, ops = ops.len(), "proposing the takeover entry (limits, open transactions)");
-        let command = Command { stamp: LeaderStamp { now_ms: now_ms(), term: term as i32 }, ops };
+        let command = Command { stamp: LeaderStamp { now_ms: wall_clock_ms(), term: term as i32 }, ops };
         self.options.raft.client_write(command).await.map(|_| ()).map_err(propose_error)
     }
 

@@ -79,8 +79,10 @@ fn preallocate(file: &File, len: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// Makes `[from, to)` read as zeros again (punch a hole, then re-reserve the space).
-fn zero_range(file: &File, from: u64, to: u64) -> io::Result<()> {
+/// Makes `[from, to)` read as zeros again (punch a hole, then re-reserve the space). Unlike
+/// raft-store's zero fill, which must keep its pre-written blocks written for cheap fdatasync,
+/// partition segments are never fsynced on the write path, so a hole is fine and free.
+fn punch_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
     if to <= from {
         return Ok(());
     }
@@ -184,7 +186,7 @@ impl Segment {
         // Whatever follows is either zeros or batches beyond the checkpoint that the Raft log
         // will apply again; zero it so a later scan cannot mistake it for data.
         let stale_end = self.find_stale_end(position)?;
-        zero_range(&self.file, position, stale_end)
+        punch_zeros(&self.file, position, stale_end)
     }
 
     /// End of non-zero bytes after `from`, probed by headers: a cheap upper bound for zeroing.

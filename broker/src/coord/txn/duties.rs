@@ -13,16 +13,13 @@ use onelog_state::command::ExpireTransactionalIdsOp;
 use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, TxnState};
 
 use super::TxnCoordinator;
+use crate::clock::wall_clock_ms;
 use crate::leader::duties::DutyCtx;
 
 pub fn start(ctx: Arc<DutyCtx>, txns: Arc<TxnCoordinator>) {
     tokio::spawn(take_over(ctx.clone()));
     tokio::spawn(abort_timed_out(ctx.clone(), txns));
     tokio::spawn(expire_transactional_ids(ctx));
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A new leader aborts the transactions open at the takeover before its first proposal (see
@@ -54,7 +51,7 @@ async fn abort_timed_out(ctx: Arc<DutyCtx>, txns: Arc<TxnCoordinator>) {
         if !ctx.is_leader() {
             continue;
         }
-        let due = timed_out(&ctx, now_ms());
+        let due = timed_out(&ctx, wall_clock_ms());
         // Transactions that added partitions but wrote nothing live only in leader memory.
         txns.expire_memory();
         if due.is_empty() {
@@ -90,7 +87,7 @@ async fn expire_transactional_ids(ctx: Arc<DutyCtx>) {
             continue;
         }
         let expiration_ms = ctx.config.settings.transactional_id_expiration_ms;
-        let now = now_ms();
+        let now = wall_clock_ms();
         let due = ctx.applied.state(|state| {
             state
                 .txns

@@ -17,7 +17,6 @@ pub mod views;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use kafka_compat::error_code;
 use onelog_state::command::{AbortTxnsOp, EndTxnOp, InitTxnProducerOp, TxnOffsetCommitOp};
@@ -26,6 +25,7 @@ use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, Transactions, TxnError};
 
 use self::memory::{Added, TxnMemory};
 use self::views::ListFilter;
+use crate::clock::wall_clock_ms;
 use crate::errors::ProposeError;
 pub use crate::errors::{TxnFailure, WriteRefusal};
 use crate::leader::leadership::Leadership;
@@ -38,12 +38,6 @@ pub struct TxnCoordinator {
     applied: AppliedView,
     proposer: Proposer,
     memory: TxnMemory,
-}
-
-/// The coordinator's clock: when a transaction's first add happened, and what ListTransactions'
-/// duration filter measures against. Never written to the log (the proposer stamps entries).
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 impl TxnCoordinator {
@@ -112,7 +106,7 @@ impl TxnCoordinator {
                 transactional_id,
                 producer,
                 partitions.iter().cloned(),
-                now_ms(),
+                wall_clock_ms(),
             );
         }
         Ok(unknown)
@@ -130,7 +124,7 @@ impl TxnCoordinator {
             return Err(TxnFailure::Invalid(error_code::INVALID_GROUP_ID));
         }
         self.check_producer(transactional_id, producer)?;
-        self.memory.add_group(self.term(), transactional_id, producer, group, now_ms());
+        self.memory.add_group(self.term(), transactional_id, producer, group, wall_clock_ms());
         Ok(())
     }
 
@@ -148,7 +142,13 @@ impl TxnCoordinator {
         let tid = self.applied.state(|s| s.txns.check_write(producer).cloned()).map_err(WriteRefusal::Txn)?;
         let term = self.term();
         if implicit_add {
-            self.memory.add_partitions(term, &tid, producer, [(topic.to_string(), partition)], now_ms());
+            self.memory.add_partitions(
+                term,
+                &tid,
+                producer,
+                [(topic.to_string(), partition)],
+                wall_clock_ms(),
+            );
         } else if !self.memory.has_partition(term, &tid, producer, topic, partition) {
             return Err(WriteRefusal::NotAdded { transactional_id: tid });
         }
@@ -167,11 +167,12 @@ impl TxnCoordinator {
         &self,
         transactional_id: &str,
         producer: ProducerIdEpoch,
-        commit: bool,
+        txn_commit: bool,
         bump_epoch: bool,
     ) -> Result<ProducerIdEpoch, TxnFailure> {
         self.ensure_coordinator()?;
-        let op = EndTxnOp { transactional_id: transactional_id.to_string(), producer, commit, bump_epoch };
+        let op =
+            EndTxnOp { transactional_id: transactional_id.to_string(), producer, txn_commit, bump_epoch };
         let next = self.proposer.propose(op).await??;
         self.memory.clear(self.term(), transactional_id);
         Ok(next)
@@ -199,7 +200,7 @@ impl TxnCoordinator {
         let timeouts: HashMap<String, i64> = self
             .applied
             .state(|s| s.txns.by_id.iter().map(|(id, m)| (id.clone(), i64::from(m.timeout_ms))).collect());
-        self.memory.expire(self.term(), now_ms(), |id| timeouts.get(id).copied());
+        self.memory.expire(self.term(), wall_clock_ms(), |id| timeouts.get(id).copied());
     }
 
     /// Reads the applied transactions together with this term's leader memory
@@ -211,6 +212,6 @@ impl TxnCoordinator {
 
     /// ListTransactions' filters, measured against the coordinator's clock.
     pub fn list_filter(&self, states: Vec<String>, producer_ids: Vec<i64>, duration_ms: i64) -> ListFilter {
-        ListFilter { states, producer_ids, duration_ms, now_ms: now_ms() }
+        ListFilter { states, producer_ids, duration_ms, now_ms: wall_clock_ms() }
     }
 }
