@@ -71,6 +71,15 @@ impl Op {
     pub fn writes_markers(&self) -> bool {
         matches!(self, Op::EndTxn(_) | Op::InitTxnProducer(_) | Op::AbortTxns(_))
     }
+
+    /// Whether applying the op may change what a produce op later in the same entry is checked
+    /// against: the offsets it was stamped with (markers), the topic it writes (deletion), or
+    /// the transactional id and epoch of its batches (fencing, aborts, expiry). The entry
+    /// builder puts such ops after every produce op of the entry, so that a produce op it
+    /// stamped applies as stamped.
+    pub fn changes_produce_checks(&self) -> bool {
+        self.writes_markers() || matches!(self, Op::DeleteTopics(_) | Op::ExpireTransactionalIds(_))
+    }
 }
 
 /// The leader's clock and term, taken once per entry by the proposer and handed to apply:

@@ -18,12 +18,14 @@ use std::collections::BTreeMap;
 
 use kafka_compat::batch::{parse_header, stamp_batch, BatchHeader, BatchStamp, ValidBatch};
 use kafka_compat::error_code;
+use kafka_protocol::messages::ApiKey;
 
 use crate::command::{
     AbortTxnsOp, Command, LeaderStamp, Op, OpResult, PartitionAppend, PartitionProduced, ProduceOp,
     ReplicatedLimits,
 };
 use crate::producers::{BatchMeta, BatchSeq, Pending, Verdict};
+use crate::txn_errors;
 use crate::txns::{BrokerAbort, ProducerIdEpoch, TxnState};
 use crate::BrokerState;
 
@@ -105,11 +107,12 @@ pub fn build_entry(
 ) -> Entry {
     let mut entry = EntryBuilder::new(state, stamp, options);
     let mut decisions = Vec::with_capacity(proposals.len());
-    // Ops that write transaction markers go after every produce op of the entry: a marker
-    // takes the next offset of its partitions when applied, which would shift the offsets
-    // stamped into a later produce op of the same entry (and a transactional produce has
-    // already been answered with them). The proposals were queued together, unanswered, so
-    // either order is one the clients could have seen.
+    // Ops that could make a produce op of the entry fail its checks on apply go after every
+    // produce op (`Op::changes_produce_checks`): a marker takes the next offset of its
+    // partitions, which would shift the offsets stamped into a later produce op; a topic
+    // deletion or an expired transactional id would refuse it. A transactional produce may
+    // already have been answered with its stamp, so it must apply as stamped. The proposals
+    // were queued together, unanswered, so either order is one the clients could have seen.
     let mut deferred = Vec::new();
     for proposal in proposals {
         let decision = match proposal {
@@ -117,7 +120,7 @@ pub fn build_entry(
                 if matches!(op, Op::InitProducerId(_) | Op::InitTxnProducer(_)) {
                     entry.producer_ids_allocated += 1;
                 }
-                if op.writes_markers() {
+                if op.changes_produce_checks() {
                     deferred.push((decisions.len(), op));
                     // Replaced below, once the op's place in the entry is known.
                     Decision::Waiting(Waiting::Op(usize::MAX))
@@ -334,6 +337,17 @@ impl<'a> EntryBuilder<'a> {
                 format!("{topic}-{p} does not exist"),
             ));
         };
+        // Apply refuses a transactional batch of a fenced or unknown producer, and with it the
+        // whole op; decided here, only this partition is refused (as the produce handler
+        // would have refused it had the fencing entry applied before it looked).
+        for header in append.batches.iter().map(|b| &b.header).filter(|h| h.is_transactional()) {
+            let id =
+                ProducerIdEpoch { producer_id: header.producer_id, producer_epoch: header.producer_epoch };
+            if let Err(e) = self.state.txns.check_write(id) {
+                let message = format!("{topic}-{p}: transactional write refused: {e:?}");
+                return Err(decided(txn_errors::code(&e, ApiKey::Produce, 0), message));
+            }
+        }
         let seqs: Vec<BatchSeq> = append.batches.iter().filter_map(|b| BatchSeq::of(&b.header)).collect();
         let seq = match (seqs.as_slice(), append.batches.len()) {
             ([], _) => return Ok(None),

@@ -280,3 +280,44 @@ fn a_transactional_produce_decided_at_stamping_is_answered_at_once() {
     let Decision::Answered(answer) = &built.decisions[0] else { unreachable!() };
     assert_eq!(outcome(answer), vec![(0, 0)], "the duplicate's original offset");
 }
+
+/// Regression (found by the replay test): a DeleteTopics queued before a transactional write
+/// deleted the write's topic earlier in the same entry, so apply refused the produce op that
+/// had already been answered at stamping; the client then committed without those records.
+/// Ops that change what a produce op is checked against now go after every produce op.
+#[test]
+fn a_topic_deletion_in_the_same_entry_does_not_lose_a_write_answered_at_stamping() {
+    use crate::command::DeleteTopicsOp;
+
+    let mut state = state_with_topic(1);
+    let id = init_txn(&mut state, "a");
+    run_entry(&mut state, vec![txn_write(id, 0)]);
+    let delete = Proposal::Op(Op::DeleteTopics(DeleteTopicsOp { names: vec!["t".into()] }));
+    let built = build(&state, vec![delete, txn_write(id, 1)]);
+    assert!(answered_now(&built.decisions[1]), "a write of an open transaction is answered once stamped");
+    let Decision::Answered(answer) = &built.decisions[1] else { unreachable!() };
+    assert_eq!(outcome(answer), vec![(0, 1)]);
+    let results = apply(&mut state, &built.command);
+    assert!(
+        results.iter().all(|r| !matches!(r, OpResult::Produced(Err(_)))),
+        "apply refused a produce op answered at stamping: {results:?}"
+    );
+}
+
+/// Regression (found by the replay test): a transactional write admitted before an entry that
+/// fenced its epoch was stamped anyway; apply refused its whole op, and with it the other
+/// partitions of the op and later ops on them that had been answered at stamping. The builder
+/// now refuses that partition alone, as apply would.
+#[test]
+fn a_fenced_transactional_write_is_refused_at_stamping_alone() {
+    let mut state = state_with_topic(1);
+    let old = init_txn(&mut state, "a");
+    let other = init_txn(&mut state, "b");
+    run_entry(&mut state, vec![txn_write(other, 0)]);
+    let fenced = init_txn(&mut state, "a");
+    assert!(fenced.producer_epoch > old.producer_epoch);
+    let (answers, ops) = run_entry(&mut state, vec![txn_write(old, 0), txn_write(other, 1)]);
+    assert_eq!(outcome(&answers[0]), vec![(error_code::INVALID_PRODUCER_EPOCH, -1)]);
+    assert_eq!(outcome(&answers[1]), vec![(0, 1)], "the other transaction's write is unaffected");
+    assert_eq!(ops, 1, "only the current instance's write is in the entry");
+}

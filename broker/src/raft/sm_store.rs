@@ -150,6 +150,9 @@ impl StateMachineStore {
                 // the locks still held, so no reader ever sees the half-applied state.
                 let applied_command = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     onelog_state::apply_command(state, &command, |state, effects| {
+                        if effects.iter().any(|e| matches!(e, onelog_state::Effect::Append { .. })) {
+                            crate::fault::panic_point("invariant-fails-in-apply");
+                        }
                         for effect in effects {
                             if let onelog_state::Effect::Append { batch, .. } = effect {
                                 bytes += batch.len() as u64;
