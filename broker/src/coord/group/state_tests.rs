@@ -10,7 +10,7 @@ use bytes::Bytes;
 use kafka_compat::error_code;
 
 use super::effects::{Effects, Reply, Timer};
-use super::messages::{CoordinatorConfig, JoinRequest, JoinResult, SyncResult};
+use super::messages::{CoordinatorConfig, JoinResult, SyncResult};
 use super::state::{GroupState, Groups};
 use super::sync::SyncStep;
 
@@ -23,20 +23,7 @@ fn groups(initial_delay_ms: u64) -> Groups {
     })
 }
 
-fn req(member_id: &str, metadata: &'static [u8]) -> JoinRequest {
-    JoinRequest {
-        group_id: "g".to_string(),
-        member_id: member_id.to_string(),
-        group_instance_id: None,
-        client_id: "c".to_string(),
-        client_host: String::new(),
-        session_timeout_ms: 10_000,
-        rebalance_timeout_ms: 30_000,
-        protocol_type: "consumer".to_string(),
-        protocols: vec![("range".to_string(), Bytes::from_static(metadata))],
-        require_known_member_id: true,
-    }
-}
+use super::tests::join_req as req;
 
 /// KIP-394: the first join is refused with the id to join with.
 fn member_id(groups: &mut Groups, now: Instant) -> String {
