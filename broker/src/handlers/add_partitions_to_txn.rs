@@ -1,7 +1,7 @@
 //! AddPartitionsToTxn (key 24), v0–v3: the partitions a transaction will write.
 //!
 //! No log entry (DESIGN §1): the producer is checked against the applied state and the
-//! partitions are recorded in the leader's memory (`txn_memory`), which Produce consults
+//! partitions are recorded in the transaction coordinator's memory (`coord::txn`), which Produce consults
 //! (KIP-890 part 1). v4+ (broker-to-broker verification, KIP-890) is not needed: onelog's
 //! partitions and coordinator are the same process.
 

@@ -1,5 +1,5 @@
 //! DescribeGroups (key 15), v0–v5: each group's state, protocol and members from the
-//! coordinator (see `groups`), or from the applied committed offsets for a group without
+//! coordinator (see `coord::group`), or from the applied committed offsets for a group without
 //! members.
 //!
 //! As Kafka's `ClassicGroup.describe`: member metadata and assignments and the protocol name

@@ -2,7 +2,7 @@
 //! epoch, timeout, the start of the open transaction and the partitions it holds.
 //!
 //! Served by the leader, which coordinates every transaction, from its applied state plus
-//! what this term's AddPartitionsToTxn recorded (`txn_views`); a follower answers
+//! what this term's AddPartitionsToTxn recorded (`coord::txn::views`); a follower answers
 //! NOT_COORDINATOR, on which Kafka's admin client finds the coordinator again. An unknown
 //! (or expired) id is TRANSACTIONAL_ID_NOT_FOUND, an empty one INVALID_REQUEST, as in Kafka.
 //! Partitions of `__consumer_offsets` (AddOffsetsToTxn) are not listed: onelog has no such

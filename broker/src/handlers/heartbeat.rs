@@ -1,5 +1,5 @@
 //! Heartbeat (key 12), v0–v4: keeps a member's session alive; REBALANCE_IN_PROGRESS tells it
-//! to rejoin, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID that it was fenced (see `groups`).
+//! to rejoin, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID that it was fenced (see `coord::group`).
 //! An empty or over-long group id is INVALID_GROUP_ID, as in every group API.
 
 use kafka_compat::codec::Request;

@@ -1,4 +1,4 @@
-//! JoinGroup (key 11), v0–v9: joins a member to a group's next generation (see `groups`).
+//! JoinGroup (key 11), v0–v9: joins a member to a group's next generation (see `coord::group`).
 //!
 //! The answer comes when the rebalance completes, so the handler runs concurrently (responses
 //! still leave in request order). KIP-394: v4+ first joins without a member id are answered

@@ -1,5 +1,5 @@
 //! LeaveGroup (key 13), v0–v5: members leave at once instead of waiting for their session to
-//! expire; the rest rebalance (see `groups`). v3+ (KIP-345) batches members, each answered
+//! expire; the rest rebalance (see `coord::group`). v3+ (KIP-345) batches members, each answered
 //! with its own code, and a static member may be named by its instance id alone; before v3
 //! the one member's code is the request's. An empty or over-long group id is INVALID_GROUP_ID
 //! for the whole request.

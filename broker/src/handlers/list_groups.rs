@@ -6,7 +6,7 @@
 //! With no leader known the answer is COORDINATOR_NOT_AVAILABLE, which the admin client
 //! retries, rather than an empty list that would look complete. The leader lists from its
 //! applied state even while its lease is being renewed: listing is not a write.
-//! Groups with members are listed with the coordinator's state (see `groups`); a group known
+//! Groups with members are listed with the coordinator's state (see `coord::group`); a group known
 //! only from committed offsets is a `consumer` group in state `Empty`. v4 (KIP-518) filters
 //! by state, case-insensitively as Kafka does.
 

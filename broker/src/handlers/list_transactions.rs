@@ -5,7 +5,7 @@
 //! `find-hanging`) sends this to every broker and fails as a whole if any broker answers an
 //! error other than COORDINATOR_LOAD_IN_PROGRESS, which it retries. The leader coordinates
 //! every transaction, so it lists them all from its applied state (plus what this term's
-//! adds opened, see `txn_views`); a follower answers NONE with an empty list, which keeps the
+//! adds opened, see `coord::txn::views`); a follower answers NONE with an empty list, which keeps the
 //! merge complete and free of duplicates. With no leader known the answer is
 //! COORDINATOR_LOAD_IN_PROGRESS, so the client asks again rather than take a partial list.
 //! v2's transactional id pattern (a Java regular expression) is not served.

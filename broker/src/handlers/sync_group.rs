@@ -1,5 +1,5 @@
 //! SyncGroup (key 14), v0–v5: the leader member hands in the assignments; every member gets
-//! its own (see `groups`). A follower's request waits until the leader's arrives.
+//! its own (see `coord::group`). A follower's request waits until the leader's arrives.
 //!
 //! The leader's SyncGroup completes the generation: one `CompleteGeneration` log op records
 //! it (group, generation, protocol, member ids) before the leader member is answered.
