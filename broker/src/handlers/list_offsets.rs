@@ -16,6 +16,9 @@ use onelog_state::PartitionState;
 
 pub const KEY: ApiKey = ApiKey::ListOffsets;
 pub const VERSIONS: (i16, i16) = (1, 8);
+/// KIP-320: the leader epoch is in the response from v4; before, the field does not exist and
+/// must stay at its default or the response cannot be encoded (kafkajs and aiokafka use v1–v3).
+const LEADER_EPOCH_FROM_VERSION: i16 = 4;
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
 const LATEST: i64 = -1;
@@ -28,6 +31,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::ListOffsets(body) = req.body else { anyhow::bail!("not a ListOffsets body") };
     let is_leader = ctx.is_leader();
     let epoch = ctx.leadership.leader_epoch();
+    let answered_epoch = if req.api_version >= LEADER_EPOCH_FROM_VERSION { epoch } else { -1 };
     let mut topics = Vec::with_capacity(body.topics.len());
     for topic in body.topics {
         let name = topic.name.0.to_string();
@@ -35,7 +39,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         for p in topic.partitions {
             let out = ListOffsetsPartitionResponse::default()
                 .with_partition_index(p.partition_index)
-                .with_leader_epoch(epoch);
+                .with_leader_epoch(answered_epoch);
             let (code, timestamp, offset) = if !is_leader {
                 (error_code::NOT_LEADER_OR_FOLLOWER, -1, -1)
             } else if p.current_leader_epoch > epoch {
