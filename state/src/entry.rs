@@ -172,15 +172,7 @@ pub fn takeover_ops(state: &BrokerState, limits: &ReplicatedLimits) -> Vec<Op> {
     if state.limits != *limits {
         ops.push(Op::SetLimits(*limits));
     }
-    let txns = &state.txns;
-    let open: Vec<_> = txns
-        .open_ids()
-        .into_iter()
-        .map(|id| {
-            let meta = &txns.by_id[&id];
-            (id, ProducerIdEpoch { producer_id: meta.producer_id, producer_epoch: meta.producer_epoch })
-        })
-        .collect();
+    let open = state.txns.open();
     if !open.is_empty() {
         ops.push(Op::AbortTxns(AbortTxnsOp { reason: BrokerAbort::Takeover, transactions: open }));
     }

@@ -144,12 +144,6 @@ impl Step {
         self
     }
 
-    /// The same op in an entry of another term.
-    pub fn in_term(mut self, term: i32) -> Step {
-        self.stamp.term = term;
-        self
-    }
-
     /// Applies the step to `state` as a replica applies its entry.
     pub fn apply(
         &self,

@@ -385,8 +385,24 @@ impl Transactions {
     }
 
     /// Transactional ids with an open transaction.
-    pub fn open_ids(&self) -> Vec<String> {
-        self.by_id.iter().filter(|(_, m)| m.state == TxnState::Ongoing).map(|(id, _)| id.clone()).collect()
+    /// Every open transaction, as (transactional id, producer id and epoch): what a new leader
+    /// aborts at takeover (DESIGN §4).
+    pub fn open(&self) -> Vec<(String, ProducerIdEpoch)> {
+        self.open_where(|_| true)
+    }
+
+    /// The open transactions whose `transaction.timeout.ms` has passed at `now_ms`: what the
+    /// leader's timeout duty aborts.
+    pub fn timed_out(&self, now_ms: i64) -> Vec<(String, ProducerIdEpoch)> {
+        self.open_where(|m| now_ms - m.start_ms > i64::from(m.timeout_ms))
+    }
+
+    fn open_where(&self, include: impl Fn(&TxnMeta) -> bool) -> Vec<(String, ProducerIdEpoch)> {
+        self.by_id
+            .iter()
+            .filter(|(_, m)| m.state == TxnState::Ongoing && include(m))
+            .map(|(id, m)| (id.clone(), current(m)))
+            .collect()
     }
 
     /// The partitions of `group` for which an open transaction holds pending offsets (KIP-447

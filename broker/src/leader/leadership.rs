@@ -46,10 +46,6 @@ impl Leadership {
         }
     }
 
-    pub fn node_id(&self) -> u64 {
-        self.node_id
-    }
-
     /// openraft's metrics, to wait for a change (a new term, leader or applied index).
     pub fn metrics(&self) -> watch::Receiver<RaftMetrics<u64, NodeAddr>> {
         self.raft.metrics()

@@ -281,9 +281,3 @@ impl Sequencer {
         }
     }
 }
-
-/// Shared with the produce handler: the proposer and the handler agree on what counts as a
-/// LogAppendTime topic.
-pub fn is_log_append_time(applied: &AppliedView, options: &EntryOptions, topic: &str) -> bool {
-    applied.state(|state| entry::is_log_append_time(state, options, topic))
-}

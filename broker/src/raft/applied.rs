@@ -14,7 +14,6 @@ use onelog_state::BrokerState;
 use tokio::sync::watch;
 
 use super::sm_store::{Applied, SmShared};
-use crate::config::BrokerConfig;
 use crate::fatal;
 use crate::storage::partitions::Partitions;
 
@@ -64,9 +63,5 @@ impl AppliedView {
     pub fn take_bytes_since_checkpoint_if(&self, at_least: u64) -> bool {
         let bytes = &self.shared.bytes_since_checkpoint;
         bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| (b >= at_least).then_some(0)).is_ok()
-    }
-
-    pub fn config(&self) -> &Arc<BrokerConfig> {
-        &self.shared.config
     }
 }

@@ -10,7 +10,7 @@ use onelog_state::command::{
     Op, TrimLog, TrimLogOp,
 };
 use onelog_state::entry::Proposal;
-use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, TxnState};
+use onelog_state::txns::{BrokerAbort, ProducerIdEpoch};
 use onelog_state::BrokerState;
 use rand::Rng;
 
@@ -159,15 +159,7 @@ impl Sim {
     /// The leader's timeout duty: every open transaction past its timeout, as it sees them.
     pub(crate) fn abort_timed_out(&mut self, state: &BrokerState, q: &mut Queue) {
         let now = self.now_ms;
-        let due: Vec<(String, ProducerIdEpoch)> = state
-            .txns
-            .by_id
-            .iter()
-            .filter(|(_, m)| m.state == TxnState::Ongoing && now - m.start_ms > i64::from(m.timeout_ms))
-            .map(|(id, m)| {
-                (id.clone(), ProducerIdEpoch { producer_id: m.producer_id, producer_epoch: m.producer_epoch })
-            })
-            .collect();
+        let due = state.txns.timed_out(now);
         if !due.is_empty() {
             q.duty(Op::AbortTxns(AbortTxnsOp { reason: BrokerAbort::Timeout, transactions: due }));
         }

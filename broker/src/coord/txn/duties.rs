@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use onelog_state::command::ExpireTransactionalIdsOp;
-use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, TxnState};
+use onelog_state::txns::{BrokerAbort, TxnState};
 
 use super::TxnCoordinator;
 use crate::clock::wall_clock_ms;
@@ -51,7 +51,7 @@ async fn abort_timed_out(ctx: Arc<DutyCtx>, txns: Arc<TxnCoordinator>) {
         if !ctx.is_leader() {
             continue;
         }
-        let due = timed_out(&ctx, wall_clock_ms());
+        let due = ctx.applied.state(|s| s.txns.timed_out(wall_clock_ms()));
         // Transactions that added partitions but wrote nothing live only in leader memory.
         txns.expire_memory();
         if due.is_empty() {
@@ -62,20 +62,6 @@ async fn abort_timed_out(ctx: Arc<DutyCtx>, txns: Arc<TxnCoordinator>) {
             tracing::warn!(error = %e, "transaction timeout proposal failed");
         }
     }
-}
-
-fn timed_out(ctx: &DutyCtx, now: i64) -> Vec<(String, ProducerIdEpoch)> {
-    ctx.applied.state(|state| {
-        state
-            .txns
-            .by_id
-            .iter()
-            .filter(|(_, m)| m.state == TxnState::Ongoing && now - m.start_ms > i64::from(m.timeout_ms))
-            .map(|(id, m)| {
-                (id.clone(), ProducerIdEpoch { producer_id: m.producer_id, producer_epoch: m.producer_epoch })
-            })
-            .collect()
-    })
 }
 
 async fn expire_transactional_ids(ctx: Arc<DutyCtx>) {

@@ -197,10 +197,11 @@ impl TxnCoordinator {
     /// Forgets transactions that added partitions but wrote nothing for longer than their
     /// timeout (they live only in leader memory; the written ones are aborted through the log).
     pub fn expire_memory(&self) {
-        let timeouts: HashMap<String, i64> = self
-            .applied
-            .state(|s| s.txns.by_id.iter().map(|(id, m)| (id.clone(), i64::from(m.timeout_ms))).collect());
-        self.memory.expire(self.term(), wall_clock_ms(), |id| timeouts.get(id).copied());
+        // Only the ids in memory are looked up (the memory's lock, then the applied state's:
+        // nothing takes them the other way round).
+        let timeout_ms =
+            |id: &str| self.applied.state(|s| s.txns.by_id.get(id).map(|m| i64::from(m.timeout_ms)));
+        self.memory.expire(self.term(), wall_clock_ms(), timeout_ms);
     }
 
     /// Reads the applied transactions together with this term's leader memory
