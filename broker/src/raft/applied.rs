@@ -59,7 +59,8 @@ impl AppliedView {
         self.shared.applied_index.subscribe()
     }
 
-    /// Client bytes applied since the last checkpoint; `take` resets the count.
+    /// Whether at least `at_least` client bytes were applied since the last checkpoint; if so,
+    /// the count starts again from zero (the caller triggers the checkpoint).
     pub fn take_bytes_since_checkpoint_if(&self, at_least: u64) -> bool {
         let bytes = &self.shared.bytes_since_checkpoint;
         bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| (b >= at_least).then_some(0)).is_ok()
