@@ -2,7 +2,7 @@
 //!
 //! A leadership view (is-leader, term, lease, brokers), an applied-state view (read closures;
 //! it alone holds the state machine's locks), the configuration parsed at start-up, the
-//! proposer, and the coordinators. No lock and no Raft handle is reachable from here: only
+//! proposer, the coordinators and the quota sensors. No lock and no Raft handle is reachable from here: only
 //! node start-up, the leader's duties and the admin API hold openraft. Cloned cheaply (`Arc`)
 //! into each request's task.
 
@@ -13,6 +13,7 @@ use crate::coord::group::Coordinator as GroupCoordinator;
 use crate::coord::txn::TxnCoordinator;
 use crate::leader::leadership::Leadership;
 use crate::leader::proposer::Proposer;
+use crate::quotas::QuotaManager;
 use crate::raft::applied::AppliedView;
 
 pub struct Ctx {
@@ -25,6 +26,8 @@ pub struct Ctx {
     pub groups: GroupCoordinator,
     /// Transactions, coordinated while this node leads (see `coord::txn`).
     pub txns: Arc<TxnCoordinator>,
+    /// This node's byte-rate measurements against the replicated client quotas.
+    pub quotas: QuotaManager,
 }
 
 impl Ctx {

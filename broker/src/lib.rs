@@ -29,5 +29,6 @@ pub mod leader;
 pub mod limits;
 pub mod net;
 pub mod node;
+pub mod quotas;
 pub mod raft;
 pub mod storage;

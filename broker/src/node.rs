@@ -113,6 +113,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         proposer: proposer.clone(),
         groups: GroupCoordinator::new(config.settings.group),
         txns: Arc::new(TxnCoordinator::new(leadership.clone(), applied.clone(), proposer.clone())),
+        quotas: Default::default(),
     });
     let duty = Arc::new(duties::DutyCtx {
         node_id: args.node_id,

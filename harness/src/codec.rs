@@ -14,12 +14,22 @@ pub const CLIENT_ID: &str = "onelog-harness";
 
 /// Encodes one request, length prefix included.
 pub fn encode_request<R: Request>(correlation_id: i32, version: i16, request: &R) -> Result<Bytes> {
+    encode_request_as(CLIENT_ID, correlation_id, version, request)
+}
+
+/// [`encode_request`] with another client id (quotas, for one, are per client id).
+pub fn encode_request_as<R: Request>(
+    client_id: &str,
+    correlation_id: i32,
+    version: i16,
+    request: &R,
+) -> Result<Bytes> {
     let api_key = ApiKey::try_from(R::KEY).map_err(|_| anyhow::anyhow!("unknown key {}", R::KEY))?;
     let header = RequestHeader::default()
         .with_request_api_key(R::KEY)
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str(CLIENT_ID)));
+        .with_client_id(Some(StrBytes::from_string(client_id.to_owned())));
     let mut body = BytesMut::new();
     header.encode(&mut body, api_key.request_header_version(version))?;
     request.encode(&mut body, version).with_context(|| format!("encoding {api_key:?} v{version}"))?;

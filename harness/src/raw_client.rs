@@ -16,7 +16,7 @@ use kafka_protocol::protocol::{Encodable, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::codec::{decode_response, encode_request, length_prefixed, CLIENT_ID};
+use crate::codec::{decode_response, encode_request_as, length_prefixed, CLIENT_ID};
 
 /// Largest response frame the harness accepts, in bytes.
 pub const RESPONSE_BYTES_MAX: usize = 256 * 1024 * 1024;
@@ -30,6 +30,8 @@ pub struct RawClient {
     next_correlation_id: i32,
     /// Broker-advertised (min, max) version per API key, once `api_versions` ran.
     versions: BTreeMap<i16, (i16, i16)>,
+    /// The client id of the requests' headers.
+    client_id: String,
 }
 
 /// How a connection ended when a test expected the broker to drop it.
@@ -46,7 +48,12 @@ impl RawClient {
     pub async fn connect(addr: SocketAddr) -> Result<Self> {
         let stream = TcpStream::connect(addr).await.with_context(|| format!("connecting to {addr}"))?;
         stream.set_nodelay(true)?;
-        Ok(Self { stream, next_correlation_id: 1, versions: BTreeMap::new() })
+        Ok(Self {
+            stream,
+            next_correlation_id: 1,
+            versions: BTreeMap::new(),
+            client_id: CLIENT_ID.to_owned(),
+        })
     }
 
     /// Connects and negotiates versions with ApiVersions v3.
@@ -59,6 +66,11 @@ impl RawClient {
         Ok(client)
     }
 
+    /// Sends the requests that follow with this client id.
+    pub fn set_client_id(&mut self, client_id: &str) {
+        self.client_id = client_id.to_owned();
+    }
+
     /// Sends one request and decodes its response.
     pub async fn request<R: Request>(&mut self, version: i16, request: &R) -> Result<R::Response> {
         let correlation_id = self.send_request(version, request).await?;
@@ -68,7 +80,7 @@ impl RawClient {
     /// Sends a request without waiting for its response (pipelining); returns its correlation id.
     pub async fn send_request<R: Request>(&mut self, version: i16, request: &R) -> Result<i32> {
         let correlation_id = self.take_correlation_id();
-        let frame = encode_request(correlation_id, version, request)?;
+        let frame = encode_request_as(&self.client_id, correlation_id, version, request)?;
         self.write_raw(&frame).await?;
         Ok(correlation_id)
     }

@@ -115,6 +115,10 @@ pub fn apply_op(
                 .delete_offsets(delete)
                 .map_err(|(error_code, message)| refusal(error_code, message.unwrap_or_default())),
         ),
+        Op::AlterClientQuotas(op) => {
+            state.client_quotas.apply(&op.alterations);
+            OpResult::Done
+        }
     }
 }
 

@@ -63,6 +63,8 @@ pub enum Op {
     DeleteGroups(DeleteGroupsOp),
     /// OffsetDelete (KIP-496): committed offsets of partitions no live member subscribes to.
     OffsetDelete(OffsetDeleteOp),
+    /// AlterClientQuotas (KIP-546): validated changes to the client quota table.
+    AlterClientQuotas(AlterClientQuotasOp),
 }
 
 impl Op {
@@ -125,6 +127,12 @@ impl Default for ReplicatedLimits {
             transactional_id_expiration_ms: limits::TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT,
         }
     }
+}
+
+/// Quota changes the handler validated (`quotas::validate_alteration`), one per entity.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AlterClientQuotasOp {
+    pub alterations: Vec<crate::quotas::QuotaAlteration>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -378,6 +386,7 @@ typed_op!(EndTxnOp, EndTxn, Result<ProducerIdEpoch, TxnError>, |r| OpResult::Txn
 typed_op!(AbortTxnsOp, AbortTxns, (), |r| OpResult::Done => ());
 typed_op!(ExpireTransactionalIdsOp, ExpireTransactionalIds, (), |r| OpResult::Done => ());
 typed_op!(DeleteGroupsOp, DeleteGroups, Vec<ItemResult>, |r| OpResult::Items(items) => items);
+typed_op!(AlterClientQuotasOp, AlterClientQuotas, (), |r| OpResult::Done => ());
 typed_op!(OffsetDeleteOp, OffsetDelete, Result<(), Refusal>, |r| OpResult::Deleted(d) => d);
 
 impl From<ProduceOp> for Op {

@@ -18,6 +18,7 @@ pub mod entry;
 pub mod groups;
 pub mod limits;
 pub mod producers;
+pub mod quotas;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod topic_config;
@@ -53,6 +54,9 @@ pub struct BrokerState {
     /// The limits apply decides by, as the current term's leader set them.
     #[serde(default)]
     pub limits: ReplicatedLimits,
+    /// Client quotas (KIP-546), enforced by every node against its own traffic.
+    #[serde(default)]
+    pub client_quotas: quotas::ClientQuotas,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -14,8 +14,10 @@ use kafka_protocol::messages::{ApiKey, FetchResponse, ProducerId, RequestKind, R
 
 use super::util::uuid_bytes;
 use super::HandlerResult;
+use crate::clock::wall_clock_ms;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::limits;
+use crate::quotas::{Governing, QuotaKind, QuotaManager};
 
 pub const KEY: ApiKey = ApiKey::Fetch;
 pub const VERSIONS: (i16, i16) = (4, 16);
@@ -25,26 +27,51 @@ const READ_COMMITTED: i8 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::Fetch(body) = req.body else { anyhow::bail!("not a Fetch body") };
+    let client_id = req.header.client_id.as_ref().map(|c| c.as_str());
+    let quota = QuotaManager::governing_for(&ctx.applied, QuotaKind::Fetch, client_id);
+    // Kafka caps a fetch at what the quota allows in one window, so that one response cannot
+    // be throttled for certain.
+    let cap = quota.as_ref().map_or(usize::MAX, Governing::max_bytes_in_window);
     let wait_ms = i64::from(body.max_wait_ms).clamp(0, limits::FETCH_WAIT_MS_MAX) as u64;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
     let mut applied = ctx.applied.applied_index();
-    loop {
+    let (response, bytes) = loop {
         applied.mark_unchanged();
-        let (response, bytes, errors) = read_all(&ctx, &body, req.api_version)?;
+        let (response, bytes, errors) = read_all(&ctx, &body, req.api_version, cap)?;
         let satisfied = bytes >= body.min_bytes.max(0) as usize || errors;
         if satisfied || tokio::time::Instant::now() >= deadline {
-            return Ok(Some(ResponseKind::Fetch(response)));
+            break (response, bytes);
         }
         if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
-            let (response, _, _) = read_all(&ctx, &body, req.api_version)?;
-            return Ok(Some(ResponseKind::Fetch(response)));
+            let (response, bytes, _) = read_all(&ctx, &body, req.api_version, cap)?;
+            break (response, bytes);
         }
+    };
+    let Some(quota) = quota else { return Ok(Some(ResponseKind::Fetch(response))) };
+    Ok(Some(ResponseKind::Fetch(throttled(&ctx, &quota, response, bytes))))
+}
+
+/// Counts a response's bytes against the client's `consumer_byte_rate`. Over the quota, the
+/// client gets an empty response with the throttle time and the bytes are taken back, as
+/// Kafka does (`getThrottledResponse`): the data is not sent, so it does not count.
+fn throttled(ctx: &Ctx, quota: &Governing, response: FetchResponse, bytes: usize) -> FetchResponse {
+    let now = wall_clock_ms();
+    let throttle_ms = ctx.quotas.record(quota, bytes, now);
+    if throttle_ms == 0 {
+        return response;
     }
+    ctx.quotas.unrecord(quota, bytes, now);
+    FetchResponse::default().with_session_id(0).with_throttle_time_ms(throttle_ms)
 }
 
 /// One pass over every requested partition: (response, record bytes, any partition error).
-fn read_all(ctx: &Ctx, body: &FetchRequest, version: i16) -> anyhow::Result<(FetchResponse, usize, bool)> {
-    let mut budget = (body.max_bytes.max(0) as usize).min(limits::FETCH_RESPONSE_BYTES_MAX);
+fn read_all(
+    ctx: &Ctx,
+    body: &FetchRequest,
+    version: i16,
+    cap: usize,
+) -> anyhow::Result<(FetchResponse, usize, bool)> {
+    let mut budget = (body.max_bytes.max(0) as usize).min(limits::FETCH_RESPONSE_BYTES_MAX).min(cap);
     let mut total = 0usize;
     let mut errors = false;
     let is_leader = ctx.is_leader();

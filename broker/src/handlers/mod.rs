@@ -5,12 +5,14 @@
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_client_quotas;
 pub mod api_versions;
 pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_topics;
+pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
@@ -134,6 +136,8 @@ pub static HANDLERS: &[Handler] = &[
     handler!(describe_transactions),
     handler!(list_transactions),
     handler!(write_txn_markers),
+    handler!(describe_client_quotas),
+    handler!(alter_client_quotas),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

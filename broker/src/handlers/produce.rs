@@ -17,7 +17,9 @@ use kafka_compat::batch::validate_record_set;
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ApiKey, ProduceResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::{
+    ApiKey, ProduceRequest, ProduceResponse, RequestHeader, RequestKind, ResponseKind,
+};
 
 use onelog_state::entry::{is_log_append_time, UnstampedAppend};
 use onelog_state::txns::ProducerIdEpoch;
@@ -28,6 +30,7 @@ use crate::coord::txn::WriteRefusal;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, write_refusal_code, Addressed};
 use crate::leader::proposer::Produced;
+use crate::quotas::QuotaKind;
 
 pub const KEY: ApiKey = ApiKey::Produce;
 /// v0–v2 are advertised so that old librdkafka keeps compression on, but not served (DESIGN §6).
@@ -52,6 +55,7 @@ struct Slot {
 pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFuture> {
     let RequestKind::Produce(body) = req.body else { anyhow::bail!("not a Produce body") };
     let acks = body.acks;
+    let throttle_ms = record_quota(&ctx, &req.header, &body);
     let mut slots = Vec::new();
     let mut appends = Vec::new();
     let mut owners = Vec::new(); // slot index of each append
@@ -109,6 +113,9 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
         let transactional = appends.iter().all(|a| a.batches.iter().all(|b| b.header.is_transactional()));
         Some(ctx.proposer.submit_produce(appends, transactional).await)
     };
+    if acks == 0 && throttle_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(throttle_ms as u64)).await;
+    }
     // Stage two, spawned: wait for the commit and answer.
     Ok(Box::pin(async move {
         if let Some(pending) = pending {
@@ -121,8 +128,23 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
         if acks == 0 {
             return Ok(None);
         }
-        Ok(Some(ResponseKind::Produce(response(slots))))
+        Ok(Some(ResponseKind::Produce(response(slots).with_throttle_time_ms(throttle_ms))))
     }))
+}
+
+/// Counts the request's record bytes against the client's `producer_byte_rate` (Kafka counts
+/// the whole request; the records are all but a few bytes of it) and returns the throttle. An
+/// acks=0 producer gets no response to carry it, so its connection is muted here, in the read
+/// loop, as Kafka mutes the channel.
+fn record_quota(ctx: &Ctx, header: &RequestHeader, body: &ProduceRequest) -> i32 {
+    let bytes = body
+        .topic_data
+        .iter()
+        .flat_map(|t| &t.partition_data)
+        .map(|p| p.records.as_ref().map_or(0, |r| r.len()))
+        .sum();
+    let client_id = header.client_id.as_ref().map(|c| c.as_str());
+    ctx.quotas.record_for(&ctx.applied, QuotaKind::Produce, client_id, bytes)
 }
 
 type Checked = Result<Vec<kafka_compat::batch::ValidBatch>, (i16, Option<String>)>;

@@ -1,9 +1,11 @@
 //! The Kafka listener: accepts connections, reads length-prefixed frames, runs one task per
 //! request, and writes responses strictly in request order (a FIFO of pending responses per
 //! connection, so a produce waiting for its Raft commit never lets a later response overtake).
+//! A response that carries a quota throttle mutes the connection for that long (KIP-219).
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_compat::codec::{self, DecodeError};
@@ -13,10 +15,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::ctx::SharedCtx;
 use crate::handlers::{self, api_versions, HandlerFuture, Run};
 use crate::limits;
+use crate::quotas;
 
 pub async fn serve(listener: TcpListener, ctx: SharedCtx) -> anyhow::Result<()> {
     let connections = Arc::new(Semaphore::new(limits::CONNECTIONS_MAX));
@@ -36,8 +40,26 @@ pub async fn serve(listener: TcpListener, ctx: SharedCtx) -> anyhow::Result<()> 
     }
 }
 
-/// A response slot: the task producing the response bytes (None: the request wants none).
-type Pending = JoinHandle<anyhow::Result<Option<Bytes>>>;
+/// A response slot: the task producing the response.
+type Pending = JoinHandle<anyhow::Result<Reply>>;
+
+/// A response's bytes (None: the request wants none) and the quota throttle it asks for.
+struct Reply {
+    bytes: Option<Bytes>,
+    throttle_ms: i32,
+    /// The client does not wait out the throttle itself (pre-KIP-219 versions): the response
+    /// is held back for the throttle time instead.
+    hold_response: bool,
+}
+
+impl Reply {
+    fn unthrottled(bytes: Option<Bytes>) -> Self {
+        Reply { bytes, throttle_ms: 0, hold_response: false }
+    }
+}
+
+/// Until when the connection reads no request: Kafka mutes a throttled channel.
+type Mute = Arc<Mutex<Option<Instant>>>;
 
 async fn serve_connection(
     stream: TcpStream,
@@ -47,11 +69,25 @@ async fn serve_connection(
     let peer = stream.peer_addr()?;
     let (mut reader, mut writer) = stream.into_split();
     let (tx, mut rx) = mpsc::channel::<Pending>(limits::INFLIGHT_REQUESTS_PER_CONNECTION_MAX);
+    let mute: Mute = Arc::default();
+    let muted = mute.clone();
     let write_loop = tokio::spawn(async move {
         while let Some(pending) = rx.recv().await {
             match pending.await {
-                Ok(Ok(Some(bytes))) => writer.write_all(&bytes).await?,
-                Ok(Ok(None)) => {}
+                Ok(Ok(reply)) => {
+                    let throttle = Duration::from_millis(reply.throttle_ms.max(0) as u64);
+                    if reply.hold_response {
+                        tokio::time::sleep(throttle).await;
+                    }
+                    if let Some(bytes) = reply.bytes {
+                        writer.write_all(&bytes).await?;
+                    }
+                    if !throttle.is_zero() {
+                        let until = Instant::now() + throttle;
+                        let mut mute = muted.lock().expect("mute lock");
+                        *mute = Some(mute.map_or(until, |m| m.max(until)));
+                    }
+                }
                 Ok(Err(e)) => {
                     tracing::warn!(%peer, error = %e, "closing connection: request failed");
                     break;
@@ -83,6 +119,12 @@ async fn serve_connection(
         let memory = request_memory.clone().acquire_many_owned(permits).await?;
         let mut frame = BytesMut::zeroed(len);
         reader.read_exact(&mut frame).await?;
+        // A throttled connection's next request waits out the throttle (the bytes may already
+        // be here; Kafka would leave them in the socket buffer).
+        let muted_until = mute.lock().expect("mute lock").take();
+        if let Some(until) = muted_until {
+            tokio::time::sleep_until(until).await;
+        }
         match route(&ctx, frame.freeze(), memory, peer.ip()).await {
             Ok(pending) => {
                 if tx.send(pending).await.is_err() {
@@ -119,7 +161,7 @@ async fn route(
         // KIP-511: answer in v0 with UNSUPPORTED_VERSION and our ranges.
         let corr = prefix.correlation_id;
         return Ok(tokio::spawn(async move {
-            Ok(Some(codec::encode_api_versions_fallback(corr, api_versions::keys())?))
+            Ok(Reply::unthrottled(Some(codec::encode_api_versions_fallback(corr, api_versions::keys())?)))
         }));
     }
     if version < handler.accepted_min_version || version > handler.max_version {
@@ -142,8 +184,12 @@ async fn route(
         let response = response.await?;
         drop(memory);
         match response {
-            Some(body) => Ok(Some(codec::encode_response(key, version, corr, &body)?)),
-            None => Ok(None),
+            Some(body) => Ok(Reply {
+                bytes: Some(codec::encode_response(key, version, corr, &body)?),
+                throttle_ms: quotas::response_throttle_ms(&body),
+                hold_response: !quotas::client_waits_itself(key, version),
+            }),
+            None => Ok(Reply::unthrottled(None)),
         }
     }))
 }
