@@ -159,7 +159,8 @@ mod tests {
                 producer_epoch: -1,
                 timestamp_type,
                 offset: i as i64,
-                sequence: -1,
+                // The encoder starts a new batch where offset minus sequence changes.
+                sequence: i as i32,
                 timestamp: *t,
                 key: None,
                 value: Some(Bytes::from_static(b"v")),
