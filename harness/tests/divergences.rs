@@ -9,18 +9,23 @@ use anyhow::{ensure, Context, Result};
 use bytes::Bytes;
 use harness::batch::{encode_batch, TestRecord};
 use harness::raw_ops::{produce_at, topic_name, BatchFor};
-use harness::{Broker, BrokerOptions, RawClient};
+use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsTopic,
+};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
-    CreateTopicsRequest, GroupId, HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, ListOffsetsRequest,
-    SyncGroupRequest, SyncGroupResponse,
+    BrokerId, CreatePartitionsRequest, CreateTopicsRequest, GroupId, HeartbeatRequest, JoinGroupRequest,
+    JoinGroupResponse, ListOffsetsRequest, MetadataRequest, SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
+const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 const INVALID_CONFIG: i16 = 40;
 const MEMBER_ID_REQUIRED: i16 = 79;
 const INVALID_RECORD: i16 = 87;
@@ -135,6 +140,15 @@ async fn stable_rejoin_scenario(broker: &Broker) -> Result<()> {
 
 /// CreateTopics v7 of one topic with one partition and `configs`; returns its error code.
 async fn create_topic(client: &mut RawClient, name: &str, configs: &[(&str, &str)]) -> Result<i16> {
+    create_topic_rf(client, name, -1, configs).await
+}
+
+async fn create_topic_rf(
+    client: &mut RawClient,
+    name: &str,
+    replication_factor: i16,
+    configs: &[(&str, &str)],
+) -> Result<i16> {
     let configs = configs.iter().map(|(k, v)| {
         CreatableTopicConfig::default()
             .with_name(StrBytes::from_string(k.to_string()))
@@ -143,7 +157,7 @@ async fn create_topic(client: &mut RawClient, name: &str, configs: &[(&str, &str
     let topic = CreatableTopic::default()
         .with_name(topic_name(name))
         .with_num_partitions(1)
-        .with_replication_factor(-1)
+        .with_replication_factor(replication_factor)
         .with_configs(configs.collect());
     let request = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(vec![topic]);
     let response = client.request(7, &request).await?;
@@ -250,5 +264,72 @@ async fn segment_bytes_scenario(broker: &Broker) -> Result<()> {
         ensure!(code == INVALID_CONFIG, "segment.bytes={small}: {code}");
     }
     ensure!(create_topic(&mut client, "minimum", &[("segment.bytes", "1048576")]).await? == 0);
+    Ok(())
+}
+
+/// CreatePartitions v3 of `topic` to `count` partitions with `assignments`; returns the code.
+async fn create_partitions(
+    client: &mut RawClient,
+    topic: &str,
+    count: i32,
+    assignments: &[&[i32]],
+    validate_only: bool,
+) -> Result<i16> {
+    let assignments = assignments.iter().map(|a| {
+        CreatePartitionsAssignment::default().with_broker_ids(a.iter().map(|b| BrokerId(*b)).collect())
+    });
+    let request = CreatePartitionsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_validate_only(validate_only)
+        .with_topics(vec![CreatePartitionsTopic::default()
+            .with_name(topic_name(topic))
+            .with_count(count)
+            .with_assignments(Some(assignments.collect()))]);
+    let response = client.request(3, &request).await?;
+    Ok(response.results.first().context("one result")?.error_code)
+}
+
+/// Regression: CreatePartitions ignored an explicit replica assignment. On three nodes, a topic
+/// of replication factor 2 grows by two partitions assigned [3, 2] and [2, 1]: Metadata
+/// reports those replicas, in that order. Kafka's INVALID_REPLICA_ASSIGNMENT (39) answers an
+/// assignment count that does not match the partitions added, a broker named twice, a broker
+/// that does not exist and a replica count other than the topic's, also for validate_only,
+/// and nothing is added.
+#[test]
+fn create_partitions_honours_an_explicit_replica_assignment() {
+    let options = ClusterOptions::new(3).config("log.segment.bytes", SEGMENT_BYTES);
+    let mut cluster = Cluster::start_with(options).expect("starting 3 nodes");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let result = cluster.leader().and_then(|leader| runtime.block_on(assignment_scenario(&cluster, leader)));
+    cluster.unwrap_or_dump(result);
+}
+
+async fn assignment_scenario(cluster: &Cluster, leader: u64) -> Result<()> {
+    let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
+    ensure!(create_topic_rf(&mut client, "assigned", 2, &[]).await? == 0);
+    for (count, assignments) in [
+        (3, &[&[3, 2][..]][..]),
+        (3, &[&[3, 3], &[2, 1]]),
+        (3, &[&[3, 9], &[2, 1]]),
+        (3, &[&[1, 2, 3], &[2, 1]]),
+    ] {
+        for validate_only in [true, false] {
+            let code = create_partitions(&mut client, "assigned", count, assignments, validate_only).await?;
+            ensure!(
+                code == INVALID_REPLICA_ASSIGNMENT,
+                "{assignments:?} (validate_only {validate_only}): {code}"
+            );
+        }
+    }
+    ensure!(create_partitions(&mut client, "assigned", 3, &[&[3, 2], &[2, 1]], true).await? == 0);
+    ensure!(create_partitions(&mut client, "assigned", 3, &[&[3, 2], &[2, 1]], false).await? == 0);
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(topic_name("assigned")))]));
+    let response = client.request(12, &request).await?;
+    let topic = response.topics.first().context("the topic")?;
+    let replicas: Vec<Vec<i32>> =
+        topic.partitions.iter().map(|p| p.replica_nodes.iter().map(|b| b.0).collect()).collect();
+    ensure!(replicas.len() == 3, "{replicas:?}");
+    ensure!(replicas[1] == [3, 2] && replicas[2] == [2, 1], "assigned replicas: {replicas:?}");
     Ok(())
 }
