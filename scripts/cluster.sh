@@ -16,6 +16,8 @@
 # when the binary has --admin-listen) and one directory per node, node-ID/, which is that
 # node's --data-dir and also holds onelog.log (stdout and stderr, appended across restarts)
 # and onelog.pid. `rm -rf` it after `down` to start from scratch.
+# Configs: ONELOG_CONFIGS, space-separated key=value broker configs passed to every node as
+# --config (e.g. "log.segment.bytes=1048576", which scripted suites creating many topics set).
 # Binary: ONELOG_BIN, else ${CARGO_TARGET_DIR:-target}/release/onelog, built first with
 # `cargo build --release -p broker`.
 set -euo pipefail
@@ -90,6 +92,8 @@ start_node() {
         --kafka-listen "127.0.0.1:$(kafka_port "$id")" --advertised-kafka "127.0.0.1:$(kafka_port "$id")"
         --raft-listen "127.0.0.1:$(raft_port "$id")")
     [ -n "$peers" ] && args+=(--peers "$peers")
+    local config
+    for config in ${ONELOG_CONFIGS:-}; do args+=(--config "$config"); done
     admin_enabled && args+=(--admin-listen "127.0.0.1:$(admin_port "$id")")
     # setsid: the node outlives this shell and a Ctrl-C in it.
     NO_COLOR=1 setsid "$bin" "${args[@]}" </dev/null >>"$(log_file "$id")" 2>&1 &

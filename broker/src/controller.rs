@@ -126,5 +126,36 @@ pub async fn create_partitions(ctx: &Ctx, items: Vec<NewPartitions>) -> ItemResu
         let msg = format!("At most {} partitions per topic.", limits::TOPIC_PARTITIONS_MAX);
         return vec![(error_code::INVALID_PARTITIONS, Some(msg)); n];
     }
-    ctx.proposer.propose(CreatePartitionsOp { topics: items }).await.unwrap_or_else(|e| failed(&e, n))
+    // Broker ids are membership, not applied state: the controller checks them before
+    // proposing; apply checks the rest again.
+    let brokers = broker_ids(ctx);
+    let refused: Vec<Option<String>> = ctx.applied.state(|state| {
+        let problem = |i: &NewPartitions| {
+            let t = state.topics.get(&i.topic)?;
+            let rf = t.replication_factor;
+            onelog_state::assignment::problem(i, t.partitions.len(), rf, Some(&brokers))
+        };
+        items.iter().map(problem).collect()
+    });
+    let valid: Vec<NewPartitions> =
+        items.into_iter().zip(&refused).filter(|(_, r)| r.is_none()).map(|(i, _)| i).collect();
+    let mut applied = if valid.is_empty() {
+        Vec::new().into_iter()
+    } else {
+        let count = valid.len();
+        let outcome = ctx.proposer.propose(CreatePartitionsOp { topics: valid }).await;
+        outcome.unwrap_or_else(|e| failed(&e, count)).into_iter()
+    };
+    refused
+        .into_iter()
+        .map(|r| match r {
+            Some(why) => (error_code::INVALID_REPLICA_ASSIGNMENT, Some(why)),
+            None => applied.next().unwrap_or((error_code::NONE, None)),
+        })
+        .collect()
+}
+
+/// The registered brokers: the Raft voters.
+pub fn broker_ids(ctx: &Ctx) -> std::collections::BTreeSet<i32> {
+    ctx.leadership.voter_ids().into_iter().collect()
 }

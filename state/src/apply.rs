@@ -317,8 +317,14 @@ fn create_partitions(
             format!("Topic currently has {current} partitions, {} would not be an increase.", req.count);
         return (error_code::INVALID_PARTITIONS, Some(message));
     }
+    if let Some(why) = crate::assignment::problem(req, topic.partitions.len(), topic.replication_factor, None)
+    {
+        return (error_code::INVALID_REPLICA_ASSIGNMENT, Some(why));
+    }
+    let mut assigned = req.assignments.iter();
     for partition in current..req.count {
-        topic.partitions.push(PartitionState::new());
+        let replicas = assigned.next().cloned().unwrap_or_default();
+        topic.partitions.push(PartitionState { replicas, ..PartitionState::new() });
         effects.push(Effect::CreatePartitionLog { topic_id: topic.topic_id, partition });
     }
     (error_code::NONE, None)

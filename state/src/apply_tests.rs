@@ -81,7 +81,11 @@ fn replicas_replaying_one_log_reach_identical_state() {
         produce(vec![("a", 0, vec![batch(0, 4), batch(4, 1)])]),
         produce(vec![("a", 1, vec![batch(0, 2)]), ("a", 0, vec![batch(5, 1)])]),
         Op::CreatePartitions(CreatePartitionsOp {
-            topics: vec![crate::command::NewPartitions { topic: "a".into(), count: 3 }],
+            topics: vec![crate::command::NewPartitions {
+                topic: "a".into(),
+                count: 3,
+                assignments: Vec::new(),
+            }],
         })
         .into(),
         trim(vec![TrimLog { topic: "a".into(), partition: 0, log_start_offset: 2 }]),
@@ -300,4 +304,21 @@ fn replicas_replaying_a_log_with_producers_reach_identical_state() {
     // The state, producers included, survives the checkpoint encoding.
     let bytes = bincode::serialize(&state).unwrap();
     assert_eq!(bincode::deserialize::<BrokerState>(&bytes).unwrap(), state);
+}
+
+/// Regression: CreatePartitions ignored an explicit replica assignment. Apply records each new
+/// partition's replicas (Metadata reports them) and refuses, with INVALID_REPLICA_ASSIGNMENT
+/// and no partition added, assignments Kafka refuses (here: two replicas for a topic of one).
+#[test]
+fn create_partitions_records_explicit_replica_assignments() {
+    let grow = |count: i32, assignments: Vec<Vec<i32>>| -> Step {
+        let topics = vec![crate::command::NewPartitions { topic: "a".into(), count, assignments }];
+        Op::CreatePartitions(CreatePartitionsOp { topics }).into()
+    };
+    let log = vec![create("a", 1, 1), grow(3, vec![vec![2], vec![3]]), grow(4, vec![vec![1, 2]])];
+    let (state, results, _) = apply_all(&log);
+    let replicas: Vec<Vec<i32>> = state.topics["a"].partitions.iter().map(|p| p.replicas.clone()).collect();
+    assert_eq!(replicas, vec![vec![], vec![2], vec![3]]);
+    let OpResult::Items(refused) = &results[2] else { panic!("items: {:?}", results[2]) };
+    assert_eq!(refused[0].0, error_code::INVALID_REPLICA_ASSIGNMENT, "{refused:?}");
 }

@@ -291,6 +291,10 @@ pub struct CreatePartitionsOp {
 pub struct NewPartitions {
     pub topic: String,
     pub count: i32,
+    /// The replicas of each new partition as the client assigned them (broker ids), or empty:
+    /// every voter. Checked by `assignment::problem`, brokers by the controller.
+    #[serde(default)]
+    pub assignments: Vec<Vec<i32>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -11,6 +11,7 @@
 
 pub mod apply;
 mod apply_txn;
+pub mod assignment;
 pub mod command;
 pub mod digest;
 pub mod effect;
@@ -87,6 +88,10 @@ pub struct PartitionState {
     /// `aborted_transactions` list, DESIGN §5).
     #[serde(default)]
     pub aborted_txns: Vec<AbortedTxn>,
+    /// The replicas an explicit CreatePartitions assignment named (Metadata reports them);
+    /// empty: every voter. Every node stores every partition either way (one Raft log).
+    #[serde(default)]
+    pub replicas: Vec<i32>,
 }
 
 /// One aborted transaction on one partition: its data spans `first_offset..=last_offset`,
@@ -108,6 +113,7 @@ impl PartitionState {
             leader_epochs: Vec::new(),
             open_txns: BTreeMap::new(),
             aborted_txns: Vec::new(),
+            replicas: Vec::new(),
         }
     }
 

@@ -93,7 +93,24 @@ pub fn topic_config_problem(name: &str, value: &str) -> Option<String> {
     value_problem(def, value)
 }
 
+/// Kafka 4.x's `LogConfig` minimum of `segment.bytes` (and of the broker's `log.segment.bytes`):
+/// `atLeast(1048576)`, read from kafka-storage 4.1.1's `LogConfig` (KIP-1030 raised it from 14).
+pub const SEGMENT_BYTES_MIN: i32 = 1024 * 1024;
+
+/// Lower bounds Kafka puts on integer topic configs, by name.
+fn int_min(name: &str) -> Option<i32> {
+    (name == "segment.bytes").then_some(SEGMENT_BYTES_MIN)
+}
+
 fn value_problem(def: &TopicConfigDef, value: &str) -> Option<String> {
+    if let (Some(min), Ok(v)) = (int_min(def.name), value.trim().parse::<i32>()) {
+        if v < min {
+            return Some(format!(
+                "Invalid value {value} for configuration {}: Value must be at least {min}",
+                def.name
+            ));
+        }
+    }
     let ok = match def.config_type {
         Boolean => value == "true" || value == "false",
         Int => value.trim().parse::<i32>().is_ok(),
@@ -128,5 +145,14 @@ mod tests {
         assert!(topic_config_problem("message.timestamp.type", "LogAppendTime").is_none());
         assert!(topic_config_problem("cleanup.policy", "compact,delete").is_none());
         assert!(topic_config_problem("cleanup.policy", "shred").is_some());
+    }
+
+    /// Regression: `segment.bytes` below Kafka 4.x's minimum (1 MiB) was accepted.
+    #[test]
+    fn segment_bytes_below_kafkas_minimum_is_refused() {
+        assert!(topic_config_problem("segment.bytes", "1048576").is_none());
+        let problem = topic_config_problem("segment.bytes", "1048575").expect("refused");
+        assert!(problem.contains("at least 1048576"), "{problem}");
+        assert!(topic_config_problem("segment.bytes", "14").is_some());
     }
 }

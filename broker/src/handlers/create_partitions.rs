@@ -1,4 +1,6 @@
-//! CreatePartitions (key 37): grow a topic's partition count, in one Raft entry.
+//! CreatePartitions (key 37): grow a topic's partition count, in one Raft entry, with the
+//! replicas a client assigns to each new partition (checked as Kafka checks them,
+//! `onelog_state::assignment`) recorded for Metadata.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -9,6 +11,7 @@ use super::util::str_bytes;
 use super::HandlerResult;
 use crate::controller;
 use crate::ctx::SharedCtx;
+use onelog_state::assignment;
 use onelog_state::command::NewPartitions;
 
 pub const KEY: ApiKey = ApiKey::CreatePartitions;
@@ -17,9 +20,17 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::CreatePartitions(body) = req.body else { anyhow::bail!("not a CreatePartitions body") };
-    let items: Vec<NewPartitions> =
-        body.topics.iter().map(|t| NewPartitions { topic: t.name.0.to_string(), count: t.count }).collect();
+    let items: Vec<NewPartitions> = body
+        .topics
+        .iter()
+        .map(|t| {
+            let assigned = t.assignments.iter().flatten();
+            let assignments = assigned.map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect();
+            NewPartitions { topic: t.name.0.to_string(), count: t.count, assignments }
+        })
+        .collect();
     let outcomes = if body.validate_only {
+        let brokers = controller::broker_ids(&ctx);
         ctx.applied.read(|applied| {
             items
                 .iter()
@@ -32,7 +43,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                         error_code::INVALID_PARTITIONS,
                         Some(format!("Topic currently has {} partitions.", t.partitions.len())),
                     ),
-                    Some(_) => (error_code::NONE, None),
+                    Some(t) => {
+                        match assignment::problem(i, t.partitions.len(), t.replication_factor, Some(&brokers))
+                        {
+                            Some(why) => (error_code::INVALID_REPLICA_ASSIGNMENT, Some(why)),
+                            None => (error_code::NONE, None),
+                        }
+                    }
                 })
                 .collect()
         })

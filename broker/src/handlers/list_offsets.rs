@@ -71,7 +71,7 @@ fn lookup(
         LATEST if isolation == READ_COMMITTED => (-1, ps.last_stable_offset()),
         LATEST => (-1, ps.high_watermark()),
         EARLIEST | EARLIEST_LOCAL => (-1, ps.log_start_offset),
-        MAX_TIMESTAMP => (ps.max_timestamp, ps.max_timestamp_offset),
+        MAX_TIMESTAMP => max_timestamp_record(&log, &ps)?,
         t if t >= 0 => offset_for_timestamp(&log, t, ps.high_watermark())?,
         _ => return Ok((error_code::INVALID_REQUEST, -1, -1)),
     };
@@ -85,6 +85,37 @@ fn partition_of(ctx: &Ctx, topic: &str, partition: i32) -> Option<(PartitionStat
         let log = partitions.get(&t.topic_id, partition)?;
         Some((ps, log))
     })
+}
+
+/// KIP-734: the record with the highest timestamp, the first of them on ties, as Kafka's
+/// `offsetOfMaxTimestamp`. The applied state remembers that timestamp and the batch holding it
+/// (by its last offset, the first batch reaching it); the batch's records give the record.
+/// Reading one batch when asked keeps apply free of record decoding, which would decompress
+/// every batch on every replica for a query that is rare. A batch trimmed by retention since
+/// leaves the batch's own last offset, as before.
+fn max_timestamp_record(log: &SharedLog, ps: &PartitionState) -> anyhow::Result<(i64, i64)> {
+    let (timestamp, batch_offset) = (ps.max_timestamp, ps.max_timestamp_offset);
+    if batch_offset < 0 {
+        return Ok((-1, -1));
+    }
+    let log = log.lock().expect("partition lock");
+    let holding = log.index_entries().find(|e| (e.base_offset..=e.last_offset).contains(&batch_offset));
+    let Some(entry) = holding.copied() else { return Ok((timestamp, batch_offset)) };
+    let batch = log.read_batch(&entry)?;
+    drop(log);
+    Ok((timestamp, first_record_with_timestamp(batch.into(), timestamp)?.unwrap_or(entry.base_offset)))
+}
+
+/// The offset of the first record of `batch` stamped `timestamp`. Under LogAppendTime every
+/// record carries the batch's timestamp (the records' own deltas are the client's), so the
+/// first record is the batch's first offset.
+fn first_record_with_timestamp(mut batch: bytes::Bytes, timestamp: i64) -> anyhow::Result<Option<i64>> {
+    let header = kafka_compat::batch::parse_header(&batch)?;
+    if header.is_log_append_time() {
+        return Ok(Some(header.base_offset));
+    }
+    let set = RecordBatchDecoder::decode(&mut batch)?;
+    Ok(set.records.iter().find(|r| r.timestamp == timestamp).map(|r| r.offset))
 }
 
 /// The first record with timestamp >= `target`: the time index finds the batch, then the
@@ -101,4 +132,55 @@ fn offset_for_timestamp(log: &SharedLog, target: i64, high_watermark: i64) -> an
     let set = RecordBatchDecoder::decode(&mut bytes)?;
     let hit = set.records.iter().find(|r| r.timestamp >= target);
     Ok(hit.map_or((entry.max_timestamp, entry.base_offset), |r| (r.timestamp, r.offset)))
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+    use kafka_compat::batch::{stamp_batch, BatchStamp};
+    use kafka_protocol::indexmap::IndexMap;
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+
+    use super::first_record_with_timestamp;
+
+    /// A gzip batch at offset 10 whose records carry `timestamps`.
+    fn batch(timestamps: &[i64], timestamp_type: TimestampType) -> Bytes {
+        let records: Vec<Record> = timestamps
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type,
+                offset: i as i64,
+                // The encoder starts a new batch where offset minus sequence changes.
+                sequence: i as i32,
+                timestamp: *t,
+                key: None,
+                value: Some(Bytes::from_static(b"v")),
+                headers: IndexMap::new(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        let opts = RecordEncodeOptions { version: 2, compression: Compression::Gzip };
+        RecordBatchEncoder::encode(&mut buf, &records, &opts).expect("encode");
+        let log_append_time_ms = (timestamp_type == TimestampType::LogAppend).then_some(50);
+        stamp_batch(&buf, BatchStamp { base_offset: 10, partition_leader_epoch: 1, log_append_time_ms })
+    }
+
+    /// Regression: MAX_TIMESTAMP answered the batch's last offset (13); Kafka answers the
+    /// first record with the highest timestamp (11), inside a compressed batch too.
+    #[test]
+    fn the_first_record_with_the_max_timestamp_is_found_inside_the_batch() {
+        let found = first_record_with_timestamp(batch(&[5, 9, 3, 9], TimestampType::Creation), 9);
+        assert_eq!(found.expect("decodes"), Some(11));
+        let appended = first_record_with_timestamp(batch(&[5, 9, 3], TimestampType::LogAppend), 50);
+        assert_eq!(appended.expect("decodes"), Some(10), "LogAppendTime: every record has the batch's time");
+    }
 }

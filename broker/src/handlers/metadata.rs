@@ -1,7 +1,8 @@
 //! Metadata (key 3): brokers, controller, topics with ids, partitions and their leader.
 //!
 //! Every partition's leader is the Raft leader and its leader epoch the Raft term; replicas
-//! are the voters, ISR the voters whose replication is current. Unknown topics are created here when `auto.create.topics.enable`
+//! are the voters (or those an explicit CreatePartitions assignment named), ISR those of them
+//! whose replication is current. Unknown topics are created here when `auto.create.topics.enable`
 //! is on and the client allows it (v4+), as Kafka does.
 
 use std::collections::BTreeMap;
@@ -97,7 +98,12 @@ fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -
         let state = &applied.state;
         let describe = |name: &str, t: &onelog_state::Topic| {
             let partitions = (0..t.partitions.len() as i32)
-                .map(|p| {
+                .zip(&t.partitions)
+                .map(|(p, ps)| {
+                    // An explicit CreatePartitions assignment names the replicas; else every
+                    // voter holds the partition.
+                    let replicas = if ps.replicas.is_empty() { &voters } else { &ps.replicas };
+                    let isr = in_sync.iter().filter(|v| replicas.contains(v));
                     MetadataResponsePartition::default()
                         .with_error_code(if leader < 0 {
                             error_code::LEADER_NOT_AVAILABLE
@@ -107,8 +113,8 @@ fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -
                         .with_partition_index(p)
                         .with_leader_id(leader.into())
                         .with_leader_epoch(epoch)
-                        .with_replica_nodes(voters.iter().map(|v| (*v).into()).collect())
-                        .with_isr_nodes(in_sync.iter().map(|v| (*v).into()).collect())
+                        .with_replica_nodes(replicas.iter().map(|v| (*v).into()).collect())
+                        .with_isr_nodes(isr.map(|v| (*v).into()).collect())
                 })
                 .collect();
             MetadataResponseTopic::default()

@@ -16,10 +16,13 @@ use std::time::Duration;
 use kafka_compat::batch::validate_record_set;
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{
     ApiKey, ProduceRequest, ProduceResponse, RequestHeader, RequestKind, ResponseKind,
 };
+use kafka_protocol::records::RecordBatchDecoder;
 
 use onelog_state::entry::{is_log_append_time, UnstampedAppend};
 use onelog_state::txns::ProducerIdEpoch;
@@ -46,6 +49,8 @@ struct Slot {
     partition: i32,
     error_code: i16,
     message: Option<String>,
+    /// Produce v8+ (KIP-467): the records of the batch that were rejected, by index.
+    record_errors: Vec<(i32, String)>,
     base_offset: i64,
     log_start_offset: i64,
     log_append_time: i64,
@@ -68,14 +73,15 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
                 partition: p.index,
                 error_code: error_code::NONE,
                 message: None,
+                record_errors: Vec::new(),
                 base_offset: -1,
                 log_start_offset: -1,
                 log_append_time: -1,
             };
             let checked = if not_leader {
-                Err((error_code::NOT_LEADER_OR_FOLLOWER, None))
+                Err(Refused::from((error_code::NOT_LEADER_OR_FOLLOWER, None)))
             } else if !(acks == 0 || acks == 1 || acks == -1) {
-                Err((error_code::INVALID_REQUIRED_ACKS, None))
+                Err(Refused::from((error_code::INVALID_REQUIRED_ACKS, None)))
             } else {
                 check_partition(&ctx, &name, p.index, p.records.unwrap_or_default(), req.api_version)
             };
@@ -93,10 +99,11 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
                     owners.push(slots.len());
                     appends.push(UnstampedAppend { topic: name.clone(), partition: p.index, batches });
                 }
-                Err((code, message)) => {
+                Err(Refused { code, message, record_errors }) => {
                     tracing::debug!(topic = %name, partition = p.index, code, ?message, "produce partition refused");
                     slot.error_code = code;
                     slot.message = message;
+                    slot.record_errors = record_errors;
                 }
             }
             slots.push(slot);
@@ -147,29 +154,80 @@ fn record_quota(ctx: &Ctx, header: &RequestHeader, body: &ProduceRequest) -> i32
     ctx.quotas.record_for(&ctx.applied, QuotaKind::Produce, client_id, bytes)
 }
 
-type Checked = Result<Vec<kafka_compat::batch::ValidBatch>, (i16, Option<String>)>;
+type Checked = Result<Vec<kafka_compat::batch::ValidBatch>, Refused>;
+
+/// Why a partition's batches were refused: the code, the message, and which records.
+struct Refused {
+    code: i16,
+    message: Option<String>,
+    record_errors: Vec<(i32, String)>,
+}
+
+impl From<(i16, Option<String>)> for Refused {
+    fn from((code, message): (i16, Option<String>)) -> Self {
+        Refused { code, message, record_errors: Vec::new() }
+    }
+}
 
 fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes, version: i16) -> Checked {
-    let max_bytes = ctx.applied.state(|state| {
-        let Some(t) = state.topics.get(topic) else {
-            return Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("unknown topic {topic}"))));
-        };
-        if partition < 0 || partition as usize >= t.partitions.len() {
-            return Err((
-                error_code::UNKNOWN_TOPIC_OR_PARTITION,
-                Some(format!("unknown partition {topic}-{partition}")),
-            ));
-        }
-        Ok(t.configs
-            .get("max.message.bytes")
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(ctx.config.settings.message_max_bytes))
-    })?;
+    let (max_bytes, compacted) = ctx
+        .applied
+        .state(|state| {
+            let Some(t) = state.topics.get(topic) else {
+                return Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("unknown topic {topic}"))));
+            };
+            if partition < 0 || partition as usize >= t.partitions.len() {
+                return Err((
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    Some(format!("unknown partition {topic}-{partition}")),
+                ));
+            }
+            let max_bytes = t.configs.get("max.message.bytes").and_then(|v| v.parse::<i64>().ok());
+            let policy = t.configs.get("cleanup.policy").map(String::as_str);
+            let policy = policy.or(ctx.config.get("log.cleanup.policy")).unwrap_or_default();
+            let compacted = policy.split(',').any(|p| p.trim() == "compact");
+            Ok((max_bytes.unwrap_or(ctx.config.settings.message_max_bytes), compacted))
+        })
+        .map_err(Refused::from)?;
     let batches = validate_record_set(&records, max_bytes.max(0) as usize)
         .map_err(|e| (e.error_code(), Some(e.to_string())))?;
+    if compacted {
+        check_keys(&batches, topic, partition)?;
+    }
     check_idempotent(&batches)?;
     check_transactional(ctx, topic, partition, &batches, version)?;
     Ok(batches)
+}
+
+/// Kafka's `LogValidator.validateKey`: a compacted topic keeps the last record per key, so a
+/// record without one is refused, INVALID_RECORD with every such record's index in its batch
+/// (Produce v8+ carries the list; older versions only the code, as Kafka answers them). The
+/// records are decoded (decompressed) for compacted topics only.
+fn check_keys(
+    batches: &[kafka_compat::batch::ValidBatch],
+    topic: &str,
+    partition: i32,
+) -> Result<(), Refused> {
+    let why =
+        format!("Compacted topic cannot accept message without key in topic partition {topic}-{partition}.");
+    let mut record_errors = Vec::new();
+    for batch in batches {
+        let set = RecordBatchDecoder::decode(&mut batch.bytes.clone())
+            .map_err(|e| (error_code::CORRUPT_MESSAGE, Some(format!("undecodable records: {e}"))))?;
+        let keyless = set.records.iter().enumerate().filter(|(_, r)| r.key.is_none());
+        record_errors.extend(keyless.map(|(i, _)| (i as i32, why.clone())));
+    }
+    if record_errors.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> =
+        record_errors.iter().take(3).map(|(i, m)| format!("(batchIndex={i}, message='{m}')")).collect();
+    let message = format!(
+        "One or more records have been rejected due to {} record errors in total, and only showing the first three errors at most: [{}]",
+        record_errors.len(),
+        shown.join(", ")
+    );
+    Err(Refused { code: error_code::INVALID_RECORD, message: Some(message), record_errors })
 }
 
 /// A transactional batch must come from the current epoch of its transactional id and go to
@@ -255,6 +313,16 @@ fn response(slots: Vec<Slot>) -> ProduceResponse {
             .with_index(slot.partition)
             .with_error_code(slot.error_code)
             .with_error_message(slot.message.map(str_bytes))
+            .with_record_errors(
+                slot.record_errors
+                    .into_iter()
+                    .map(|(i, m)| {
+                        BatchIndexAndErrorMessage::default()
+                            .with_batch_index(i)
+                            .with_batch_index_error_message(Some(str_bytes(m)))
+                    })
+                    .collect(),
+            )
             .with_base_offset(slot.base_offset)
             .with_log_append_time_ms(slot.log_append_time)
             .with_log_start_offset(slot.log_start_offset);

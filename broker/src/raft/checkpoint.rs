@@ -18,7 +18,8 @@ const MAGIC: &[u8; 4] = b"OLCP";
 // 3: BrokerState gained committed offsets of consumer groups.
 // 4: consumer groups gained their last completed generation and members.
 // 5: transactions: transactional ids, open transactions per partition, the aborted index.
-const FORMAT_VERSION: u32 = 5;
+// 6: partitions gained the replicas of an explicit CreatePartitions assignment.
+const FORMAT_VERSION: u32 = 6;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Checkpoint {

@@ -214,7 +214,7 @@ impl Sim {
         let Some((topic, _)) = self.pick_partition(state) else { return };
         let current = state.topics.get(&topic).map_or(0, |t| t.partitions.len() as i32);
         let count = current + self.rng.gen_range(-1..=2);
-        let op = CreatePartitionsOp { topics: vec![NewPartitions { topic, count }] };
+        let op = CreatePartitionsOp { topics: vec![NewPartitions { topic, count, assignments: Vec::new() }] };
         q.push(Proposal::Op(Op::CreatePartitions(op)), Sent::Items(ItemsKind::CreatePartitions));
     }
 

@@ -48,6 +48,10 @@ impl Groups {
         if !group.members.contains_key(&member_id) && group.members.len() >= config.max_size {
             return Err((error_code::GROUP_MAX_SIZE_REACHED, member_id.to_string()));
         }
+        if let Some(current) = group.current_generation_answer(&member_id, req) {
+            out.join(&member_id, current);
+            return Ok(Joined { member_id, effects });
+        }
         group.put_joining_member(&member_id, req, now, &mut out);
         if group.state != GroupState::PreparingRebalance {
             group.prepare_rebalance(&config, &mut out);
@@ -90,6 +94,40 @@ impl Group {
             return Err((error_code::UNKNOWN_MEMBER_ID, req.member_id.to_string()));
         }
         Ok(req.member_id.clone())
+    }
+
+    /// Kafka's `GroupCoordinator.doCurrentMemberJoinGroup` (classic protocol): a known member
+    /// that rejoins with the protocols it has (same names, metadata and order), while the
+    /// group is CompletingRebalance, or Stable and the member is not the leader, gets the
+    /// current generation at once and no rebalance starts. Such a rejoin is a client retrying
+    /// after a lost JoinGroup response (kafka-python 3.0 does it on every poll timeout); a
+    /// rebalance for it would never let the group settle. In CompletingRebalance the leader
+    /// gets the members again so it can still send its assignments; a Stable leader's rejoin
+    /// is its way to ask for a rebalance (topic metadata changed), so it rebalances, as does
+    /// any change of protocols.
+    fn current_generation_answer(&self, member_id: &str, req: &JoinRequest) -> Option<JoinResult> {
+        // A KIP-345 takeover (empty member id) is not this path: the log's generation names
+        // the old id, so the new one needs a generation of its own.
+        let member = self.members.get(member_id).filter(|_| req.member_id == member_id)?;
+        if member.protocols != req.protocols {
+            return None;
+        }
+        let is_leader = self.leader.as_deref() == Some(member_id);
+        let members = match self.state {
+            GroupState::CompletingRebalance if is_leader => self.member_metadata(),
+            GroupState::CompletingRebalance => Vec::new(),
+            GroupState::Stable if !is_leader => Vec::new(),
+            _ => return None,
+        };
+        Some(JoinResult {
+            error_code: error_code::NONE,
+            generation_id: self.generation_id,
+            protocol_type: self.protocol_type.clone(),
+            protocol_name: self.protocol_name.clone(),
+            leader: self.leader.clone().unwrap_or_default(),
+            member_id: member_id.to_string(),
+            members,
+        })
     }
 
     /// The joining member's record, from its request; a known member keeps its assignment.

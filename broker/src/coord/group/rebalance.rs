@@ -156,13 +156,8 @@ impl Group {
     /// Every member's JoinGroup of the new generation is answered (and its session timer
     /// restarted); only the leader's carries the members and their metadata.
     fn answer_joins(&mut self, now: Instant, out: &mut Out) {
-        let protocol = self.protocol_name.clone().unwrap_or_default();
         let leader = self.leader.clone().unwrap_or_default();
-        let all: Vec<(String, Option<String>, Bytes)> = self
-            .members
-            .iter()
-            .map(|(id, m)| (id.clone(), m.group_instance_id.clone(), m.metadata(&protocol)))
-            .collect();
+        let all = self.member_metadata();
         for (id, m) in self.members.iter_mut() {
             m.last_heartbeat = now;
             if !std::mem::take(&mut m.awaiting_join) {
@@ -179,6 +174,14 @@ impl Group {
             };
             out.join(id, result);
         }
+    }
+
+    /// What the leader's JoinGroup answer lists: each member with its metadata of the chosen
+    /// protocol.
+    pub(super) fn member_metadata(&self) -> Vec<(String, Option<String>, Bytes)> {
+        let protocol = self.protocol_name.clone().unwrap_or_default();
+        let members = self.members.iter();
+        members.map(|(id, m)| (id.clone(), m.group_instance_id.clone(), m.metadata(&protocol))).collect()
     }
 
     /// A member leaves (LeaveGroup, session expiry): its parked requests are answered

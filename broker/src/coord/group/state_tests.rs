@@ -187,3 +187,43 @@ fn parked_requests_are_answered_by_the_transitions_that_settle_them() {
     assert_eq!(fenced, Some(error_code::FENCED_INSTANCE_ID));
     assert_eq!(s.heartbeat("g", 0, (&old, Some("instance-1")), t0), error_code::FENCED_INSTANCE_ID);
 }
+
+/// Regression (kafka-python 3.0's group never settled): Kafka's `doCurrentMemberJoinGroup`.
+/// A follower of a Stable group rejoining with unchanged protocols gets the current
+/// generation at once, and its SyncGroup the current assignment; no rebalance starts. In
+/// CompletingRebalance the leader's unchanged rejoin gets the members again. A Stable
+/// leader's rejoin, or a follower's with new metadata, does rebalance.
+#[test]
+fn an_unchanged_rejoin_of_a_stable_group_gets_the_current_generation() {
+    let t0 = Instant::now();
+    let mut g = groups(0);
+    let (a, b) = two_members(&mut g, t0);
+    // CompletingRebalance: the leader lost its answer and asks again.
+    let again = g.join(&req(&a, b"a"), t0).expect("joins");
+    assert!(again.effects.timers.is_empty(), "no rebalance");
+    let answer = &join_replies(&again.effects)[&a];
+    assert_eq!((answer.generation_id, answer.leader.as_str(), answer.members.len()), (2, a.as_str(), 2));
+    assert_eq!(state(&g), GroupState::CompletingRebalance);
+    let assignments = vec![(a.clone(), Bytes::from_static(b"0")), (b.clone(), Bytes::from_static(b"1"))];
+    assert!(matches!(g.sync("g", 2, (&a, None), assignments, t0), SyncStep::Completed(..)));
+
+    let rejoined = g.join(&req(&b, b"b"), t0).expect("joins");
+    assert!(rejoined.effects.timers.is_empty(), "no rebalance");
+    let answer = &join_replies(&rejoined.effects)[&b];
+    assert_eq!((answer.error_code, answer.generation_id), (error_code::NONE, 2));
+    assert_eq!((answer.leader.as_str(), answer.members.len()), (a.as_str(), 0));
+    assert_eq!(state(&g), GroupState::Stable);
+    let SyncStep::Answer(sync) = g.sync("g", 2, (&b, None), Vec::new(), t0) else { panic!("answered") };
+    assert_eq!((sync.error_code, sync.assignment), (error_code::NONE, Bytes::from_static(b"1")));
+
+    let changed = g.join(&req(&b, b"b2"), t0).expect("joins");
+    assert!(join_replies(&changed.effects).is_empty(), "new metadata: b waits for a rebalance");
+    assert_eq!(state(&g), GroupState::PreparingRebalance);
+    let answers = join_replies(&g.join(&req(&a, b"a"), t0).expect("rejoins").effects);
+    assert!(answers.values().all(|r| r.generation_id == 3) && answers.len() == 2);
+    assert!(matches!(g.sync("g", 3, (&a, None), Vec::new(), t0), SyncStep::Completed(..)));
+
+    let leader = g.join(&req(&a, b"a"), t0).expect("joins");
+    assert!(join_replies(&leader.effects).is_empty(), "a Stable leader's rejoin rebalances");
+    assert_eq!(state(&g), GroupState::PreparingRebalance);
+}
