@@ -96,16 +96,22 @@ public final class Kit {
     }
 
     /**
-     * Every record of `topic` (partitions 0..count-1) from the beginning to the end offsets seen
-     * when reading starts, as the given isolation level sees them (read_committed stops at the
-     * last stable offset). Records come partition by partition, in offset order.
+     * Every record of `topic` (partitions 0..count-1) from the beginning to the high watermarks
+     * seen when reading starts, as the given isolation level sees them. The target is the high
+     * watermark even for read_committed: Kafka writes transaction markers after EndTxn returns,
+     * so the last stable offset may still lag a just-committed transaction; a read_committed
+     * position reaches the high watermark only once every transaction below it is decided.
+     * Records come partition by partition, in offset order.
      */
     public List<ConsumerRecord<String, String>> readAll(String topic, int count, String isolation, Duration timeout) {
         List<TopicPartition> tps = partitions(topic, count);
+        Map<TopicPartition, Long> end;
+        try (KafkaConsumer<String, String> uncommitted = consumer()) {
+            end = uncommitted.endOffsets(tps);
+        }
         try (KafkaConsumer<String, String> c = consumer("isolation.level", isolation)) {
             c.assign(tps);
             c.seekToBeginning(tps);
-            Map<TopicPartition, Long> end = c.endOffsets(tps);
             List<ConsumerRecord<String, String>> out = new ArrayList<>();
             long deadline = System.nanoTime() + timeout.toNanos();
             while (!reached(c, end)) {
