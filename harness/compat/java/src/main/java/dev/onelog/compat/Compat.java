@@ -1,0 +1,162 @@
+// The driver side of the compatibility-matrix contract (harness/compat/, issue 12): the
+// environment the runner gives every driver, and one JSON line per scenario on stdout.
+// Every scenario runs with its own budget on its own thread, and any exception, assertion or
+// timeout becomes a "fail" line, so a driver always prints a line for every scenario and exits 0.
+package dev.onelog.compat;
+
+import java.io.PrintStream;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+public final class Compat {
+    /** Longest detail printed: the runner shows it in a table cell. */
+    private static final int DETAIL_CHARS_MAX = 400;
+
+    public final String client;
+    public final String version;
+    public final String bootstrap;
+    public final String killLeader;
+    public final String prefix;
+    public final int timeoutS;
+    /** COMPAT_ONLY: when set, the scenario ids to run (debugging by hand only). */
+    private final java.util.Set<String> only;
+    /** Where the JSON lines go; the real stdout, kept before the CLI driver redirects System.out. */
+    private final PrintStream out = System.out;
+
+    public Compat(String client, String version) {
+        this.client = client;
+        this.version = version;
+        this.bootstrap = env("COMPAT_BOOTSTRAP", "127.0.0.1:19092,127.0.0.1:19093,127.0.0.1:19094");
+        this.killLeader = env("COMPAT_KILL_LEADER", "");
+        this.prefix = env("COMPAT_PREFIX", "compat-" + client + "-" + System.currentTimeMillis());
+        this.timeoutS = Integer.parseInt(env("COMPAT_TIMEOUT_S", "60"));
+        String onlyList = env("COMPAT_ONLY", "");
+        this.only = onlyList.isEmpty() ? java.util.Set.of() : java.util.Set.of(onlyList.split(","));
+    }
+
+    private static String env(String name, String fallback) {
+        String value = System.getenv(name);
+        return value == null || value.isEmpty() ? fallback : value;
+    }
+
+    /** A scenario's body: returns the pass detail, throws on failure, or throws NotExpressible. */
+    public interface Scenario {
+        String run() throws Exception;
+    }
+
+    /** Thrown by a scenario the client's API cannot express; becomes an "n/a" line. */
+    public static final class NotExpressible extends RuntimeException {
+        public NotExpressible(String why) {
+            super(why);
+        }
+    }
+
+    /** Runs one scenario within the budget and prints its line. */
+    public void run(String id, Scenario scenario) {
+        if (!only.isEmpty() && !only.contains(id)) {
+            // A developer's aid (COMPAT_ONLY=a,b); the runner never sets it, so it prints every line.
+            System.err.printf("[%s] %s: not run (COMPAT_ONLY)%n", client, id);
+            return;
+        }
+        long start = System.nanoTime();
+        String result;
+        String detail;
+        ExecutorService pool = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "scenario-" + id);
+            t.setDaemon(true);
+            return t;
+        });
+        Future<String> future = pool.submit(scenario::run);
+        try {
+            detail = future.get(timeoutS, TimeUnit.SECONDS);
+            result = "pass";
+        } catch (TimeoutException e) {
+            future.cancel(true);
+            result = "fail";
+            detail = "timeout after " + timeoutS + " s";
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof NotExpressible) {
+                result = "n/a";
+                detail = cause.getMessage();
+            } else {
+                result = "fail";
+                detail = describe(cause);
+                cause.printStackTrace();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            result = "fail";
+            detail = "interrupted";
+        } finally {
+            pool.shutdownNow();
+        }
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        System.err.printf("[%s] %s: %s in %d ms: %s%n", client, id, result, ms, detail);
+        line(id, result, detail);
+    }
+
+    /** An exception as "Class: message <- Cause: message", the chain a reader needs. */
+    public static String describe(Throwable t) {
+        StringBuilder s = new StringBuilder();
+        for (Throwable c = t; c != null && s.length() < DETAIL_CHARS_MAX; c = c.getCause()) {
+            if (s.length() > 0) s.append(" <- ");
+            s.append(c.getClass().getSimpleName());
+            if (c.getMessage() != null) s.append(": ").append(c.getMessage());
+            if (c.getCause() == c) break;
+        }
+        return s.toString();
+    }
+
+    private synchronized void line(String scenario, String result, String detail) {
+        if (detail == null) detail = "";
+        if (detail.length() > DETAIL_CHARS_MAX) detail = detail.substring(0, DETAIL_CHARS_MAX) + "...";
+        out.println("{" + field("client", client) + "," + field("version", version) + ","
+                + field("scenario", scenario) + "," + field("result", result) + ","
+                + field("detail", detail) + "}");
+        out.flush();
+    }
+
+    private static String field(String key, String value) {
+        return quote(key) + ":" + quote(value);
+    }
+
+    private static String quote(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            switch (c) {
+                case '"' -> b.append("\\\"");
+                case '\\' -> b.append("\\\\");
+                case '\n' -> b.append("\\n");
+                case '\r' -> b.append("\\r");
+                case '\t' -> b.append("\\t");
+                default -> {
+                    if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+                    else b.append(c);
+                }
+            }
+        }
+        return b.append('"').toString();
+    }
+
+    /** Throws with `message` unless `condition` holds: scenarios check values, not just no error. */
+    public static void check(boolean condition, String message) {
+        if (!condition) throw new AssertionError(message);
+    }
+
+    /** Runs COMPAT_KILL_LEADER through sh and waits; throws if it is missing or fails. */
+    public void killLeader() throws Exception {
+        check(!killLeader.isEmpty(), "COMPAT_KILL_LEADER is not set");
+        // Its stdout goes to stderr: the driver's stdout carries only the JSON lines.
+        Process p = new ProcessBuilder("sh", "-c", "(" + killLeader + ") 1>&2")
+                .redirectOutput(ProcessBuilder.Redirect.INHERIT)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
+        p.getOutputStream().close();
+        check(p.waitFor(timeoutS, TimeUnit.SECONDS), "COMPAT_KILL_LEADER did not return in " + timeoutS + " s");
+        check(p.exitValue() == 0, "COMPAT_KILL_LEADER exited " + p.exitValue());
+    }
+}
