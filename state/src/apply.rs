@@ -17,7 +17,7 @@ use super::command::{
 use super::effect::Effect;
 use super::producers::{Allocation, BatchMeta, BatchSeq, Pending, Verdict};
 use super::txns::ProducerIdEpoch;
-use super::{apply_txn, txn_errors};
+use super::{apply_admin, apply_txn, txn_errors};
 use super::{BrokerState, PartitionState, Topic};
 
 /// Applies every op of one entry in order; `perform` gets each op's effects (empty for a
@@ -115,6 +115,10 @@ pub fn apply_op(
                 .delete_offsets(delete)
                 .map_err(|(error_code, message)| refusal(error_code, message.unwrap_or_default())),
         ),
+        Op::AlterConfigs(alter) => OpResult::Items(apply_admin::alter_configs(state, alter)),
+        Op::DeleteRecords(delete) => {
+            OpResult::LowWatermarks(apply_admin::delete_records(state, delete, effects))
+        }
     }
 }
 

@@ -10,8 +10,10 @@
 //! serialization and digests are deterministic.
 
 pub mod apply;
+mod apply_admin;
 mod apply_txn;
 pub mod command;
+pub mod configs;
 pub mod digest;
 pub mod effect;
 pub mod entry;
@@ -53,6 +55,9 @@ pub struct BrokerState {
     /// The limits apply decides by, as the current term's leader set them.
     #[serde(default)]
     pub limits: ReplicatedLimits,
+    /// Dynamic broker, group and client-metrics configs (topic overrides are on the topic).
+    #[serde(default)]
+    pub configs: configs::DynamicConfigs,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

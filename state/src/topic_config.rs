@@ -90,10 +90,12 @@ pub fn topic_config_problem(name: &str, value: &str) -> Option<String> {
     let Some(def) = topic_config_def(name) else {
         return Some(format!("Unknown topic config name: {name}"));
     };
-    value_problem(def, value)
+    value_problem(def, def.name, value)
 }
 
-fn value_problem(def: &TopicConfigDef, value: &str) -> Option<String> {
+/// Why `value` does not fit `def`'s type; `name` is the config as the request named it (the
+/// topic config or its broker synonym).
+pub fn value_problem(def: &TopicConfigDef, name: &str, value: &str) -> Option<String> {
     let ok = match def.config_type {
         Boolean => value == "true" || value == "false",
         Int => value.trim().parse::<i32>().is_ok(),
@@ -108,7 +110,16 @@ fn value_problem(def: &TopicConfigDef, value: &str) -> Option<String> {
             _ => true,
         },
     };
-    (!ok).then(|| format!("Invalid value {value} for configuration {}", def.name))
+    (!ok).then(|| {
+        let expected = match def.config_type {
+            Int => ": Not a number of type INT",
+            Long => ": Not a number of type LONG",
+            Double => ": Not a number of type DOUBLE",
+            Boolean => ": Expected value to be either true or false",
+            ConfigType::String | List => "",
+        };
+        format!("Invalid value {value} for configuration {name}{expected}")
+    })
 }
 
 /// Validates a full set of topic configs, returning the first problem.

@@ -5,11 +5,13 @@
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_configs;
 pub mod api_versions;
 pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
@@ -20,6 +22,7 @@ pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
+pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
@@ -134,6 +137,9 @@ pub static HANDLERS: &[Handler] = &[
     handler!(describe_transactions),
     handler!(list_transactions),
     handler!(write_txn_markers),
+    handler!(alter_configs),
+    handler!(incremental_alter_configs),
+    handler!(delete_records),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

@@ -138,10 +138,8 @@ fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes
                 Some(format!("unknown partition {topic}-{partition}")),
             ));
         }
-        Ok(t.configs
-            .get("max.message.bytes")
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(ctx.config.settings.message_max_bytes))
+        // Dynamic: a topic or broker alteration takes effect from the next request.
+        Ok(ctx.config.topic_int(state, topic, "max.message.bytes", ctx.config.settings.message_max_bytes))
     })?;
     let batches = validate_record_set(&records, max_bytes.max(0) as usize)
         .map_err(|e| (e.error_code(), Some(e.to_string())))?;
@@ -194,7 +192,7 @@ fn check_idempotent(batches: &[kafka_compat::batch::ValidBatch]) -> Result<(), (
 /// Per append: whether its topic uses LogAppendTime (the response then carries the time the
 /// leader stamped, which the applied op reports).
 fn log_append_times(ctx: &Ctx, appends: &[UnstampedAppend]) -> Vec<bool> {
-    let options = ctx.config.settings.entry_options();
+    let options = ctx.config.settings.entry_options(ctx.node_id);
     ctx.applied.state(|state| appends.iter().map(|a| is_log_append_time(state, &options, &a.topic)).collect())
 }
 
