@@ -67,6 +67,10 @@ fn forget_empty(state: &mut BrokerState) {
 /// OFFSET_OUT_OF_RANGE. An offset at or below the current log start changes nothing and
 /// answers the current one. A batch straddling the new start stays in the log (Fetch
 /// returns whole batches); the log start offset is exactly the requested one, as in Kafka.
+/// Unlike Kafka, the log start stops at the last stable offset while a transaction is open
+/// below the offset asked for (onelog's invariant `log_start <= lso`, as for retention: an
+/// open transaction's data stays until its marker decides it); the answer is the low
+/// watermark reached.
 pub fn delete_records(
     state: &mut BrokerState,
     op: &DeleteRecordsOp,
@@ -92,6 +96,7 @@ fn delete_partition_records(
     if target < 0 || target > partition.high_watermark() {
         return (error_code::OFFSET_OUT_OF_RANGE, -1);
     }
+    let target = target.min(partition.last_stable_offset());
     if target > partition.log_start_offset {
         partition.log_start_offset = target;
         partition.aborted_txns.retain(|a| a.last_offset >= target);

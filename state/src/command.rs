@@ -66,8 +66,8 @@ pub enum Op {
     OffsetDelete(OffsetDeleteOp),
     /// AlterConfigs / IncrementalAlterConfigs: one request's resources; one result each.
     AlterConfigs(AlterConfigsOp),
-    /// DeleteRecords: move log start offsets forward as a client asked (Kafka semantics: up
-    /// to the high watermark, not bounded by the last stable offset as retention is).
+    /// DeleteRecords: move log start offsets forward as a client asked (up to the high
+    /// watermark; held at the last stable offset while a transaction is open, as retention is).
     DeleteRecords(DeleteRecordsOp),
 }
 
