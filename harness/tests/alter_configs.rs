@@ -175,6 +175,11 @@ async fn topic_config_scenario(cluster: &mut Cluster) -> Result<()> {
     ensure!(value.as_deref() == Some("1048588"), "validate_only changed the value to {value:?}");
     ensure!(send(&producer, "cfg", 5000).await.is_ok(), "validate_only lowered the limit");
 
+    // Through a follower: it forwards, and answers once it has applied the change itself.
+    ensure!(alter_raw(cluster, follower, "cfg", "retention.ms", "3600000").await? == 0);
+    let on_follower = describe_on(cluster, follower, "cfg", "retention.ms").await?;
+    ensure!(on_follower == ("3600000".into(), SOURCE_DYNAMIC_TOPIC), "follower {follower}: {on_follower:?}");
+
     // The change: described with its source, enforced on the next produce.
     alter_topic(&admin, "cfg", &[("max.message.bytes", "1000"), ("retention.ms", "3600000")], false).await?;
     let described = describe_topic(&admin, "cfg", "max.message.bytes").await?;
@@ -327,6 +332,11 @@ async fn kafka_configs_scenario(cluster: &Cluster) -> Result<()> {
         matches!(refused, Err(KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge))),
         "5000 bytes against message.max.bytes=2000: {refused:?}"
     );
+    let described = admin.describe_configs([&ResourceSpecifier::Broker(1)], &options()).await?;
+    let broker = described.into_iter().next().context("no result")?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let read_only = |name: &str| broker.get(name).map(|e| e.is_read_only);
+    ensure!(read_only("num.partitions") == Some(true), "num.partitions: {:?}", read_only("num.partitions"));
+    ensure!(read_only("message.max.bytes") == Some(false), "message.max.bytes is dynamic");
     let (ok, out) = run(&["--alter", "--add-config", "num.partitions=3"], &default)?;
     ensure!(!ok && out.contains("Cannot update these configs dynamically: Set(num.partitions)"), "{out}");
     let (ok, out) = run(&["--alter", "--delete-config", "message.max.bytes"], &default)?;

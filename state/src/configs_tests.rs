@@ -122,18 +122,19 @@ fn apply_alters_each_resource_alone_and_counts_changes() {
     assert_eq!(state.topics["t"].configs, [("retention.ms".to_string(), "10".to_string())].into());
 }
 
-#[test]
-fn delete_records_moves_the_log_start_up_to_the_high_watermark() {
+/// Topic "t" with one partition holding one batch of ten records (offsets 0..10).
+fn topic_with_ten_records() -> BrokerState {
     let mut state = BrokerState::default();
     Step::from(create_topic("t", 1, 1)).apply(&mut state, &mut Vec::new());
-    let produce = crate::command::ProduceOp {
-        partitions: vec![crate::command::PartitionAppend {
-            topic: "t".into(),
-            partition: 0,
-            batches: vec![batch(0, 10)],
-        }],
-    };
-    apply(&mut state, Op::Produce(produce));
+    let append =
+        crate::command::PartitionAppend { topic: "t".into(), partition: 0, batches: vec![batch(0, 10)] };
+    apply(&mut state, Op::Produce(crate::command::ProduceOp { partitions: vec![append] }));
+    state
+}
+
+#[test]
+fn delete_records_moves_the_log_start_up_to_the_high_watermark() {
+    let mut state = topic_with_ten_records();
     let delete = |partitions: Vec<(&str, i32, i64)>| {
         let partitions = partitions
             .into_iter()
@@ -158,4 +159,16 @@ fn delete_records_moves_the_log_start_up_to_the_high_watermark() {
     let OpResult::LowWatermarks(marks) = result else { panic!("{result:?}") };
     assert_eq!(marks, vec![(error_code::NONE, 4), (error_code::NONE, 10)]);
     assert_eq!(state.topics["t"].partitions[0].log_start_offset, 10);
+}
+
+#[test]
+fn delete_records_stops_at_an_open_transaction() {
+    let mut state = topic_with_ten_records();
+    // A transaction open from offset 6 bounds the LSO there (as a first transactional write does).
+    state.topics.get_mut("t").unwrap().partitions[0].open_txns.insert(99, 6);
+    let partitions = vec![TrimLog { topic: "t".into(), partition: 0, log_start_offset: 8 }];
+    let (result, _) = apply(&mut state, Op::DeleteRecords(DeleteRecordsOp { partitions }));
+    let OpResult::LowWatermarks(marks) = result else { panic!("{result:?}") };
+    assert_eq!(marks, vec![(error_code::NONE, 6)], "the answer is the low watermark reached");
+    state.topics["t"].partitions[0].assert_invariants("t", 0);
 }

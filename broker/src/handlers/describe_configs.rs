@@ -36,6 +36,8 @@ pub struct ConfigEntry {
     pub config_type: i8,
     pub synonyms: Vec<(String, String, i8)>,
     pub documentation: Option<&'static str>,
+    /// A broker config that cannot change at run time (Kafka reports these read-only).
+    pub read_only: bool,
 }
 
 impl ConfigEntry {
@@ -43,7 +45,15 @@ impl ConfigEntry {
     fn of(name: &str, config_type: i8, synonyms: Vec<(String, String, i8)>) -> ConfigEntry {
         let (value, source) =
             synonyms.first().map_or((String::new(), SOURCE_DEFAULT), |s| (s.1.clone(), s.2));
-        ConfigEntry { name: name.to_string(), value, source, config_type, synonyms, documentation: None }
+        ConfigEntry {
+            name: name.to_string(),
+            value,
+            source,
+            config_type,
+            synonyms,
+            documentation: None,
+            read_only: false,
+        }
     }
 }
 
@@ -109,7 +119,9 @@ fn broker_entries(config: &BrokerConfig, dynamic: &DynamicConfigs, level: Broker
         .entries()
         .map(|(k, _, _, ty)| {
             let default = config.default_of(k).unwrap_or_default();
-            ConfigEntry::of(k, ty as i8, broker_synonyms(config, dynamic, level, k, default))
+            let mut entry = ConfigEntry::of(k, ty as i8, broker_synonyms(config, dynamic, level, k, default));
+            entry.read_only = BrokerConfig::read_only_problem(k).is_some();
+            entry
         })
         .collect();
     let own = level.and_then(|id| dynamic.brokers.get(&id));
@@ -147,6 +159,7 @@ fn resource_entries(
                 config_type: ty as i8,
                 synonyms,
                 documentation: None,
+                read_only: false,
             }
         })
         .collect()
@@ -223,7 +236,7 @@ fn to_result(
     DescribeConfigsResourceResult::default()
         .with_name(str_bytes(e.name))
         .with_value(Some(str_bytes(e.value)))
-        .with_read_only(false)
+        .with_read_only(e.read_only)
         .with_config_source(e.source)
         .with_is_sensitive(false)
         .with_config_type(e.config_type)
