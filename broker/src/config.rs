@@ -15,7 +15,13 @@ use clap::Parser;
 
 use onelog_state::command::ReplicatedLimits;
 use onelog_state::entry::EntryOptions;
-use onelog_state::topic_config::{ConfigType, TOPIC_CONFIGS};
+use onelog_state::topic_config::{topic_config_def, ConfigType, TOPIC_CONFIGS};
+use onelog_state::BrokerState;
+
+/// The broker synonym of a topic config (`retention.ms` → `log.retention.ms`).
+fn dynamic_broker_name(topic_key: &str) -> &'static str {
+    topic_config_def(topic_key).map_or("", |d| d.broker_name)
+}
 
 /// onelog: a Kafka-compatible broker whose every write is an entry in one Raft log.
 #[derive(Debug, Clone, Parser)]
@@ -48,6 +54,14 @@ pub struct Args {
 }
 
 /// Broker-only configs and their defaults (topic-level defaults come from TOPIC_CONFIGS).
+///
+/// None of these is dynamic (IncrementalAlterConfigs / AlterConfigs answer INVALID_REQUEST
+/// "Cannot update these configs dynamically", as Kafka does for its read-only configs): Kafka
+/// marks every one read-only except `producer.id.expiration.ms`. In onelog that one is a
+/// replicated limit, written only by a new leader's takeover entry (`Op::SetLimits`); changing
+/// it at run time would need its own op, so it stays static here. The dynamic broker configs are
+/// the broker synonyms of the topic configs (`log.retention.ms`, `message.max.bytes`,
+/// `log.segment.bytes`, …), as Kafka's `DynamicLogConfig` has them; see [`BrokerConfig::dynamic_int`].
 const BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
     ("auto.create.topics.enable", "true", ConfigType::Boolean),
     ("num.partitions", "1", ConfigType::Int),
@@ -80,6 +94,8 @@ const BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
 pub struct BrokerConfig {
     values: Values,
     pub settings: Settings,
+    /// This node's broker id: whose dynamic broker configs (`DynamicConfigs::brokers`) apply.
+    pub node_id: i32,
 }
 
 /// key → (value, explicitly set, type).
@@ -172,8 +188,8 @@ impl Settings {
     }
 
     /// What the leader's settings add to building an entry.
-    pub fn entry_options(&self) -> EntryOptions {
-        EntryOptions { log_append_time_default: self.log_append_time }
+    pub fn entry_options(&self, node_id: u64) -> EntryOptions {
+        EntryOptions { log_append_time_default: self.log_append_time, node_id: node_id as i32 }
     }
 }
 
@@ -195,11 +211,68 @@ impl BrokerConfig {
         let values = Values(values);
         values.check()?;
         let settings = Settings::parse(&values)?;
-        Ok(BrokerConfig { values, settings })
+        Ok(BrokerConfig { values, settings, node_id: 0 })
+    }
+
+    pub fn with_node_id(self, node_id: u64) -> Self {
+        BrokerConfig { node_id: node_id as i32, ..self }
+    }
+
+    /// Whether `name` is a broker config onelog knows and cannot change at run time (see
+    /// [`BROKER_CONFIGS`]): the refusal Kafka gives, checked with `scripts/kafka-reference.sh`.
+    pub fn read_only_problem(name: &str) -> Option<(i16, String)> {
+        BROKER_CONFIGS.iter().any(|(k, _, _)| *k == name).then(|| {
+            (
+                kafka_compat::error_code::INVALID_REQUEST,
+                format!("Cannot update these configs dynamically: Set({name})"),
+            )
+        })
+    }
+
+    /// The value of a dynamic integer broker config in force on this node: its dynamic
+    /// broker override, else the dynamic cluster default, else `static_value` (the settings').
+    /// Read per request or per duty round, so an alteration takes effect once applied.
+    pub fn dynamic_int(&self, state: &BrokerState, key: &str, static_value: i64) -> i64 {
+        let dynamic = state.configs.broker_value(self.node_id, key);
+        dynamic.and_then(|(v, _)| v.trim().parse().ok()).unwrap_or(static_value)
+    }
+
+    /// A topic's integer config: set on the topic, else the dynamic broker synonym, else the
+    /// static broker setting.
+    pub fn topic_int(&self, state: &BrokerState, topic: &str, key: &str, static_value: i64) -> i64 {
+        let broker_name = dynamic_broker_name(key);
+        let set =
+            state.topics.get(topic).and_then(|t| t.configs.get(key)).and_then(|v| v.trim().parse().ok());
+        set.unwrap_or_else(|| self.dynamic_int(state, broker_name, static_value))
+    }
+
+    /// A topic's config as text: set on the topic, else the dynamic broker synonym, else the
+    /// static broker setting, else the default.
+    pub fn topic_str(&self, state: &BrokerState, topic: &str, key: &str) -> String {
+        let broker_name = dynamic_broker_name(key);
+        let set = state.topics.get(topic).and_then(|t| t.configs.get(key)).cloned();
+        set.or_else(|| state.configs.broker_value(self.node_id, broker_name).map(|(v, _)| v.to_string()))
+            .or_else(|| self.get(broker_name).map(str::to_string))
+            .or_else(|| self.default_of(broker_name).map(str::to_string))
+            .unwrap_or_default()
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key)
+    }
+
+    /// Whether `key` was given on the command line (STATIC_BROKER_CONFIG).
+    pub fn is_set(&self, key: &str) -> bool {
+        self.values.0.get(key).is_some_and(|(_, set, _)| *set)
+    }
+
+    /// The built-in default of a known broker config (DEFAULT_CONFIG).
+    pub fn default_of(&self, key: &str) -> Option<&'static str> {
+        BROKER_CONFIGS
+            .iter()
+            .find(|(k, _, _)| *k == key)
+            .map(|(_, d, _)| *d)
+            .or_else(|| TOPIC_CONFIGS.iter().find(|d| d.broker_name == key).map(|d| d.default))
     }
 
     /// (value, explicitly set, type) for DescribeConfigs.

@@ -18,6 +18,7 @@ pub mod admin_api;
 pub mod alloc_guard;
 pub mod clock;
 pub mod config;
+pub mod config_admin;
 pub mod controller;
 pub mod coord;
 pub mod ctx;

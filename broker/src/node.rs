@@ -48,7 +48,7 @@ fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let config = Arc::new(BrokerConfig::from_overrides(&args.configs)?);
+    let config = Arc::new(BrokerConfig::from_overrides(&args.configs)?.with_node_id(args.node_id));
     let _lock = lock_data_dir(&args.data_dir)?;
     let advertised = args.advertised_kafka.clone().unwrap_or_else(|| args.kafka_listen.to_string());
     let (host, port) = advertised.rsplit_once(':').context("--advertised-kafka must be host:port")?;
@@ -89,7 +89,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         raft: raft.clone(),
         applied: applied.clone(),
         limits: config.settings.replicated_limits(),
-        entry: config.settings.entry_options(),
+        entry: config.settings.entry_options(args.node_id),
     });
     crate::admin_api::start(
         args.admin_listen,

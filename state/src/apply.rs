@@ -17,7 +17,7 @@ use super::command::{
 use super::effect::Effect;
 use super::producers::{Allocation, BatchMeta, BatchSeq, Pending, Verdict};
 use super::txns::ProducerIdEpoch;
-use super::{apply_txn, txn_errors};
+use super::{apply_admin, apply_txn, txn_errors};
 use super::{BrokerState, PartitionState, Topic};
 
 /// Applies every op of one entry in order; `perform` gets each op's effects (empty for a
@@ -118,6 +118,10 @@ pub fn apply_op(
         Op::AlterClientQuotas(op) => {
             state.client_quotas.apply(&op.alterations);
             OpResult::Done
+        }
+        Op::AlterConfigs(alter) => OpResult::Items(apply_admin::alter_configs(state, alter)),
+        Op::DeleteRecords(delete) => {
+            OpResult::LowWatermarks(apply_admin::delete_records(state, delete, effects))
         }
     }
 }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use super::configs::ResourceAlteration;
 use super::groups::CommitResult;
 use super::txns::{BrokerAbort, ProducerIdEpoch, TxnError};
 
@@ -65,6 +66,11 @@ pub enum Op {
     OffsetDelete(OffsetDeleteOp),
     /// AlterClientQuotas (KIP-546): validated changes to the client quota table.
     AlterClientQuotas(AlterClientQuotasOp),
+    /// AlterConfigs / IncrementalAlterConfigs: one request's resources; one result each.
+    AlterConfigs(AlterConfigsOp),
+    /// DeleteRecords: move log start offsets forward as a client asked (up to the high
+    /// watermark; held at the last stable offset while a transaction is open, as retention is).
+    DeleteRecords(DeleteRecordsOp),
 }
 
 impl Op {
@@ -297,12 +303,27 @@ pub struct NewPartitions {
     pub assignments: Vec<Vec<i32>>,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AlterConfigsOp {
+    pub resources: Vec<ResourceAlteration>,
+}
+
+/// One DeleteRecords request; `log_start_offset` -1 means the high watermark.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DeleteRecordsOp {
+    pub partitions: Vec<TrimLog>,
+}
+
+/// One partition's DeleteRecords outcome: a Kafka error code and the new low watermark
+/// (the log start offset), -1 on error.
+pub type LowWatermark = (i16, i64);
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrimLogOp {
     pub trims: Vec<TrimLog>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct TrimLog {
     pub topic: String,
     pub partition: i32,
@@ -345,6 +366,8 @@ pub enum OpResult {
     TxnOffsets(Result<Vec<CommitResult>, TxnError>),
     /// OffsetDelete.
     Deleted(Result<(), Refusal>),
+    /// DeleteRecords: per partition, in request order.
+    LowWatermarks(Vec<LowWatermark>),
 }
 
 /// An op with its own result type: what a caller of the proposer gets back for it.
@@ -392,6 +415,8 @@ typed_op!(ExpireTransactionalIdsOp, ExpireTransactionalIds, (), |r| OpResult::Do
 typed_op!(DeleteGroupsOp, DeleteGroups, Vec<ItemResult>, |r| OpResult::Items(items) => items);
 typed_op!(AlterClientQuotasOp, AlterClientQuotas, (), |r| OpResult::Done => ());
 typed_op!(OffsetDeleteOp, OffsetDelete, Result<(), Refusal>, |r| OpResult::Deleted(d) => d);
+typed_op!(AlterConfigsOp, AlterConfigs, Vec<ItemResult>, |r| OpResult::Items(items) => items);
+typed_op!(DeleteRecordsOp, DeleteRecords, Vec<LowWatermark>, |r| OpResult::LowWatermarks(w) => w);
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

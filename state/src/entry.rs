@@ -67,8 +67,11 @@ impl Proposal {
 /// What the leader's settings add to stamping (the rest comes from the replicated state).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EntryOptions {
-    /// The broker's `log.message.timestamp.type` is LogAppendTime (topics may override it).
+    /// The broker's static `log.message.timestamp.type` is LogAppendTime (a dynamic broker
+    /// config or the topic may override it).
     pub log_append_time_default: bool,
+    /// The leader's broker id: whose dynamic broker configs apply.
+    pub node_id: i32,
 }
 
 /// The answer to one proposal.
@@ -439,7 +442,10 @@ impl<'a> EntryBuilder<'a> {
 /// Whether batches appended to `topic` get the leader's clock as their timestamp (Kafka's
 /// `message.timestamp.type`, the broker default unless the topic sets it).
 pub fn is_log_append_time(state: &BrokerState, options: &EntryOptions, topic: &str) -> bool {
-    match state.topics.get(topic).and_then(|t| t.configs.get("message.timestamp.type")) {
+    let topic_value = state.topics.get(topic).and_then(|t| t.configs.get("message.timestamp.type"));
+    let dynamic =
+        || state.configs.broker_value(options.node_id, "log.message.timestamp.type").map(|(v, _)| v);
+    match topic_value.map(String::as_str).or_else(dynamic) {
         Some(configured) => configured == "LogAppendTime",
         None => options.log_append_time_default,
     }

@@ -10,9 +10,11 @@
 //! serialization and digests are deterministic.
 
 pub mod apply;
+mod apply_admin;
 mod apply_txn;
 pub mod assignment;
 pub mod command;
+pub mod configs;
 pub mod digest;
 pub mod effect;
 pub mod entry;
@@ -58,6 +60,9 @@ pub struct BrokerState {
     /// Client quotas (KIP-546), enforced by every node against its own traffic.
     #[serde(default)]
     pub client_quotas: quotas::ClientQuotas,
+    /// Dynamic broker, group and client-metrics configs (topic overrides are on the topic).
+    #[serde(default)]
+    pub configs: configs::DynamicConfigs,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

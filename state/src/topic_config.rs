@@ -90,7 +90,7 @@ pub fn topic_config_problem(name: &str, value: &str) -> Option<String> {
     let Some(def) = topic_config_def(name) else {
         return Some(format!("Unknown topic config name: {name}"));
     };
-    value_problem(def, value)
+    value_problem(def, def.name, value)
 }
 
 /// Kafka 4.x's `LogConfig` minimum of `segment.bytes` (and of the broker's `log.segment.bytes`):
@@ -102,12 +102,13 @@ fn int_min(name: &str) -> Option<i32> {
     (name == "segment.bytes").then_some(SEGMENT_BYTES_MIN)
 }
 
-fn value_problem(def: &TopicConfigDef, value: &str) -> Option<String> {
+/// Why `value` does not fit `def`'s type or range; `name` is the config as the request named
+/// it (the topic config or its broker synonym).
+pub fn value_problem(def: &TopicConfigDef, name: &str, value: &str) -> Option<String> {
     if let (Some(min), Ok(v)) = (int_min(def.name), value.trim().parse::<i32>()) {
         if v < min {
             return Some(format!(
-                "Invalid value {value} for configuration {}: Value must be at least {min}",
-                def.name
+                "Invalid value {value} for configuration {name}: Value must be at least {min}"
             ));
         }
     }
@@ -125,7 +126,16 @@ fn value_problem(def: &TopicConfigDef, value: &str) -> Option<String> {
             _ => true,
         },
     };
-    (!ok).then(|| format!("Invalid value {value} for configuration {}", def.name))
+    (!ok).then(|| {
+        let expected = match def.config_type {
+            Int => ": Not a number of type INT",
+            Long => ": Not a number of type LONG",
+            Double => ": Not a number of type DOUBLE",
+            Boolean => ": Expected value to be either true or false",
+            ConfigType::String | List => "",
+        };
+        format!("Invalid value {value} for configuration {name}{expected}")
+    })
 }
 
 /// Validates a full set of topic configs, returning the first problem.

@@ -46,7 +46,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                     .with_error_code(code)
                     .with_error_message(message.map(str_bytes));
                 if let (error_code::NONE, Some(t)) = (code, applied.state.topics.get(&r.name)) {
-                    let configs = topic_entries(&ctx.config, &t.configs)
+                    let configs = topic_entries(&ctx.config, &applied.state, &t.configs)
                         .into_iter()
                         .map(|e| {
                             CreatableTopicConfigs::default()

@@ -1,5 +1,7 @@
-//! DescribeConfigs (key 32): topic and broker configs with their sources and defaults, so
-//! tools see every effective value (DESIGN §6: defaults must be listed).
+//! DescribeConfigs (key 32): topic, broker, group and client-metrics configs with their
+//! sources and defaults, so tools see every effective value (DESIGN §6: defaults must be
+//! listed). Synonyms come most specific first, as Kafka orders them: topic, dynamic broker,
+//! dynamic cluster default, static broker, default.
 
 use std::collections::BTreeMap;
 
@@ -13,19 +15,18 @@ use kafka_protocol::messages::{ApiKey, DescribeConfigsResponse, RequestKind, Res
 use super::util::str_bytes;
 use super::HandlerResult;
 use crate::config::BrokerConfig;
+use crate::config_admin::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::ctx::SharedCtx;
+use onelog_state::configs::{
+    client_metrics_entries, group_entries, DynamicConfigs, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER,
+    SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER,
+};
 use onelog_state::topic_config::TOPIC_CONFIGS;
+use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::DescribeConfigs;
 pub const VERSIONS: (i16, i16) = (1, 4);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
-
-const RESOURCE_TOPIC: i8 = 2;
-const RESOURCE_BROKER: i8 = 4;
-
-const SOURCE_TOPIC: i8 = 1;
-const SOURCE_STATIC_BROKER: i8 = 4;
-const SOURCE_DEFAULT: i8 = 5;
 
 /// One effective config value and where it comes from, most specific first in `synonyms`.
 pub struct ConfigEntry {
@@ -35,72 +36,163 @@ pub struct ConfigEntry {
     pub config_type: i8,
     pub synonyms: Vec<(String, String, i8)>,
     pub documentation: Option<&'static str>,
+    /// A broker config that cannot change at run time (Kafka reports these read-only).
+    pub read_only: bool,
+}
+
+impl ConfigEntry {
+    /// The entry whose value and source are its first synonym's.
+    fn of(name: &str, config_type: i8, synonyms: Vec<(String, String, i8)>) -> ConfigEntry {
+        let (value, source) =
+            synonyms.first().map_or((String::new(), SOURCE_DEFAULT), |s| (s.1.clone(), s.2));
+        ConfigEntry {
+            name: name.to_string(),
+            value,
+            source,
+            config_type,
+            synonyms,
+            documentation: None,
+            read_only: false,
+        }
+    }
+}
+
+/// Which broker level a broker description is for: `Some(id)` a broker, `None` the
+/// cluster-wide default (resource name "").
+type BrokerLevel = Option<i32>;
+
+/// The broker synonyms of `key` below a topic: dynamic broker (at `level`), dynamic default,
+/// static broker, default.
+fn broker_synonyms(
+    config: &BrokerConfig,
+    dynamic: &DynamicConfigs,
+    level: BrokerLevel,
+    key: &str,
+    default: &str,
+) -> Vec<(String, String, i8)> {
+    let mut synonyms = Vec::new();
+    if let Some((v, source)) = level.and_then(|id| dynamic.broker_value(id, key)) {
+        synonyms.push((key.to_string(), v.to_string(), source));
+    } else if let Some(v) = dynamic.broker_default.get(key) {
+        synonyms.push((key.to_string(), v.clone(), SOURCE_DYNAMIC_DEFAULT_BROKER));
+    }
+    if let (Some(v), true) = (config.get(key), config.is_set(key)) {
+        synonyms.push((key.to_string(), v.to_string(), SOURCE_STATIC_BROKER));
+    }
+    synonyms.push((key.to_string(), default.to_string(), SOURCE_DEFAULT));
+    // The dynamic default listed after a broker's own override too, as Kafka lists it.
+    if let (Some(id), Some(v)) = (level, dynamic.broker_default.get(key)) {
+        if dynamic.brokers.get(&id).is_some_and(|o| o.contains_key(key)) {
+            synonyms.insert(1, (key.to_string(), v.clone(), SOURCE_DYNAMIC_DEFAULT_BROKER));
+        }
+    }
+    synonyms
 }
 
 /// Every topic config of a topic: set on the topic, else from the broker, else the default.
-pub fn topic_entries(config: &BrokerConfig, topic_configs: &BTreeMap<String, String>) -> Vec<ConfigEntry> {
-    let broker: BTreeMap<&str, (&str, bool)> = config.entries().map(|(k, v, set, _)| (k, (v, set))).collect();
+pub fn topic_entries(
+    config: &BrokerConfig,
+    state: &BrokerState,
+    topic_configs: &BTreeMap<String, String>,
+) -> Vec<ConfigEntry> {
     TOPIC_CONFIGS
         .iter()
         .map(|def| {
             let mut synonyms = Vec::new();
             if let Some(v) = topic_configs.get(def.name) {
-                synonyms.push((def.name.to_string(), v.clone(), SOURCE_TOPIC));
+                synonyms.push((def.name.to_string(), v.clone(), SOURCE_DYNAMIC_TOPIC));
             }
-            if let Some((v, true)) = broker.get(def.broker_name) {
-                synonyms.push((def.broker_name.to_string(), v.to_string(), SOURCE_STATIC_BROKER));
-            }
-            synonyms.push((def.broker_name.to_string(), def.default.to_string(), SOURCE_DEFAULT));
-            let (value, source) = (synonyms[0].1.clone(), synonyms[0].2);
-            let documentation =
+            let level = Some(config.node_id);
+            synonyms.extend(broker_synonyms(config, &state.configs, level, def.broker_name, def.default));
+            let mut entry = ConfigEntry::of(def.name, def.config_type as i8, synonyms);
+            entry.documentation =
                 (!def.enforced).then_some("Accepted and reported; onelog does not act on it.");
+            entry
+        })
+        .collect()
+}
+
+/// Every broker config, with its dynamic value at `level` if any; then the dynamic configs
+/// onelog does not know (Kafka stores and lists those too).
+fn broker_entries(config: &BrokerConfig, dynamic: &DynamicConfigs, level: BrokerLevel) -> Vec<ConfigEntry> {
+    let mut entries: Vec<ConfigEntry> = config
+        .entries()
+        .map(|(k, _, _, ty)| {
+            let default = config.default_of(k).unwrap_or_default();
+            let mut entry = ConfigEntry::of(k, ty as i8, broker_synonyms(config, dynamic, level, k, default));
+            entry.read_only = BrokerConfig::read_only_problem(k).is_some();
+            entry
+        })
+        .collect();
+    let own = level.and_then(|id| dynamic.brokers.get(&id));
+    let unknown = own.into_iter().chain([&dynamic.broker_default]).flat_map(|o| o.keys());
+    for key in unknown {
+        if config.get(key).is_none() && !entries.iter().any(|e| &e.name == key) {
+            let synonyms = broker_synonyms(config, dynamic, level, key, "");
+            let synonyms = synonyms.into_iter().filter(|s| s.2 != SOURCE_DEFAULT).collect();
+            entries.push(ConfigEntry::of(
+                key,
+                onelog_state::topic_config::ConfigType::String as i8,
+                synonyms,
+            ));
+        }
+    }
+    entries
+}
+
+/// Group or client-metrics entries: (name, value, source, type) with no broker synonyms.
+fn resource_entries(
+    listed: Vec<(&'static str, String, i8, onelog_state::topic_config::ConfigType)>,
+) -> Vec<ConfigEntry> {
+    listed
+        .into_iter()
+        .map(|(name, value, source, ty)| {
+            let synonyms = if source == SOURCE_DEFAULT {
+                Vec::new()
+            } else {
+                vec![(name.to_string(), value.clone(), source)]
+            };
             ConfigEntry {
-                name: def.name.to_string(),
+                name: name.to_string(),
                 value,
                 source,
-                config_type: def.config_type as i8,
+                config_type: ty as i8,
                 synonyms,
-                documentation,
+                documentation: None,
+                read_only: false,
             }
         })
         .collect()
 }
 
-fn broker_entries(config: &BrokerConfig) -> Vec<ConfigEntry> {
-    config
-        .entries()
-        .map(|(k, v, set, ty)| {
-            let source = if set { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
-            ConfigEntry {
-                name: k.to_string(),
-                value: v.to_string(),
-                source,
-                config_type: ty as i8,
-                synonyms: vec![(k.to_string(), v.to_string(), source)],
-                documentation: None,
-            }
-        })
-        .collect()
+fn entries_of(ctx: &SharedCtx, resource_type: i8, name: &str) -> Result<Vec<ConfigEntry>, (i16, String)> {
+    let me = ctx.config.node_id;
+    ctx.applied.state(|state| match resource_type {
+        RESOURCE_TOPIC => match state.topics.get(name) {
+            Some(t) => Ok(topic_entries(&ctx.config, state, &t.configs)),
+            None => Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic '{name}' does not exist."))),
+        },
+        RESOURCE_BROKER if name.is_empty() => Ok(broker_entries(&ctx.config, &state.configs, None)),
+        RESOURCE_BROKER if name == me.to_string() => {
+            Ok(broker_entries(&ctx.config, &state.configs, Some(me)))
+        }
+        RESOURCE_BROKER => Err((
+            error_code::INVALID_REQUEST,
+            format!("Unexpected broker id, expected {me} or empty string, but received {name}"),
+        )),
+        RESOURCE_GROUP => Ok(resource_entries(group_entries(state.configs.groups.get(name)))),
+        RESOURCE_CLIENT_METRICS => {
+            Ok(resource_entries(client_metrics_entries(state.configs.client_metrics.get(name))))
+        }
+        other => Err((error_code::INVALID_REQUEST, format!("Resource type {other} is not supported."))),
+    })
 }
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DescribeConfigs(body) = req.body else { anyhow::bail!("not a DescribeConfigs body") };
     let mut results = Vec::with_capacity(body.resources.len());
     for resource in &body.resources {
-        let name = resource.resource_name.to_string();
-        let entries = match resource.resource_type {
-            RESOURCE_TOPIC => ctx.applied.read(|applied| match applied.state.topics.get(&name) {
-                Some(t) => Ok(topic_entries(&ctx.config, &t.configs)),
-                None => {
-                    Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic '{name}' does not exist.")))
-                }
-            }),
-            RESOURCE_BROKER if name.is_empty() || name == ctx.node_id.to_string() => {
-                Ok(broker_entries(&ctx.config))
-            }
-            RESOURCE_BROKER => Err((error_code::INVALID_REQUEST, format!("Broker {name} is not this node."))),
-            other => Err((error_code::INVALID_REQUEST, format!("Resource type {other} is not supported."))),
-        };
+        let entries = entries_of(&ctx, resource.resource_type, resource.resource_name.as_str());
         let mut result = DescribeConfigsResult::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());
@@ -144,7 +236,7 @@ fn to_result(
     DescribeConfigsResourceResult::default()
         .with_name(str_bytes(e.name))
         .with_value(Some(str_bytes(e.value)))
-        .with_read_only(false)
+        .with_read_only(e.read_only)
         .with_config_source(e.source)
         .with_is_sensitive(false)
         .with_config_type(e.config_type)

@@ -6,11 +6,13 @@
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_client_quotas;
+pub mod alter_configs;
 pub mod api_versions;
 pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_client_quotas;
 pub mod describe_cluster;
@@ -22,6 +24,7 @@ pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
+pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
@@ -138,6 +141,9 @@ pub static HANDLERS: &[Handler] = &[
     handler!(write_txn_markers),
     handler!(describe_client_quotas),
     handler!(alter_client_quotas),
+    handler!(alter_configs),
+    handler!(incremental_alter_configs),
+    handler!(delete_records),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

@@ -182,11 +182,13 @@ fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes
                     Some(format!("unknown partition {topic}-{partition}")),
                 ));
             }
-            let max_bytes = t.configs.get("max.message.bytes").and_then(|v| v.parse::<i64>().ok());
-            let policy = t.configs.get("cleanup.policy").map(String::as_str);
-            let policy = policy.or(ctx.config.get("log.cleanup.policy")).unwrap_or_default();
+            // Dynamic: a topic or broker alteration takes effect from the next request.
+            let config = &ctx.config;
+            let max_bytes =
+                config.topic_int(state, topic, "max.message.bytes", config.settings.message_max_bytes);
+            let policy = config.topic_str(state, topic, "cleanup.policy");
             let compacted = policy.split(',').any(|p| p.trim() == "compact");
-            Ok((max_bytes.unwrap_or(ctx.config.settings.message_max_bytes), compacted))
+            Ok((max_bytes, compacted))
         })
         .map_err(Refused::from)?;
     let batches = validate_record_set(&records, max_bytes.max(0) as usize)
@@ -274,7 +276,7 @@ fn check_idempotent(batches: &[kafka_compat::batch::ValidBatch]) -> Result<(), (
 /// Per append: whether its topic uses LogAppendTime (the response then carries the time the
 /// leader stamped, which the applied op reports).
 fn log_append_times(ctx: &Ctx, appends: &[UnstampedAppend]) -> Vec<bool> {
-    let options = ctx.config.settings.entry_options();
+    let options = ctx.config.settings.entry_options(ctx.node_id);
     ctx.applied.state(|state| appends.iter().map(|a| is_log_append_time(state, &options, &a.topic)).collect())
 }
 

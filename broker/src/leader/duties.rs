@@ -177,15 +177,6 @@ async fn retention(ctx: SharedCtx) {
     }
 }
 
-/// A topic's own setting, else the broker's default.
-fn topic_setting(
-    configs: &std::collections::BTreeMap<String, String>,
-    key: &str,
-    broker_default: i64,
-) -> i64 {
-    configs.get(key).and_then(|v| v.parse().ok()).unwrap_or(broker_default)
-}
-
 /// New log start offsets for partitions whose oldest sealed segments are past retention.
 fn retention_trims(ctx: &SharedCtx) -> Vec<TrimLog> {
     let now = wall_clock_ms();
@@ -193,9 +184,12 @@ fn retention_trims(ctx: &SharedCtx) -> Vec<TrimLog> {
     ctx.applied.with_partitions(|applied, partitions| {
         let mut trims = Vec::new();
         for (name, topic) in &applied.state.topics {
-            let retention_ms = topic_setting(&topic.configs, "retention.ms", settings.log_retention_ms);
+            // Dynamic: read every round, so an alteration counts from the next one.
+            let config = &ctx.config;
+            let retention_ms =
+                config.topic_int(&applied.state, name, "retention.ms", settings.log_retention_ms);
             let retention_bytes =
-                topic_setting(&topic.configs, "retention.bytes", settings.log_retention_bytes);
+                config.topic_int(&applied.state, name, "retention.bytes", settings.log_retention_bytes);
             for (p, ps) in topic.partitions.iter().enumerate() {
                 let Some(log) = partitions.get(&topic.topic_id, p as i32) else { continue };
                 let log = log.lock().expect("partition lock");

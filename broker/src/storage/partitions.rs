@@ -22,6 +22,11 @@ pub struct Partitions {
     logs: BTreeMap<([u8; 16], i32), SharedLog>,
     /// Segment size per topic, from its `segment.bytes` config.
     segment_bytes: BTreeMap<[u8; 16], u64>,
+    /// This node's broker id, for its dynamic `log.segment.bytes`.
+    node_id: i32,
+    /// `DynamicConfigs::changes` when `segment_bytes` was last computed: an alteration of
+    /// `segment.bytes` or `log.segment.bytes` sizes the segments rolled after it.
+    configs_seen: u64,
 }
 
 fn hex(id: &[u8; 16]) -> String {
@@ -39,6 +44,8 @@ impl Partitions {
             segment_bytes_default,
             logs: BTreeMap::new(),
             segment_bytes: BTreeMap::new(),
+            node_id: config.node_id,
+            configs_seen: state.configs.changes,
         };
         let known: Vec<String> = state.topics.values().map(|t| hex(&t.topic_id)).collect();
         for entry in std::fs::read_dir(root)? {
@@ -79,7 +86,21 @@ impl Partitions {
             .topic_by_id(topic_id)
             .and_then(|(_, t)| t.configs.get("segment.bytes"))
             .and_then(|v| v.parse::<u64>().ok());
-        self.segment_bytes.insert(*topic_id, configured.unwrap_or(self.segment_bytes_default).max(1024));
+        let dynamic = state.configs.broker_value(self.node_id, "log.segment.bytes");
+        let default = dynamic.and_then(|(v, _)| v.parse::<u64>().ok()).unwrap_or(self.segment_bytes_default);
+        self.segment_bytes.insert(*topic_id, configured.unwrap_or(default).max(1024));
+    }
+
+    /// Recomputes every topic's segment size after a config alteration.
+    fn follow_config_changes(&mut self, state: &BrokerState) {
+        if state.configs.changes == self.configs_seen {
+            return;
+        }
+        self.configs_seen = state.configs.changes;
+        let ids: Vec<[u8; 16]> = state.topics.values().map(|t| t.topic_id).collect();
+        for id in ids {
+            self.remember_segment_bytes(state, &id);
+        }
     }
 
     pub fn get(&self, topic_id: &[u8; 16], partition: i32) -> Option<SharedLog> {
@@ -88,6 +109,7 @@ impl Partitions {
 
     /// Performs the effects of one applied op. `state` is the state after the op.
     pub fn execute(&mut self, state: &BrokerState, effects: &[Effect]) -> io::Result<()> {
+        self.follow_config_changes(state);
         let mut topics_written: Vec<[u8; 16]> = Vec::new();
         for effect in effects {
             match effect {

@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 
 use onelog_state::command::{
-    AbortTxnsOp, CreatePartitionsOp, CreateTopicsOp, DeleteGroupsOp, DeleteTopicsOp, GenerationMember,
-    GenerationOp, GroupDeletion, NewPartitions, NewTopic, OffsetCommitEntry, OffsetCommitOp, OffsetDeleteOp,
-    Op, TrimLog, TrimLogOp,
+    AbortTxnsOp, AlterConfigsOp, CreatePartitionsOp, CreateTopicsOp, DeleteGroupsOp, DeleteRecordsOp,
+    DeleteTopicsOp, GenerationMember, GenerationOp, GroupDeletion, NewPartitions, NewTopic,
+    OffsetCommitEntry, OffsetCommitOp, OffsetDeleteOp, Op, TrimLog, TrimLogOp,
 };
+use onelog_state::configs::{AlterKind, ConfigAlteration, ConfigResource, ResourceAlteration};
 use onelog_state::entry::Proposal;
 use onelog_state::txns::{BrokerAbort, ProducerIdEpoch};
 use onelog_state::BrokerState;
@@ -151,9 +152,49 @@ impl Sim {
                 TrimLog { topic, partition, log_start_offset }
             })
             .collect();
-        if !trims.is_empty() {
-            q.duty(Op::TrimLog(TrimLogOp { trims }));
+        match (trims.is_empty(), self.rng.gen_range(0..10)) {
+            (true, _) => {}
+            // DeleteRecords: the client's offsets, past the LSO too; -1 is the high watermark.
+            (false, 0..=2) => {
+                let partitions = trims
+                    .into_iter()
+                    .map(|t| TrimLog {
+                        log_start_offset: if self.rng.gen_bool(0.2) { -1 } else { t.log_start_offset },
+                        ..t
+                    })
+                    .collect();
+                q.duty(Op::DeleteRecords(DeleteRecordsOp { partitions }));
+            }
+            (false, _) => q.duty(Op::TrimLog(TrimLogOp { trims })),
         }
+        if self.rng.gen_bool(0.2) {
+            self.alter_configs(state, q);
+        }
+    }
+
+    /// Config alterations that change what later entries do: the topic or broker default
+    /// `message.timestamp.type` (the entry builder stamps LogAppendTime by it), and list
+    /// configs, valid or not.
+    fn alter_configs(&mut self, state: &BrokerState, q: &mut Queue) {
+        let topic = self.pick_partition(state).map(|(t, _)| t).unwrap_or_else(|| TOPICS[0].into());
+        let resource = match self.rng.gen_range(0..3) {
+            0 => ConfigResource::Topic(topic),
+            1 => ConfigResource::BrokerDefault,
+            _ => ConfigResource::Broker(1),
+        };
+        let (name, kind, value) = match (self.rng.gen_range(0..5), &resource) {
+            (0, ConfigResource::Topic(_)) => ("message.timestamp.type", AlterKind::Set, "LogAppendTime"),
+            (0, _) => ("log.message.timestamp.type", AlterKind::Set, "LogAppendTime"),
+            (1, ConfigResource::Topic(_)) => ("message.timestamp.type", AlterKind::Delete, ""),
+            (1, _) => ("log.message.timestamp.type", AlterKind::Delete, ""),
+            (2, ConfigResource::Topic(_)) => ("cleanup.policy", AlterKind::Append, "compact"),
+            (2, _) => ("log.cleanup.policy", AlterKind::Subtract, "delete"),
+            _ => ("retention.ms", AlterKind::Set, "soon"),
+        };
+        let alteration = ConfigAlteration { name: name.into(), kind, value: Some(value.into()) };
+        let change =
+            ResourceAlteration { resource, replace: self.rng.gen_bool(0.1), alterations: vec![alteration] };
+        q.duty(Op::AlterConfigs(AlterConfigsOp { resources: vec![change] }));
     }
 
     /// The leader's timeout duty: every open transaction past its timeout, as it sees them.
