@@ -119,7 +119,9 @@ async fn describe_on(cluster: &Cluster, id: u64, topic: &str, name: &str) -> Res
 
 async fn send(producer: &FutureProducer, topic: &str, bytes: usize) -> Result<i64, KafkaError> {
     let payload = vec![b'x'; bytes];
-    let record = FutureRecord::<(), _>::to(topic).payload(&payload);
+    // Keyed: the "tool" topic is compacted (cleanup.policy=delete,compact), which refuses
+    // records without a key.
+    let record = FutureRecord::to(topic).key("k").payload(&payload);
     producer.send(record, TIMEOUT).await.map(|delivery| delivery.offset).map_err(|(e, _)| e)
 }
 
