@@ -30,6 +30,10 @@ const ELECTION_NOT_NEEDED: i16 = 84;
 const RESOURCE_NOT_FOUND: i16 = 91;
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const UNKNOWN_SUBSCRIPTION_ID: i16 = 117;
+const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+const INVALID_REQUEST: i16 = 42;
+const DELEGATION_TOKEN_AUTH_DISABLED: i16 = 61;
+const FEATURE_UPDATE_FAILED: i16 = 96;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_owned())
@@ -55,6 +59,7 @@ async fn scenario(broker: &mut Broker) -> Result<()> {
     elections(&mut client).await?;
     log_dirs_v4(&mut client).await?;
     telemetry_and_scram(&mut client).await?;
+    not_served(&mut client).await?;
     Ok(())
 }
 
@@ -246,5 +251,31 @@ async fn telemetry_and_scram(client: &mut RawClient) -> Result<()> {
         altered.results.len() == 1 && altered.results[0].error_code == UNSUPPORTED_SASL_MECHANISM,
         "{altered:?}"
     );
+    Ok(())
+}
+
+/// APIs onelog cannot honour: each gets its precise code (README, "What onelog does not serve").
+async fn not_served(client: &mut RawClient) -> Result<()> {
+    let listed = client.request(0, &ListPartitionReassignmentsRequest::default().with_topics(None)).await?;
+    ensure!(listed.error_code == 0 && listed.topics.is_empty(), "{listed:?}");
+    let alter = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+        alter_partition_reassignments_request::ReassignableTopic::default()
+            .with_name(topic_name("alpha"))
+            .with_partitions(vec![alter_partition_reassignments_request::ReassignablePartition::default()
+                .with_partition_index(1)
+                .with_replicas(Some(vec![BrokerId(1)]))]),
+    ]);
+    let altered = client.request(1, &alter).await?;
+    let p = &altered.responses[0].partitions[0];
+    ensure!(
+        p.partition_index == 1 && p.error_code == INVALID_REPLICA_ASSIGNMENT && p.error_message.is_some(),
+        "{p:?}"
+    );
+    let tokens = client.request(3, &DescribeDelegationTokenRequest::default().with_owners(None)).await?;
+    ensure!(tokens.error_code == DELEGATION_TOKEN_AUTH_DISABLED, "{tokens:?}");
+    let features = client.request(1, &UpdateFeaturesRequest::default()).await?;
+    ensure!(features.error_code == FEATURE_UPDATE_FAILED && features.error_message.is_some(), "{features:?}");
+    let voter = client.request(0, &RemoveRaftVoterRequest::default().with_voter_id(2)).await?;
+    ensure!(voter.error_code == INVALID_REQUEST, "{voter:?}");
     Ok(())
 }

@@ -5,12 +5,16 @@
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod add_raft_voter;
+pub mod alter_partition_reassignments;
+pub mod alter_replica_log_dirs;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 mod authorized;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
 pub mod create_acls;
+pub mod create_delegation_token;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_acls;
@@ -19,6 +23,7 @@ pub mod delete_topics;
 pub mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_delegation_token;
 pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
@@ -28,6 +33,7 @@ pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
 pub mod elect_leaders;
 pub mod end_txn;
+pub mod expire_delegation_token;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod get_telemetry_subscriptions;
@@ -37,6 +43,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod list_transactions;
 pub mod metadata;
 mod not_served;
@@ -46,8 +53,12 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod push_telemetry;
+pub mod remove_raft_voter;
+pub mod renew_delegation_token;
 pub mod sync_group;
 pub mod txn_offset_commit;
+pub mod unregister_broker;
+pub mod update_features;
 mod util;
 pub mod write_txn_markers;
 
@@ -156,6 +167,17 @@ pub static HANDLERS: &[Handler] = &[
     handler!(alter_user_scram_credentials),
     handler!(get_telemetry_subscriptions),
     handler!(push_telemetry),
+    handler!(create_delegation_token),
+    handler!(renew_delegation_token),
+    handler!(expire_delegation_token),
+    handler!(describe_delegation_token),
+    handler!(update_features),
+    handler!(unregister_broker),
+    handler!(add_raft_voter),
+    handler!(remove_raft_voter),
+    handler!(list_partition_reassignments),
+    handler!(alter_partition_reassignments),
+    handler!(alter_replica_log_dirs),
     handler!(describe_producers),
     handler!(describe_transactions),
     handler!(list_transactions),

@@ -196,6 +196,86 @@ fn build_admin(key: ApiKey, v: i16, f: &Fixture) -> Option<RequestKind> {
                         .with_salted_password(Bytes::from_static(b"salted")),
                 ]),
         ),
+        ApiKey::ListPartitionReassignments => RequestKind::ListPartitionReassignments(
+            ListPartitionReassignmentsRequest::default().with_timeout_ms(1_000).with_topics(Some(vec![
+                list_partition_reassignments_request::ListPartitionReassignmentsTopics::default()
+                    .with_name(topic())
+                    .with_partition_indexes(vec![0]),
+            ])),
+        ),
+        ApiKey::AlterPartitionReassignments => RequestKind::AlterPartitionReassignments(
+            AlterPartitionReassignmentsRequest::default().with_timeout_ms(1_000).with_topics(vec![
+                alter_partition_reassignments_request::ReassignableTopic::default()
+                    .with_name(topic())
+                    .with_partitions(vec![
+                        alter_partition_reassignments_request::ReassignablePartition::default()
+                            .with_partition_index(0)
+                            .with_replicas(Some(vec![BrokerId(1)])),
+                    ]),
+            ]),
+        ),
+        ApiKey::AlterReplicaLogDirs => RequestKind::AlterReplicaLogDirs(
+            AlterReplicaLogDirsRequest::default().with_dirs(vec![
+                alter_replica_log_dirs_request::AlterReplicaLogDir::default()
+                    .with_path(s("/tmp/elsewhere"))
+                    .with_topics(vec![alter_replica_log_dirs_request::AlterReplicaLogDirTopic::default()
+                        .with_name(topic())
+                        .with_partitions(vec![0])]),
+            ]),
+        ),
+        ApiKey::CreateDelegationToken => {
+            let request = CreateDelegationTokenRequest::default()
+                .with_renewers(vec![create_delegation_token_request::CreatableRenewers::default()
+                    .with_principal_type(s("User"))
+                    .with_principal_name(s("bob"))])
+                .with_max_lifetime_ms(-1);
+            RequestKind::CreateDelegationToken(if v >= 3 {
+                request.with_owner_principal_type(Some(s("User"))).with_owner_principal_name(Some(s("alice")))
+            } else {
+                request
+            })
+        }
+        ApiKey::RenewDelegationToken => RequestKind::RenewDelegationToken(
+            RenewDelegationTokenRequest::default()
+                .with_hmac(Bytes::from_static(b"hmac"))
+                .with_renew_period_ms(1_000),
+        ),
+        ApiKey::ExpireDelegationToken => RequestKind::ExpireDelegationToken(
+            ExpireDelegationTokenRequest::default()
+                .with_hmac(Bytes::from_static(b"hmac"))
+                .with_expiry_time_period_ms(1_000),
+        ),
+        ApiKey::DescribeDelegationToken => RequestKind::DescribeDelegationToken(
+            DescribeDelegationTokenRequest::default().with_owners(Some(vec![
+                describe_delegation_token_request::DescribeDelegationTokenOwner::default()
+                    .with_principal_type(s("User"))
+                    .with_principal_name(s("alice")),
+            ])),
+        ),
+        ApiKey::UpdateFeatures => {
+            let update = update_features_request::FeatureUpdateKey::default()
+                .with_feature(s("transaction.version"))
+                .with_max_version_level(1);
+            let update =
+                if v >= 1 { update.with_upgrade_type(1) } else { update.with_allow_downgrade(false) };
+            let request =
+                UpdateFeaturesRequest::default().with_timeout_ms(1_000).with_feature_updates(vec![update]);
+            RequestKind::UpdateFeatures(if v >= 1 { request.with_validate_only(true) } else { request })
+        }
+        ApiKey::UnregisterBroker => {
+            RequestKind::UnregisterBroker(UnregisterBrokerRequest::default().with_broker_id(BrokerId(9)))
+        }
+        ApiKey::AddRaftVoter => RequestKind::AddRaftVoter(
+            AddRaftVoterRequest::default().with_voter_id(9).with_timeout_ms(1_000).with_listeners(vec![
+                add_raft_voter_request::Listener::default()
+                    .with_name(s("PLAINTEXT"))
+                    .with_host(s("127.0.0.1"))
+                    .with_port(9),
+            ]),
+        ),
+        ApiKey::RemoveRaftVoter => {
+            RequestKind::RemoveRaftVoter(RemoveRaftVoterRequest::default().with_voter_id(9))
+        }
         _ => return None,
     })
 }
