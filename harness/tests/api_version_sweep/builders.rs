@@ -214,15 +214,15 @@ fn build_admin(key: ApiKey, v: i16, f: &Fixture) -> Option<RequestKind> {
                     ]),
             ]),
         ),
-        ApiKey::AlterReplicaLogDirs => RequestKind::AlterReplicaLogDirs(
-            AlterReplicaLogDirsRequest::default().with_dirs(vec![
+        ApiKey::AlterReplicaLogDirs => {
+            RequestKind::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::default().with_dirs(vec![
                 alter_replica_log_dirs_request::AlterReplicaLogDir::default()
                     .with_path(s("/tmp/elsewhere"))
                     .with_topics(vec![alter_replica_log_dirs_request::AlterReplicaLogDirTopic::default()
                         .with_name(topic())
                         .with_partitions(vec![0])]),
-            ]),
-        ),
+            ]))
+        }
         ApiKey::CreateDelegationToken => {
             let request = CreateDelegationTokenRequest::default()
                 .with_renewers(vec![create_delegation_token_request::CreatableRenewers::default()
