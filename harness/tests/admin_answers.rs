@@ -138,6 +138,18 @@ async fn topic_partitions_cursor(client: &mut RawClient) -> Result<()> {
     // No topics named: every topic.
     let (all, next) = page(client, &[], 100, None).await?;
     ensure!(all.len() == 2 && next.is_none(), "{all:?}");
+    let stray = DescribeTopicPartitionsRequest::default()
+        .with_topics(vec![TopicRequest::default().with_name(topic_name("alpha"))])
+        .with_response_partition_limit(10)
+        .with_cursor(Some(Cursor::default().with_topic_name(topic_name("beta"))));
+    let response = client.request(0, &stray).await?;
+    let answered = &response.topics;
+    ensure!(
+        answered.len() == 1
+            && answered[0].error_code == INVALID_REQUEST
+            && answered[0].name == Some(topic_name("alpha")),
+        "a cursor outside the requested topics: {response:?}"
+    );
     let unknown = DescribeTopicPartitionsRequest::default()
         .with_topics(vec![TopicRequest::default().with_name(topic_name("gamma"))])
         .with_response_partition_limit(10);

@@ -50,7 +50,7 @@ fn describe(ctx: &Ctx, body: DescribeTopicPartitionsRequest) -> DescribeTopicPar
         None => (String::new(), 0),
     };
     if body.cursor.is_some() && !names.contains(&start_topic) {
-        return invalid_cursor();
+        return invalid_cursor(&names);
     }
     let mut budget = body.response_partition_limit.clamp(1, DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX) as usize;
     let mut topics = Vec::new();
@@ -74,11 +74,18 @@ fn describe(ctx: &Ctx, body: DescribeTopicPartitionsRequest) -> DescribeTopicPar
     DescribeTopicPartitionsResponse::default().with_topics(topics).with_next_cursor(next_cursor)
 }
 
-fn invalid_cursor() -> DescribeTopicPartitionsResponse {
-    // The response has no top-level error: Kafka answers the cursor's topic with the error.
-    DescribeTopicPartitionsResponse::default().with_topics(vec![
-        DescribeTopicPartitionsResponseTopic::default().with_error_code(error_code::INVALID_REQUEST),
-    ])
+/// The response has no top-level error: as Kafka's `getErrorResponse`, every requested topic
+/// carries it.
+fn invalid_cursor(names: &[String]) -> DescribeTopicPartitionsResponse {
+    let topics = names
+        .iter()
+        .map(|n| {
+            DescribeTopicPartitionsResponseTopic::default()
+                .with_error_code(error_code::INVALID_REQUEST)
+                .with_name(Some(topic_name(n)))
+        })
+        .collect();
+    DescribeTopicPartitionsResponse::default().with_topics(topics)
 }
 
 /// One topic from partition `first`, at most `budget` partitions; and its partition count.
