@@ -28,6 +28,8 @@ pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
     };
     let instance =
         if body.client_instance_id.is_nil() { uuid::Uuid::new_v4() } else { body.client_instance_id };
+    // One line per ask: harness/tests/telemetry.rs counts them to show clients do not retry.
+    tracing::debug!(client_instance = %instance, "empty telemetry subscription served");
     Ok(Some(ResponseKind::GetTelemetrySubscriptions(
         GetTelemetrySubscriptionsResponse::default()
             .with_error_code(error_code::NONE)
