@@ -287,6 +287,18 @@ async fn not_served(client: &mut RawClient) -> Result<()> {
     ensure!(tokens.error_code == DELEGATION_TOKEN_AUTH_DISABLED, "{tokens:?}");
     let features = client.request(1, &UpdateFeaturesRequest::default()).await?;
     ensure!(features.error_code == FEATURE_UPDATE_FAILED && features.error_message.is_some(), "{features:?}");
+    let all = client.request(1, &ListConfigResourcesRequest::default()).await?;
+    let listed: Vec<(i8, String)> =
+        all.config_resources.iter().map(|r| (r.resource_type, r.resource_name.to_string())).collect();
+    // Topics (2), the broker (4), the group with committed offsets (32); no client metrics (16).
+    let expected: Vec<(i8, String)> =
+        vec![(2, "alpha".into()), (2, "beta".into()), (4, "1".into()), (32, "classic-group".into())];
+    ensure!(listed == expected, "ListConfigResources: {listed:?}");
+    let metrics = client.request(0, &ListConfigResourcesRequest::default()).await?;
+    ensure!(metrics.error_code == 0 && metrics.config_resources.is_empty(), "v0: {metrics:?}");
+    let loggers =
+        client.request(1, &ListConfigResourcesRequest::default().with_resource_types(vec![8])).await?;
+    ensure!(loggers.error_code == INVALID_REQUEST, "broker loggers: {loggers:?}");
     let voter = client.request(0, &RemoveRaftVoterRequest::default().with_voter_id(2)).await?;
     ensure!(voter.error_code == INVALID_REQUEST, "{voter:?}");
     Ok(())

@@ -41,6 +41,7 @@ pub mod heartbeat;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
+pub mod list_config_resources;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod list_partition_reassignments;
@@ -178,6 +179,7 @@ pub static HANDLERS: &[Handler] = &[
     handler!(list_partition_reassignments),
     handler!(alter_partition_reassignments),
     handler!(alter_replica_log_dirs),
+    handler!(list_config_resources),
     handler!(describe_producers),
     handler!(describe_transactions),
     handler!(list_transactions),

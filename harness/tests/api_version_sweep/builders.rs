@@ -273,6 +273,11 @@ fn build_admin(key: ApiKey, v: i16, f: &Fixture) -> Option<RequestKind> {
                     .with_port(9),
             ]),
         ),
+        ApiKey::ListConfigResources => RequestKind::ListConfigResources(if v >= 1 {
+            ListConfigResourcesRequest::default().with_resource_types(vec![RESOURCE_TOPIC])
+        } else {
+            ListConfigResourcesRequest::default()
+        }),
         ApiKey::RemoveRaftVoter => {
             RequestKind::RemoveRaftVoter(RemoveRaftVoterRequest::default().with_voter_id(9))
         }
