@@ -18,6 +18,8 @@ use crate::raft::applied::AppliedView;
 
 pub struct Ctx {
     pub node_id: u64,
+    /// The node's data directory: its one Kafka log dir (DescribeLogDirs).
+    pub data_dir: std::path::PathBuf,
     pub leadership: Arc<Leadership>,
     pub applied: AppliedView,
     pub config: Arc<BrokerConfig>,

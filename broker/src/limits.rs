@@ -168,3 +168,7 @@ pub const TRANSACTIONAL_ID_BYTES_MAX: usize = 255;
 /// Partitions one transaction may add: every one gets a marker in the EndTxn entry, which
 /// must stay well below the proposal size limit.
 pub const TXN_PARTITIONS_MAX: usize = 10_000;
+
+/// Most partitions one DescribeTopicPartitions response carries (Kafka's default
+/// `max.request.partition.size.limit`); a client asking more gets a cursor to continue.
+pub const DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX: i32 = 2_000;

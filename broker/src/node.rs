@@ -107,6 +107,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         Arc::new(Leadership::new(args.node_id, raft.clone(), applied.clone(), (host.to_string(), port)));
     let ctx = Arc::new(Ctx {
         node_id: args.node_id,
+        data_dir: std::fs::canonicalize(&args.data_dir).unwrap_or_else(|_| args.data_dir.clone()),
         leadership: leadership.clone(),
         applied: applied.clone(),
         config: config.clone(),

@@ -294,7 +294,7 @@ pub fn transactions(bootstrap: &str, args: &[&str]) -> Result<Output> {
 pub const TRANSACTIONS_COMMAND: &str = "org.apache.kafka.tools.TransactionsCommand";
 
 /// A kafka-tools command of the default build: `class --bootstrap-server bootstrap args`.
-fn tool(class: &str, bootstrap: &str, args: &[&str]) -> Result<Output> {
+pub fn tool(class: &str, bootstrap: &str, args: &[&str]) -> Result<Output> {
     let mut all = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];
     all.extend(args.iter().map(|a| a.to_string()));
     run_text(class, &all)

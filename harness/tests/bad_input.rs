@@ -3,7 +3,7 @@
 //! documented error or close that one connection, and keep serving everyone else.
 
 use anyhow::{ensure, Context, Result};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use harness::batch::{encode_batch, with_flipped_crc, with_flipped_tail_byte, TestRecord};
 use harness::check::{assert_closes, assert_serving};
 use harness::raw_client::frame_with_header;
@@ -65,13 +65,15 @@ async fn malformed_frames_close_only_their_connection_scenario(broker: &mut Brok
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn produce_v2_is_advertised_but_rejected() {
+async fn produce_v2_is_advertised_but_answered_unsupported_version() {
     let mut broker = Broker::start(BrokerOptions::default()).expect("starting onelog");
-    let result = produce_v2_is_advertised_but_rejected_scenario(&mut broker).await;
+    let result = produce_v2_is_advertised_but_answered_unsupported_version_scenario(&mut broker).await;
     broker.unwrap_or_dump(result);
 }
 
-async fn produce_v2_is_advertised_but_rejected_scenario(broker: &mut Broker) -> Result<()> {
+async fn produce_v2_is_advertised_but_answered_unsupported_version_scenario(
+    broker: &mut Broker,
+) -> Result<()> {
     let mut client = RawClient::connect_negotiated(broker.addr()).await?;
     create_topics_ok(&mut client, &[("v2-topic", 1)]).await?;
     let batch = encode_batch(&records(1, 10))?;
@@ -86,8 +88,20 @@ async fn produce_v2_is_advertised_but_rejected_scenario(broker: &mut Broker) -> 
     body.put_i32(0);
     body.put_i32(batch.len() as i32);
     body.put_slice(&batch);
-    let request = frame_with_header(API_KEY_PRODUCE, 2, 1, &body);
-    assert_closes(broker, "Produce v2", &request).await?;
+    // Answered, not closed (api_version_sweep found the close): the partition gets
+    // UNSUPPORTED_VERSION in a v2 response, the connection stays open, nothing is written.
+    let request = frame_with_header(API_KEY_PRODUCE, 2, 41, &body);
+    client.write_raw(&request).await?;
+    let mut response = client.read_frame().await.context("Produce v2: no response")?;
+    ensure!(response.get_i32() == 41, "Produce v2: correlation id");
+    ensure!(response.get_i32() == 1, "one topic");
+    let name_len = response.get_i16() as usize;
+    response.advance(name_len);
+    ensure!(response.get_i32() == 1 && response.get_i32() == 0, "partition 0");
+    let code = response.get_i16();
+    ensure!(code == UNSUPPORTED_VERSION, "Produce v2: error {code}, want UNSUPPORTED_VERSION");
+    let (end, _) = harness::raw_ops::end_offsets(&mut client, "v2-topic", 0).await?;
+    ensure!(end == 0, "Produce v2 wrote: log end {end}");
     Ok(())
 }
 

@@ -10,6 +10,7 @@ pub mod consumer_protocol;
 pub mod control;
 pub mod error_code;
 pub mod frame;
+pub mod legacy_produce;
 pub mod topic_name;
 
 pub use kafka_protocol;

@@ -1,5 +1,5 @@
 //! DescribeCluster (key 60): the brokers (every Raft member), the controller (the Raft
-//! leader) and the cluster id.
+//! leader) and the cluster id; authorized operations when asked (all, see `authorized`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -7,7 +7,7 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{ApiKey, DescribeClusterResponse, RequestKind, ResponseKind};
 
 use super::util::str_bytes;
-use super::HandlerResult;
+use super::{authorized, HandlerResult};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::DescribeCluster;
@@ -23,6 +23,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         .with_cluster_id(str_bytes(ctx.leadership.cluster_id()))
         .with_controller_id(ctx.leader_id().map_or(-1, |l| l as i32).into())
         .with_endpoint_type(ENDPOINT_BROKERS)
+        .with_cluster_authorized_operations(authorized::when_asked(
+            body.include_cluster_authorized_operations,
+            authorized::CLUSTER,
+        ))
         .with_brokers(
             ctx.leadership
                 .brokers()

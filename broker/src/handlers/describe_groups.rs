@@ -5,7 +5,8 @@
 //! As Kafka's `ClassicGroup.describe`: member metadata and assignments and the protocol name
 //! are shown only while the group is Stable; a group known only from committed offsets is
 //! `Empty`; an unknown group is `Dead` with no error (v5 and below). A follower answers
-//! NOT_COORDINATOR per group, an empty or over-long group id INVALID_GROUP_ID.
+//! NOT_COORDINATOR per group, an empty or over-long group id INVALID_GROUP_ID. Authorized
+//! operations (v3+, when asked): all of a group's, see `authorized`.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -13,7 +14,7 @@ use kafka_protocol::messages::describe_groups_response::{DescribedGroup, Describ
 use kafka_protocol::messages::{ApiKey, DescribeGroupsResponse, GroupId, RequestKind, ResponseKind};
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
-use super::HandlerResult;
+use super::{authorized, HandlerResult};
 use crate::coord::group::GroupState;
 use crate::ctx::{Ctx, SharedCtx};
 
@@ -21,12 +22,10 @@ pub const KEY: ApiKey = ApiKey::DescribeGroups;
 pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
-/// Kafka's `authorizedOperations` when not asked for.
-const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
-
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DescribeGroups(body) = req.body else { anyhow::bail!("not a DescribeGroups body") };
     let leader = ctx.is_leader();
+    let operations = authorized::when_asked(body.include_authorized_operations, authorized::GROUP);
     let groups = body
         .groups
         .into_iter()
@@ -38,7 +37,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             } else {
                 DescribedGroup::default().with_error_code(error_code::NOT_COORDINATOR)
             };
-            group.with_group_id(id).with_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED)
+            group.with_group_id(id).with_authorized_operations(operations)
         })
         .collect();
     Ok(Some(ResponseKind::DescribeGroups(DescribeGroupsResponse::default().with_groups(groups))))

@@ -8,7 +8,8 @@
 //! applied state even while its lease is being renewed: listing is not a write.
 //! Groups with members are listed with the coordinator's state (see `coord::group`); a group known
 //! only from committed offsets is a `consumer` group in state `Empty`. v4 (KIP-518) filters
-//! by state, case-insensitively as Kafka does.
+//! by state, case-insensitively as Kafka does. v5 (KIP-848) reports each group's type, always
+//! `classic` (onelog serves no other group protocol), and filters by type alike.
 
 use std::collections::BTreeMap;
 
@@ -22,10 +23,12 @@ use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::ListGroups;
-pub const VERSIONS: (i16, i16) = (0, 4);
+pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 const STATE_EMPTY: &str = "Empty";
+/// KIP-848's name for the groups of the classic protocol, the only kind onelog serves.
+const GROUP_TYPE_CLASSIC: &str = "classic";
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::ListGroups(body) = req.body else { anyhow::bail!("not a ListGroups body") };
@@ -37,7 +40,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let wanted = |state: &str| {
         body.states_filter.is_empty() || body.states_filter.iter().any(|s| s.eq_ignore_ascii_case(state))
     };
-    let groups = if leader == Some(ctx.node_id) {
+    let type_wanted = body.types_filter.is_empty()
+        || body.types_filter.iter().any(|t| t.eq_ignore_ascii_case(GROUP_TYPE_CLASSIC));
+    let groups = if leader == Some(ctx.node_id) && type_wanted {
         listed(&ctx)
             .into_iter()
             .filter(|(_, state, _)| wanted(state))
@@ -45,8 +50,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 let group = ListedGroup::default()
                     .with_group_id(GroupId(str_bytes(id)))
                     .with_protocol_type(str_bytes(protocol_type));
-                if req.api_version >= 4 {
-                    group.with_group_state(str_bytes(state))
+                let group =
+                    if req.api_version >= 4 { group.with_group_state(str_bytes(state)) } else { group };
+                if req.api_version >= 5 {
+                    group.with_group_type(str_bytes(GROUP_TYPE_CLASSIC))
                 } else {
                     group
                 }

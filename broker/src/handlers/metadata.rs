@@ -3,7 +3,8 @@
 //! Every partition's leader is the Raft leader and its leader epoch the Raft term; replicas
 //! are the voters (or those an explicit CreatePartitions assignment named), ISR those of them
 //! whose replication is current. Unknown topics are created here when `auto.create.topics.enable`
-//! is on and the client allows it (v4+), as Kafka does.
+//! is on and the client allows it (v4+), as Kafka does. Authorized operations (v8+, when
+//! asked): all of a topic's, and in v8–v10 all of the cluster's (see `authorized`).
 
 use std::collections::BTreeMap;
 
@@ -16,7 +17,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{ApiKey, MetadataResponse, RequestKind, ResponseKind};
 
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
-use super::HandlerResult;
+use super::{authorized, HandlerResult};
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
 
@@ -40,11 +41,20 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     if let (true, Some(requested)) = (auto_create, &requested) {
         create_missing(&ctx, requested).await;
     }
-    let response = MetadataResponse::default()
+    let topic_operations =
+        authorized::when_asked(body.include_topic_authorized_operations, authorized::TOPIC);
+    let mut response = MetadataResponse::default()
         .with_brokers(brokers(&ctx))
         .with_cluster_id(Some(str_bytes(ctx.leadership.cluster_id())))
         .with_controller_id(ctx.leader_id().map_or(-1, |l| l as i32).into())
-        .with_topics(topics(&ctx, requested));
+        .with_topics(topics(&ctx, requested, topic_operations));
+    // KIP-430: cluster operations exist in v8-v10 only (v11 moved them to DescribeCluster).
+    if (8..=10).contains(&version) {
+        response = response.with_cluster_authorized_operations(authorized::when_asked(
+            body.include_cluster_authorized_operations,
+            authorized::CLUSTER,
+        ));
+    }
     Ok(Some(ResponseKind::Metadata(response)))
 }
 
@@ -89,7 +99,11 @@ fn brokers(ctx: &SharedCtx) -> Vec<MetadataResponseBroker> {
         .collect()
 }
 
-fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -> Vec<MetadataResponseTopic> {
+fn topics(
+    ctx: &SharedCtx,
+    requested: Option<Vec<(Option<String>, [u8; 16])>>,
+    operations: i32,
+) -> Vec<MetadataResponseTopic> {
     let leader = ctx.leader_id().map_or(-1, |l| l as i32);
     let epoch = ctx.leadership.leader_epoch();
     let voters = ctx.leadership.voter_ids();
@@ -121,6 +135,7 @@ fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -
                 .with_name(Some(topic_name(name)))
                 .with_topic_id(uuid(&t.topic_id))
                 .with_partitions(partitions)
+                .with_topic_authorized_operations(operations)
         };
         match requested {
             None => state.topics.iter().map(|(n, t)| describe(n, t)).collect(),

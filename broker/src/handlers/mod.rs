@@ -5,40 +5,66 @@
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod add_raft_voter;
 pub mod alter_client_quotas;
 pub mod alter_configs;
+pub mod alter_partition_reassignments;
+pub mod alter_replica_log_dirs;
+pub mod alter_user_scram_credentials;
 pub mod api_versions;
+mod authorized;
+pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
+pub mod create_acls;
+pub mod create_delegation_token;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_acls;
 pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_delegation_token;
 pub mod describe_groups;
+pub mod describe_log_dirs;
 pub mod describe_producers;
+pub mod describe_quorum;
+pub mod describe_topic_partitions;
 pub mod describe_transactions;
+pub mod describe_user_scram_credentials;
+pub mod elect_leaders;
 pub mod end_txn;
+pub mod expire_delegation_token;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod get_telemetry_subscriptions;
 pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
+pub mod list_config_resources;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod list_transactions;
 pub mod metadata;
+mod not_served;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod push_telemetry;
+pub mod remove_raft_voter;
+pub mod renew_delegation_token;
 pub mod sync_group;
 pub mod txn_offset_commit;
+pub mod unregister_broker;
+pub mod update_features;
 mod util;
 pub mod write_txn_markers;
 
@@ -135,6 +161,30 @@ pub static HANDLERS: &[Handler] = &[
     handler!(delete_groups),
     handler!(offset_delete),
     handler!(unadvertised consumer_group_heartbeat),
+    handler!(consumer_group_describe),
+    handler!(describe_quorum),
+    handler!(describe_log_dirs),
+    handler!(describe_topic_partitions),
+    handler!(elect_leaders),
+    handler!(describe_acls),
+    handler!(create_acls),
+    handler!(delete_acls),
+    handler!(describe_user_scram_credentials),
+    handler!(alter_user_scram_credentials),
+    handler!(get_telemetry_subscriptions),
+    handler!(push_telemetry),
+    handler!(create_delegation_token),
+    handler!(renew_delegation_token),
+    handler!(expire_delegation_token),
+    handler!(describe_delegation_token),
+    handler!(update_features),
+    handler!(unregister_broker),
+    handler!(add_raft_voter),
+    handler!(remove_raft_voter),
+    handler!(list_partition_reassignments),
+    handler!(alter_partition_reassignments),
+    handler!(alter_replica_log_dirs),
+    handler!(list_config_resources),
     handler!(describe_producers),
     handler!(describe_transactions),
     handler!(list_transactions),

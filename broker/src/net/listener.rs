@@ -164,6 +164,15 @@ async fn route(
             Ok(Reply::unthrottled(Some(codec::encode_api_versions_fallback(corr, api_versions::keys())?)))
         }));
     }
+    if handler.key == ApiKey::Produce && version < handler.accepted_min_version {
+        // Advertised-only versions still get an answer (every partition UNSUPPORTED_VERSION),
+        // never a closed connection; api_version_sweep is the regression test.
+        let answer = kafka_compat::legacy_produce::unsupported_version_response(&frame)?;
+        return Ok(tokio::spawn(async move {
+            drop(memory);
+            Ok(Reply::unthrottled(answer))
+        }));
+    }
     if version < handler.accepted_min_version || version > handler.max_version {
         return Err(format!(
             "{:?} v{version} is not served (accepted v{}..=v{})",

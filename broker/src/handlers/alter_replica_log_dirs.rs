@@ -1,0 +1,42 @@
+//! AlterReplicaLogDirs (key 34), v1–v2: a onelog node has one log dir, its data directory
+//! (see describe_log_dirs); there is nowhere to move a replica. Each partition is answered
+//! LOG_DIR_NOT_FOUND (57), what Kafka answers for a dir that is not one of its log dirs.
+
+use kafka_compat::codec::Request;
+use kafka_protocol::messages::alter_replica_log_dirs_response::{
+    AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult,
+};
+use kafka_protocol::messages::{AlterReplicaLogDirsResponse, ApiKey, RequestKind, ResponseKind};
+
+use super::{not_served, HandlerResult};
+use crate::ctx::SharedCtx;
+
+pub const KEY: ApiKey = ApiKey::AlterReplicaLogDirs;
+pub const VERSIONS: (i16, i16) = (1, 2);
+pub const ACCEPTED_MIN_VERSION: i16 = 1;
+const LOG_DIR_NOT_FOUND: i16 = 57;
+
+pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::AlterReplicaLogDirs(body) = req.body else {
+        anyhow::bail!("not an AlterReplicaLogDirs body")
+    };
+    not_served::log(KEY, "a node has one log dir: replicas cannot move between dirs");
+    let results = body
+        .dirs
+        .into_iter()
+        .flat_map(|d| d.topics)
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    AlterReplicaLogDirPartitionResult::default()
+                        .with_partition_index(*p)
+                        .with_error_code(LOG_DIR_NOT_FOUND)
+                })
+                .collect();
+            AlterReplicaLogDirTopicResult::default().with_topic_name(t.name).with_partitions(partitions)
+        })
+        .collect();
+    Ok(Some(ResponseKind::AlterReplicaLogDirs(AlterReplicaLogDirsResponse::default().with_results(results))))
+}

@@ -1,0 +1,58 @@
+//! ConsumerGroupDescribe (key 69), v0–v1: KIP-848's describe for `consumer`-type groups.
+//!
+//! onelog serves classic groups only, so no group is ever a KIP-848 consumer group. Kafka 4.x
+//! answers a classic group GROUP_ID_NOT_FOUND "Group <id> is not a consumer group." and an
+//! unknown one GROUP_ID_NOT_FOUND "Group <id> not found." (`GroupMetadataManager.consumerGroup`);
+//! onelog answers the same, so the admin client falls back to DescribeGroups as it does against
+//! Kafka. A follower answers NOT_COORDINATOR (the leader coordinates every group), an empty or
+//! over-long id INVALID_GROUP_ID.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup;
+use kafka_protocol::messages::{ApiKey, ConsumerGroupDescribeResponse, RequestKind, ResponseKind};
+
+use super::util::{adopt_group, group_id_invalid, str_bytes};
+use super::{authorized, HandlerResult};
+use crate::ctx::{Ctx, SharedCtx};
+
+pub const KEY: ApiKey = ApiKey::ConsumerGroupDescribe;
+pub const VERSIONS: (i16, i16) = (0, 1);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::ConsumerGroupDescribe(body) = req.body else {
+        anyhow::bail!("not a ConsumerGroupDescribe body")
+    };
+    let leader = ctx.is_leader();
+    let operations = authorized::when_asked(body.include_authorized_operations, authorized::GROUP);
+    let groups = body
+        .group_ids
+        .into_iter()
+        .map(|id| {
+            let (code, message) = if group_id_invalid(&id.0) {
+                (error_code::INVALID_GROUP_ID, None)
+            } else if !leader {
+                (error_code::NOT_COORDINATOR, None)
+            } else if is_classic_group(&ctx, &id.0) {
+                (error_code::GROUP_ID_NOT_FOUND, Some(format!("Group {} is not a consumer group.", id.0)))
+            } else {
+                (error_code::GROUP_ID_NOT_FOUND, Some(format!("Group {} not found.", id.0)))
+            };
+            DescribedGroup::default()
+                .with_group_id(id)
+                .with_error_code(code)
+                .with_error_message(message.map(str_bytes))
+                .with_authorized_operations(operations)
+        })
+        .collect();
+    Ok(Some(ResponseKind::ConsumerGroupDescribe(
+        ConsumerGroupDescribeResponse::default().with_groups(groups),
+    )))
+}
+
+/// A group with members in the coordinator or committed offsets in the log.
+fn is_classic_group(ctx: &Ctx, group_id: &str) -> bool {
+    adopt_group(ctx, group_id);
+    ctx.groups.describe(group_id).is_some() || ctx.applied.state(|s| s.groups.groups.contains_key(group_id))
+}

@@ -1,0 +1,29 @@
+//! DeleteAcls (key 31), v1–v3: no authorizer yet; every filter is answered
+//! SECURITY_DISABLED (54) "No Authorizer is configured.", as Kafka without one answers.
+
+use kafka_compat::codec::Request;
+use kafka_protocol::messages::delete_acls_response::DeleteAclsFilterResult;
+use kafka_protocol::messages::{ApiKey, DeleteAclsResponse, RequestKind, ResponseKind};
+
+use super::util::str_bytes;
+use super::{not_served, HandlerResult};
+use crate::ctx::SharedCtx;
+
+pub const KEY: ApiKey = ApiKey::DeleteAcls;
+pub const VERSIONS: (i16, i16) = (1, 3);
+pub const ACCEPTED_MIN_VERSION: i16 = 1;
+
+pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::DeleteAcls(body) = req.body else { anyhow::bail!("not a DeleteAcls body") };
+    not_served::log(KEY, "no authorizer: ACLs are not implemented yet");
+    let results = body
+        .filters
+        .iter()
+        .map(|_| {
+            DeleteAclsFilterResult::default()
+                .with_error_code(not_served::SECURITY_DISABLED)
+                .with_error_message(Some(str_bytes(not_served::NO_AUTHORIZER)))
+        })
+        .collect();
+    Ok(Some(ResponseKind::DeleteAcls(DeleteAclsResponse::default().with_filter_results(results))))
+}

@@ -1,0 +1,131 @@
+//! DescribeTopicPartitions (key 75), v0 (KIP-966): Metadata's topic description with paging,
+//! what `kafka-topics.sh --describe` uses from Kafka 3.8 on.
+//!
+//! Topics are answered sorted by name (every topic when the list is empty). The cursor names
+//! the topic and partition to start from; at most `response_partition_limit` partitions
+//! (capped at `DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX`, Kafka's default
+//! `max.request.partition.size.limit`) are returned, and `next_cursor` points at the first
+//! one left out. A cursor naming a topic that is not requested is INVALID_REQUEST, as Kafka
+//! answers. Partitions are described as in Metadata (leader: the Raft leader, epoch: the term,
+//! replicas: the voters); onelog has no ELR (KIP-966's eligible leader replicas): both lists
+//! are empty. Authorized operations are always returned (all of a topic's, see `authorized`).
+
+use std::collections::BTreeSet;
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::describe_topic_partitions_response::{
+    Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, RequestKind,
+    ResponseKind,
+};
+
+use super::util::{topic_name, uuid};
+use super::{authorized, HandlerResult};
+use crate::ctx::{Ctx, SharedCtx};
+use crate::limits::DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX;
+
+pub const KEY: ApiKey = ApiKey::DescribeTopicPartitions;
+pub const VERSIONS: (i16, i16) = (0, 0);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::DescribeTopicPartitions(body) = req.body else {
+        anyhow::bail!("not a DescribeTopicPartitions body")
+    };
+    Ok(Some(ResponseKind::DescribeTopicPartitions(describe(&ctx, body))))
+}
+
+fn describe(ctx: &Ctx, body: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse {
+    let requested: BTreeSet<String> = body.topics.iter().map(|t| t.name.0.to_string()).collect();
+    let names: Vec<String> = if requested.is_empty() {
+        ctx.applied.state(|s| s.topics.keys().cloned().collect())
+    } else {
+        requested.into_iter().collect()
+    };
+    let (start_topic, start_partition) = match &body.cursor {
+        Some(c) => (c.topic_name.0.to_string(), c.partition_index.max(0)),
+        None => (String::new(), 0),
+    };
+    if body.cursor.is_some() && !names.contains(&start_topic) {
+        return invalid_cursor(&names);
+    }
+    let mut budget = body.response_partition_limit.clamp(1, DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX) as usize;
+    let mut topics = Vec::new();
+    let mut next_cursor = None;
+    for name in names.into_iter().filter(|n| *n >= start_topic) {
+        if budget == 0 {
+            next_cursor = Some(Cursor::default().with_topic_name(topic_name(name)).with_partition_index(0));
+            break;
+        }
+        let first = if name == start_topic { start_partition } else { 0 };
+        let (topic, count) = describe_topic(ctx, &name, first, budget);
+        budget -= topic.partitions.len();
+        let described_to = first + topic.partitions.len() as i32;
+        topics.push(topic);
+        if described_to < count {
+            next_cursor =
+                Some(Cursor::default().with_topic_name(topic_name(name)).with_partition_index(described_to));
+            break;
+        }
+    }
+    DescribeTopicPartitionsResponse::default().with_topics(topics).with_next_cursor(next_cursor)
+}
+
+/// The response has no top-level error: as Kafka's `getErrorResponse`, every requested topic
+/// carries it.
+fn invalid_cursor(names: &[String]) -> DescribeTopicPartitionsResponse {
+    let topics = names
+        .iter()
+        .map(|n| {
+            DescribeTopicPartitionsResponseTopic::default()
+                .with_error_code(error_code::INVALID_REQUEST)
+                .with_name(Some(topic_name(n)))
+        })
+        .collect();
+    DescribeTopicPartitionsResponse::default().with_topics(topics)
+}
+
+/// One topic from partition `first`, at most `budget` partitions; and its partition count.
+fn describe_topic(
+    ctx: &Ctx,
+    name: &str,
+    first: i32,
+    budget: usize,
+) -> (DescribeTopicPartitionsResponseTopic, i32) {
+    let leader = ctx.leader_id().map_or(-1, |l| l as i32);
+    let epoch = ctx.leadership.leader_epoch();
+    let ids = |v: Vec<i32>| v.into_iter().map(BrokerId).collect::<Vec<_>>();
+    let voters = ids(ctx.leadership.voter_ids());
+    let in_sync = ids(ctx.leadership.in_sync_voter_ids());
+    let found = ctx.applied.state(|s| s.topics.get(name).map(|t| (t.topic_id, t.partitions.len() as i32)));
+    let Some((topic_id, count)) = found else {
+        let topic = DescribeTopicPartitionsResponseTopic::default()
+            .with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION)
+            .with_name(Some(topic_name(name)));
+        return (topic, 0);
+    };
+    let code = if leader < 0 { error_code::LEADER_NOT_AVAILABLE } else { error_code::NONE };
+    let partitions = (first..count)
+        .take(budget)
+        .map(|p| {
+            DescribeTopicPartitionsResponsePartition::default()
+                .with_error_code(code)
+                .with_partition_index(p)
+                .with_leader_id(leader.into())
+                .with_leader_epoch(epoch)
+                .with_replica_nodes(voters.clone())
+                .with_isr_nodes(in_sync.clone())
+                .with_eligible_leader_replicas(Some(Vec::new()))
+                .with_last_known_elr(Some(Vec::new()))
+        })
+        .collect();
+    let topic = DescribeTopicPartitionsResponseTopic::default()
+        .with_name(Some(topic_name(name)))
+        .with_topic_id(uuid(&topic_id))
+        .with_partitions(partitions)
+        .with_topic_authorized_operations(authorized::TOPIC);
+    (topic, count)
+}

@@ -1,0 +1,24 @@
+//! RenewDelegationToken (key 39), v1–v2: onelog has no delegation tokens (they need SASL, not built
+//! yet). Kafka without `delegation.token.secret.key` answers DELEGATION_TOKEN_AUTH_DISABLED
+//! (61); so does onelog, so `kafka-delegation-tokens.sh` reports the feature as disabled.
+
+use kafka_compat::codec::Request;
+use kafka_protocol::messages::{ApiKey, RenewDelegationTokenResponse, RequestKind, ResponseKind};
+
+use super::{not_served, HandlerResult};
+use crate::ctx::SharedCtx;
+
+pub const KEY: ApiKey = ApiKey::RenewDelegationToken;
+pub const VERSIONS: (i16, i16) = (1, 2);
+pub const ACCEPTED_MIN_VERSION: i16 = 1;
+const DELEGATION_TOKEN_AUTH_DISABLED: i16 = 61;
+
+pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::RenewDelegationToken(_) = req.body else {
+        anyhow::bail!("not a RenewDelegationToken body")
+    };
+    not_served::log(KEY, "Delegation tokens are not supported by onelog (no SASL yet)");
+    Ok(Some(ResponseKind::RenewDelegationToken(
+        RenewDelegationTokenResponse::default().with_error_code(DELEGATION_TOKEN_AUTH_DISABLED),
+    )))
+}
