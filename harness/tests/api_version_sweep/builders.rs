@@ -281,7 +281,7 @@ fn build_admin(key: ApiKey, v: i16, f: &Fixture) -> Option<RequestKind> {
         ApiKey::RemoveRaftVoter => {
             RequestKind::RemoveRaftVoter(RemoveRaftVoterRequest::default().with_voter_id(9))
         }
-        _ => return None,
+        _ => return build_changes(key, v),
     })
 }
 
@@ -631,4 +631,61 @@ fn list_transactions(v: i16) -> ListTransactionsRequest {
     } else {
         request
     }
+}
+
+/// The APIs that change configs, records and quotas: each a harmless change (validate_only
+/// where the API has it, a DeleteRecords to the log start).
+fn build_changes(key: ApiKey, v: i16) -> Option<RequestKind> {
+    let _ = v;
+    Some(match key {
+        ApiKey::AlterConfigs => RequestKind::AlterConfigs(
+            AlterConfigsRequest::default().with_validate_only(true).with_resources(vec![
+                alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(RESOURCE_TOPIC)
+                    .with_resource_name(s(TOPIC))
+                    .with_configs(vec![alter_configs_request::AlterableConfig::default()
+                        .with_name(s("retention.ms"))
+                        .with_value(Some(s("60000")))]),
+            ]),
+        ),
+        ApiKey::IncrementalAlterConfigs => RequestKind::IncrementalAlterConfigs(
+            IncrementalAlterConfigsRequest::default().with_validate_only(true).with_resources(vec![
+                incremental_alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(RESOURCE_TOPIC)
+                    .with_resource_name(s(TOPIC))
+                    .with_configs(vec![incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name(s("retention.ms"))
+                        .with_config_operation(0)
+                        .with_value(Some(s("60000")))]),
+            ]),
+        ),
+        ApiKey::DeleteRecords => RequestKind::DeleteRecords(
+            DeleteRecordsRequest::default().with_timeout_ms(10_000).with_topics(vec![
+                delete_records_request::DeleteRecordsTopic::default().with_name(topic()).with_partitions(
+                    vec![delete_records_request::DeleteRecordsPartition::default()
+                        .with_partition_index(0)
+                        .with_offset(0)],
+                ),
+            ]),
+        ),
+        ApiKey::DescribeClientQuotas => {
+            RequestKind::DescribeClientQuotas(DescribeClientQuotasRequest::default().with_components(vec![
+                describe_client_quotas_request::ComponentData::default()
+                    .with_entity_type(s("client-id"))
+                    .with_match_type(2),
+            ]))
+        }
+        ApiKey::AlterClientQuotas => RequestKind::AlterClientQuotas(
+            AlterClientQuotasRequest::default().with_validate_only(true).with_entries(vec![
+                alter_client_quotas_request::EntryData::default()
+                    .with_entity(vec![alter_client_quotas_request::EntityData::default()
+                        .with_entity_type(s("client-id"))
+                        .with_entity_name(Some(s("sweep-client")))])
+                    .with_ops(vec![alter_client_quotas_request::OpData::default()
+                        .with_key(s("producer_byte_rate"))
+                        .with_value(1024.0)]),
+            ]),
+        ),
+        _ => return None,
+    })
 }
