@@ -6,14 +6,14 @@
 # The suite is fetched at a pinned version into the Go module cache (`go mod download`) and
 # run from there: `go test github.com/twmb/franz-go/pkg/kgo`, with KGO_SEEDS pointed at a
 # three-node cluster that this script starts with scripts/cluster.sh on its own ports
-# (KGO_BASE_PORT, default 19092) in a temporary ONELOG_CLUSTER_DIR, stopped and removed on exit.
+# (KGO_BASE_PORT, default 18092; Kafka, Raft and admin ports base+0..2, +100..102,
+# +200..202, which must all be free: the script refuses to run beside another listener there) in a temporary ONELOG_CLUSTER_DIR, stopped and removed on exit.
 # Prints the `go test -v` output to KGO_LOG (default $TMPDIR/kgo-suite.log) and the counts of
 # top-level tests passed, skipped and failed; exits non-zero when one failed.
 #
 # Environment: ONELOG_BIN (the onelog binary; see cluster.sh), KGO_VERSION (default v1.22.3),
-# KGO_TEST_RECORDS (records per produce/consume test, default 50000: the suite's own default
-# of 500000 takes most of an hour on a 2-core machine and tests nothing more), KGO_TIMEOUT
-# (default 40m).
+# KGO_TEST_RECORDS (records per produce/consume test; unset: the suite's own 500000, about
+# 3 minutes of `go test` here), KGO_TIMEOUT (default 40m).
 #
 # What is skipped, and why: the suite skips by itself what the broker does not advertise or
 # what needs credentials: KIP-848 consumer groups (ConsumerGroupHeartbeat v1 is not
@@ -30,7 +30,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 version="${KGO_VERSION:-v1.22.3}"
-base_port="${KGO_BASE_PORT:-19092}"
+base_port="${KGO_BASE_PORT:-18092}"
 timeout="${KGO_TIMEOUT:-40m}"
 log="${KGO_LOG:-${TMPDIR:-/tmp}/kgo-suite.log}"
 skip='^(TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestOAuthAuth|TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin|Test848RegexBrokerResolves|TestConsumeRegex)$'
@@ -42,6 +42,16 @@ module_dir="$(go env GOMODCACHE)/github.com/twmb/franz-go@$version"
 # The module's own dependencies, at the versions its go.sum pins.
 (cd "$module_dir" && go mod download)
 
+# cluster.sh's readiness check is a connect to each Kafka port, so a cluster someone else runs
+# on these ports would pass for ours: refuse to start beside one.
+for offset in 0 1 2 100 101 102 200 201 202; do
+    port=$((base_port + offset))
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        echo "kgo-suite.sh: 127.0.0.1:$port is in use; set KGO_BASE_PORT to a free range" >&2
+        exit 1
+    fi
+done
+
 cluster_dir="$(mktemp -d "${TMPDIR:-/tmp}/kgo-onelog.XXXXXX")"
 export ONELOG_CLUSTER_DIR="$cluster_dir" ONELOG_BASE_PORT="$base_port"
 # Every partition preallocates a segment per node on first write: the suite's topics have up
@@ -52,14 +62,25 @@ cleanup() {
     rm -rf "$cluster_dir"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 "$repo/scripts/cluster.sh" up 3
+for id in 1 2 3; do
+    pid="$(cat "$cluster_dir/node-$id/onelog.pid")"
+    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$cluster_dir/node-$id/onelog.log" >&2; exit 1; }
+done
 seeds="127.0.0.1:$base_port,127.0.0.1:$((base_port + 1)),127.0.0.1:$((base_port + 2))"
 
 echo "kgo suite $version against $seeds; log: $log"
 status=0
-(cd "$module_dir" && KGO_SEEDS="$seeds" KGO_TEST_RF=3 KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-50000}" \
+(cd "$module_dir" && KGO_SEEDS="$seeds" KGO_TEST_RF=3 \
     go test -count=1 -v -timeout "$timeout" -skip "$skip" "$@" ./pkg/kgo) >"$log" 2>&1 || status=$?
 
+if [ "$status" -ne 0 ]; then
+    # The nodes' logs outlive the cluster directory, for triage.
+    mkdir -p "$log.nodes"
+    for id in 1 2 3; do cp "$cluster_dir/node-$id/onelog.log" "$log.nodes/node-$id.log" 2>/dev/null || true; done
+    echo "node logs: $log.nodes/"
+fi
 count() { grep -c "^--- $1:" "$log" || true; }
 echo "kgo suite $version: pass $(count PASS), skip $(count SKIP), fail $(count FAIL) (go test exit $status)"
 grep "^--- FAIL:" "$log" || true
