@@ -16,6 +16,8 @@
 # when the binary has --admin-listen) and one directory per node, node-ID/, which is that
 # node's --data-dir and also holds onelog.log (stdout and stderr, appended across restarts)
 # and onelog.pid. `rm -rf` it after `down` to start from scratch.
+# Extra node arguments: ONELOG_NODE_ARGS (split on spaces), appended to every node's command
+# line at `up` and `start`, e.g. "--config auto.create.topics.enable=false".
 # Binary: ONELOG_BIN, else ${CARGO_TARGET_DIR:-target}/release/onelog, built first with
 # `cargo build --release -p broker`.
 set -euo pipefail
@@ -91,6 +93,8 @@ start_node() {
         --raft-listen "127.0.0.1:$(raft_port "$id")")
     [ -n "$peers" ] && args+=(--peers "$peers")
     admin_enabled && args+=(--admin-listen "127.0.0.1:$(admin_port "$id")")
+    # shellcheck disable=SC2206 # word splitting is the documented format
+    [ -n "${ONELOG_NODE_ARGS:-}" ] && args+=(${ONELOG_NODE_ARGS})
     # setsid: the node outlives this shell and a Ctrl-C in it.
     NO_COLOR=1 setsid "$bin" "${args[@]}" </dev/null >>"$(log_file "$id")" 2>&1 &
     pid=$!
