@@ -540,12 +540,16 @@ func consumeProcessProduce(ctx context.Context) (string, error) {
 		return total == 60
 	}
 	errs := make(chan error, 2)
-	go func() { errs <- transactLoop(ctx, src, dst, group, name("consume_process_produce", "-a"), endReached, &commits, &mu) }()
+	go func() {
+		errs <- transactLoop(ctx, src, dst, group, name("consume_process_produce", "-a"), endReached, &commits, &mu)
+	}()
 	// The second session joins once the first has committed something: a rebalance mid-stream.
 	if err := compat.WaitFor(ctx, "first session never committed", func() bool { mu.Lock(); defer mu.Unlock(); return commits > 0 }); err != nil {
 		return "", err
 	}
-	go func() { errs <- transactLoop(ctx, src, dst, group, name("consume_process_produce", "-b"), endReached, &commits, &mu) }()
+	go func() {
+		errs <- transactLoop(ctx, src, dst, group, name("consume_process_produce", "-b"), endReached, &commits, &mu)
+	}()
 	for i := 0; i < 2; i++ {
 		if err := <-errs; err != nil {
 			return "", err
