@@ -38,6 +38,7 @@ install_go() {
 }
 
 install_rust() {
+    [ -f "$repo/harness/src/bin/compat_rdkafka.rs" ] || return 0 # no driver yet: its cells fail
     echo "compat: cargo build -p harness --bin compat_rdkafka" >&2
     # A failed build leaves the driver missing: its cells fail, the other clients still run.
     (cd "$repo" && cargo build -q -p harness --bin compat_rdkafka >&2) || echo "compat: rdkafka driver build failed" >&2
