@@ -75,6 +75,7 @@ cleanup() {
     else rm -rf "$work"; fi
 }
 trap cleanup EXIT
+trap 'echo "compat.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 # --- installs: each into the cache, each skipped when its pinned inputs did not change ---
 source "$compat/install.sh"

@@ -28,7 +28,7 @@ install_node() {
 
 install_go() {
     local bin="$cache/go-bin" sum
-    sum="$(cat "$compat/go/go.mod" "$compat/go/go.sum" "$compat"/go/cmd/*/*.go "$compat"/go/*.go 2>/dev/null | sha256sum)"
+    sum="$(cat "$compat/go/go.mod" "$compat/go/go.sum" "$compat"/go/cmd/*/*.go "$compat"/go/compat/*.go | sha256sum)"
     if [ "$(cat "$bin/.sum" 2>/dev/null)" != "$sum" ]; then
         echo "compat: go build (franz-go, sarama)" >&2
         mkdir -p "$bin"

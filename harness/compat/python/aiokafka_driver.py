@@ -450,7 +450,7 @@ async def s_err_stale_generation():
     raise AssertionError("a member kicked out of the group committed")
 
 
-IMPLS = {s: globals()["s_" + s] for s in c.SCENARIOS}
+IMPLS = c.scenario_functions(globals())
 
 if __name__ == "__main__":
     c.run_all(CLIENT, VERSION, IMPLS)

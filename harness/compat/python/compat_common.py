@@ -140,6 +140,11 @@ def _with_deadline(fn):
     return box.get("detail")
 
 
+def scenario_functions(namespace):
+    """The driver's functions named s_<scenario id>, one for every id (a missing one is a KeyError)."""
+    return {s: namespace["s_" + s] for s in SCENARIOS}
+
+
 def run_all(client, version, impls, only=None):
     """Prints one line per scenario id; a scenario absent from impls must be given as n/a."""
     only = set(filter(None, (only or os.environ.get("COMPAT_SCENARIOS", "")).split(",")))

@@ -455,27 +455,7 @@ def s_err_stale_generation():
     raise AssertionError("a member kicked out of the group committed")
 
 
-IMPLS = {
-    "create_topic": s_create_topic,
-    "produce_consume": s_produce_consume,
-    "compression": s_compression,
-    "consume_earliest": s_consume_earliest,
-    "consume_latest": s_consume_latest,
-    "seek_timestamp": s_seek_timestamp,
-    "group_rebalance": s_group_rebalance,
-    "member_leave_rejoin": s_member_leave_rejoin,
-    "idempotent_produce": s_idempotent_produce,
-    "txn_commit_abort": s_txn_commit_abort,
-    "consume_process_produce": s_consume_process_produce,
-    "txn_fencing": s_txn_fencing,
-    "alter_config": s_alter_config,
-    "delete_records": s_delete_records,
-    "leader_kill": s_leader_kill,
-    "err_unknown_topic": s_err_unknown_topic,
-    "err_offset_out_of_range": s_err_offset_out_of_range,
-    "err_stale_generation": s_err_stale_generation,
-    "err_fenced_producer": s_err_fenced_producer,
-}
+IMPLS = c.scenario_functions(globals())
 
 if __name__ == "__main__":
     c.run_all(CLIENT, VERSION, IMPLS)

@@ -153,25 +153,25 @@ func outcome(s Scenario) (result, detail string) {
 	}
 }
 
-// Run prints one line per scenario id (COMPAT_SCENARIOS may name a subset) and exits 0.
-func Run(client, version string, impls map[string]Scenario) {
+// Run prints one line per scenario id (COMPAT_SCENARIOS may name a subset) and exits 0; impls
+// holds one function per id, in the order of Scenarios.
+func Run(client, version string, impls []Scenario) {
+	if len(impls) != len(Scenarios) {
+		panic(fmt.Sprintf("%d scenario functions for %d scenario ids", len(impls), len(Scenarios)))
+	}
 	only := map[string]bool{}
 	for _, s := range strings.Split(os.Getenv("COMPAT_SCENARIOS"), ",") {
 		if s != "" {
 			only[s] = true
 		}
 	}
-	for _, s := range Scenarios {
+	for i, s := range Scenarios {
 		if len(only) > 0 && !only[s] {
 			continue
 		}
 		started := time.Now()
 		Log("[%s] %s ...", client, s)
-		impl, ok := impls[s]
-		result, detail := "fail", "driver has no implementation"
-		if ok {
-			result, detail = outcome(impl)
-		}
+		result, detail := outcome(impls[i])
 		Log("[%s] %s: %s (%.1f s) %s", client, s, result, time.Since(started).Seconds(), detail)
 		emit(client, version, s, result, detail)
 	}

@@ -851,14 +851,8 @@ func errStaleGeneration(ctx context.Context) (string, error) {
 }
 
 func main() {
-	compat.Run(client, compat.ModuleVersion("github.com/twmb/franz-go"), map[string]compat.Scenario{
-		"create_topic": createTopic, "produce_consume": produceConsume, "compression": compression,
-		"consume_earliest": consumeEarliest, "consume_latest": consumeLatest, "seek_timestamp": seekTimestamp,
-		"group_rebalance": groupRebalance, "member_leave_rejoin": memberLeaveRejoin,
-		"idempotent_produce": idempotentProduce, "txn_commit_abort": txnCommitAbort,
-		"consume_process_produce": consumeProcessProduce, "txn_fencing": txnFencing,
-		"alter_config": alterConfig, "delete_records": deleteRecords, "leader_kill": leaderKill,
-		"err_unknown_topic": errUnknownTopic, "err_offset_out_of_range": errOffsetOutOfRange,
-		"err_stale_generation": errStaleGeneration, "err_fenced_producer": errFencedProducer,
+	compat.Run(client, compat.ModuleVersion("github.com/twmb/franz-go"), []compat.Scenario{
+		// In the order of compat.Scenarios.
+		createTopic, produceConsume, compression, consumeEarliest, consumeLatest, seekTimestamp, groupRebalance, memberLeaveRejoin, idempotentProduce, txnCommitAbort, consumeProcessProduce, txnFencing, alterConfig, deleteRecords, leaderKill, errUnknownTopic, errOffsetOutOfRange, errStaleGeneration, errFencedProducer,
 	})
 }
