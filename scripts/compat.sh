@@ -119,7 +119,9 @@ done
 
 # --- the report ---
 mkdir -p "$(dirname "$out")"
+status=0
 python3 "$compat/report.py" --work "$work" --out "$out" --command "scripts/compat.sh ${only:+--clients $only}" \
     --clients "${clients[*]}" --scenarios "${SCENARIOS[*]}" --streams "${STREAMS_SCENARIOS[*]}" \
     --cli "${CLI_SCENARIOS[*]}" --broker "$("$ONELOG_BIN" --version 2>/dev/null || echo "${ONELOG_BIN:-onelog}")" \
-    --seconds "$(for c in "${!seconds_of[@]}"; do printf '%s=%s;' "$c" "${seconds_of[$c]}"; done)"
+    --seconds "$(for c in "${!seconds_of[@]}"; do printf '%s=%s;' "$c" "${seconds_of[$c]}"; done)" || status=$?
+exit "$status"

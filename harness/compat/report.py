@@ -99,10 +99,13 @@ def main():
     for result, title in [("fail", "Failing cells"), ("n/a", "Not expressible")]:
         lines += ["## " + title, ""]
         for c in clients:
-            for s, (r, detail) in sorted(results[c][1].items()):
-                if r == result:
-                    failed |= result == "fail"
-                    lines.append("- `%s` / `%s`: %s" % (c, s, detail.replace("\n", " ")[:400]))
+            cells = [(s, d) for s, (r, d) in sorted(results[c][1].items()) if r == result]
+            failed |= result == "fail" and bool(cells)
+            if len(cells) > 1 and len({d for _, d in cells}) == 1:
+                lines.append("- `%s` / every scenario: %s" % (c, cells[0][1]))
+                continue
+            for s, detail in cells:
+                lines.append("- `%s` / `%s`: %s" % (c, s, detail.replace("\n", " ")[:400]))
         lines.append("")
     with open(args.out, "w") as f:
         f.write("\n".join(lines))

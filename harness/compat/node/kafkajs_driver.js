@@ -41,7 +41,14 @@ function expect(cond, what) {
 function expectEq(got, want, what) {
   const g = JSON.stringify(got);
   const w = JSON.stringify(want);
-  if (g !== w) throw new Error(`${what}: got ${g.slice(0, 300)}, want ${w.slice(0, 300)}`);
+  if (g === w) return;
+  if (Array.isArray(got) && Array.isArray(want)) {
+    // Say where they part: long record lists do not fit in a detail line.
+    const at = want.findIndex((x, i) => JSON.stringify(x) !== JSON.stringify(got[i]));
+    const i = at < 0 ? want.length : at;
+    throw new Error(`${what}: got ${got.length} items, want ${want.length}; first difference at ${i}: got ${JSON.stringify(got[i])}, want ${JSON.stringify(want[i])}`);
+  }
+  throw new Error(`${what}: got ${g.slice(0, 300)}, want ${w.slice(0, 300)}`);
 }
 
 // n records with keys, values and two headers: {key, value, headers} as strings.
