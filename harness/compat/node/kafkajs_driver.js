@@ -543,7 +543,9 @@ async function main() {
       emit(s, 'pass', detail || '');
     } catch (e) {
       process.stderr.write(`${e.stack}\n`);
-      emit(s, 'fail', `${e.name}${e.type ? ` ${e.type}` : ''}: ${e.message}`.slice(0, 400));
+      // An aggregate error (createTopics) carries the per-topic broker errors.
+      const inner = (e.errors || []).map((x) => `${x.type || x.name}: ${x.message}`).join('; ');
+      emit(s, 'fail', `${e.name}${e.type ? ` ${e.type}` : ''}: ${e.message}${inner ? ` (${inner})` : ''}`.slice(0, 400));
     } finally {
       clearTimeout(timer);
     }
