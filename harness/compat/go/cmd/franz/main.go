@@ -124,11 +124,17 @@ func createTopic(ctx context.Context) (string, error) {
 	}
 	cl := newClient()
 	defer cl.Close()
-	md, err := kadm.NewClient(cl).ListTopics(ctx, t)
+	// A node may answer Metadata before it applied the creation (Kafka's brokers lag the
+	// controller the same way): wait until the topic shows its partitions.
+	var d kadm.TopicDetail
+	err = compat.WaitFor(ctx, "topic never showed 3 partitions", func() bool {
+		md, err := kadm.NewClient(cl).ListTopics(ctx, t)
+		d = md[t]
+		return err == nil && len(d.Partitions) == 3
+	})
 	if err != nil {
 		return "", err
 	}
-	d := md[t]
 	if err := compat.Check("partitions", len(d.Partitions), 3); err != nil {
 		return "", err
 	}
