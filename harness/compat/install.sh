@@ -1,0 +1,78 @@
+# Sourced by scripts/compat.sh: installs what each selected client's driver needs into $cache
+# (from the registries, pinned, reused across runs) and answers each driver's command line.
+# Needs: $repo, $compat, $cache and the `clients` array of the caller.
+
+pip_pins=(kafka-python==3.0.12 aiokafka==0.14.0 confluent-kafka==2.16.1
+    python-snappy==0.7.3 lz4==4.4.5 zstandard==0.25.0)
+
+install_python() {
+    local venv="$cache/venv" stamp
+    stamp="$(printf '%s\n' "${pip_pins[@]}")"
+    if [ "$(cat "$venv/.pins" 2>/dev/null)" != "$stamp" ]; then
+        echo "compat: pip install ${pip_pins[*]}" >&2
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q "${pip_pins[@]}" >&2
+        echo "$stamp" >"$venv/.pins"
+    fi
+}
+
+install_node() {
+    local dir="$cache/node"
+    if ! cmp -s "$compat/node/package-lock.json" "$dir/package-lock.json" 2>/dev/null; then
+        echo "compat: npm ci (kafkajs)" >&2
+        mkdir -p "$dir"
+        cp "$compat/node/package.json" "$compat/node/package-lock.json" "$dir/"
+        (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts >&2)
+    fi
+}
+
+install_go() {
+    local bin="$cache/go-bin" sum
+    sum="$(cat "$compat/go/go.mod" "$compat/go/go.sum" "$compat"/go/cmd/*/*.go "$compat"/go/compat/*.go | sha256sum)"
+    if [ "$(cat "$bin/.sum" 2>/dev/null)" != "$sum" ]; then
+        echo "compat: go build (franz-go, sarama)" >&2
+        mkdir -p "$bin"
+        (cd "$compat/go" && GOFLAGS=-mod=readonly go build -o "$bin/" ./cmd/franz ./cmd/sarama >&2)
+        echo "$sum" >"$bin/.sum"
+    fi
+}
+
+install_rust() {
+    [ -f "$repo/harness/src/bin/compat_rdkafka.rs" ] || return 0 # no driver yet: its cells fail
+    echo "compat: cargo build -p harness --bin compat_rdkafka" >&2
+    # A failed build leaves the driver missing: its cells fail, the other clients still run.
+    (cd "$repo" && cargo build -q -p harness --bin compat_rdkafka >&2) || echo "compat: rdkafka driver build failed" >&2
+}
+
+install_for_clients() {
+    local c need_py=0 need_node=0 need_go=0 need_rust=0
+    for c in "${clients[@]}"; do
+        case "$c" in
+            kafka-python | aiokafka | confluent-kafka-python) need_py=1 ;;
+            kafkajs) need_node=1 ;;
+            franz-go | sarama) need_go=1 ;;
+            rdkafka-rust) need_rust=1 ;;
+        esac
+    done
+    [ "$need_py" = 0 ] || install_python
+    [ "$need_node" = 0 ] || install_node
+    [ "$need_go" = 0 ] || install_go
+    [ "$need_rust" = 0 ] || install_rust
+}
+
+# The command that runs one client's driver, or nothing when the driver does not exist.
+driver_command() {
+    local target="${CARGO_TARGET_DIR:-$repo/target}"
+    case "$1" in
+        java-* | kafka-streams-* | kafka-cli-*)
+            [ -x "$compat/java/run.sh" ] && echo "'$compat/java/run.sh' '$1'" ;;
+        kafka-python) echo "'$cache/venv/bin/python' '$compat/python/kafka_python_driver.py'" ;;
+        aiokafka) echo "'$cache/venv/bin/python' '$compat/python/aiokafka_driver.py'" ;;
+        confluent-kafka-python) echo "'$cache/venv/bin/python' '$compat/python/confluent_driver.py'" ;;
+        kafkajs) echo "NODE_PATH='$cache/node/node_modules' node '$compat/node/kafkajs_driver.js'" ;;
+        franz-go) echo "'$cache/go-bin/franz'" ;;
+        sarama) echo "'$cache/go-bin/sarama'" ;;
+        rdkafka-rust) [ -x "$target/debug/compat_rdkafka" ] && echo "'$target/debug/compat_rdkafka'" ;;
+    esac
+    return 0
+}

@@ -1,0 +1,461 @@
+"""Compatibility-matrix driver for confluent-kafka (Python over librdkafka).
+
+Runs every scenario of compat_common.SCENARIOS against COMPAT_BOOTSTRAP and prints one JSON line
+per scenario. librdkafka's consumer reads committed by default and its producer surfaces fencing
+as a fatal error, so the transactional scenarios check `fatal()` and the error code.
+"""
+
+import threading
+import time
+
+import confluent_kafka
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
+
+import compat_common as c
+
+CLIENT = "confluent-kafka-python"
+VERSION = "%s (librdkafka %s)" % (confluent_kafka.version()[0], confluent_kafka.libversion()[0])
+BASE = {"bootstrap.servers": c.BOOTSTRAP}
+admin = AdminClient(dict(BASE))
+
+
+def topic(scenario, partitions=1, suffix=""):
+    name = c.name(CLIENT, scenario, suffix)
+    fs = admin.create_topics([NewTopic(name, partitions, 3, config=dict(c.TOPIC_CONFIGS))], operation_timeout=30)
+    fs[name].result(30)
+    wait_metadata(name, partitions)
+    return name
+
+
+def wait_metadata(name, partitions):
+    deadline = time.monotonic() + 20
+    while True:
+        md = admin.list_topics(name, timeout=10).topics.get(name)
+        if md is not None and md.error is None and len(md.partitions) == partitions:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("topic %s not in metadata with %d partitions: %s" % (name, partitions, md))
+        time.sleep(0.2)
+
+
+def producer(**extra):
+    conf = dict(BASE, **{"linger.ms": 5})
+    conf.update(extra)
+    return Producer(conf)
+
+
+def consumer(group=None, **extra):
+    conf = dict(BASE, **{"group.id": group or c.name(CLIENT, "assign"), "enable.auto.commit": False})
+    conf.update(extra)
+    return Consumer(conf)
+
+
+def produce(p, name, recs, partition=0, **kw):
+    errors = []
+
+    def report(err, _msg):
+        if err is not None:
+            errors.append(err)
+
+    for key, value, headers in recs:
+        p.produce(name, value=value, key=key, headers=headers, partition=partition, on_delivery=report, **kw)
+    left = p.flush(30)
+    c.expect_eq(left, 0, "records still unflushed")
+    c.expect(not errors, "delivery errors: %s" % errors[:3])
+
+
+def read(cons, n, extra_s=1.0):
+    """Reads n messages (failing on an error), then polls extra_s more to see there are no others."""
+    out = []
+    deadline = time.monotonic() + c.TIMEOUT_S / 3
+    quiet_until = None
+    while time.monotonic() < deadline:
+        msg = cons.poll(0.2)
+        if msg is None:
+            if quiet_until is not None and time.monotonic() > quiet_until:
+                return out
+            continue
+        if msg.error():
+            raise KafkaException(msg.error())
+        out.append(msg)
+        if len(out) >= n and quiet_until is None:
+            quiet_until = time.monotonic() + extra_s
+    raise AssertionError("read %d of %d messages: %s" % (len(out), n, c.short([m.value() for m in out])))
+
+
+def assigned(name, partition=0, offset=confluent_kafka.OFFSET_BEGINNING, **extra):
+    cons = consumer(**extra)
+    cons.assign([TopicPartition(name, partition, offset)])
+    return cons
+
+
+def triple(msg):
+    headers = [(k, v if v is not None else b"") for k, v in (msg.headers() or [])]
+    return (msg.key(), msg.value(), headers)
+
+
+def s_create_topic():
+    name = topic("create_topic", 3)
+    md = admin.list_topics(name, timeout=10).topics[name]
+    c.expect_eq(sorted(md.partitions), [0, 1, 2], "partition ids")
+    c.expect(all(len(p.replicas) == 3 for p in md.partitions.values()), "replication factor 3")
+    return "3 partitions, 3 replicas each"
+
+
+def s_produce_consume():
+    name = topic("produce_consume")
+    recs = c.records(20)
+    produce(producer(), name, recs)
+    got = [triple(m) for m in read(assigned(name), 20)]
+    c.expect_eq(got, recs, "records read back")
+    return "20 records with keys and 2 headers exact"
+
+
+def s_compression():
+    covered = []
+    for codec in ["gzip", "snappy", "lz4", "zstd"]:
+        name = topic("compression", suffix="-" + codec)
+        recs = c.records(50, codec)
+        produce(producer(**{"compression.type": codec}), name, recs)
+        c.expect_eq([triple(m) for m in read(assigned(name), 50)], recs, codec + " records")
+        covered.append(codec)
+    return "codecs: " + ",".join(covered)
+
+
+def subscribed(name, group, reset, **extra):
+    cons = consumer(group, **{"auto.offset.reset": reset}, **extra)
+    cons.subscribe([name])
+    return cons
+
+
+def wait_assignment(conses, want_total, deadline_s=None):
+    """Polls every consumer until their assignments add up to want_total partitions, each non-empty."""
+    deadline = time.monotonic() + (deadline_s or c.TIMEOUT_S)
+    while time.monotonic() < deadline:
+        for cons in conses:
+            msg = cons.poll(0.1)
+            if msg is not None and not msg.error():
+                raise AssertionError("unexpected message while waiting for assignment: %s" % triple(msg)[1])
+        sizes = [len(cons.assignment()) for cons in conses]
+        if sum(sizes) == want_total and all(sizes):
+            return sizes
+    raise AssertionError("assignments never settled: %s" % [len(x.assignment()) for x in conses])
+
+
+def s_consume_earliest():
+    name = topic("consume_earliest")
+    recs = c.records(10)
+    produce(producer(), name, recs)
+    cons = subscribed(name, c.name(CLIENT, "consume_earliest"), "earliest")
+    c.expect_eq([triple(m) for m in read(cons, 10)], recs, "records")
+    cons.close()
+    return "10 of 10 from a group without offsets"
+
+
+def s_consume_latest():
+    name = topic("consume_latest")
+    produce(producer(), name, c.records(5, "old"))
+    cons = subscribed(name, c.name(CLIENT, "consume_latest"), "latest")
+    wait_assignment([cons], 1)
+    # librdkafka reports no position before the first record; give the reset (ListOffsets
+    # latest) time to happen before producing, and make sure no old record arrives meanwhile.
+    settle = time.monotonic() + 3
+    while time.monotonic() < settle:
+        c.expect(cons.poll(0.2) is None, "read an old record")
+    new = c.records(5, "new")
+    produce(producer(), name, new)
+    c.expect_eq([triple(m) for m in read(cons, 5)], new, "records after joining")
+    cons.close()
+    return "only the 5 records produced after joining"
+
+
+def s_seek_timestamp():
+    name = topic("seek_timestamp")
+    base = int(time.time() * 1000) - 60_000
+    p = producer()
+    for i, (k, v, h) in enumerate(c.records(5)):
+        p.produce(name, value=v, key=k, headers=h, partition=0, timestamp=base + i * 1000)
+    c.expect_eq(p.flush(30), 0, "unflushed")
+    cons = consumer()
+    found = cons.offsets_for_times([TopicPartition(name, 0, base + 2500)], timeout=10)[0]
+    c.expect_eq(found.offset, 3, "offset for timestamp base+2.5s")
+    cons.assign([found])
+    msg = read(cons, 1, extra_s=0)[0]
+    c.expect_eq((msg.value(), msg.timestamp()[1]), (b"v-r-3", base + 3000), "record at that offset")
+    return "offsets_for_times -> 3, read v-r-3"
+
+
+def consume_some(conses, n):
+    """Round-robin polls; commits each message synchronously; answers the values processed."""
+    seen = []
+    deadline = time.monotonic() + c.TIMEOUT_S
+    while len(seen) < n:
+        c.expect(time.monotonic() < deadline, "consumed %d of %d" % (len(seen), n))
+        for cons in conses:
+            msg = cons.poll(0.1)
+            if msg is None:
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            cons.commit(message=msg, asynchronous=False)
+            seen.append(msg.value())
+    return seen
+
+
+def s_group_rebalance():
+    name = topic("group_rebalance", 3)
+    group = c.name(CLIENT, "group_rebalance")
+    a = subscribed(name, group, "earliest")
+    wait_assignment([a], 3)
+    b = subscribed(name, group, "earliest")
+    sizes = wait_assignment([a, b], 3)
+    all_values = []
+    p = producer()
+    for part in range(3):
+        recs = c.records(10, "p%d" % part)
+        produce(p, name, recs, partition=part)
+        all_values += [v for _, v, _ in recs]
+    first = consume_some([a, b], 15)
+    a.close()
+    b.close()
+    resumed = subscribed(name, group, "earliest")
+    rest = [m.value() for m in read(resumed, 30 - len(first), extra_s=2.0)]
+    resumed.close()
+    c.expect_eq(sorted(first + rest), sorted(all_values), "records before and after the resume")
+    return "assignment %s, %d committed then %d resumed, none lost or re-read" % (sizes, len(first), len(rest))
+
+
+def s_member_leave_rejoin():
+    name = topic("member_leave_rejoin", 3)
+    group = c.name(CLIENT, "member_leave_rejoin")
+    a = subscribed(name, group, "earliest")
+    b = subscribed(name, group, "earliest")
+    wait_assignment([a, b], 3)
+    b.close()
+    wait_assignment([a], 3)
+    rejoined = subscribed(name, group, "earliest")
+    sizes = wait_assignment([a, rejoined], 3)
+    a.close()
+    rejoined.close()
+    return "after leave 3/3, after rejoin %s" % sizes
+
+
+def s_idempotent_produce():
+    name = topic("idempotent_produce")
+    recs = c.records(200)
+    produce(producer(**{"enable.idempotence": True, "acks": "all", "max.in.flight": 5}), name, recs)
+    got = [triple(m) for m in read(assigned(name), 200)]
+    c.expect_eq(got, recs, "idempotent records")
+    return "200 records once, in order"
+
+
+def txn_producer(txn_id, **extra):
+    p = producer(**{"transactional.id": txn_id, "transaction.timeout.ms": 60000}, **extra)
+    p.init_transactions(30)
+    return p
+
+
+def s_txn_commit_abort():
+    name = topic("txn_commit_abort")
+    p = txn_producer(c.name(CLIENT, "txn_commit_abort"))
+    for tag, n, commit in [("c1", 5, True), ("a", 3, False), ("c2", 5, True)]:
+        p.begin_transaction()
+        for k, v, h in c.records(n, tag):
+            p.produce(name, value=v, key=k, headers=h, partition=0)
+        # abort_transaction purges records not yet sent: flush so that the 3 aborted ones exist.
+        c.expect_eq(p.flush(30), 0, "unflushed")
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+    committed = [m.value() for m in read(assigned(name, **{"isolation.level": "read_committed"}), 10)]
+    c.expect_eq(committed, c.values(5, "c1") + c.values(5, "c2"), "read_committed")
+    everything = [m.value() for m in read(assigned(name, **{"isolation.level": "read_uncommitted"}), 13)]
+    c.expect_eq(everything, c.values(5, "c1") + c.values(3, "a") + c.values(5, "c2"), "read_uncommitted")
+    return "read_committed 10, read_uncommitted 13"
+
+
+def s_consume_process_produce():
+    src = topic("consume_process_produce", suffix="-in")
+    dst = topic("consume_process_produce", suffix="-out")
+    group = c.name(CLIENT, "consume_process_produce")
+    produce(producer(), src, c.records(10))
+    cons = subscribed(src, group, "earliest", **{"isolation.level": "read_committed"})
+    inputs = read(cons, 10)
+    p = txn_producer(c.name(CLIENT, "consume_process_produce"))
+    p.begin_transaction()
+    for m in inputs:
+        p.produce(dst, key=m.key(), value=b"out-" + m.value(), partition=0)
+    p.send_offsets_to_transaction(cons.position(cons.assignment()), cons.consumer_group_metadata(), 30)
+    p.commit_transaction(30)
+    out = [m.value() for m in read(assigned(dst, **{"isolation.level": "read_committed"}), 10)]
+    c.expect_eq(out, [b"out-" + v for v in c.values(10, "r")], "output")
+    committed = cons.committed([TopicPartition(src, 0)], timeout=10)[0].offset
+    c.expect_eq(committed, 10, "group offset committed by the transaction")
+    cons.close()
+    return "10 outputs exact, committed offset 10"
+
+
+def fenced_pair(scenario):
+    """p1 opens a transaction, p2 with the same id fences it; answers (name, p1, p2, p1's error)."""
+    name = topic(scenario)
+    txn_id = c.name(CLIENT, scenario)
+    p1 = txn_producer(txn_id)
+    p1.begin_transaction()
+    p1.produce(name, value=b"from-p1", partition=0)
+    c.expect_eq(p1.flush(30), 0, "p1 unflushed")
+    p2 = txn_producer(txn_id)
+    try:
+        p1.produce(name, value=b"p1-after-fence", partition=0)
+        p1.flush(10)
+        p1.commit_transaction(30)
+    except KafkaException as e:
+        return name, p1, p2, e.args[0]
+    raise AssertionError("the fenced producer committed")
+
+
+FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+
+
+def s_txn_fencing():
+    name, _p1, p2, err = fenced_pair("txn_fencing")
+    c.expect(err.code() in FENCED, "fencing error, got %s" % err)
+    p2.begin_transaction()
+    p2.produce(name, value=b"from-p2", partition=0)
+    p2.commit_transaction(30)
+    got = [m.value() for m in read(assigned(name, **{"isolation.level": "read_committed"}), 1)]
+    c.expect_eq(got, [b"from-p2"], "read_committed after fencing")
+    return "p1 got %s; p2 committed" % err.name()
+
+
+def s_err_fenced_producer():
+    _name, p1, _p2, err = fenced_pair("err_fenced_producer")
+    c.expect(err.code() in FENCED, "fencing error, got %s" % err)
+    c.expect(err.fatal(), "fencing error is fatal")
+    try:
+        p1.begin_transaction()
+        p1.commit_transaction(10)
+    except KafkaException as again:
+        return "%s (fatal); next transaction refused: %s" % (err.name(), again.args[0].name())
+    raise AssertionError("the fenced producer started and committed another transaction")
+
+
+def s_alter_config():
+    name = topic("alter_config")
+    res = ConfigResource(
+        ResourceType.TOPIC,
+        name,
+        incremental_configs=[ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)],
+    )
+    for f in admin.incremental_alter_configs([res]).values():
+        f.result(30)
+    desc = admin.describe_configs([ConfigResource(ResourceType.TOPIC, name)])
+    entries = list(desc.values())[0].result(30)
+    c.expect_eq(entries["retention.ms"].value, "3600000", "retention.ms read back")
+    return "retention.ms=3600000 read back"
+
+
+def s_delete_records():
+    name = topic("delete_records")
+    produce(producer(), name, c.records(10))
+    fs = admin.delete_records([TopicPartition(name, 0, 5)], operation_timeout=30)
+    for f in fs.values():
+        f.result(30)
+    cons = consumer()
+    low, high = cons.get_watermark_offsets(TopicPartition(name, 0), timeout=10)
+    c.expect_eq((low, high), (5, 10), "watermarks")
+    first = read(assigned(name), 5)
+    c.expect_eq([m.offset() for m in first], list(range(5, 10)), "offsets read from earliest")
+    return "low watermark 5, earliest read starts at 5"
+
+
+def s_leader_kill():
+    name = topic("leader_kill")
+    acked, errors, stop = [], [], threading.Event()
+    p = producer(**{"acks": "all", "enable.idempotence": True, "message.timeout.ms": 60000})
+
+    def report(err, msg):
+        (errors if err else acked).append(err or msg.value())
+
+    def run():
+        i = 0
+        while not stop.is_set():
+            p.produce(name, value=b"lk-%d" % i, partition=0, on_delivery=report)
+            p.poll(0.01)
+            i += 1
+        p.flush(60)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    time.sleep(2)
+    c.kill_leader()
+    time.sleep(3)
+    stop.set()
+    worker.join(70)
+    c.expect(acked, "nothing acknowledged")
+    got = set(m.value() for m in read(assigned(name), len(acked), extra_s=2.0))
+    lost = [v for v in acked if v not in got]
+    c.expect(not lost, "%d acknowledged records lost, e.g. %s" % (len(lost), lost[:3]))
+    return "%d acked, all read back (%d delivery errors)" % (len(acked), len(errors))
+
+
+def s_err_unknown_topic():
+    p = producer(**{"message.timeout.ms": 5000})
+    errs = []
+    p.produce(c.name(CLIENT, "err_unknown_topic", "-missing"), value=b"x", on_delivery=lambda e, m: errs.append(e))
+    p.flush(20)
+    c.expect(errs and errs[0] is not None, "no delivery error")
+    codes = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._MSG_TIMED_OUT}
+    c.expect(errs[0].code() in codes, "unexpected error %s" % errs[0])
+    return "delivery error %s" % errs[0].name()
+
+
+def s_err_offset_out_of_range():
+    name = topic("err_offset_out_of_range")
+    produce(producer(), name, c.records(5))
+    cons = assigned(name, offset=100, **{"auto.offset.reset": "error"})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        msg = cons.poll(0.5)
+        if msg is None:
+            continue
+        err = msg.error()
+        c.expect(err is not None, "read a record at offset %s" % msg.offset())
+        c.expect(err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE), "error %s" % err)
+        c.expect("out of range" in err.str().lower() or "OFFSET_OUT_OF_RANGE" in err.str(), "reason %s" % err)
+        return "%s: %s" % (err.name(), err.str())
+    raise AssertionError("no error for offset 100 of 5")
+
+
+def s_err_stale_generation():
+    name = topic("err_stale_generation", 2)
+    group = c.name(CLIENT, "err_stale_generation")
+    # librdkafka heartbeats in the background; exceeding max.poll.interval.ms makes it leave.
+    a = subscribed(name, group, "earliest", **{"session.timeout.ms": 6000, "max.poll.interval.ms": 6000})
+    wait_assignment([a], 2)
+    b = subscribed(name, group, "earliest")
+    time.sleep(8)
+    wait_assignment([b], 2)
+    try:
+        a.commit(offsets=[TopicPartition(name, 0, 1)], asynchronous=False)
+    except KafkaException as e:
+        err = e.args[0]
+        ok = {KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS}
+        ok |= {KafkaError._MAX_POLL_EXCEEDED}
+        c.expect(err.code() in ok, "unexpected commit error %s" % err)
+        return "commit after being kicked out: %s" % err.name()
+    raise AssertionError("a member kicked out of the group committed")
+
+
+IMPLS = c.scenario_functions(globals())
+
+if __name__ == "__main__":
+    c.run_all(CLIENT, VERSION, IMPLS)

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The client compatibility matrix (issue #12): every driver in harness/compat/ against one
+# three-node onelog cluster, written to results/compat.md.
+#
+#   scripts/compat.sh [--clients a,b] [--keep] [--out FILE]
+#
+# Installs each toolchain's packages from the registries into ONELOG_COMPAT_CACHE (default
+# ~/.cache/onelog-compat, reused across runs): a Python venv with pinned pip packages, `npm ci`
+# from harness/compat/node/package-lock.json, the Go modules pinned in harness/compat/go/go.sum
+# (built once into the cache), the rdkafka driver through cargo (CARGO_TARGET_DIR). Then starts
+# a cluster with scripts/cluster.sh on Kafka ports ONELOG_COMPAT_BASE_PORT.. (default 19092) in a
+# temporary ONELOG_CLUSTER_DIR, every node with auto-create off and 1 MiB segments, and runs the
+# drivers one after another, each with COMPAT_BOOTSTRAP, COMPAT_KILL_LEADER
+# (harness/compat/kill-leader.sh), COMPAT_PREFIX and COMPAT_TIMEOUT_S (default 60) and a
+# whole-driver timeout (ONELOG_COMPAT_DRIVER_TIMEOUT_S, default 900). A driver prints one JSON
+# line per scenario (harness/compat/README.md); a missing line, a non-zero exit or a timeout is
+# a `fail`. Exits non-zero when any cell is `fail`.
+# --clients: a comma-separated subset of the client ids below. --keep: keep the cluster
+# directory (and its node logs) for debugging; it is printed at the end.
+# Broker binary: ONELOG_BIN (default /tmp/compat-bin/onelog, else cluster.sh's own choice).
+set -euo pipefail
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+compat="$repo/harness/compat"
+cache="${ONELOG_COMPAT_CACHE:-$HOME/.cache/onelog-compat}"
+out="$repo/results/compat.md"
+keep=0
+only=""
+driver_timeout_s="${ONELOG_COMPAT_DRIVER_TIMEOUT_S:-900}"
+export COMPAT_TIMEOUT_S="${COMPAT_TIMEOUT_S:-60}"
+
+JAVA_CLIENTS=(java-4.1.1 java-3.9.1 java-2.8.2 kafka-streams-4.1.1 kafka-cli-4.1.1)
+OTHER_CLIENTS=(rdkafka-rust confluent-kafka-python franz-go sarama kafka-python aiokafka kafkajs)
+# The scenario ids of the client drivers (the JVM-only lists come from their drivers' lines).
+SCENARIOS=(create_topic produce_consume compression consume_earliest consume_latest seek_timestamp
+    group_rebalance member_leave_rejoin idempotent_produce txn_commit_abort consume_process_produce
+    txn_fencing alter_config delete_records leader_kill err_unknown_topic err_offset_out_of_range
+    err_stale_generation err_fenced_producer)
+STREAMS_SCENARIOS=(streams_eos_wordcount streams_kill_streams streams_kill_leader)
+CLI_SCENARIOS=(kafka-topics kafka-console-producer-consumer kafka-consumer-groups-describe
+    kafka-consumer-groups-reset-offsets kafka-consumer-groups-delete kafka-configs-describe
+    kafka-configs-alter kafka-delete-records kafka-transactions kafka-producer-perf-test
+    kafka-consumer-perf-test kafka-log-dirs kafka-metadata-quorum)
+
+die() { echo "compat.sh: $*" >&2; exit 1; }
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --clients) only="${2:?--clients a,b}"; shift 2 ;;
+        --keep) keep=1; shift ;;
+        --out) out="${2:?--out FILE}"; shift 2 ;;
+        *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2 ;;
+    esac
+done
+
+clients=("${JAVA_CLIENTS[@]}" "${OTHER_CLIENTS[@]}")
+if [ -n "$only" ]; then
+    IFS=, read -r -a clients <<<"$only"
+    for c in "${clients[@]}"; do
+        [[ " ${JAVA_CLIENTS[*]} ${OTHER_CLIENTS[*]} " == *" $c "* ]] || die "unknown client '$c'"
+    done
+fi
+wants() { [[ " ${clients[*]} " == *" $1 "* ]]; }
+
+mkdir -p "$cache"
+work="$(mktemp -d "${TMPDIR:-/tmp}/onelog-compat.XXXXXX")"
+export ONELOG_CLUSTER_DIR="$work/cluster"
+export ONELOG_BASE_PORT="${ONELOG_COMPAT_BASE_PORT:-19092}"
+export ONELOG_CONFIGS="auto.create.topics.enable=false log.segment.bytes=1048576 ${ONELOG_CONFIGS:-}"
+if [ -z "${ONELOG_BIN:-}" ] && [ -x /tmp/compat-bin/onelog ]; then export ONELOG_BIN=/tmp/compat-bin/onelog; fi
+
+cleanup() {
+    [ -f "$ONELOG_CLUSTER_DIR/nodes" ] && "$repo/scripts/cluster.sh" down >/dev/null 2>&1 || true
+    if [ "$keep" = 1 ]; then echo "compat.sh: kept $work (cluster data and node logs, driver output)" >&2
+    else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'echo "compat.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+
+# --- installs: each into the cache, each skipped when its pinned inputs did not change ---
+source "$compat/install.sh"
+install_for_clients
+
+# --- the cluster ---
+# A port already taken would let a driver talk to someone else's process: refuse to start.
+for port in $((ONELOG_BASE_PORT)) $((ONELOG_BASE_PORT + 1)) $((ONELOG_BASE_PORT + 2)) \
+    $((ONELOG_BASE_PORT + 100)) $((ONELOG_BASE_PORT + 101)) $((ONELOG_BASE_PORT + 102)) \
+    $((ONELOG_BASE_PORT + 200)) $((ONELOG_BASE_PORT + 201)) $((ONELOG_BASE_PORT + 202)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        die "port $port is in use; pick another ONELOG_COMPAT_BASE_PORT (Kafka, +100 Raft, +200 admin)"
+    fi
+done
+"$repo/scripts/cluster.sh" up 3 >&2
+bootstrap="127.0.0.1:$ONELOG_BASE_PORT,127.0.0.1:$((ONELOG_BASE_PORT + 1)),127.0.0.1:$((ONELOG_BASE_PORT + 2))"
+export COMPAT_BOOTSTRAP="$bootstrap"
+export COMPAT_KILL_LEADER="$compat/kill-leader.sh"
+
+# --- the drivers ---
+declare -A seconds_of=()
+run_id="$(date +%s)"
+for client in "${clients[@]}"; do
+    lines="$work/$client.jsonl"
+    : >"$lines"
+    cmd="$(driver_command "$client")"
+    started=$SECONDS
+    if [ -z "$cmd" ]; then
+        echo "driver missing" >"$work/$client.missing"
+    else
+        echo "== $client: $cmd" >&2
+        set +e
+        COMPAT_PREFIX="c$run_id-${client//./_}" timeout -k 10 "$driver_timeout_s" bash -c "$cmd" \
+            >"$lines" 2>"$work/$client.stderr"
+        echo $? >"$work/$client.rc"
+        set -e
+    fi
+    seconds_of[$client]=$((SECONDS - started))
+    echo "== $client: $((SECONDS - started)) s, exit $(cat "$work/$client.rc" 2>/dev/null || echo -), $(grep -c '"result": *"pass"' "$lines" || true) pass" >&2
+done
+
+# --- the report ---
+mkdir -p "$(dirname "$out")"
+status=0
+python3 "$compat/report.py" --work "$work" --out "$out" --command "scripts/compat.sh ${only:+--clients $only}" \
+    --clients "${clients[*]}" --scenarios "${SCENARIOS[*]}" --streams "${STREAMS_SCENARIOS[*]}" \
+    --cli "${CLI_SCENARIOS[*]}" --broker "$("$ONELOG_BIN" --version 2>/dev/null || echo "${ONELOG_BIN:-onelog}")" \
+    --seconds "$(for c in "${!seconds_of[@]}"; do printf '%s=%s;' "$c" "${seconds_of[$c]}"; done)" || status=$?
+exit "$status"
