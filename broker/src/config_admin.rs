@@ -133,7 +133,7 @@ fn preview(state: &BrokerState, change: &ResourceAlteration) -> Result<(), (i16,
 
 /// Whether a follower forwarded this request (the leader never forwards it again).
 pub fn is_forwarded(req: &Request) -> bool {
-    req.header.client_id.as_ref().is_some_and(|c| c.as_str() == forward::FORWARDED_CLIENT_ID)
+    forward::is_forwarded(&req.header)
 }
 
 /// What serving a request came to: the leader's own answer when a follower forwarded it, or

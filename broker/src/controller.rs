@@ -15,8 +15,8 @@ use onelog_state::topic_config::topic_configs_problem;
 use crate::errors::{propose_error_code, Addressed};
 use crate::leader::proposer::ProposeError;
 
-/// Admin requests sent to a follower get NOT_CONTROLLER: the Raft leader is the controller,
-/// and admin clients move to the controller named in Metadata on this error.
+/// Admin requests a follower could not relay to the leader (`net::forward::relay`) get
+/// NOT_CONTROLLER: the Raft leader is the controller, and admin clients retry on this error.
 fn failed(e: &ProposeError, n: usize) -> ItemResults {
     vec![(propose_error_code(e, Addressed::Controller), Some(e.to_string())); n]
 }

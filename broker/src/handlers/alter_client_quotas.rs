@@ -29,8 +29,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::AlterClientQuotas(body) = req.body else {
         anyhow::bail!("not an AlterClientQuotas body")
     };
-    let forwarded_here =
-        req.header.client_id.as_ref().is_some_and(|c| c.as_str() == crate::net::forward::FORWARDED_CLIENT_ID);
+    let forwarded_here = crate::net::forward::is_forwarded(&req.header);
     if !ctx.is_leader() && !forwarded_here {
         let forwarded = crate::net::forward::to_leader(
             &ctx,

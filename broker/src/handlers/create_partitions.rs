@@ -1,6 +1,7 @@
 //! CreatePartitions (key 37): grow a topic's partition count, in one Raft entry, with the
 //! replicas a client assigns to each new partition (checked as Kafka checks them,
-//! `onelog_state::assignment`) recorded for Metadata.
+//! `onelog_state::assignment`) recorded for Metadata. A follower relays it to the leader
+//! (`net::forward`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -11,6 +12,7 @@ use super::util::str_bytes;
 use super::HandlerResult;
 use crate::controller;
 use crate::ctx::SharedCtx;
+use crate::net::forward;
 use onelog_state::assignment;
 use onelog_state::command::NewPartitions;
 
@@ -20,6 +22,18 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::CreatePartitions(body) = req.body else { anyhow::bail!("not a CreatePartitions body") };
+    if !ctx.is_leader() && !forward::is_forwarded(&req.header) && !body.validate_only {
+        let wanted: Vec<(String, usize)> =
+            body.topics.iter().map(|t| (t.name.0.to_string(), t.count.max(0) as usize)).collect();
+        let grown = |state: &onelog_state::BrokerState| {
+            wanted.iter().all(|(n, count)| state.topics.get(n).is_none_or(|t| t.partitions.len() >= *count))
+        };
+        let relayed =
+            forward::relay(&ctx, KEY, req.api_version, RequestKind::CreatePartitions(body.clone()), grown);
+        if let Some(response) = relayed.await {
+            return Ok(Some(response));
+        }
+    }
     let items: Vec<NewPartitions> = body
         .topics
         .iter()

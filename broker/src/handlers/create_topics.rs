@@ -1,4 +1,6 @@
-//! CreateTopics (key 19): validated against Kafka's rules, created in one Raft entry.
+//! CreateTopics (key 19): validated against Kafka's rules, created in one Raft entry. A
+//! follower relays it to the leader (`net::forward`), as Kafka brokers relay it to the
+//! controller.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +14,7 @@ use super::util::{str_bytes, uuid};
 use super::HandlerResult;
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
+use crate::net::forward;
 
 pub const KEY: ApiKey = ApiKey::CreateTopics;
 pub const VERSIONS: (i16, i16) = (2, 7);
@@ -19,6 +22,15 @@ pub const ACCEPTED_MIN_VERSION: i16 = 2;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::CreateTopics(body) = req.body else { anyhow::bail!("not a CreateTopics body") };
+    if !ctx.is_leader() && !forward::is_forwarded(&req.header) && !body.validate_only {
+        let names: Vec<String> = body.topics.iter().map(|t| t.name.0.to_string()).collect();
+        let created = |state: &onelog_state::BrokerState| names.iter().all(|n| state.topics.contains_key(n));
+        let relayed =
+            forward::relay(&ctx, KEY, req.api_version, RequestKind::CreateTopics(body.clone()), created);
+        if let Some(response) = relayed.await {
+            return Ok(Some(response));
+        }
+    }
     let requests: Vec<TopicRequest> = body
         .topics
         .iter()

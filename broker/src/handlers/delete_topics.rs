@@ -1,4 +1,5 @@
-//! DeleteTopics (key 20): by name (v0–5) or by topic id (v6+), in one Raft entry.
+//! DeleteTopics (key 20): by name (v0–5) or by topic id (v6+), in one Raft entry. A follower
+//! relays it to the leader (`net::forward`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -9,6 +10,7 @@ use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::HandlerResult;
 use crate::controller;
 use crate::ctx::SharedCtx;
+use crate::net::forward;
 
 pub const KEY: ApiKey = ApiKey::DeleteTopics;
 pub const VERSIONS: (i16, i16) = (1, 6);
@@ -16,6 +18,19 @@ pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DeleteTopics(body) = req.body else { anyhow::bail!("not a DeleteTopics body") };
+    if !ctx.is_leader() && !forward::is_forwarded(&req.header) {
+        let names: Vec<String> = body.topic_names.iter().map(|n| n.0.to_string()).collect();
+        let ids: Vec<[u8; 16]> = body.topics.iter().map(|t| uuid_bytes(&t.topic_id)).collect();
+        let gone = |state: &onelog_state::BrokerState| {
+            names.iter().all(|n| !state.topics.contains_key(n))
+                && ids.iter().all(|id| state.topic_by_id(id).is_none())
+        };
+        let relayed =
+            forward::relay(&ctx, KEY, req.api_version, RequestKind::DeleteTopics(body.clone()), gone);
+        if let Some(response) = relayed.await {
+            return Ok(Some(response));
+        }
+    }
     // Resolve every requested topic to (name, id) first; unknown ids are answered directly.
     let wanted: Vec<(Option<String>, [u8; 16])> = if req.api_version >= 6 {
         body.topics

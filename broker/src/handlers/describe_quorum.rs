@@ -34,8 +34,7 @@ const UNKNOWN_TIMESTAMP: i64 = -1;
 const LISTENER: &str = "PLAINTEXT";
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let forwarded =
-        req.header.client_id.as_ref().is_some_and(|c| c.as_str() == crate::net::forward::FORWARDED_CLIENT_ID);
+    let forwarded = crate::net::forward::is_forwarded(&req.header);
     let RequestKind::DescribeQuorum(body) = req.body else { anyhow::bail!("not a DescribeQuorum body") };
     let asks_metadata_partition = body.topics.len() == 1
         && body.topics[0].topic_name.0.as_str() == METADATA_TOPIC

@@ -37,8 +37,7 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::InitProducerId(body) = req.body else { anyhow::bail!("not an InitProducerId body") };
-    let forwarded =
-        req.header.client_id.as_ref().is_some_and(|c| c.as_str() == crate::net::forward::FORWARDED_CLIENT_ID);
+    let forwarded = crate::net::forward::is_forwarded(&req.header);
     let response = match body.transactional_id.as_ref().map(|t| t.0.as_str()) {
         // The transaction coordinator is the leader (FindCoordinator); clients look again.
         Some(tid) => init_transactional(&ctx, tid, &body, req.api_version).await,

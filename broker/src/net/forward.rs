@@ -1,7 +1,10 @@
 //! Forwarding to the leader over the Kafka protocol, for requests any broker must accept but
 //! only the leader can put in the log: Metadata's topic auto-creation (Kafka brokers forward
 //! it to the controller the same way) and InitProducerId (Java's idempotent producer has no
-//! coordinator to move to on NOT_COORDINATOR).
+//! coordinator to move to on NOT_COORDINATOR), and the controller's requests (CreateTopics,
+//! DeleteTopics, CreatePartitions, config and quota changes): Kafka 4.x brokers forward those
+//! to the controller (KIP-590), so clients whose cached controller is a follower, as after a
+//! failover, are served instead of refused with NOT_CONTROLLER.
 
 use std::time::Duration;
 
@@ -10,7 +13,8 @@ use bytes::BytesMut;
 use kafka_compat::codec::{decode_response, encode_request};
 use kafka_compat::frame::{frame_body_len, FRAME_PREFIX_BYTES};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, RequestHeader, RequestKind, ResponseKind};
+use onelog_state::BrokerState;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -21,6 +25,39 @@ const CREATE_TOPICS_VERSION: i16 = 5;
 
 /// Client id of forwarded requests: the leader never forwards one again.
 pub const FORWARDED_CLIENT_ID: &str = "onelog-forward";
+
+/// Whether a follower forwarded this request here: the leader never forwards it again.
+pub fn is_forwarded(header: &RequestHeader) -> bool {
+    header.client_id.as_ref().is_some_and(|c| c.as_str() == FORWARDED_CLIENT_ID)
+}
+
+/// A follower's answer to a request only the leader can serve: the leader's answer to the
+/// same request, once this node's applied state is `settled` (at most the forward timeout), so
+/// a Metadata the client sends here next sees the change. `None` when the leader cannot be
+/// asked: the caller then answers as a follower (NOT_CONTROLLER, which clients retry).
+pub async fn relay(
+    ctx: &Ctx,
+    api_key: ApiKey,
+    version: i16,
+    body: RequestKind,
+    settled: impl Fn(&BrokerState) -> bool,
+) -> Option<ResponseKind> {
+    let response = match to_leader(ctx, api_key, version, body).await {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::debug!(error = %format!("{e:#}"), ?api_key, "forwarding to the leader failed");
+            return None;
+        }
+    };
+    let mut applied = ctx.applied.applied_index();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(limits::FORWARD_TIMEOUT_MS);
+    while !ctx.applied.state(&settled) {
+        if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
+            break;
+        }
+    }
+    Some(response)
+}
 
 /// Sends one request to the leader's Kafka listener and returns its response body.
 pub async fn to_leader(
