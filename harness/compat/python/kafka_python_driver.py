@@ -121,14 +121,38 @@ def subscribed(name, group, reset, **extra):
 
 
 def wait_assignment(conses, total):
+    """Polls every consumer, each from its own thread as an application would, until the
+    group's assignment covers `total` partitions with every member holding some.
+
+    One thread taking turns between consumers does not work with kafka-python 3.0.12: a
+    JoinGroup/SyncGroup round that completes while another consumer is being polled is
+    discarded (`ensure_active_group` starts a new join when its join task is already done),
+    and the leader's fresh JoinGroup starts another rebalance, round after round."""
     deadline = time.monotonic() + c.TIMEOUT_S / 2
-    while time.monotonic() < deadline:
-        for cons in conses:
+    stop = threading.Event()
+    errors = []
+
+    def keep_polling(cons):
+        while not stop.is_set() and time.monotonic() < deadline:
             got = cons.poll(100)
-            c.expect(not any(got.values()), "a record arrived while waiting for the assignment")
-        sizes = [len(x.assignment()) for x in conses]
-        if sum(sizes) == total and all(sizes):
-            return sizes
+            if any(got.values()):
+                errors.append("a record arrived while waiting for the assignment")
+                return
+
+    threads = [threading.Thread(target=keep_polling, args=(x,), daemon=True) for x in conses]
+    for t in threads:
+        t.start()
+    try:
+        while time.monotonic() < deadline:
+            c.expect(not errors, "; ".join(errors))
+            sizes = [len(x.assignment()) for x in conses]
+            if sum(sizes) == total and all(sizes):
+                return sizes
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
     raise AssertionError("assignments never settled: %s" % [len(x.assignment()) for x in conses])
 
 

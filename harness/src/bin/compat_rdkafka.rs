@@ -587,6 +587,13 @@ fn err_stale_generation() -> Result<String> {
     let b = subscribed(&t, &group, "earliest", &[])?;
     std::thread::sleep(Duration::from_secs(8));
     wait_assignment(&[&b], 2)?;
+    // librdkafka tells a member that overran max.poll.interval.ms through its next poll
+    // (_MAX_POLL_EXCEEDED), as it does against Kafka; a synchronous commit without that poll
+    // can wait, without a timeout, for a rejoin that only a poll starts.
+    if let Some(Err(e)) = a.poll(Duration::from_millis(500)) {
+        ensure!(e.rdkafka_error_code() == Some(RDKafkaErrorCode::PollExceeded), "unexpected poll error {e}");
+        return Ok(format!("the kicked-out member's poll: {e}"));
+    }
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(&t, 0, Offset::Offset(1))?;
     match a.commit(&tpl, rdkafka::consumer::CommitMode::Sync) {
