@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ use tempfile::TempDir;
 
 use crate::admin_api::{self, Digest, Status};
 use crate::probe::{probe_api_versions, probe_controller};
-use crate::process::{onelog_binary, LOG_TAIL_LINES, READY_TIMEOUT, TERMINATE_TIMEOUT};
+use crate::process::{free_ports, onelog_binary, LOG_TAIL_LINES, READY_TIMEOUT, TERMINATE_TIMEOUT};
 
 /// Longest `leader()` waits for every live node to name the same live leader.
 pub const LEADER_TIMEOUT: Duration = Duration::from_secs(20);
@@ -717,11 +717,4 @@ pub fn supports_admin_listen(binary: &Path) -> Result<bool> {
         return Err(anyhow!("{} --help exited with {}", binary.display(), output.status));
     }
     Ok(String::from_utf8_lossy(&output.stdout).contains("--admin-listen"))
-}
-
-/// `count` distinct ports that were free a moment ago: all are bound at once, then released.
-fn free_ports(count: usize) -> Result<Vec<u16>> {
-    let listeners: Vec<TcpListener> =
-        (0..count).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<std::io::Result<_>>()?;
-    listeners.iter().map(|l| Ok(l.local_addr()?.port())).collect()
 }

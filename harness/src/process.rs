@@ -294,9 +294,33 @@ impl Drop for Broker {
     }
 }
 
-/// A port that was free a moment ago (the broker binds it next; see `PORT_ATTEMPTS`).
+/// A port that was free a moment ago (the broker binds it next; see `PORT_ATTEMPTS`), never
+/// one this test process handed out before.
 pub fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(free_ports(1)?[0])
+}
+
+/// `count` distinct ports that were free a moment ago: all bound at once, then released, and
+/// none handed out before in this test process. Regression: two tests of one binary start
+/// clusters in parallel; the kernel may give the second a port the first was handed but had
+/// not bound yet, and the second cluster's node then lost the bind while its readiness probe
+/// reached the first cluster's node (java_consumer_group produced into the wrong cluster).
+pub fn free_ports(count: usize) -> Result<Vec<u16>> {
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let mut held = Vec::new();
+    let mut ports = Vec::with_capacity(count);
+    while ports.len() < count {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            ports.push(port);
+        }
+        // Held until all are chosen, so the kernel gives distinct ones.
+        held.push(listener);
+    }
+    Ok(ports)
 }
 
 /// The onelog binary for `profile` ("debug" or "release"): `ONELOG_BIN`, else
