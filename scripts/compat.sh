@@ -2,7 +2,7 @@
 # The client compatibility matrix (issue #12): every driver in harness/compat/ against one
 # three-node onelog cluster, written to results/compat.md.
 #
-#   scripts/compat.sh [--clients a,b] [--keep] [--out FILE]
+#   scripts/compat.sh [--ci] [--clients a,b] [--keep] [--out FILE]
 #
 # Installs each toolchain's packages from the registries into ONELOG_COMPAT_CACHE (default
 # ~/.cache/onelog-compat, reused across runs): a Python venv with pinned pip packages, `npm ci`
@@ -17,6 +17,11 @@
 # a `fail`. Exits non-zero when any cell is `fail`.
 # --clients: a comma-separated subset of the client ids below. --keep: keep the cluster
 # directory (and its node logs) for debugging; it is printed at the end.
+# --ci: the fixed subset `.ci/run` runs (about half the time of the full matrix): every client
+# runs every quick scenario (CI_QUICK) and the slow ones named for it in CI_SLOW, so each slow
+# scenario still runs for at least two clients; Kafka Streams and the CLI tools run in full.
+# Cells outside the subset are `-` in the report, which goes to $TMPDIR/compat-ci.md unless
+# --out says otherwise (results/compat.md stays the full matrix's).
 # Broker binary: ONELOG_BIN (default /tmp/compat-bin/onelog, else cluster.sh's own choice).
 set -euo pipefail
 
@@ -26,6 +31,8 @@ cache="${ONELOG_COMPAT_CACHE:-$HOME/.cache/onelog-compat}"
 out="$repo/results/compat.md"
 keep=0
 only=""
+ci=0
+out_given=0
 driver_timeout_s="${ONELOG_COMPAT_DRIVER_TIMEOUT_S:-900}"
 export COMPAT_TIMEOUT_S="${COMPAT_TIMEOUT_S:-60}"
 
@@ -42,13 +49,32 @@ CLI_SCENARIOS=(kafka-topics kafka-console-producer-consumer kafka-consumer-group
     kafka-configs-alter kafka-delete-records kafka-transactions kafka-producer-perf-test
     kafka-consumer-perf-test kafka-log-dirs kafka-metadata-quorum)
 
+# The CI subset (--ci). Quick: a few seconds each. Slow: a rebalance, a session expiry, a
+# leader kill or a wait for a record that must not come (about 5-12 s each).
+CI_QUICK=(create_topic produce_consume compression consume_earliest seek_timestamp
+    idempotent_produce txn_commit_abort consume_process_produce txn_fencing alter_config
+    delete_records err_offset_out_of_range err_fenced_producer)
+declare -A CI_SLOW=(
+    [java-4.1.1]="leader_kill err_unknown_topic"
+    [java-3.9.1]="member_leave_rejoin"
+    [java-2.8.2]="err_stale_generation consume_latest"
+    [rdkafka-rust]="leader_kill consume_latest"
+    [confluent-kafka-python]="err_unknown_topic"
+    [franz-go]="group_rebalance"
+    [sarama]="member_leave_rejoin"
+    [kafka-python]="group_rebalance"
+    [aiokafka]="err_stale_generation"
+    [kafkajs]="leader_kill"
+)
+
 die() { echo "compat.sh: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
+        --ci) ci=1; shift ;;
         --clients) only="${2:?--clients a,b}"; shift 2 ;;
         --keep) keep=1; shift ;;
-        --out) out="${2:?--out FILE}"; shift 2 ;;
+        --out) out="${2:?--out FILE}"; out_given=1; shift 2 ;;
         *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2 ;;
     esac
 done
@@ -61,6 +87,20 @@ if [ -n "$only" ]; then
     done
 fi
 wants() { [[ " ${clients[*]} " == *" $1 "* ]]; }
+if [ "$ci" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-ci.md"; fi
+
+# The scenario ids one client runs: empty for all of them (the full matrix, and always for the
+# Streams and CLI drivers, whose lists are short).
+selected_for() {
+    if [ "$ci" = 1 ] && [ -n "${CI_SLOW[$1]+set}" ]; then
+        local ids="${CI_QUICK[*]} ${CI_SLOW[$1]}"
+        echo "${ids// /,}"
+    fi
+}
+# Every slow scenario of the full list must run for some client of the CI subset.
+for s in "${SCENARIOS[@]}"; do
+    [[ " ${CI_QUICK[*]} ${CI_SLOW[*]} " == *" $s "* ]] || die "scenario $s is in neither CI_QUICK nor CI_SLOW"
+done
 
 mkdir -p "$cache"
 work="$(mktemp -d "${TMPDIR:-/tmp}/onelog-compat.XXXXXX")"
@@ -108,7 +148,7 @@ for client in "${clients[@]}"; do
     else
         echo "== $client: $cmd" >&2
         set +e
-        COMPAT_PREFIX="c$run_id-${client//./_}" timeout -k 10 "$driver_timeout_s" bash -c "$cmd" \
+        COMPAT_PREFIX="c$run_id-${client//./_}" COMPAT_SCENARIOS="$(selected_for "$client")" timeout -k 10 "$driver_timeout_s" bash -c "$cmd" \
             >"$lines" 2>"$work/$client.stderr"
         echo $? >"$work/$client.rc"
         set -e
@@ -120,7 +160,13 @@ done
 # --- the report ---
 mkdir -p "$(dirname "$out")"
 status=0
-python3 "$compat/report.py" --work "$work" --out "$out" --command "scripts/compat.sh ${only:+--clients $only}" \
+command_line="scripts/compat.sh"
+if [ "$ci" = 1 ]; then command_line+=" --ci"; fi
+if [ -n "$only" ]; then command_line+=" --clients $only"; fi
+selected="$(for c in "${clients[@]}"; do printf '%s=%s;' "$c" "$(selected_for "$c")"; done)"
+python3 "$compat/report.py" --work "$work" --out "$out" \
+    --command "$command_line" \
+    --selected "$selected" \
     --clients "${clients[*]}" --scenarios "${SCENARIOS[*]}" --streams "${STREAMS_SCENARIOS[*]}" \
     --cli "${CLI_SCENARIOS[*]}" --broker "$("$ONELOG_BIN" --version 2>/dev/null || echo "${ONELOG_BIN:-onelog}")" \
     --seconds "$(for c in "${!seconds_of[@]}"; do printf '%s=%s;' "$c" "${seconds_of[$c]}"; done)" || status=$?

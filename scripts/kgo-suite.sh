@@ -20,11 +20,9 @@
 # advertised), share groups (ShareFetch/ShareAcknowledge v2, Kafka 4.2), SCRAM and OAUTHBEARER
 # (KGO_TEST_SCRAM*, KGO_TEST_OAUTH_SEEDS unset: onelog has no SASL). The -skip list below names
 # the same tests so the report says so whatever the suite's detection decides.
-# TestConsumeRegex is skipped too, for a reason of onelog's design, not of the client: it
-# waits for Kafka's internal `__consumer_offsets` topic to show in Metadata with is_internal
-# (after a FindCoordinator) and checks that a regex consumer skips it. onelog keeps committed
-# offsets in its one Raft log and has no such topic; whether Metadata should list a virtual
-# internal one is open (issue 12). TestIssueProduceBrokerTooOldFailsRecords skips itself
+# TestConsumeRegex waits for Kafka's internal `__consumer_offsets` to show in Metadata with
+# is_internal and checks that a regex consumer skips it: onelog lists a virtual one
+# (broker/src/internal_topic.rs). TestIssueProduceBrokerTooOldFailsRecords skips itself
 # because onelog advertises Produce v0-v2 (for old librdkafka, DESIGN section 6).
 set -euo pipefail
 
@@ -33,7 +31,7 @@ version="${KGO_VERSION:-v1.22.3}"
 base_port="${KGO_BASE_PORT:-18092}"
 timeout="${KGO_TIMEOUT:-40m}"
 log="${KGO_LOG:-${TMPDIR:-/tmp}/kgo-suite.log}"
-skip='^(TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestOAuthAuth|TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin|Test848RegexBrokerResolves|TestConsumeRegex)$'
+skip='^(TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestOAuthAuth|TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin|Test848RegexBrokerResolves)$'
 
 command -v go >/dev/null || { echo "kgo-suite.sh: needs go" >&2; exit 1; }
 export GOFLAGS="${GOFLAGS:-} -mod=readonly"

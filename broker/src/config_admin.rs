@@ -7,8 +7,6 @@
 //! it forwards the request to the leader and answers once it has applied the change itself,
 //! so a DescribeConfigs sent to it next sees the new value.
 
-use std::time::Duration;
-
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
@@ -17,7 +15,6 @@ use kafka_protocol::protocol::StrBytes;
 use crate::config::BrokerConfig;
 use crate::ctx::Ctx;
 use crate::errors::{propose_error_code, Addressed};
-use crate::limits;
 use crate::net::forward;
 use onelog_state::command::{AlterConfigsOp, ItemResult};
 use onelog_state::configs::{
@@ -167,7 +164,12 @@ pub async fn serve(
         let parsed = req.resources.into_iter().map(|r| parse(ctx, r, req.forwarded)).collect();
         return Served::Results(alter(ctx, parsed, req.validate_only).await);
     }
-    match forward_to_leader(ctx, req.key, req.version, body(), succeeded).await {
+    // Settled once this node has applied an alteration after the leader's (when it made one).
+    let before = ctx.applied.state(|s| s.configs.changes);
+    let settled = |response: &ResponseKind, s: &onelog_state::BrokerState| {
+        !succeeded(response) || s.configs.changes > before
+    };
+    match forward::relay(ctx, req.key, req.version, body(), settled).await {
         Some(response) => Served::Forwarded(Box::new(response)),
         None => {
             Served::Results(vec![(error_code::NOT_CONTROLLER, Some("No leader to forward to.".into())); n])
@@ -183,34 +185,4 @@ pub fn responses<T>(
 ) -> Vec<T> {
     let message = |m: Option<String>| m.map(StrBytes::from_string);
     names.into_iter().zip(results).map(|((t, n), (code, m))| make(t, n, code, message(m))).collect()
-}
-
-/// A follower's answer: the leader's, once this node has applied an alteration after it
-/// (`succeeded` says whether the leader changed anything), or None when the leader could not
-/// be asked (the caller answers NOT_CONTROLLER, which admin clients retry).
-async fn forward_to_leader(
-    ctx: &Ctx,
-    key: ApiKey,
-    version: i16,
-    body: RequestKind,
-    succeeded: fn(&ResponseKind) -> bool,
-) -> Option<ResponseKind> {
-    let before = ctx.applied.state(|s| s.configs.changes);
-    let response = match forward::to_leader(ctx, key, version, body).await {
-        Ok(response) => response,
-        Err(e) => {
-            tracing::debug!(error = %format!("{e:#}"), ?key, "forwarding to the leader failed");
-            return None;
-        }
-    };
-    if succeeded(&response) {
-        let mut applied = ctx.applied.applied_index();
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(limits::FORWARD_TIMEOUT_MS);
-        while ctx.applied.state(|s| s.configs.changes) <= before {
-            if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
-                break;
-            }
-        }
-    }
-    Some(response)
 }

@@ -8,6 +8,7 @@ use kafka_compat::error_code;
 use kafka_compat::topic_name::topic_name_problem;
 
 use crate::ctx::Ctx;
+use crate::internal_topic;
 use crate::limits;
 use onelog_state::command::{CreatePartitionsOp, CreateTopicsOp, DeleteTopicsOp, NewPartitions, NewTopic};
 use onelog_state::topic_config::topic_configs_problem;
@@ -47,6 +48,8 @@ pub fn validate_topics(ctx: &Ctx, requests: &[TopicRequest]) -> (Vec<NewTopic>, 
         };
         let problem = if let Some(p) = topic_name_problem(&req.name) {
             Some((error_code::INVALID_TOPIC_EXCEPTION, p.to_string()))
+        } else if internal_topic::is_internal(&req.name) {
+            Some((error_code::TOPIC_ALREADY_EXISTS, format!("Topic '{}' already exists.", req.name)))
         } else if partitions <= 0 || partitions > limits::TOPIC_PARTITIONS_MAX {
             Some((
                 error_code::INVALID_PARTITIONS,
@@ -116,8 +119,27 @@ pub async fn delete_topics(ctx: &Ctx, names: Vec<String>) -> ItemResults {
     if !ctx.config.settings.delete_topic_enable {
         return vec![(error_code::POLICY_VIOLATION, Some("Topic deletion is disabled.".into())); names.len()];
     }
+    // The virtual internal topic is not in the state: refuse it here, delete the rest.
+    let refused: Vec<bool> = ctx.applied.state(|state| {
+        names.iter().map(|n| internal_topic::is_internal(n) && !state.topics.contains_key(n)).collect()
+    });
+    let names: Vec<String> = names.into_iter().zip(&refused).filter(|(_, r)| !**r).map(|(n, _)| n).collect();
     let n = names.len();
-    ctx.proposer.propose(DeleteTopicsOp { names }).await.unwrap_or_else(|e| failed(&e, n))
+    let mut deleted = if n == 0 {
+        Vec::new().into_iter()
+    } else {
+        ctx.proposer.propose(DeleteTopicsOp { names }).await.unwrap_or_else(|e| failed(&e, n)).into_iter()
+    };
+    let internal = || {
+        (
+            error_code::INVALID_TOPIC_EXCEPTION,
+            Some(format!("Cannot delete internal topic {}", internal_topic::NAME)),
+        )
+    };
+    refused
+        .into_iter()
+        .map(|r| if r { internal() } else { deleted.next().unwrap_or((error_code::NONE, None)) })
+        .collect()
 }
 
 pub async fn create_partitions(ctx: &Ctx, items: Vec<NewPartitions>) -> ItemResults {

@@ -205,6 +205,10 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
         ("producer_byte_rate".to_string(), RATE),
         ("request_percentage".to_string(), 12.5),
     ];
+    // Regression: the follower relayed the leader's answer before applying the change itself,
+    // so a Describe sent to it right after could miss the change it had just acknowledged.
+    let at_once = client_values(&mut on_follower, THROTTLED).await?;
+    ensure!(at_once == stored, "the follower answered before it applied the change: {at_once:?}");
     for id in cluster.ids() {
         await_described(cluster, id, THROTTLED, &stored).await?;
     }

@@ -193,6 +193,16 @@ impl ClientQuotas {
         }
     }
 
+    /// Whether every change of `alteration` shows in the table (a follower relaying an
+    /// alteration waits for this before it answers).
+    pub fn shows(&self, alteration: &QuotaAlteration) -> bool {
+        let values = self.entities.get(&alteration.entity);
+        alteration
+            .changes
+            .iter()
+            .all(|(key, value)| values.and_then(|v| v.get(key)).copied() == value.map(QuotaValue::new))
+    }
+
     /// The entities a DescribeClientQuotas filter matches (Kafka's `describeClientQuotas`).
     pub fn describe(
         &self,
@@ -322,6 +332,21 @@ mod tests {
         let mixed = entity(&[("ip", None), ("user", Some("a"))]);
         let err = validate_alteration(&set(mixed, CONNECTION_CREATION_RATE, 5.0)).unwrap_err();
         assert!(err.message.contains("Invalid quota entity combination"), "{err:?}");
+    }
+
+    #[test]
+    fn shows_tells_whether_an_alteration_applied() {
+        let mut quotas = ClientQuotas::default();
+        let e = entity(&[("client-id", Some("app"))]);
+        let alteration = set(e.clone(), PRODUCER_BYTE_RATE, 100.0);
+        assert!(!quotas.shows(&alteration));
+        quotas.apply(std::slice::from_ref(&alteration));
+        assert!(quotas.shows(&alteration));
+        assert!(!quotas.shows(&set(e.clone(), PRODUCER_BYTE_RATE, 200.0)));
+        let removal = QuotaAlteration { entity: e, changes: vec![(PRODUCER_BYTE_RATE.into(), None)] };
+        assert!(!quotas.shows(&removal));
+        quotas.apply(std::slice::from_ref(&removal));
+        assert!(quotas.shows(&removal));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use super::util::str_bytes;
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
+use crate::net::forward;
 use onelog_state::command::AlterClientQuotasOp;
 use onelog_state::quotas::{validate_alteration, validate_entity, QuotaAlteration};
 
@@ -29,26 +30,22 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::AlterClientQuotas(body) = req.body else {
         anyhow::bail!("not an AlterClientQuotas body")
     };
-    let forwarded_here = crate::net::forward::is_forwarded(&req.header);
-    if !ctx.is_leader() && !forwarded_here {
-        let forwarded = crate::net::forward::to_leader(
-            &ctx,
-            KEY,
-            req.api_version,
-            RequestKind::AlterClientQuotas(body.clone()),
-        )
-        .await;
-        return Ok(Some(match forwarded {
-            Ok(response @ ResponseKind::AlterClientQuotas(_)) => response,
-            Ok(other) => {
-                tracing::warn!(?other, "AlterClientQuotas: the leader answered with another message");
-                ResponseKind::AlterClientQuotas(all_failed(&body, error_code::NOT_CONTROLLER))
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "AlterClientQuotas: forwarding to the leader failed");
-                ResponseKind::AlterClientQuotas(all_failed(&body, error_code::NOT_CONTROLLER))
-            }
-        }));
+    if !ctx.is_leader() && !forward::is_forwarded(&req.header) {
+        // Answered once every alteration the leader accepted shows here, so a Describe sent
+        // here next sees it.
+        let alterations: Vec<Option<QuotaAlteration>> = body.entries.iter().map(|e| check(e).ok()).collect();
+        let settled = |response: &ResponseKind, state: &onelog_state::BrokerState| {
+            let ResponseKind::AlterClientQuotas(r) = response else { return true };
+            body.validate_only
+                || r.entries.iter().zip(&alterations).all(|(entry, alteration)| {
+                    entry.error_code != error_code::NONE
+                        || alteration.as_ref().is_none_or(|a| state.client_quotas.shows(a))
+                })
+        };
+        let relayed =
+            forward::relay(&ctx, KEY, req.api_version, RequestKind::AlterClientQuotas(body.clone()), settled);
+        let failed = || ResponseKind::AlterClientQuotas(all_failed(&body, error_code::NOT_CONTROLLER));
+        return Ok(Some(relayed.await.unwrap_or_else(failed)));
     }
     Ok(Some(ResponseKind::AlterClientQuotas(alter(&ctx, &body).await)))
 }

@@ -25,8 +25,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     if !ctx.is_leader() && !forward::is_forwarded(&req.header) && !body.validate_only {
         let wanted: Vec<(String, usize)> =
             body.topics.iter().map(|t| (t.name.0.to_string(), t.count.max(0) as usize)).collect();
-        let grown = |state: &onelog_state::BrokerState| {
-            wanted.iter().all(|(n, count)| state.topics.get(n).is_none_or(|t| t.partitions.len() >= *count))
+        // Every topic the leader grew has its new partitions here too.
+        let grown = |response: &ResponseKind, state: &onelog_state::BrokerState| {
+            let ResponseKind::CreatePartitions(r) = response else { return true };
+            let ok = |n: &String| r.results.iter().any(|t| t.name.0.as_str() == n && t.error_code == 0);
+            wanted
+                .iter()
+                .filter(|(n, _)| ok(n))
+                .all(|(n, count)| state.topics.get(n).is_none_or(|t| t.partitions.len() >= *count))
         };
         let relayed =
             forward::relay(&ctx, KEY, req.api_version, RequestKind::CreatePartitions(body.clone()), grown);

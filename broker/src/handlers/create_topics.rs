@@ -23,10 +23,8 @@ pub const ACCEPTED_MIN_VERSION: i16 = 2;
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::CreateTopics(body) = req.body else { anyhow::bail!("not a CreateTopics body") };
     if !ctx.is_leader() && !forward::is_forwarded(&req.header) && !body.validate_only {
-        let names: Vec<String> = body.topics.iter().map(|t| t.name.0.to_string()).collect();
-        let created = |state: &onelog_state::BrokerState| names.iter().all(|n| state.topics.contains_key(n));
-        let relayed =
-            forward::relay(&ctx, KEY, req.api_version, RequestKind::CreateTopics(body.clone()), created);
+        let body = RequestKind::CreateTopics(body.clone());
+        let relayed = forward::relay(&ctx, KEY, req.api_version, body, forward::topics_created);
         if let Some(response) = relayed.await {
             return Ok(Some(response));
         }

@@ -19,11 +19,13 @@ pub const ACCEPTED_MIN_VERSION: i16 = 1;
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DeleteTopics(body) = req.body else { anyhow::bail!("not a DeleteTopics body") };
     if !ctx.is_leader() && !forward::is_forwarded(&req.header) {
-        let names: Vec<String> = body.topic_names.iter().map(|n| n.0.to_string()).collect();
-        let ids: Vec<[u8; 16]> = body.topics.iter().map(|t| uuid_bytes(&t.topic_id)).collect();
-        let gone = |state: &onelog_state::BrokerState| {
-            names.iter().all(|n| !state.topics.contains_key(n))
-                && ids.iter().all(|id| state.topic_by_id(id).is_none())
+        // Every topic the leader deleted is gone here too (named by name, or by id in v6+).
+        let gone = |response: &ResponseKind, state: &onelog_state::BrokerState| {
+            let ResponseKind::DeleteTopics(r) = response else { return true };
+            r.responses.iter().filter(|t| t.error_code == 0).all(|t| match &t.name {
+                Some(n) => !state.topics.contains_key(n.as_str()),
+                None => state.topic_by_id(&uuid_bytes(&t.topic_id)).is_none(),
+            })
         };
         let relayed =
             forward::relay(&ctx, KEY, req.api_version, RequestKind::DeleteTopics(body.clone()), gone);

@@ -9,6 +9,7 @@
 //! answers. Partitions are described as in Metadata (leader: the Raft leader, epoch: the term,
 //! replicas: the voters); onelog has no ELR (KIP-966's eligible leader replicas): both lists
 //! are empty. Authorized operations are always returned (all of a topic's, see `authorized`).
+//! The virtual `__consumer_offsets` is described as internal (`internal_topic`).
 
 use std::collections::BTreeSet;
 
@@ -25,6 +26,7 @@ use kafka_protocol::messages::{
 use super::util::{topic_name, uuid};
 use super::{authorized, HandlerResult};
 use crate::ctx::{Ctx, SharedCtx};
+use crate::internal_topic;
 use crate::limits::DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX;
 
 pub const KEY: ApiKey = ApiKey::DescribeTopicPartitions;
@@ -41,7 +43,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 fn describe(ctx: &Ctx, body: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse {
     let requested: BTreeSet<String> = body.topics.iter().map(|t| t.name.0.to_string()).collect();
     let names: Vec<String> = if requested.is_empty() {
-        ctx.applied.state(|s| s.topics.keys().cloned().collect())
+        // Every topic, and the virtual `__consumer_offsets` (`internal_topic`), sorted.
+        let mut all: BTreeSet<String> = ctx.applied.state(|s| s.topics.keys().cloned().collect());
+        all.insert(internal_topic::NAME.to_string());
+        all.into_iter().collect()
     } else {
         requested.into_iter().collect()
     };
@@ -100,8 +105,16 @@ fn describe_topic(
     let ids = |v: Vec<i32>| v.into_iter().map(BrokerId).collect::<Vec<_>>();
     let voters = ids(ctx.leadership.voter_ids());
     let in_sync = ids(ctx.leadership.in_sync_voter_ids());
-    let found = ctx.applied.state(|s| s.topics.get(name).map(|t| (t.topic_id, t.partitions.len() as i32)));
-    let Some((topic_id, count)) = found else {
+    let found =
+        ctx.applied.state(|s| s.topics.get(name).map(|t| (t.topic_id, t.partitions.len() as i32, false)));
+    let internal = || {
+        internal_topic::is_internal(name).then_some((
+            internal_topic::TOPIC_ID,
+            internal_topic::PARTITIONS,
+            true,
+        ))
+    };
+    let Some((topic_id, count, is_internal)) = found.or_else(internal) else {
         let topic = DescribeTopicPartitionsResponseTopic::default()
             .with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION)
             .with_name(Some(topic_name(name)));
@@ -125,6 +138,7 @@ fn describe_topic(
     let topic = DescribeTopicPartitionsResponseTopic::default()
         .with_name(Some(topic_name(name)))
         .with_topic_id(uuid(&topic_id))
+        .with_is_internal(is_internal)
         .with_partitions(partitions)
         .with_topic_authorized_operations(authorized::TOPIC);
     (topic, count)

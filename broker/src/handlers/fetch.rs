@@ -16,6 +16,7 @@ use super::util::uuid_bytes;
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
 use crate::ctx::{Ctx, SharedCtx};
+use crate::internal_topic;
 use crate::limits;
 use crate::quotas::{Governing, QuotaKind, QuotaManager};
 
@@ -128,7 +129,24 @@ fn read_all(
 }
 
 fn resolve_name(ctx: &Ctx, id: &[u8; 16]) -> Option<String> {
-    ctx.applied.read(|applied| applied.state.topic_by_id(id).map(|(n, _)| n.clone()))
+    let found = ctx.applied.read(|applied| applied.state.topic_by_id(id).map(|(n, _)| n.clone()));
+    found.or_else(|| internal_topic::is_internal_id(id).then(|| internal_topic::NAME.to_string()))
+}
+
+/// A read of the virtual `__consumer_offsets` (`internal_topic`): one partition, always empty.
+fn read_internal(partition: i32, offset: i64, isolation_level: i8, data: &mut PartitionData) -> i16 {
+    if !(0..internal_topic::PARTITIONS).contains(&partition) {
+        return error_code::UNKNOWN_TOPIC_OR_PARTITION;
+    }
+    (data.high_watermark, data.last_stable_offset, data.log_start_offset) = (0, 0, 0);
+    if isolation_level == READ_COMMITTED {
+        data.aborted_transactions = Some(Vec::new());
+    }
+    if offset != 0 {
+        return error_code::OFFSET_OUT_OF_RANGE;
+    }
+    data.records = Some(bytes::Bytes::new());
+    error_code::NONE
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -164,6 +182,9 @@ fn read_partition(
         Some((log, (ps.log_start_offset, ps.high_watermark(), last_stable), aborted))
     });
     let Some((log, (log_start, high_watermark, last_stable), aborted)) = read else {
+        if internal_topic::is_internal(topic) {
+            return Ok(read_internal(partition, offset, isolation_level, data));
+        }
         return Ok(error_code::UNKNOWN_TOPIC_OR_PARTITION);
     };
     data.high_watermark = high_watermark;

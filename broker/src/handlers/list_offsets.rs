@@ -65,6 +65,12 @@ fn lookup(
     isolation: i8,
 ) -> anyhow::Result<(i16, i64, i64)> {
     let Some((ps, log)) = partition_of(ctx, topic, partition) else {
+        // The virtual `__consumer_offsets` (`internal_topic`): empty, every offset is 0.
+        if crate::internal_topic::is_internal(topic)
+            && (0..crate::internal_topic::PARTITIONS).contains(&partition)
+        {
+            return Ok((error_code::NONE, -1, 0));
+        }
         return Ok((error_code::UNKNOWN_TOPIC_OR_PARTITION, -1, -1));
     };
     let found = match timestamp {

@@ -3,7 +3,8 @@
 //! Every partition's leader is the Raft leader and its leader epoch the Raft term; replicas
 //! are the voters (or those an explicit CreatePartitions assignment named), ISR those of them
 //! whose replication is current. Unknown topics are created here when `auto.create.topics.enable`
-//! is on and the client allows it (v4+), as Kafka does. Authorized operations (v8+, when
+//! is on and the client allows it (v4+), as Kafka does. `__consumer_offsets` is listed as
+//! internal (`internal_topic`). Authorized operations (v8+, when
 //! asked): all of a topic's, and in v8–v10 all of the cluster's (see `authorized`).
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::{authorized, HandlerResult};
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
+use crate::internal_topic;
 
 pub const KEY: ApiKey = ApiKey::Metadata;
 pub const VERSIONS: (i16, i16) = (0, 12);
@@ -65,6 +67,7 @@ async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])
                 .iter()
                 .filter_map(|(name, _)| name.clone())
                 .filter(|n| !applied.state.topics.contains_key(n) && topic_name_problem(n).is_none())
+                .filter(|n| !internal_topic::is_internal(n))
                 .map(|name| TopicRequest {
                     name,
                     partitions: -1,
@@ -110,26 +113,22 @@ fn topics(
     let in_sync = ctx.leadership.in_sync_voter_ids();
     ctx.applied.read(|applied| {
         let state = &applied.state;
+        let partition = |p: i32, replicas: &[i32]| {
+            let isr = in_sync.iter().filter(|v| replicas.contains(v));
+            MetadataResponsePartition::default()
+                .with_error_code(if leader < 0 { error_code::LEADER_NOT_AVAILABLE } else { error_code::NONE })
+                .with_partition_index(p)
+                .with_leader_id(leader.into())
+                .with_leader_epoch(epoch)
+                .with_replica_nodes(replicas.iter().map(|v| (*v).into()).collect())
+                .with_isr_nodes(isr.map(|v| (*v).into()).collect())
+        };
         let describe = |name: &str, t: &onelog_state::Topic| {
+            // An explicit CreatePartitions assignment names the replicas; else every voter
+            // holds the partition.
             let partitions = (0..t.partitions.len() as i32)
                 .zip(&t.partitions)
-                .map(|(p, ps)| {
-                    // An explicit CreatePartitions assignment names the replicas; else every
-                    // voter holds the partition.
-                    let replicas = if ps.replicas.is_empty() { &voters } else { &ps.replicas };
-                    let isr = in_sync.iter().filter(|v| replicas.contains(v));
-                    MetadataResponsePartition::default()
-                        .with_error_code(if leader < 0 {
-                            error_code::LEADER_NOT_AVAILABLE
-                        } else {
-                            error_code::NONE
-                        })
-                        .with_partition_index(p)
-                        .with_leader_id(leader.into())
-                        .with_leader_epoch(epoch)
-                        .with_replica_nodes(replicas.iter().map(|v| (*v).into()).collect())
-                        .with_isr_nodes(isr.map(|v| (*v).into()).collect())
-                })
+                .map(|(p, ps)| partition(p, if ps.replicas.is_empty() { &voters } else { &ps.replicas }))
                 .collect();
             MetadataResponseTopic::default()
                 .with_name(Some(topic_name(name)))
@@ -137,8 +136,23 @@ fn topics(
                 .with_partitions(partitions)
                 .with_topic_authorized_operations(operations)
         };
+        let internal = || {
+            MetadataResponseTopic::default()
+                .with_name(Some(topic_name(internal_topic::NAME)))
+                .with_topic_id(uuid(&internal_topic::TOPIC_ID))
+                .with_is_internal(true)
+                .with_partitions((0..internal_topic::PARTITIONS).map(|p| partition(p, &voters)).collect())
+                .with_topic_authorized_operations(operations)
+        };
+        let shadowed = state.topics.contains_key(internal_topic::NAME);
         match requested {
-            None => state.topics.iter().map(|(n, t)| describe(n, t)).collect(),
+            None => {
+                let mut all: Vec<_> = state.topics.iter().map(|(n, t)| describe(n, t)).collect();
+                if !shadowed {
+                    all.push(internal());
+                }
+                all
+            }
             Some(list) => list
                 .into_iter()
                 .map(|(name, id)| {
@@ -146,8 +160,13 @@ fn topics(
                         Some(n) => state.topics.get_key_value(n.as_str()),
                         None => state.topic_by_id(&id),
                     };
+                    let is_internal = match &name {
+                        Some(n) => internal_topic::is_internal(n),
+                        None => internal_topic::is_internal_id(&id),
+                    };
                     match found {
                         Some((n, t)) => describe(n, t),
+                        None if is_internal => internal(),
                         None => unknown(name, id),
                     }
                 })

@@ -174,6 +174,10 @@ fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes
         .applied
         .state(|state| {
             let Some(t) = state.topics.get(topic) else {
+                if crate::internal_topic::is_internal(topic) {
+                    let message = format!("Cannot append to internal topic {topic}");
+                    return Err((error_code::INVALID_TOPIC_EXCEPTION, Some(message)));
+                }
                 return Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("unknown topic {topic}"))));
             };
             if partition < 0 || partition as usize >= t.partitions.len() {

@@ -32,15 +32,16 @@ pub fn is_forwarded(header: &RequestHeader) -> bool {
 }
 
 /// A follower's answer to a request only the leader can serve: the leader's answer to the
-/// same request, once this node's applied state is `settled` (at most the forward timeout), so
-/// a Metadata the client sends here next sees the change. `None` when the leader cannot be
-/// asked: the caller then answers as a follower (NOT_CONTROLLER, which clients retry).
+/// same request, once this node's applied state shows what the leader says it changed
+/// (`settled(response, state)`; at most the forward timeout), so a Metadata or Describe the
+/// client sends here next sees the change. `None` when the leader cannot be asked: the caller
+/// then answers as a follower (NOT_CONTROLLER, which clients retry).
 pub async fn relay(
     ctx: &Ctx,
     api_key: ApiKey,
     version: i16,
     body: RequestKind,
-    settled: impl Fn(&BrokerState) -> bool,
+    settled: impl Fn(&ResponseKind, &BrokerState) -> bool,
 ) -> Option<ResponseKind> {
     let response = match to_leader(ctx, api_key, version, body).await {
         Ok(response) => response,
@@ -49,14 +50,19 @@ pub async fn relay(
             return None;
         }
     };
+    wait_applied(ctx, |state| settled(&response, state)).await;
+    Some(response)
+}
+
+/// Waits until this node's applied state is `settled`, at most the forward timeout.
+async fn wait_applied(ctx: &Ctx, settled: impl Fn(&BrokerState) -> bool) {
     let mut applied = ctx.applied.applied_index();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(limits::FORWARD_TIMEOUT_MS);
     while !ctx.applied.state(&settled) {
         if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
-            break;
+            return;
         }
     }
-    Some(response)
 }
 
 /// Sends one request to the leader's Kafka listener and returns its response body.
@@ -103,13 +109,13 @@ pub async fn create_topics_on_leader(ctx: &Ctx, names: &[String]) -> anyhow::Res
         .collect();
     let body =
         RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(topics).with_timeout_ms(5000));
-    to_leader(ctx, ApiKey::CreateTopics, CREATE_TOPICS_VERSION, body).await?;
-    let mut applied = ctx.applied.applied_index();
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(limits::FORWARD_TIMEOUT_MS);
-    loop {
-        let known = { ctx.applied.read(|state| names.iter().all(|n| state.state.topics.contains_key(n))) };
-        if known || tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
-            return Ok(());
-        }
-    }
+    let response = to_leader(ctx, ApiKey::CreateTopics, CREATE_TOPICS_VERSION, body).await?;
+    wait_applied(ctx, |state| topics_created(&response, state)).await;
+    Ok(())
+}
+
+/// Whether every topic a CreateTopics response says was created is in `state`.
+pub fn topics_created(response: &ResponseKind, state: &BrokerState) -> bool {
+    let ResponseKind::CreateTopics(r) = response else { return true };
+    r.topics.iter().filter(|t| t.error_code == 0).all(|t| state.topics.contains_key(t.name.0.as_str()))
 }

@@ -21,7 +21,7 @@ public final class Compat {
     public final String killLeader;
     public final String prefix;
     public final int timeoutS;
-    /** COMPAT_ONLY: when set, the scenario ids to run (debugging by hand only). */
+    /** COMPAT_SCENARIOS: when set, the scenario ids to run (the CI subset, or by hand). */
     private final java.util.Set<String> only;
     /** Where the JSON lines go; the real stdout, kept before the CLI driver redirects System.out. */
     private final PrintStream out = System.out;
@@ -33,7 +33,7 @@ public final class Compat {
         this.killLeader = env("COMPAT_KILL_LEADER", "");
         this.prefix = env("COMPAT_PREFIX", "compat-" + client + "-" + System.currentTimeMillis());
         this.timeoutS = Integer.parseInt(env("COMPAT_TIMEOUT_S", "60"));
-        String onlyList = env("COMPAT_ONLY", "");
+        String onlyList = env("COMPAT_SCENARIOS", "");
         this.only = onlyList.isEmpty() ? java.util.Set.of() : java.util.Set.of(onlyList.split(","));
     }
 
@@ -57,8 +57,8 @@ public final class Compat {
     /** Runs one scenario within the budget and prints its line. */
     public void run(String id, Scenario scenario) {
         if (!only.isEmpty() && !only.contains(id)) {
-            // A developer's aid (COMPAT_ONLY=a,b); the runner never sets it, so it prints every line.
-            System.err.printf("[%s] %s: not run (COMPAT_ONLY)%n", client, id);
+            // Not asked for (COMPAT_SCENARIOS): the runner counts only the lines it asked for.
+            System.err.printf("[%s] %s: not run (COMPAT_SCENARIOS)%n", client, id);
             return;
         }
         long start = System.nanoTime();
