@@ -14,14 +14,16 @@ use kafka_protocol::messages::create_partitions_request::{
     CreatePartitionsAssignment, CreatePartitionsTopic,
 };
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::describe_topic_partitions_request::TopicRequest;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
-    BrokerId, CreatePartitionsRequest, CreateTopicsRequest, GroupId, HeartbeatRequest, JoinGroupRequest,
-    JoinGroupResponse, ListOffsetsRequest, MetadataRequest, SyncGroupRequest, SyncGroupResponse,
+    BrokerId, CreatePartitionsRequest, CreateTopicsRequest, DescribeTopicPartitionsRequest, GroupId,
+    HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, ListOffsetsRequest, MetadataRequest,
+    SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -331,5 +333,15 @@ async fn assignment_scenario(cluster: &Cluster, leader: u64) -> Result<()> {
         topic.partitions.iter().map(|p| p.replica_nodes.iter().map(|b| b.0).collect()).collect();
     ensure!(replicas.len() == 3, "{replicas:?}");
     ensure!(replicas[1] == [3, 2] && replicas[2] == [2, 1], "assigned replicas: {replicas:?}");
+    // Regression: DescribeTopicPartitions (kafka-topics --describe from Kafka 3.8) reported
+    // every voter for every partition.
+    let request = DescribeTopicPartitionsRequest::default()
+        .with_topics(vec![TopicRequest::default().with_name(topic_name("assigned"))])
+        .with_response_partition_limit(100);
+    let response = client.request(0, &request).await?;
+    let topic = response.topics.first().context("the topic")?;
+    let described: Vec<Vec<i32>> =
+        topic.partitions.iter().map(|p| p.replica_nodes.iter().map(|b| b.0).collect()).collect();
+    ensure!(described == replicas, "DescribeTopicPartitions {described:?}, Metadata {replicas:?}");
     Ok(())
 }

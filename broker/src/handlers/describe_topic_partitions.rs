@@ -105,32 +105,40 @@ fn describe_topic(
     let ids = |v: Vec<i32>| v.into_iter().map(BrokerId).collect::<Vec<_>>();
     let voters = ids(ctx.leadership.voter_ids());
     let in_sync = ids(ctx.leadership.in_sync_voter_ids());
-    let found =
-        ctx.applied.state(|s| s.topics.get(name).map(|t| (t.topic_id, t.partitions.len() as i32, false)));
+    // (id, replicas per partition: empty for every voter, internal)
+    let found = ctx.applied.state(|s| {
+        let replicas = |t: &onelog_state::Topic| t.partitions.iter().map(|p| p.replicas.clone()).collect();
+        s.topics.get(name).map(|t| (t.topic_id, replicas(t), false))
+    });
     let internal = || {
-        internal_topic::is_internal(name).then_some((
-            internal_topic::TOPIC_ID,
-            internal_topic::PARTITIONS,
-            true,
-        ))
+        let replicas = vec![Vec::new(); internal_topic::PARTITIONS as usize];
+        internal_topic::is_internal(name).then_some((internal_topic::TOPIC_ID, replicas, true))
     };
-    let Some((topic_id, count, is_internal)) = found.or_else(internal) else {
+    let Some((topic_id, replicas, is_internal)) = found.or_else(internal) else {
         let topic = DescribeTopicPartitionsResponseTopic::default()
             .with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION)
             .with_name(Some(topic_name(name)));
         return (topic, 0);
     };
+    let count = replicas.len() as i32;
     let code = if leader < 0 { error_code::LEADER_NOT_AVAILABLE } else { error_code::NONE };
     let partitions = (first..count)
         .take(budget)
         .map(|p| {
+            // An explicit CreatePartitions assignment names the replicas, as in Metadata.
+            let named = &replicas[p as usize];
+            let (replicas, isr) = if named.is_empty() {
+                (voters.clone(), in_sync.clone())
+            } else {
+                (ids(named.clone()), in_sync.iter().filter(|b| named.contains(&b.0)).copied().collect())
+            };
             DescribeTopicPartitionsResponsePartition::default()
                 .with_error_code(code)
                 .with_partition_index(p)
                 .with_leader_id(leader.into())
                 .with_leader_epoch(epoch)
-                .with_replica_nodes(voters.clone())
-                .with_isr_nodes(in_sync.clone())
+                .with_replica_nodes(replicas)
+                .with_isr_nodes(isr)
                 .with_eligible_leader_replicas(Some(Vec::new()))
                 .with_last_known_elr(Some(Vec::new()))
         })
