@@ -9,9 +9,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use bytes::{BufMut, BytesMut};
 use harness::admin_api;
+use harness::batch::{encode_batch, TestRecord};
 use harness::check::{assert_round_trip, CLOSE_TIMEOUT};
+use harness::codec::encode_request;
 use harness::raw_client::frame_with_header;
-use harness::raw_ops::create_topics_ok;
+use harness::raw_ops::{create_topics_ok, fetch_request, produce, produce_results, BatchFor};
 use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -161,6 +163,49 @@ async fn idle_scenario(cluster: &mut Cluster) -> Result<()> {
     let mut client = RawClient::connect_negotiated(addr).await?;
     create_topics_ok(&mut client, &[("idle", 1)]).await?;
     assert_round_trip(addr, "idle", "after idle closes").await
+}
+
+/// A client that sends requests and never reads the responses: once the socket buffers are
+/// full the responses wait in the node's memory; the write must give up after
+/// `connections.max.idle.ms` (before, the connection counted as busy for ever).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_never_reads_its_responses_is_closed() {
+    let mut cluster = one_node(ClusterOptions::new(1).config("connections.max.idle.ms", 300));
+    let result = never_reads_scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn never_reads_scenario(cluster: &mut Cluster) -> Result<()> {
+    let addr = cluster.kafka_addr(1);
+    let mut client = RawClient::connect_negotiated(addr).await?;
+    create_topics_ok(&mut client, &[("unread", 1)]).await?;
+    let big = TestRecord::new("k", vec![b'x'; 512 * 1024], 1_700_000_000_000);
+    let batch = BatchFor { topic: "unread".into(), partition: 0, records: encode_batch(&[big])? };
+    let results = produce_results(&produce(&mut client, -1, &[batch]).await?);
+    ensure!(matches!(results.as_slice(), [(_, 0, 0, 0)]), "produce: {results:?}");
+    drop(client);
+    let before = listener_counter(cluster, "idle_connections_closed")?;
+    // 400 Fetches of 512 KiB each (200 MiB of responses) and no read: far more than the
+    // socket buffers hold. The writer gives up once the node closes.
+    let fetch = fetch_request(&[("unread", 0, 0)], 1024 * 1024);
+    let mut stream = TcpStream::connect(addr).await?;
+    let writer = tokio::spawn(async move {
+        for i in 0..400 {
+            let Ok(frame) = encode_request(i, 12, &fetch) else { return };
+            if stream.write_all(&frame).await.is_err() {
+                return;
+            }
+        }
+        // Keep the connection (and its unread responses) open until the node drops it.
+        let _ = tokio::time::timeout(TIMEOUT_CLOSE_WITHIN, std::future::pending::<()>()).await;
+    });
+    let deadline = Instant::now() + TIMEOUT_CLOSE_WITHIN;
+    while listener_counter(cluster, "idle_connections_closed")? == before {
+        ensure!(Instant::now() < deadline, "a connection not reading its responses still open");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    writer.abort();
+    assert_round_trip(addr, "unread", "after the unread responses").await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -217,3 +217,92 @@ async fn wait_for_request(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    const KIB: usize = 1024;
+
+    fn limits() -> FrameLimits {
+        FrameLimits {
+            frame_bytes_max: 1024 * KIB,
+            read_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// A connected pair: the client's stream and the server's read half (write half kept).
+    async fn pair() -> (TcpStream, OwnedReadHalf, tokio::net::tcp::OwnedWriteHalf) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("addr")).await.expect("connect");
+        let (server, _) = listener.accept().await.expect("accept");
+        let (read, write) = server.into_split();
+        (client, read, write)
+    }
+
+    fn frame(len: usize, fill: u8) -> Vec<u8> {
+        let mut bytes = (len as i32).to_be_bytes().to_vec();
+        bytes.resize(4 + len, fill);
+        bytes
+    }
+
+    #[tokio::test]
+    async fn a_length_prefix_alone_holds_no_request_memory() {
+        // A pool smaller than both frames together: reserving from the prefix would stall B.
+        let memory = RequestMemory::new(100 * KIB);
+        let (mut a, mut a_read, _a_write) = pair().await;
+        let (mut b, mut b_read, _b_write) = pair().await;
+        let whole_a = frame(90 * KIB, 1);
+        a.write_all(&whole_a[..4]).await.expect("A's prefix");
+        let (memory_a, activity_a) = (memory.clone(), Activity::new());
+        let reading_a = tokio::spawn(async move {
+            read_frame(&mut a_read, &memory_a, &limits(), &activity_a).await.map(|r| r.0)
+        });
+        b.write_all(&frame(60 * KIB, 2)).await.expect("B's frame");
+        let activity_b = Activity::new();
+        let (body_b, reservation_b) = tokio::time::timeout(
+            Duration::from_secs(30),
+            read_frame(
+                &mut b_read,
+                &memory,
+                &FrameLimits { read_timeout: Duration::from_secs(30), ..limits() },
+                &activity_b,
+            ),
+        )
+        .await
+        .expect("B read while A holds a 90 KiB prefix")
+        .expect("B's frame");
+        assert_eq!((body_b.len(), body_b[0]), (60 * KIB, 2));
+        assert!(
+            reservation_b.bytes >= 60 * KIB && reservation_b.bytes <= 100 * KIB,
+            "{}",
+            reservation_b.bytes
+        );
+        drop(reservation_b);
+        // A's body never came: its frame times out and holds nothing afterwards.
+        let outcome = reading_a.await.expect("task");
+        assert!(
+            matches!(outcome, Err(ReadError::TimedOut { received: 0, expected }) if expected == 90 * KIB)
+        );
+        assert_eq!(memory.pool.available_permits(), 100 * KIB);
+    }
+
+    #[tokio::test]
+    async fn a_frame_holds_what_it_received_and_releases_it_when_dropped() {
+        let memory = RequestMemory::new(1024 * KIB);
+        let (mut client, mut read, _write) = pair().await;
+        let whole = frame(300 * KIB, 7);
+        client.write_all(&whole).await.expect("frame");
+        let (body, reservation) =
+            read_frame(&mut read, &memory, &limits(), &Activity::new()).await.expect("frame");
+        assert_eq!(body.len(), 300 * KIB);
+        assert!(body.iter().all(|b| *b == 7));
+        assert_eq!(reservation.bytes, 300 * KIB, "the buffer ends at the frame's size");
+        drop(reservation);
+        assert_eq!(memory.pool.available_permits(), 1024 * KIB);
+    }
+}

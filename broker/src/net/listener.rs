@@ -111,7 +111,8 @@ async fn serve_connection(
     let (tx, rx) = mpsc::channel::<Pending>(limits::INFLIGHT_REQUESTS_PER_CONNECTION_MAX);
     let mute: Mute = Arc::default();
     let activity = Activity::new();
-    let write_loop = tokio::spawn(write_responses(writer, rx, peer, mute.clone(), activity.clone()));
+    let writing = write_responses(writer, rx, peer, mute.clone(), activity.clone(), limits.idle_timeout);
+    let write_loop = tokio::spawn(writing);
     loop {
         let (frame, reservation) = match framing::read_frame(&mut reader, &memory, &limits, &activity).await {
             Ok(read) => read,
@@ -133,8 +134,14 @@ async fn serve_connection(
                     break;
                 }
             }
-            Err(reason) => {
+            Err(Refused::Malformed(reason)) => {
                 STATS.malformed_requests.record(|t| {
+                    tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "closing connection: {reason}");
+                });
+                break;
+            }
+            Err(Refused::Failed(reason)) => {
+                STATS.request_failures.record(|t| {
                     tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "closing connection: {reason}");
                 });
                 break;
@@ -169,6 +176,7 @@ async fn write_responses(
     peer: SocketAddr,
     muted: Mute,
     activity: Arc<Activity>,
+    idle_timeout: Duration,
 ) -> std::io::Result<()> {
     while let Some(pending) = rx.recv().await {
         let reply = pending.await;
@@ -180,7 +188,17 @@ async fn write_responses(
                     tokio::time::sleep(throttle).await;
                 }
                 if let Some(bytes) = reply.bytes {
-                    writer.write_all(&bytes).await?;
+                    // A client that stops reading its responses is idle too: it would keep
+                    // this response and the ones queued behind it in memory for ever.
+                    match tokio::time::timeout(idle_timeout, writer.write_all(&bytes)).await {
+                        Ok(written) => written?,
+                        Err(_) => {
+                            STATS.idle_connections_closed.record(|_| {
+                                tracing::debug!(%peer, "closing connection: responses not read (connections.max.idle.ms)");
+                            });
+                            break;
+                        }
+                    }
                     activity.touch();
                 }
                 if !throttle.is_zero() {
@@ -206,6 +224,14 @@ async fn write_responses(
     writer.shutdown().await
 }
 
+/// Why `route` closes the connection instead of answering.
+enum Refused {
+    /// The frame is not a request this broker serves (unknown key, version, undecodable).
+    Malformed(String),
+    /// An ordered handler's first stage failed.
+    Failed(String),
+}
+
 /// Checks api key and version against the handler registry, then spawns the handler. An
 /// ordered handler's first stage runs here, in the read loop, so that requests of one
 /// connection reach the log in the order they were sent (Kafka appends a connection's
@@ -215,10 +241,11 @@ async fn route(
     frame: Bytes,
     memory: Reservation,
     client_address: IpAddr,
-) -> Result<Pending, String> {
-    let prefix = codec::peek_prefix(&frame).map_err(|e| e.to_string())?;
+) -> Result<Pending, Refused> {
+    let malformed = |reason: String| Refused::Malformed(reason);
+    let prefix = codec::peek_prefix(&frame).map_err(|e| malformed(e.to_string()))?;
     let Some(handler) = handlers::lookup(prefix.api_key) else {
-        return Err(format!("unknown api key {}", prefix.api_key));
+        return Err(malformed(format!("unknown api key {}", prefix.api_key)));
     };
     let version = prefix.api_version;
     if handler.key == ApiKey::ApiVersions && version > handler.max_version {
@@ -231,26 +258,26 @@ async fn route(
     if handler.key == ApiKey::Produce && version < handler.accepted_min_version {
         // Advertised-only versions still get an answer (every partition UNSUPPORTED_VERSION),
         // never a closed connection; api_version_sweep is the regression test.
-        let answer = kafka_compat::legacy_produce::unsupported_version_response(&frame)?;
+        let answer = kafka_compat::legacy_produce::unsupported_version_response(&frame).map_err(malformed)?;
         return Ok(tokio::spawn(async move {
             drop(memory);
             Ok(Reply::unthrottled(answer))
         }));
     }
     if version < handler.accepted_min_version || version > handler.max_version {
-        return Err(format!(
+        return Err(malformed(format!(
             "{:?} v{version} is not served (accepted v{}..=v{})",
             handler.key, handler.accepted_min_version, handler.max_version
-        ));
+        )));
     }
-    let mut request = codec::decode_request(frame).map_err(|e: DecodeError| e.to_string())?;
+    let mut request = codec::decode_request(frame).map_err(|e: DecodeError| malformed(e.to_string()))?;
     request.client_address = Some(client_address);
     let (key, version, corr) = (request.api_key, request.api_version, request.header.correlation_id);
     let response: HandlerFuture = match handler.run {
         Run::Concurrent(run) => run(ctx.clone(), request),
         Run::Ordered(submit) => match submit(ctx.clone(), request).await {
             Ok(rest) => rest,
-            Err(e) => return Err(format!("{key:?} v{version}: {e:#}")),
+            Err(e) => return Err(Refused::Failed(format!("{key:?} v{version}: {e:#}"))),
         },
     };
     Ok(tokio::spawn(async move {
