@@ -187,6 +187,13 @@ async fn write_responses(
                 if reply.hold_response {
                     tokio::time::sleep(throttle).await;
                 }
+                // Muted before the response leaves: the client may send its next request the
+                // moment it reads this one, and that request must wait out the throttle.
+                if !throttle.is_zero() {
+                    let until = Instant::now() + throttle;
+                    let mut mute = muted.lock().expect("mute lock");
+                    *mute = Some(mute.map_or(until, |m| m.max(until)));
+                }
                 if let Some(bytes) = reply.bytes {
                     // A client that stops reading its responses is idle too: it would keep
                     // this response and the ones queued behind it in memory for ever.
@@ -200,11 +207,6 @@ async fn write_responses(
                         }
                     }
                     activity.touch();
-                }
-                if !throttle.is_zero() {
-                    let until = Instant::now() + throttle;
-                    let mut mute = muted.lock().expect("mute lock");
-                    *mute = Some(mute.map_or(until, |m| m.max(until)));
                 }
             }
             Ok(Err(e)) => {
