@@ -43,7 +43,7 @@ pub async fn serve(listener: TcpListener, ctx: SharedCtx) {
         "Kafka connection limits"
     );
     let memory = RequestMemory::new(settings.queued_max_request_bytes);
-    let limits = FrameLimits {
+    let frame_limits = FrameLimits {
         frame_bytes_max: ctx.config.settings.socket_request_max_bytes,
         read_timeout: Duration::from_millis(settings.request_read_timeout_ms),
         idle_timeout: Duration::from_millis(settings.connections_max_idle_ms),
@@ -73,7 +73,7 @@ pub async fn serve(listener: TcpListener, ctx: SharedCtx) {
         let ctx = ctx.clone();
         let memory = memory.clone();
         tokio::spawn(async move {
-            serve_connection(stream, peer, ctx, memory, limits).await;
+            serve_connection(stream, peer, ctx, memory, frame_limits).await;
             drop(slot);
         });
     }
@@ -105,22 +105,24 @@ async fn serve_connection(
     peer: SocketAddr,
     ctx: SharedCtx,
     memory: RequestMemory,
-    limits: FrameLimits,
+    frame_limits: FrameLimits,
 ) {
     let (mut reader, writer) = stream.into_split();
     let (tx, rx) = mpsc::channel::<Pending>(limits::INFLIGHT_REQUESTS_PER_CONNECTION_MAX);
     let mute: Mute = Arc::default();
     let activity = Activity::new();
-    let writing = write_responses(writer, rx, peer, mute.clone(), activity.clone(), limits.idle_timeout);
+    let writing =
+        write_responses(writer, rx, peer, mute.clone(), activity.clone(), frame_limits.idle_timeout);
     let write_loop = tokio::spawn(writing);
     loop {
-        let (frame, reservation) = match framing::read_frame(&mut reader, &memory, &limits, &activity).await {
-            Ok(read) => read,
-            Err(e) => {
-                closing_on_read_error(peer, &e);
-                break;
-            }
-        };
+        let (frame, reservation) =
+            match framing::read_frame(&mut reader, &memory, &frame_limits, &activity).await {
+                Ok(read) => read,
+                Err(e) => {
+                    closing_on_read_error(peer, &e);
+                    break;
+                }
+            };
         // A throttled connection's next request waits out the throttle (the bytes may already
         // be here; Kafka would leave them in the socket buffer).
         let muted_until = mute.lock().expect("mute lock").take();
