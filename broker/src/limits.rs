@@ -9,7 +9,8 @@
 /// still written in order). Kafka clients default to 5 in flight per connection.
 pub const INFLIGHT_REQUESTS_PER_CONNECTION_MAX: usize = 64;
 
-/// Share of the open files limit (RLIMIT_NOFILE) kept from Kafka clients, and its floor:
+/// Share of the open files limit (RLIMIT_NOFILE) kept from Kafka clients, and its floor (never
+/// more than half the limit):
 /// partition segments, the Raft log, peer and admin connections need descriptors, and a node
 /// that cannot open a segment stops. Client connections beyond the rest are closed at once
 /// (`net/connections.rs`), whatever `max.connections` says.

@@ -70,6 +70,39 @@ async fn open_files_limit_scenario(broker: &mut Broker) -> Result<()> {
     Ok(())
 }
 
+/// Under a tiny open files limit the node's own descriptors leave less than the connection
+/// cap: accepts then fail with EMFILE. The listener must pause and retry, and serve again once
+/// descriptors are free (a failed accept used to end the process).
+#[tokio::test(flavor = "multi_thread")]
+async fn accepts_failing_with_emfile_are_retried() {
+    let options = BrokerOptions { open_files_max: Some(24), ..BrokerOptions::default() };
+    let mut broker = broker(options);
+    let result = emfile_scenario(&mut broker).await;
+    broker.unwrap_or_dump(result);
+}
+
+async fn emfile_scenario(broker: &mut Broker) -> Result<()> {
+    let mut client = RawClient::connect_negotiated(broker.addr()).await?;
+    create_topics_ok(&mut client, &[("emfile", 1)]).await?;
+    drop(client);
+    // Connects complete in the kernel's backlog whether or not the node can accept them.
+    let mut held = Vec::new();
+    for _ in 0..20 {
+        held.push(TcpStream::connect(broker.addr()).await?);
+    }
+    let deadline = Instant::now() + TIMEOUT_CLOSE_WITHIN;
+    while !std::fs::read_to_string(broker.log_path())?.contains("Kafka accept failed") {
+        ensure!(broker.is_running(), "the node exited");
+        ensure!(Instant::now() < deadline, "no failed accept with 20 connections under 24 open files");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ensure!(broker.is_running(), "the node exited on a failed accept");
+    drop(held);
+    retry_until_served(broker.addr(), "emfile", "after failed accepts").await?;
+    ensure!(broker.is_running(), "the node exited");
+    Ok(())
+}
+
 /// A round trip, retried while the node may still count closed connections as open.
 async fn retry_until_served(addr: std::net::SocketAddr, topic: &str, after: &str) -> Result<()> {
     let deadline = Instant::now() + SLOT_FREED_WITHIN;

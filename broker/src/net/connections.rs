@@ -120,8 +120,9 @@ pub fn open_files_allow() -> Option<usize> {
 /// Connections allowed under a soft open files limit of `soft`.
 fn connections_within(soft: libc::rlim_t) -> usize {
     let soft = usize::try_from(soft).unwrap_or(usize::MAX);
-    let reserved = (soft / OPEN_FILES_RESERVED_FRACTION).max(OPEN_FILES_RESERVED_MIN);
-    soft.saturating_sub(reserved)
+    // Under a tiny limit the floor would leave no room at all: keep at most half for the node.
+    let reserved = (soft / OPEN_FILES_RESERVED_FRACTION).max(OPEN_FILES_RESERVED_MIN).min(soft / 2);
+    soft - reserved
 }
 
 #[cfg(test)]
@@ -145,8 +146,9 @@ mod tests {
     #[test]
     fn open_files_keep_a_reserve_for_the_node() {
         assert_eq!(connections_within(256), 192);
-        assert_eq!(connections_within(100), 36);
-        assert_eq!(connections_within(10), 0);
+        assert_eq!(connections_within(100), 50);
+        assert_eq!(connections_within(24), 12);
+        assert_eq!(connections_within(0), 0);
         assert_eq!(connections_within(1 << 20), 786_432);
     }
 }
