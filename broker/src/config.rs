@@ -67,6 +67,17 @@ const BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
     ("num.partitions", "1", ConfigType::Int),
     ("default.replication.factor", "1", ConfigType::Int),
     ("socket.request.max.bytes", "104857600", ConfigType::Int),
+    // The Kafka listener (`net/`). Kafka's `queued.max.request.bytes` defaults to -1 (no
+    // bound); onelog bounds request memory by default, and -1 lifts the bound. Kafka can alter
+    // `max.connections*` dynamically; here they are read-only like the rest of this list.
+    ("connections.max.idle.ms", "600000", ConfigType::Long),
+    ("max.connections", "2147483647", ConfigType::Int),
+    ("max.connections.per.ip", "2147483647", ConfigType::Int),
+    ("queued.max.request.bytes", "536870912", ConfigType::Long),
+    // onelog's own (Kafka has none): how long one request frame may take to arrive, from its
+    // first byte to its last. The default is Kafka clients' `request.timeout.ms`: a client
+    // has given up on a request by then.
+    ("onelog.request.read.timeout.ms", "30000", ConfigType::Long),
     ("log.retention.check.interval.ms", "300000", ConfigType::Long),
     ("delete.topic.enable", "true", ConfigType::Boolean),
     // KIP-98: how long an idle producer id keeps its state, and how often the leader looks.
@@ -127,6 +138,47 @@ pub struct Settings {
     pub txn_abort_timed_out_interval_ms: u64,
     pub txn_remove_expired_interval_ms: u64,
     pub group: GroupSettings,
+    pub listener: ListenerSettings,
+}
+
+/// The Kafka listener's settings (besides `socket.request.max.bytes`).
+#[derive(Debug, Clone, Copy)]
+pub struct ListenerSettings {
+    /// `connections.max.idle.ms`; -1 (never) is kept as a year.
+    pub connections_max_idle_ms: u64,
+    /// `max.connections`, further capped by the open files limit (`net/connections.rs`).
+    pub max_connections: usize,
+    /// `max.connections.per.ip`.
+    pub max_connections_per_ip: usize,
+    /// `queued.max.request.bytes`: request memory over all connections; -1 lifts the bound.
+    pub queued_max_request_bytes: usize,
+    /// `onelog.request.read.timeout.ms`.
+    pub request_read_timeout_ms: u64,
+}
+
+/// The longest timeout kept (ms): a year stands for "never" and keeps deadlines computable.
+const TIMEOUT_MS_MAX: i64 = 365 * 24 * 3600 * 1000;
+
+impl ListenerSettings {
+    fn parse(c: &Values, socket_request_max_bytes: usize) -> anyhow::Result<Self> {
+        let timeout = |ms: i64| if ms <= 0 { TIMEOUT_MS_MAX } else { ms.min(TIMEOUT_MS_MAX) } as u64;
+        let queued = c.int("queued.max.request.bytes")?;
+        let queued_max_request_bytes = if queued == -1 { usize::MAX } else { queued.max(0) as usize };
+        if queued_max_request_bytes < socket_request_max_bytes {
+            // A frame is read only once its memory is reserved: a largest frame must fit.
+            bail!(
+                "queued.max.request.bytes={queued} is below socket.request.max.bytes={socket_request_max_bytes}: \
+                 a frame of the largest allowed size could never be read"
+            );
+        }
+        Ok(ListenerSettings {
+            connections_max_idle_ms: timeout(c.int("connections.max.idle.ms")?),
+            max_connections: c.int("max.connections")?.max(0) as usize,
+            max_connections_per_ip: c.int("max.connections.per.ip")?.max(0) as usize,
+            queued_max_request_bytes,
+            request_read_timeout_ms: timeout(c.int("onelog.request.read.timeout.ms")?),
+        })
+    }
 }
 
 /// The group coordinator's settings (`group.*`).
@@ -143,12 +195,13 @@ pub struct GroupSettings {
 
 impl Settings {
     fn parse(c: &Values) -> anyhow::Result<Settings> {
+        let socket_request_max_bytes = c.int("socket.request.max.bytes")?.max(0) as usize;
         Ok(Settings {
             auto_create_topics: c.bool("auto.create.topics.enable")?,
             num_partitions: c.int("num.partitions")? as i32,
             default_replication_factor: c.int("default.replication.factor")?.clamp(-1, i64::from(i16::MAX))
                 as i16,
-            socket_request_max_bytes: c.int("socket.request.max.bytes")?.max(0) as usize,
+            socket_request_max_bytes,
             delete_topic_enable: c.bool("delete.topic.enable")?,
             message_max_bytes: c.int("message.max.bytes")?,
             log_segment_bytes: c.int("log.segment.bytes")?.max(1024) as u64,
@@ -174,6 +227,7 @@ impl Settings {
                 max_session_timeout_ms: c.int("group.max.session.timeout.ms")? as i32,
                 max_size: c.int("group.max.size")?.max(1) as usize,
             },
+            listener: ListenerSettings::parse(c, socket_request_max_bytes)?,
         })
     }
 

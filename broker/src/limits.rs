@@ -1,14 +1,34 @@
 //! Every bound the broker enforces, in one place, with its unit in its name.
 //!
-//! Limits that Kafka exposes as configs (`socket.request.max.bytes`, `message.max.bytes`) are
-//! read from the broker config; these are the ones Kafka hard-codes or onelog adds.
+//! Limits that Kafka exposes as configs (`socket.request.max.bytes`, `message.max.bytes`,
+//! `queued.max.request.bytes`, `max.connections`, `connections.max.idle.ms`) are read from the
+//! broker config, with their defaults in `config.rs`; these are the ones Kafka hard-codes or
+//! onelog adds.
 
 /// Requests a connection may have in flight before the reader stops reading (responses are
 /// still written in order). Kafka clients default to 5 in flight per connection.
 pub const INFLIGHT_REQUESTS_PER_CONNECTION_MAX: usize = 64;
 
-/// Concurrent client connections; further accepts wait.
-pub const CONNECTIONS_MAX: usize = 10_000;
+/// Share of the open files limit (RLIMIT_NOFILE) kept from Kafka clients, and its floor (never
+/// more than half the limit):
+/// partition segments, the Raft log, peer and admin connections need descriptors, and a node
+/// that cannot open a segment stops. Client connections beyond the rest are closed at once
+/// (`net/connections.rs`), whatever `max.connections` says.
+pub const OPEN_FILES_RESERVED_FRACTION: usize = 4;
+pub const OPEN_FILES_RESERVED_MIN: usize = 64;
+
+/// Pause after a failed accept on the Kafka listener (ms): out of file descriptors the
+/// pending connection stays queued, so an immediate retry would spin.
+pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
+
+/// First buffer of a request frame, allocated (and reserved from `queued.max.request.bytes`)
+/// once its body bytes are readable; the buffer then at most doubles as bytes arrive, so a
+/// frame holds at most twice what it received plus this (`net/framing.rs`).
+pub const REQUEST_READ_BYTES_MIN: usize = 16 * 1024;
+
+/// At most one log line per kind of client incident (malformed frame, read timeout, refused
+/// connection, failed accept) per this interval (ms); the line counts the ones not logged.
+pub const INCIDENT_LOG_INTERVAL_MS: u64 = 10_000;
 
 /// Bytes of client data the leader puts into one Raft entry (leader-side aggregation).
 pub const PROPOSAL_BYTES_MAX: usize = 8 * 1024 * 1024;
@@ -38,10 +58,6 @@ pub const LOG_ENTRIES_KEPT_BELOW_CHECKPOINT: u64 = 2_000;
 
 /// Allocations at or above this size are backed by reserve-only memory (see alloc_guard).
 pub const ALLOCATION_RESERVE_ONLY_BYTES_MIN: usize = 1 << 30;
-
-/// Bytes of request frames being read or handled at once, over all connections (Kafka's
-/// `queued.max.request.bytes`); readers wait for room before allocating a frame.
-pub const REQUEST_MEMORY_BYTES_MAX: usize = 512 * 1024 * 1024;
 
 /// Client bytes applied between checkpoints; past this a checkpoint is triggered even if the
 /// entry-count policy has not fired, bounding Raft log size and restart replay.

@@ -131,7 +131,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", args.kafka_listen))?;
     tracing::info!(kafka = %args.kafka_listen, advertised = %advertised, node_id = args.node_id, "onelog ready");
     tokio::select! {
-        result = listener::serve(listener, ctx) => result?,
+        () = listener::serve(listener, ctx) => {}
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
     leadership.begin_shutdown();

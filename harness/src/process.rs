@@ -38,11 +38,20 @@ pub struct BrokerOptions {
     pub dir: Option<PathBuf>,
     /// The `onelog` binary; [`onelog_binary`] when `None`.
     pub binary: Option<PathBuf>,
+    /// Soft and hard RLIMIT_NOFILE of the process (`ulimit -n`); inherited when `None`.
+    pub open_files_max: Option<u64>,
 }
 
 impl Default for BrokerOptions {
     fn default() -> Self {
-        Self { node_id: 1, configs: Vec::new(), env: Vec::new(), dir: None, binary: None }
+        Self {
+            node_id: 1,
+            configs: Vec::new(),
+            env: Vec::new(),
+            dir: None,
+            binary: None,
+            open_files_max: None,
+        }
     }
 }
 
@@ -150,6 +159,9 @@ impl Broker {
             command.arg("--config").arg(format!("{key}={value}"));
         }
         command.envs(self.options.env.iter().map(|(k, v)| (k, v)));
+        if let Some(max) = self.options.open_files_max {
+            limit_open_files(&mut command, max);
+        }
         command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
         let child = command.spawn().with_context(|| format!("spawning {}", self.binary.display()))?;
         self.child = Some(child);
@@ -291,6 +303,22 @@ impl Drop for Broker {
                 eprintln!("kept node directory {}", temp.keep().display());
             }
         }
+    }
+}
+
+/// Sets the child's soft and hard RLIMIT_NOFILE to `max` between fork and exec.
+fn limit_open_files(command: &mut Command, max: u64) {
+    use std::os::unix::process::CommandExt;
+    let limit = libc::rlimit { rlim_cur: max as libc::rlim_t, rlim_max: max as libc::rlim_t };
+    // SAFETY: the closure runs in the forked child before exec and only calls setrlimit,
+    // which is async-signal-safe, on a struct copied into the closure.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 

@@ -52,5 +52,6 @@ pub fn status(ctx: &AdminCtx) -> Value {
         "nodes": membership["nodes"],
         "membership_log_index": membership["log_index"],
         "kafka": ctx.kafka,
+        "kafka_listener": crate::net::incidents::STATS.to_json(),
     })
 }

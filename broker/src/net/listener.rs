@@ -2,40 +2,79 @@
 //! request, and writes responses strictly in request order (a FIFO of pending responses per
 //! connection, so a produce waiting for its Raft commit never lets a later response overtake).
 //! A response that carries a quota throttle mutes the connection for that long (KIP-219).
+//! Who may connect is `connections`; how a frame is read in bounded time and memory is
+//! `framing`; what clients do wrong is counted and logged at a bounded rate in `incidents`.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_compat::codec::{self, DecodeError};
-use kafka_compat::frame::{frame_body_len, FRAME_PREFIX_BYTES};
 use kafka_protocol::messages::ApiKey;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::connections::{self, Connections};
+use super::framing::{self, Activity, FrameLimits, ReadError, RequestMemory, Reservation};
+use super::incidents::STATS;
 use crate::ctx::SharedCtx;
 use crate::handlers::{self, api_versions, HandlerFuture, Run};
 use crate::limits;
 use crate::quotas;
 
-pub async fn serve(listener: TcpListener, ctx: SharedCtx) -> anyhow::Result<()> {
-    let connections = Arc::new(Semaphore::new(limits::CONNECTIONS_MAX));
-    let request_memory = Arc::new(Semaphore::new(limits::REQUEST_MEMORY_BYTES_MAX));
+/// Accepts connections for as long as the node runs. Nothing a client does ends this loop: a
+/// failed accept (out of file descriptors, an aborted handshake) is logged at a bounded rate
+/// and retried after a pause, since the pending connection stays in the backlog and an
+/// immediate retry would spin.
+pub async fn serve(listener: TcpListener, ctx: SharedCtx) {
+    let settings = ctx.config.settings.listener;
+    let open_files_allow = connections::open_files_allow();
+    let total_max = open_files_allow.map_or(settings.max_connections, |n| n.min(settings.max_connections));
+    let connections = Connections::new(total_max, settings.max_connections_per_ip);
+    tracing::info!(
+        connections_max = connections.total_max(),
+        max_connections = settings.max_connections,
+        open_files_allow,
+        max_connections_per_ip = settings.max_connections_per_ip,
+        "Kafka connection limits"
+    );
+    let memory = RequestMemory::new(settings.queued_max_request_bytes);
+    let frame_limits = FrameLimits {
+        frame_bytes_max: ctx.config.settings.socket_request_max_bytes,
+        read_timeout: Duration::from_millis(settings.request_read_timeout_ms),
+        idle_timeout: Duration::from_millis(settings.connections_max_idle_ms),
+    };
     loop {
-        let permit = connections.clone().acquire_owned().await?;
-        let (stream, peer) = listener.accept().await?;
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                STATS.accept_errors.record(|t| {
+                    tracing::warn!(error = %e, suppressed = t.suppressed, total = t.total, "Kafka accept failed");
+                });
+                tokio::time::sleep(Duration::from_millis(limits::ACCEPT_ERROR_BACKOFF_MS)).await;
+                continue;
+            }
+        };
+        let slot = match connections.admit(peer.ip()) {
+            Ok(slot) => slot,
+            Err(refusal) => {
+                STATS.connections_refused.record(|t| {
+                    tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "closing new connection: {refusal}");
+                });
+                drop(stream);
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
         let ctx = ctx.clone();
-        let request_memory = request_memory.clone();
+        let memory = memory.clone();
         tokio::spawn(async move {
-            if let Err(e) = serve_connection(stream, ctx, request_memory).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-            drop(permit);
+            serve_connection(stream, peer, ctx, memory, frame_limits).await;
+            drop(slot);
         });
     }
 }
@@ -63,83 +102,138 @@ type Mute = Arc<Mutex<Option<Instant>>>;
 
 async fn serve_connection(
     stream: TcpStream,
+    peer: SocketAddr,
     ctx: SharedCtx,
-    request_memory: Arc<Semaphore>,
-) -> anyhow::Result<()> {
-    let peer = stream.peer_addr()?;
-    let (mut reader, mut writer) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<Pending>(limits::INFLIGHT_REQUESTS_PER_CONNECTION_MAX);
+    memory: RequestMemory,
+    frame_limits: FrameLimits,
+) {
+    let (mut reader, writer) = stream.into_split();
+    let (tx, rx) = mpsc::channel::<Pending>(limits::INFLIGHT_REQUESTS_PER_CONNECTION_MAX);
     let mute: Mute = Arc::default();
-    let muted = mute.clone();
-    let write_loop = tokio::spawn(async move {
-        while let Some(pending) = rx.recv().await {
-            match pending.await {
-                Ok(Ok(reply)) => {
-                    let throttle = Duration::from_millis(reply.throttle_ms.max(0) as u64);
-                    if reply.hold_response {
-                        tokio::time::sleep(throttle).await;
-                    }
-                    if let Some(bytes) = reply.bytes {
-                        writer.write_all(&bytes).await?;
-                    }
-                    if !throttle.is_zero() {
-                        let until = Instant::now() + throttle;
-                        let mut mute = muted.lock().expect("mute lock");
-                        *mute = Some(mute.map_or(until, |m| m.max(until)));
-                    }
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(%peer, error = %e, "closing connection: request failed");
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!(%peer, error = %e, "closing connection: request task panicked");
-                    break;
-                }
-            }
-        }
-        writer.shutdown().await
-    });
-    let frame_bytes_max = ctx.config.settings.socket_request_max_bytes;
+    let activity = Activity::new();
+    let writing =
+        write_responses(writer, rx, peer, mute.clone(), activity.clone(), frame_limits.idle_timeout);
+    let write_loop = tokio::spawn(writing);
     loop {
-        let mut prefix = [0u8; FRAME_PREFIX_BYTES];
-        if reader.read_exact(&mut prefix).await.is_err() {
-            break; // EOF or reset: the client went away.
-        }
-        let len = match frame_body_len(prefix, frame_bytes_max) {
-            Ok(len) => len,
-            Err(e) => {
-                tracing::warn!(%peer, error = %e, "closing connection: bad frame length");
-                break;
-            }
-        };
-        // Bound the memory of all requests being read or handled, across connections, before
-        // allocating (Kafka's queued.max.request.bytes); the permit lives as long as the task.
-        let permits = len.min(limits::REQUEST_MEMORY_BYTES_MAX) as u32;
-        let memory = request_memory.clone().acquire_many_owned(permits).await?;
-        let mut frame = BytesMut::zeroed(len);
-        reader.read_exact(&mut frame).await?;
+        let (frame, reservation) =
+            match framing::read_frame(&mut reader, &memory, &frame_limits, &activity).await {
+                Ok(read) => read,
+                Err(e) => {
+                    closing_on_read_error(peer, &e);
+                    break;
+                }
+            };
         // A throttled connection's next request waits out the throttle (the bytes may already
         // be here; Kafka would leave them in the socket buffer).
         let muted_until = mute.lock().expect("mute lock").take();
         if let Some(until) = muted_until {
             tokio::time::sleep_until(until).await;
         }
-        match route(&ctx, frame.freeze(), memory, peer.ip()).await {
+        match route(&ctx, frame, reservation, peer.ip()).await {
             Ok(pending) => {
+                activity.request_started();
                 if tx.send(pending).await.is_err() {
                     break;
                 }
             }
-            Err(reason) => {
-                tracing::warn!(%peer, "closing connection: {reason}");
+            Err(Refused::Malformed(reason)) => {
+                STATS.malformed_requests.record(|t| {
+                    tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "closing connection: {reason}");
+                });
+                break;
+            }
+            Err(Refused::Failed(reason)) => {
+                STATS.request_failures.record(|t| {
+                    tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "closing connection: {reason}");
+                });
                 break;
             }
         }
     }
     drop(tx);
     let _ = write_loop.await;
-    Ok(())
+}
+
+/// Counts (and logs, at a bounded rate) why a connection's reader stopped.
+fn closing_on_read_error(peer: SocketAddr, error: &ReadError) {
+    match error {
+        ReadError::Closed => {}
+        ReadError::Idle => STATS.idle_connections_closed.record(|_| {
+            tracing::debug!(%peer, "closing idle connection (connections.max.idle.ms)");
+        }),
+        ReadError::TimedOut { .. } => STATS.frame_read_timeouts.record(|t| {
+            tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "closing connection: {error}");
+        }),
+        ReadError::Length(_) => STATS.malformed_requests.record(|t| {
+            tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "closing connection: {error}");
+        }),
+        ReadError::Io(e) => tracing::debug!(%peer, error = %e, "connection ended with an error"),
+    }
+}
+
+/// Writes the responses of one connection in request order, then closes its write side.
+async fn write_responses(
+    mut writer: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Pending>,
+    peer: SocketAddr,
+    muted: Mute,
+    activity: Arc<Activity>,
+    idle_timeout: Duration,
+) -> std::io::Result<()> {
+    while let Some(pending) = rx.recv().await {
+        let reply = pending.await;
+        activity.request_finished();
+        match reply {
+            Ok(Ok(reply)) => {
+                let throttle = Duration::from_millis(reply.throttle_ms.max(0) as u64);
+                if reply.hold_response {
+                    tokio::time::sleep(throttle).await;
+                }
+                // Muted before the response leaves: the client may send its next request the
+                // moment it reads this one, and that request must wait out the throttle.
+                if !throttle.is_zero() {
+                    let until = Instant::now() + throttle;
+                    let mut mute = muted.lock().expect("mute lock");
+                    *mute = Some(mute.map_or(until, |m| m.max(until)));
+                }
+                if let Some(bytes) = reply.bytes {
+                    // A client that stops reading its responses is idle too: it would keep
+                    // this response and the ones queued behind it in memory for ever.
+                    match tokio::time::timeout(idle_timeout, writer.write_all(&bytes)).await {
+                        Ok(written) => written?,
+                        Err(_) => {
+                            STATS.idle_connections_closed.record(|_| {
+                                tracing::debug!(%peer, "closing connection: responses not read (connections.max.idle.ms)");
+                            });
+                            break;
+                        }
+                    }
+                    activity.touch();
+                }
+            }
+            Ok(Err(e)) => {
+                STATS.request_failures.record(|t| {
+                    tracing::warn!(%peer, error = %e, suppressed = t.suppressed, total = t.total, "closing connection: request failed");
+                });
+                break;
+            }
+            Err(e) => {
+                STATS.handler_panics.record(|t| {
+                    tracing::error!(%peer, error = %e, suppressed = t.suppressed, total = t.total, "closing connection: request task panicked");
+                });
+                break;
+            }
+        }
+    }
+    writer.shutdown().await
+}
+
+/// Why `route` closes the connection instead of answering.
+enum Refused {
+    /// The frame is not a request this broker serves (unknown key, version, undecodable).
+    Malformed(String),
+    /// An ordered handler's first stage failed.
+    Failed(String),
 }
 
 /// Checks api key and version against the handler registry, then spawns the handler. An
@@ -149,12 +243,13 @@ async fn serve_connection(
 async fn route(
     ctx: &SharedCtx,
     frame: Bytes,
-    memory: OwnedSemaphorePermit,
+    memory: Reservation,
     client_address: IpAddr,
-) -> Result<Pending, String> {
-    let prefix = codec::peek_prefix(&frame).map_err(|e| e.to_string())?;
+) -> Result<Pending, Refused> {
+    let malformed = |reason: String| Refused::Malformed(reason);
+    let prefix = codec::peek_prefix(&frame).map_err(|e| malformed(e.to_string()))?;
     let Some(handler) = handlers::lookup(prefix.api_key) else {
-        return Err(format!("unknown api key {}", prefix.api_key));
+        return Err(malformed(format!("unknown api key {}", prefix.api_key)));
     };
     let version = prefix.api_version;
     if handler.key == ApiKey::ApiVersions && version > handler.max_version {
@@ -167,26 +262,26 @@ async fn route(
     if handler.key == ApiKey::Produce && version < handler.accepted_min_version {
         // Advertised-only versions still get an answer (every partition UNSUPPORTED_VERSION),
         // never a closed connection; api_version_sweep is the regression test.
-        let answer = kafka_compat::legacy_produce::unsupported_version_response(&frame)?;
+        let answer = kafka_compat::legacy_produce::unsupported_version_response(&frame).map_err(malformed)?;
         return Ok(tokio::spawn(async move {
             drop(memory);
             Ok(Reply::unthrottled(answer))
         }));
     }
     if version < handler.accepted_min_version || version > handler.max_version {
-        return Err(format!(
+        return Err(malformed(format!(
             "{:?} v{version} is not served (accepted v{}..=v{})",
             handler.key, handler.accepted_min_version, handler.max_version
-        ));
+        )));
     }
-    let mut request = codec::decode_request(frame).map_err(|e: DecodeError| e.to_string())?;
+    let mut request = codec::decode_request(frame).map_err(|e: DecodeError| malformed(e.to_string()))?;
     request.client_address = Some(client_address);
     let (key, version, corr) = (request.api_key, request.api_version, request.header.correlation_id);
     let response: HandlerFuture = match handler.run {
         Run::Concurrent(run) => run(ctx.clone(), request),
         Run::Ordered(submit) => match submit(ctx.clone(), request).await {
             Ok(rest) => rest,
-            Err(e) => return Err(format!("{key:?} v{version}: {e:#}")),
+            Err(e) => return Err(Refused::Failed(format!("{key:?} v{version}: {e:#}"))),
         },
     };
     Ok(tokio::spawn(async move {
