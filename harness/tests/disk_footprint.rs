@@ -10,25 +10,26 @@
 //!   written; lowering the reserve lets a librdkafka producer write again, without a restart.
 //! - A node killed and restarted while below the reserve serves reads again, and still refuses
 //!   writes until the reserve is lowered.
+//! - Retention still runs below the reserve: a `retention.bytes` set then deletes the oldest
+//!   segment, moving the log start offset and freeing its blocks.
 //!
 //! The guard is tested through the reserve rather than a really full file system, so it runs
 //! wherever the suite runs (a true ENOSPC would need a small file system of its own).
 
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use harness::batch::{encode_batch, TestRecord};
 use harness::kafka::{client_config, read_partitions};
 use harness::raw_ops::{create_topics_ok, produce, produce_results, BatchFor};
-use harness::{Cluster, RawClient};
+use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::IncrementalAlterConfigsRequest;
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
 const KAFKA_STORAGE_ERROR: i16 = 56;
+const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
@@ -41,45 +42,9 @@ const PARTITION_BYTES_MAX: u64 = 256 * 1024;
 /// A reserve no file system here can meet (1 EiB).
 const RESERVE_UNREACHABLE: &str = "1152921504606846976";
 
-/// Real disk blocks of every file and directory under `dir`.
-fn allocated_bytes(dir: &Path) -> Result<u64> {
-    let mut total = 0;
-    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-        let entry = entry?;
-        let meta = entry.metadata()?;
-        total += meta.blocks() * 512;
-        if meta.is_dir() {
-            total += allocated_bytes(&entry.path())?;
-        }
-    }
-    Ok(total)
-}
-
-/// The `partitions` directories under a node's data directory (one per checkpoint generation).
-fn partition_roots(dir: &Path, found: &mut Vec<std::path::PathBuf>) -> Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.metadata()?.is_dir() {
-            if entry.file_name() == "partitions" {
-                found.push(entry.path());
-            } else {
-                partition_roots(&entry.path(), found)?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Bytes the partition files of node `id` hold on disk.
 fn partition_bytes(cluster: &Cluster, id: u64) -> Result<u64> {
-    let mut roots = Vec::new();
-    partition_roots(&cluster.data_dir(id), &mut roots)?;
-    ensure!(
-        !roots.is_empty(),
-        "node {id} has no partitions directory under {}",
-        cluster.data_dir(id).display()
-    );
-    roots.iter().map(|r| allocated_bytes(r)).sum()
+    harness::disk::partition_file_bytes(&cluster.data_dir(id))
 }
 
 fn one_record(value: &str) -> Result<bytes::Bytes> {
@@ -88,18 +53,29 @@ fn one_record(value: &str) -> Result<bytes::Bytes> {
 
 /// Sets (`Some`) or deletes (`None`) the cluster-wide dynamic `log.dir.free.bytes.min`.
 async fn set_reserve(client: &mut RawClient, value: Option<&str>) -> Result<()> {
+    alter_config(client, RESOURCE_BROKER, "", "log.dir.free.bytes.min", value).await
+}
+
+/// IncrementalAlterConfigs of one config of one resource; fails unless it was applied.
+async fn alter_config(
+    client: &mut RawClient,
+    resource_type: i8,
+    resource: &str,
+    name: &str,
+    value: Option<&str>,
+) -> Result<()> {
     let config = AlterableConfig::default()
-        .with_name(StrBytes::from_static_str("log.dir.free.bytes.min"))
+        .with_name(StrBytes::from_string(name.to_string()))
         .with_config_operation(if value.is_some() { OP_SET } else { OP_DELETE })
         .with_value(value.map(|v| StrBytes::from_string(v.to_string())));
-    let request =
-        IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
-            .with_resource_type(RESOURCE_BROKER)
-            .with_resource_name(StrBytes::default())
-            .with_configs(vec![config])]);
+    let resource_request = AlterConfigsResource::default()
+        .with_resource_type(resource_type)
+        .with_resource_name(StrBytes::from_string(resource.to_string()))
+        .with_configs(vec![config]);
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![resource_request]);
     let response = client.request(1, &request).await?;
     let codes: Vec<i16> = response.responses.iter().map(|r| r.error_code).collect();
-    ensure!(codes == [0], "IncrementalAlterConfigs log.dir.free.bytes.min={value:?}: {response:?}");
+    ensure!(codes == [0], "IncrementalAlterConfigs {resource:?} {name}={value:?}: {response:?}");
     Ok(())
 }
 
@@ -243,5 +219,63 @@ async fn restart_scenario(cluster: &mut Cluster) -> Result<()> {
     set_reserve(&mut client, None).await?;
     send(&producer, "kept", 0, "d").await?;
     ensure!(read_values(&cluster.bootstrap(), "kept")? == ["a", "b", "c", "d"]);
+    Ok(())
+}
+
+/// Kafka's minimum `segment.bytes`, and records that fill more than one segment of it.
+const SMALL_SEGMENT_BYTES: &str = "1048576";
+const LARGE_RECORD_BYTES: usize = 100 * 1024;
+const LARGE_RECORDS: usize = 16;
+/// How long retention may take to act once allowed (it runs every 100 ms here).
+const RETENTION_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Issue 13 reproduction 6 asks that retention still run on a full disk, since deleting
+/// segments is what frees space: below the reserve, a `retention.bytes` set on the topic
+/// (an alteration, which the guard lets through) deletes its oldest segment on every node.
+#[tokio::test(flavor = "multi_thread")]
+async fn retention_frees_segments_below_the_free_space_reserve() {
+    let options = ClusterOptions::new(3).config("log.retention.check.interval.ms", 100);
+    let mut cluster = Cluster::start_with(options).expect("starting 3 nodes");
+    let result = retention_scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn retention_scenario(cluster: &mut Cluster) -> Result<()> {
+    let leader = cluster.leader()?;
+    let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
+    create_topics_ok(&mut client, &[("trimmed", 1)]).await?;
+    alter_config(&mut client, RESOURCE_TOPIC, "trimmed", "segment.bytes", Some(SMALL_SEGMENT_BYTES)).await?;
+    let producer = producer(&cluster.bootstrap())?;
+    let value = "v".repeat(LARGE_RECORD_BYTES);
+    for _ in 0..LARGE_RECORDS {
+        send(&producer, "trimmed", 0, &value).await?;
+    }
+    cluster.assert_digests_equal()?;
+    let before: Vec<u64> =
+        cluster.ids().iter().map(|id| partition_bytes(cluster, *id)).collect::<Result<_>>()?;
+
+    set_reserve(&mut client, Some(RESERVE_UNREACHABLE)).await?;
+    alter_config(&mut client, RESOURCE_TOPIC, "trimmed", "retention.bytes", Some("1")).await?;
+    let consumer: rdkafka::consumer::BaseConsumer = client_config(&cluster.bootstrap()).create()?;
+    let deadline = std::time::Instant::now() + RETENTION_DEADLINE;
+    let low = loop {
+        let (low, _) =
+            rdkafka::consumer::Consumer::fetch_watermarks(&consumer, "trimmed", 0, Duration::from_secs(10))?;
+        if low > 0 || std::time::Instant::now() > deadline {
+            break low;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    ensure!(low > 0, "retention did not move the log start below the reserve");
+    cluster.assert_digests_equal()?;
+    for (id, before) in cluster.ids().into_iter().zip(before) {
+        let after = partition_bytes(cluster, id)?;
+        ensure!(
+            after < before,
+            "node {id}: partition files hold {after} bytes after retention, {before} before"
+        );
+    }
+    let code = raw_produce_code(&mut client, "trimmed", "refused").await?;
+    ensure!(code == KAFKA_STORAGE_ERROR, "still below the reserve: error code {code}");
     Ok(())
 }
