@@ -52,8 +52,8 @@ done
 
 cluster_dir="$(mktemp -d "${TMPDIR:-/tmp}/kgo-onelog.XXXXXX")"
 export ONELOG_CLUSTER_DIR="$cluster_dir" ONELOG_BASE_PORT="$base_port"
-# Every partition preallocates a segment per node on first write: the suite's topics have up
-# to 31 partitions, so segments are Kafka's minimum, 1 MiB.
+# Segments are Kafka's minimum, 1 MiB: a leftover from when every partition preallocated a
+# whole segment per node (the suite's topics have up to 31 partitions); now only a small step.
 export ONELOG_CONFIGS="log.segment.bytes=1048576 group.initial.rebalance.delay.ms=0 ${ONELOG_CONFIGS:-}"
 cleanup() {
     "$repo/scripts/cluster.sh" down >/dev/null 2>&1 || true

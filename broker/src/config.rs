@@ -99,6 +99,17 @@ const BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
     ("group.max.size", "2147483647", ConfigType::Int),
 ];
 
+/// Broker-only configs that may change at run time (IncrementalAlterConfigs / AlterConfigs on
+/// a broker id or the cluster default), read per request through [`BrokerConfig::dynamic_int`].
+const DYNAMIC_BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
+    // Free bytes the data directory's file system must keep: below it the leader refuses
+    // Produce with KAFKA_STORAGE_ERROR (see `storage::free_space`). onelog's own name (Kafka
+    // has no such guard; it takes the log dir offline on the first failed write). 1 GiB keeps
+    // room for the Raft log's two preallocated 64 MiB segments, checkpoints and retention; 0
+    // turns the guard off.
+    ("log.dir.free.bytes.min", "1073741824", ConfigType::Long),
+];
+
 /// Effective broker configuration: every known key with its value and whether it was set
 /// (for DescribeConfigs), and the same values typed.
 #[derive(Debug, Clone)]
@@ -125,6 +136,11 @@ pub struct Settings {
     pub message_max_bytes: i64,
     /// `log.segment.bytes`, at least 1 KiB.
     pub log_segment_bytes: u64,
+    /// `log.dir.free.bytes.min` at start-up (the dynamic value, if any, wins per request).
+    pub log_dir_free_bytes_min: i64,
+    /// `log.preallocate`: reserve a whole segment's blocks when it is created (Kafka's default,
+    /// and onelog's, is off: blocks are reserved step by step as the segment fills).
+    pub log_preallocate: bool,
     pub log_retention_ms: i64,
     pub log_retention_bytes: i64,
     pub log_retention_check_interval_ms: u64,
@@ -205,6 +221,8 @@ impl Settings {
             delete_topic_enable: c.bool("delete.topic.enable")?,
             message_max_bytes: c.int("message.max.bytes")?,
             log_segment_bytes: c.int("log.segment.bytes")?.max(1024) as u64,
+            log_preallocate: c.bool("log.preallocate")?,
+            log_dir_free_bytes_min: c.int("log.dir.free.bytes.min")?.max(0),
             log_retention_ms: c.int("log.retention.ms")?,
             log_retention_bytes: c.int("log.retention.bytes")?,
             log_retention_check_interval_ms: c.int("log.retention.check.interval.ms")?.max(100) as u64,
@@ -250,7 +268,7 @@ impl Settings {
 impl BrokerConfig {
     pub fn from_overrides(overrides: &[String]) -> anyhow::Result<Self> {
         let mut values = BTreeMap::new();
-        for (key, default, ty) in BROKER_CONFIGS {
+        for (key, default, ty) in BROKER_CONFIGS.iter().chain(DYNAMIC_BROKER_CONFIGS) {
             values.insert(key.to_string(), (default.to_string(), false, *ty));
         }
         for def in TOPIC_CONFIGS {
@@ -324,6 +342,7 @@ impl BrokerConfig {
     pub fn default_of(&self, key: &str) -> Option<&'static str> {
         BROKER_CONFIGS
             .iter()
+            .chain(DYNAMIC_BROKER_CONFIGS)
             .find(|(k, _, _)| *k == key)
             .map(|(_, d, _)| *d)
             .or_else(|| TOPIC_CONFIGS.iter().find(|d| d.broker_name == key).map(|d| d.default))

@@ -188,3 +188,12 @@ pub const TXN_PARTITIONS_MAX: usize = 10_000;
 /// Most partitions one DescribeTopicPartitions response carries (Kafka's default
 /// `max.request.partition.size.limit`); a client asking more gets a cursor to continue.
 pub const DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX: i32 = 2_000;
+
+/// Disk blocks a partition segment reserves (fallocate) at a time ahead of its write position:
+/// the first step, and the largest. Each step doubles what the segment already holds, so a
+/// one-record partition costs the first step (plus its directories) and a busy one makes a
+/// fallocate call every few MiB. Partition files are not fsynced on the write path (DESIGN §3),
+/// so growing them costs no fdatasync time; the Raft log keeps its full preallocation.
+pub const SEGMENT_ALLOCATION_STEP_BYTES_MIN: u64 = 64 * 1024;
+pub const SEGMENT_ALLOCATION_STEP_BYTES_MAX: u64 = 8 * 1024 * 1024;
+const _: () = assert!(SEGMENT_ALLOCATION_STEP_BYTES_MIN <= SEGMENT_ALLOCATION_STEP_BYTES_MAX);

@@ -1,6 +1,6 @@
 //! Test and benchmark tools for onelog: broker and cluster process control, a raw Kafka client
 //! for inputs real clients never send, rdkafka helpers, a producer load that runs through faults,
-//! the admin API client, the atomic multi-topic write, transactional producers and readers,
+//! the admin API client, on-disk footprint measurement, the atomic multi-topic write, transactional producers and readers,
 //! and the Java scenario drivers.
 //!
 //! The integration tests in `tests/` and the `onelog-bench` binary are built from these parts;
@@ -13,6 +13,7 @@ pub mod bench;
 pub mod check;
 pub mod cluster;
 pub mod codec;
+pub mod disk;
 pub mod java;
 pub mod kafka;
 pub mod load;

@@ -24,7 +24,8 @@ use kafka_protocol::protocol::Decodable;
 mod sweep_builders;
 use sweep_builders::{build, Fixture};
 
-/// Keeps the three nodes' preallocated segments small (see DESIGN, disk).
+/// Kafka's minimum segment size, so segments roll early; disk is not the reason any more (a
+/// partition reserves its blocks step by step, README "Design choices").
 const SEGMENT_BYTES: u32 = 1024 * 1024;
 /// Produce versions advertised but answered UNSUPPORTED_VERSION (kafka-protocol cannot encode them).
 const LEGACY_PRODUCE_VERSIONS: std::ops::RangeInclusive<i16> = 0..=2;

@@ -42,7 +42,8 @@ use ConfigType::{Boolean, Double, Int, List, Long};
 const STRING: ConfigType = ConfigType::String;
 
 /// Every topic config onelog accepts. Segment size defaults to 128 MiB rather than Kafka's
-/// 1 GiB because onelog preallocates segment files.
+/// 1 GiB (onelog used to preallocate whole segments; it now reserves blocks step by step
+/// unless `preallocate` is set).
 pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("cleanup.policy", "log.cleanup.policy", "delete", List, false),
     def("compression.type", "compression.type", "producer", STRING, false),
@@ -71,7 +72,7 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", "0.5", Double, false),
     def("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", "0", Long, false),
     def("min.insync.replicas", "min.insync.replicas", "1", Int, false),
-    def("preallocate", "log.preallocate", "true", Boolean, false),
+    def("preallocate", "log.preallocate", "false", Boolean, true),
     def("retention.bytes", "log.retention.bytes", "-1", Long, true),
     def("retention.ms", "log.retention.ms", "604800000", Long, true),
     def("segment.bytes", "log.segment.bytes", "134217728", Int, true),

@@ -10,6 +10,9 @@
 //!
 //! Idempotent batches (KIP-98) are sequence-checked by the proposer; each partition's answer
 //! (its error, its offset, or a duplicate's original offset) comes back per partition.
+//!
+//! While the data directory has less free space than `log.dir.free.bytes.min`, every partition
+//! gets KAFKA_STORAGE_ERROR, which clients retry (see `storage::free_space`).
 
 use std::time::Duration;
 
@@ -65,6 +68,7 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     let mut appends = Vec::new();
     let mut owners = Vec::new(); // slot index of each append
     let not_leader = !ctx.is_leader();
+    let disk_full = if not_leader { None } else { disk_refusal(&ctx) };
     for topic in body.topic_data {
         let name = topic.name.0.to_string();
         for p in topic.partition_data {
@@ -82,6 +86,8 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
                 Err(Refused::from((error_code::NOT_LEADER_OR_FOLLOWER, None)))
             } else if !(acks == 0 || acks == 1 || acks == -1) {
                 Err(Refused::from((error_code::INVALID_REQUIRED_ACKS, None)))
+            } else if let Some(why) = &disk_full {
+                Err(Refused::from((error_code::KAFKA_STORAGE_ERROR, Some(why.clone()))))
             } else {
                 check_partition(&ctx, &name, p.index, p.records.unwrap_or_default(), req.api_version)
             };
@@ -137,6 +143,15 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
         }
         Ok(Some(ResponseKind::Produce(response(slots).with_throttle_time_ms(throttle_ms))))
     }))
+}
+
+/// Why the data directory cannot take more client data now, if it cannot: the reserve is
+/// this node's dynamic `log.dir.free.bytes.min` (or the cluster default, or the static value).
+fn disk_refusal(ctx: &Ctx) -> Option<String> {
+    let static_reserve = ctx.config.settings.log_dir_free_bytes_min;
+    let reserve =
+        ctx.applied.state(|state| ctx.config.dynamic_int(state, "log.dir.free.bytes.min", static_reserve));
+    crate::storage::free_space::refusal(&ctx.data_dir, reserve.max(0) as u64)
 }
 
 /// Counts the request's record bytes against the client's `producer_byte_rate` (Kafka counts

@@ -13,6 +13,14 @@ use kafka_compat::batch::parse_header;
 
 use super::segment::{IndexEntry, Segment};
 
+/// How a partition's new segments are made: `segment.bytes` and `preallocate` of its topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentPolicy {
+    pub segment_bytes: u64,
+    /// Reserve the whole segment at creation (`log.preallocate`), not step by step.
+    pub preallocate: bool,
+}
+
 pub struct PartitionLog {
     dir: PathBuf,
     segments: Vec<Segment>,
@@ -59,17 +67,16 @@ impl PartitionLog {
         self.segments.iter().rev().find_map(|s| s.last_offset()).map(|o| o + 1)
     }
 
-    /// Appends one stamped batch, rolling to a new preallocated segment when the active one
-    /// is full.
-    pub fn append(&mut self, batch: &[u8], segment_bytes: u64) -> io::Result<()> {
+    /// Appends one stamped batch, rolling to a new segment when the active one is full.
+    pub fn append(&mut self, batch: &[u8], policy: SegmentPolicy) -> io::Result<()> {
         let header = parse_header(batch).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         let need_roll = self.segments.last().is_none_or(|s| !s.has_room(batch.len()));
         if need_roll {
             if let Some(active) = self.segments.last_mut() {
                 active.seal()?;
             }
-            let capacity = segment_bytes.max(batch.len() as u64);
-            self.segments.push(Segment::create(&self.dir, header.base_offset, capacity)?);
+            let capacity = policy.segment_bytes.max(batch.len() as u64);
+            self.segments.push(Segment::create(&self.dir, header.base_offset, capacity, policy.preallocate)?);
         }
         let entry = IndexEntry {
             base_offset: header.base_offset,

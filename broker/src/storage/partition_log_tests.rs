@@ -18,9 +18,13 @@ fn batch(base_offset: i64, records: i64, value_bytes: usize) -> Bytes {
     })
 }
 
+fn sized(segment_bytes: u64) -> SegmentPolicy {
+    SegmentPolicy { segment_bytes, preallocate: false }
+}
+
 fn fill(log: &mut PartitionLog, batches: i64, segment_bytes: u64) {
     for i in 0..batches {
-        log.append(&batch(i * 2, 2, 100), segment_bytes).expect("append");
+        log.append(&batch(i * 2, 2, 100), sized(segment_bytes)).expect("append");
     }
 }
 
@@ -53,7 +57,7 @@ fn reopen_truncates_to_the_checkpoint_and_keeps_appending() {
     let mut log = PartitionLog::open(dir.path(), 0, 40).unwrap();
     assert_eq!(log.log_end_offset(), Some(40));
     assert!(log.read(40, 10_000, i64::MAX).unwrap().is_none());
-    log.append(&batch(40, 3, 10), 2048).unwrap();
+    log.append(&batch(40, 3, 10), sized(2048)).unwrap();
     drop(log);
     let log = PartitionLog::open(dir.path(), 0, 43).unwrap();
     assert_eq!(log.log_end_offset(), Some(43));
@@ -74,4 +78,64 @@ fn trim_deletes_only_whole_sealed_segments() {
     drop(log);
     let log = PartitionLog::open(dir.path(), second_base + 1, 100).unwrap();
     assert_eq!(log.log_end_offset(), Some(100));
+}
+
+/// Blocks the segment files of `dir` really hold (`st_blocks` × 512), not their length.
+fn allocated_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().metadata().unwrap().blocks() * 512).sum()
+}
+
+const SEGMENT_128_MIB: u64 = 128 * 1024 * 1024;
+
+#[test]
+fn a_one_record_partition_reserves_one_step_not_a_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = PartitionLog::open(dir.path(), 0, 0).unwrap();
+    log.append(&batch(0, 1, 100), sized(SEGMENT_128_MIB)).unwrap();
+    let held = allocated_bytes(dir.path());
+    assert!(held <= 2 * crate::limits::SEGMENT_ALLOCATION_STEP_BYTES_MIN, "one record holds {held} bytes");
+    // Growing past the first step reserves more, in doubling steps, and stays readable.
+    for i in 1..2_000 {
+        log.append(&batch(i, 1, 100), sized(SEGMENT_128_MIB)).unwrap();
+    }
+    let written = log.total_bytes();
+    let held = allocated_bytes(dir.path());
+    assert!(
+        held >= written && held <= 2 * written + crate::limits::SEGMENT_ALLOCATION_STEP_BYTES_MIN,
+        "{written} bytes written hold {held}"
+    );
+    assert!(log.read(1_999, 10_000, 2_000).unwrap().is_some());
+}
+
+#[test]
+fn log_preallocate_reserves_the_whole_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = PartitionLog::open(dir.path(), 0, 0).unwrap();
+    let policy = SegmentPolicy { segment_bytes: 4 * 1024 * 1024, preallocate: true };
+    log.append(&batch(0, 1, 100), policy).unwrap();
+    assert!(allocated_bytes(dir.path()) >= 4 * 1024 * 1024);
+}
+
+#[test]
+fn a_sparse_segment_reopens_at_its_written_end_and_reserves_nothing_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = PartitionLog::open(dir.path(), 0, 0).unwrap();
+    for i in 0..10 {
+        log.append(&batch(i, 1, 100), sized(SEGMENT_128_MIB)).unwrap();
+    }
+    drop(log); // no flush: as after kill -9, the page cache still holds the bytes
+    let held = allocated_bytes(dir.path());
+    let step = crate::limits::SEGMENT_ALLOCATION_STEP_BYTES_MIN;
+    // A checkpoint at 6: the tail is cut, and the scan stops at the written end of a file
+    // whose length is the whole segment.
+    let mut log = PartitionLog::open(dir.path(), 0, 6).unwrap();
+    assert_eq!(log.log_end_offset(), Some(6));
+    assert!(allocated_bytes(dir.path()) <= held);
+    log.append(&batch(6, 1, 100), sized(SEGMENT_128_MIB)).unwrap();
+    drop(log);
+    let log = PartitionLog::open(dir.path(), 0, 7).unwrap();
+    assert_eq!(log.log_end_offset(), Some(7));
+    // The next append reserved one step from the written end, not the rest of the segment.
+    assert!(allocated_bytes(dir.path()) <= held + step);
 }

@@ -9,6 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::partition_log::SegmentPolicy;
 use crate::config::BrokerConfig;
 use crate::fault;
 use onelog_state::BrokerState;
@@ -18,13 +19,13 @@ pub type SharedLog = Arc<Mutex<super::partition_log::PartitionLog>>;
 
 pub struct Partitions {
     root: PathBuf,
-    segment_bytes_default: u64,
+    policy_default: SegmentPolicy,
     logs: BTreeMap<([u8; 16], i32), SharedLog>,
-    /// Segment size per topic, from its `segment.bytes` config.
-    segment_bytes: BTreeMap<[u8; 16], u64>,
-    /// This node's broker id, for its dynamic `log.segment.bytes`.
+    /// How each topic makes segments, from its `segment.bytes` and `preallocate` configs.
+    policies: BTreeMap<[u8; 16], SegmentPolicy>,
+    /// This node's broker id, for its dynamic `log.segment.bytes` and `log.preallocate`.
     node_id: i32,
-    /// `DynamicConfigs::changes` when `segment_bytes` was last computed: an alteration of
+    /// `DynamicConfigs::changes` when `policies` was last computed: an alteration of
     /// `segment.bytes` or `log.segment.bytes` sizes the segments rolled after it.
     configs_seen: u64,
 }
@@ -38,12 +39,15 @@ impl Partitions {
     /// directories of topics the checkpoint does not know (the Raft log re-creates them).
     pub fn open(root: &Path, state: &BrokerState, config: &BrokerConfig) -> io::Result<Partitions> {
         std::fs::create_dir_all(root)?;
-        let segment_bytes_default = config.settings.log_segment_bytes;
+        let policy_default = SegmentPolicy {
+            segment_bytes: config.settings.log_segment_bytes,
+            preallocate: config.settings.log_preallocate,
+        };
         let mut partitions = Partitions {
             root: root.to_path_buf(),
-            segment_bytes_default,
+            policy_default,
             logs: BTreeMap::new(),
-            segment_bytes: BTreeMap::new(),
+            policies: BTreeMap::new(),
             node_id: config.node_id,
             configs_seen: state.configs.changes,
         };
@@ -57,7 +61,7 @@ impl Partitions {
             }
         }
         for (name, topic) in &state.topics {
-            partitions.remember_segment_bytes(state, &topic.topic_id);
+            partitions.remember_policy(state, &topic.topic_id);
             for (p, ps) in topic.partitions.iter().enumerate() {
                 let dir = partitions.dir(&topic.topic_id, p as i32);
                 let log =
@@ -81,14 +85,29 @@ impl Partitions {
         root.join(hex(topic_id)).join(partition.to_string())
     }
 
-    fn remember_segment_bytes(&mut self, state: &BrokerState, topic_id: &[u8; 16]) {
-        let configured = state
-            .topic_by_id(topic_id)
-            .and_then(|(_, t)| t.configs.get("segment.bytes"))
-            .and_then(|v| v.parse::<u64>().ok());
-        let dynamic = state.configs.broker_value(self.node_id, "log.segment.bytes");
-        let default = dynamic.and_then(|(v, _)| v.parse::<u64>().ok()).unwrap_or(self.segment_bytes_default);
-        self.segment_bytes.insert(*topic_id, configured.unwrap_or(default).max(1024));
+    /// A topic's config `key`, else this node's dynamic `broker_key`, parsed.
+    fn configured<T: std::str::FromStr>(
+        &self,
+        state: &BrokerState,
+        topic_id: &[u8; 16],
+        key: &str,
+        broker_key: &str,
+    ) -> Option<T> {
+        let topic = state.topic_by_id(topic_id).and_then(|(_, t)| t.configs.get(key));
+        topic.and_then(|v| v.trim().parse().ok()).or_else(|| {
+            state.configs.broker_value(self.node_id, broker_key).and_then(|(v, _)| v.trim().parse().ok())
+        })
+    }
+
+    fn remember_policy(&mut self, state: &BrokerState, topic_id: &[u8; 16]) {
+        let segment_bytes = self
+            .configured(state, topic_id, "segment.bytes", "log.segment.bytes")
+            .unwrap_or(self.policy_default.segment_bytes);
+        let preallocate = self
+            .configured(state, topic_id, "preallocate", "log.preallocate")
+            .unwrap_or(self.policy_default.preallocate);
+        self.policies
+            .insert(*topic_id, SegmentPolicy { segment_bytes: segment_bytes.max(1024), preallocate });
     }
 
     /// Recomputes every topic's segment size after a config alteration.
@@ -99,7 +118,7 @@ impl Partitions {
         self.configs_seen = state.configs.changes;
         let ids: Vec<[u8; 16]> = state.topics.values().map(|t| t.topic_id).collect();
         for id in ids {
-            self.remember_segment_bytes(state, &id);
+            self.remember_policy(state, &id);
         }
     }
 
@@ -114,7 +133,7 @@ impl Partitions {
         for effect in effects {
             match effect {
                 Effect::CreatePartitionLog { topic_id, partition } => {
-                    self.remember_segment_bytes(state, topic_id);
+                    self.remember_policy(state, topic_id);
                     let log =
                         super::partition_log::PartitionLog::open(&self.dir(topic_id, *partition), 0, 0)?;
                     self.logs.insert((*topic_id, *partition), Arc::new(Mutex::new(log)));
@@ -126,10 +145,9 @@ impl Partitions {
                         }
                         topics_written.push(*topic_id);
                     }
-                    let segment_bytes =
-                        self.segment_bytes.get(topic_id).copied().unwrap_or(self.segment_bytes_default);
+                    let policy = self.policies.get(topic_id).copied().unwrap_or(self.policy_default);
                     let log = self.get(topic_id, *partition).ok_or_else(|| missing(topic_id, *partition))?;
-                    log.lock().expect("partition lock").append(batch, segment_bytes)?;
+                    log.lock().expect("partition lock").append(batch, policy)?;
                 }
                 Effect::DeleteTopicLogs { topic_id } => self.delete_topic(topic_id)?,
                 Effect::TrimLog { topic_id, partition, log_start_offset } => {
@@ -147,7 +165,7 @@ impl Partitions {
         for key in keys {
             self.logs.remove(&key);
         }
-        self.segment_bytes.remove(topic_id);
+        self.policies.remove(topic_id);
         let dir = self.root.join(hex(topic_id));
         match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),

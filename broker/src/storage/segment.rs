@@ -1,9 +1,15 @@
-//! One partition segment file: preallocated, holding record batches back to back, exactly as
-//! stamped by the leader, plus its in-memory offset/time index.
+//! One partition segment file, holding record batches back to back, exactly as stamped by the
+//! leader, plus its in-memory offset/time index.
 //!
-//! Files are preallocated (fallocate) so appends never grow the file; the bytes after the last
-//! batch read as zeros, which is how a scan finds the end. A sealed segment's index is written
-//! next to it (`.index`, CRC-protected) so start-up loads it instead of scanning the segment.
+//! A file is created sparse at its full `segment.bytes` length, so its size never changes and
+//! the bytes after the last batch read as zeros, which is how a scan finds the end after a
+//! crash. Disk blocks are reserved (fallocate) in steps just ahead of the write position, so
+//! an empty or one-record partition costs one small step, not a whole segment (DESIGN §3;
+//! Kafka's `log.preallocate` is off by default too), and a full disk shows as ENOSPC from
+//! fallocate at append rather than as a failed write-back of dirty pages later.
+//! `log.preallocate=true` (the topic's `preallocate`) reserves the whole segment at creation,
+//! as before. A sealed segment's index is written next to it (`.index`, CRC-protected) so
+//! start-up loads it instead of scanning the segment.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -12,6 +18,8 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use kafka_compat::batch::{parse_header, BATCH_HEADER_BYTES};
+
+use crate::limits::{SEGMENT_ALLOCATION_STEP_BYTES_MAX, SEGMENT_ALLOCATION_STEP_BYTES_MIN};
 
 /// One batch in a segment: the offset index and the time index in one entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +60,8 @@ pub struct Segment {
     file: File,
     pub written_bytes: u64,
     pub capacity_bytes: u64,
+    /// Bytes from the start of the file whose blocks are known to be reserved.
+    allocated_bytes: u64,
     pub index: Vec<IndexEntry>,
     dirty: bool,
 }
@@ -64,35 +74,44 @@ fn index_path(segment: &Path) -> PathBuf {
     segment.with_extension("index")
 }
 
-/// Reserves `len` bytes for the file so appends do not change its size (and fdatasync need
-/// not write metadata). Falls back to a sparse file where fallocate is unsupported.
-fn preallocate(file: &File, len: u64) -> io::Result<()> {
+/// Reserves the blocks of `[from, to)` without changing the file's size. Where fallocate is
+/// unsupported the range simply stays sparse (blocks are then taken at write-back).
+fn reserve(file: &File, from: u64, to: u64) -> io::Result<()> {
+    if to <= from {
+        return Ok(());
+    }
     // SAFETY: plain syscall on a valid, owned fd.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, from as libc::off_t, (to - from) as libc::off_t) };
     if rc != 0 {
         let err = io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::EOPNOTSUPP) {
             return Err(err);
         }
-        file.set_len(len)?;
     }
     Ok(())
 }
 
-/// Makes `[from, to)` read as zeros again (punch a hole, then re-reserve the space). Unlike
-/// raft-store's zero fill, which must keep its pre-written blocks written for cheap fdatasync,
-/// partition segments are never fsynced on the write path, so a hole is fine and free.
+/// How far to reserve when a write must end at `end`: the next step doubles what is already
+/// reserved (between the step limits), so a busy segment needs few fallocate calls and an idle
+/// one holds little.
+fn next_allocation(allocated: u64, end: u64, capacity: u64) -> u64 {
+    let step = allocated.clamp(SEGMENT_ALLOCATION_STEP_BYTES_MIN, SEGMENT_ALLOCATION_STEP_BYTES_MAX);
+    end.max(allocated + step).min(capacity.max(end))
+}
+
+/// Makes `[from, to)` read as zeros again by punching a hole, which also frees its blocks
+/// (the next appends reserve them again, step by step). Unlike raft-store's zero fill, which
+/// must keep its pre-written blocks written for cheap fdatasync, partition segments are never
+/// fsynced on the write path, so a hole is fine and free.
 fn punch_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
     if to <= from {
         return Ok(());
     }
     let fd = file.as_raw_fd();
     let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-    // SAFETY: plain syscalls on a valid, owned fd.
+    // SAFETY: plain syscall on a valid, owned fd.
     let punched = unsafe { libc::fallocate(fd, mode, from as libc::off_t, (to - from) as libc::off_t) } == 0;
     if punched {
-        // SAFETY: as above.
-        unsafe { libc::fallocate(fd, 0, from as libc::off_t, (to - from) as libc::off_t) };
         return Ok(());
     }
     let zeros = vec![0u8; 1 << 20];
@@ -106,10 +125,19 @@ fn punch_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
 }
 
 impl Segment {
-    pub fn create(dir: &Path, base_offset: i64, capacity_bytes: u64) -> io::Result<Segment> {
+    /// Creates a segment of `capacity_bytes`, reserving all of it when `preallocate`, else
+    /// none until the first append.
+    pub fn create(
+        dir: &Path,
+        base_offset: i64,
+        capacity_bytes: u64,
+        preallocate: bool,
+    ) -> io::Result<Segment> {
         let path = segment_path(dir, base_offset);
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
-        preallocate(&file, capacity_bytes)?;
+        file.set_len(capacity_bytes)?;
+        let allocated_bytes = if preallocate { capacity_bytes } else { 0 };
+        reserve(&file, 0, allocated_bytes)?;
         raft_store::fsync_dir(dir)?;
         Ok(Segment {
             base_offset,
@@ -117,6 +145,7 @@ impl Segment {
             file,
             written_bytes: 0,
             capacity_bytes,
+            allocated_bytes,
             index: Vec::new(),
             dirty: true,
         })
@@ -133,6 +162,7 @@ impl Segment {
             file,
             written_bytes: 0,
             capacity_bytes,
+            allocated_bytes: 0,
             index: Vec::new(),
             dirty: false,
         };
@@ -140,6 +170,9 @@ impl Segment {
         if !loaded {
             segment.scan(end_offset)?;
         }
+        // Whatever lies past the written end may be a hole: the next append reserves from
+        // there (reserving blocks already held costs nothing), so reopening allocates nothing.
+        segment.allocated_bytes = segment.written_bytes;
         Ok(segment)
     }
 
@@ -209,6 +242,12 @@ impl Segment {
     }
 
     pub fn append(&mut self, batch: &[u8], entry: IndexEntry) -> io::Result<()> {
+        let end = self.written_bytes + batch.len() as u64;
+        if end > self.allocated_bytes {
+            let to = next_allocation(self.allocated_bytes, end, self.capacity_bytes);
+            reserve(&self.file, self.allocated_bytes, to)?;
+            self.allocated_bytes = to;
+        }
         self.file.write_all_at(batch, self.written_bytes)?;
         self.index.push(IndexEntry { position: self.written_bytes, ..entry });
         self.written_bytes += batch.len() as u64;

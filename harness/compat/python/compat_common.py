@@ -42,7 +42,8 @@ BOOTSTRAP = os.environ.get("COMPAT_BOOTSTRAP", "127.0.0.1:19092")
 PREFIX = os.environ.get("COMPAT_PREFIX", "compat-py-%d" % os.getpid())
 TIMEOUT_S = float(os.environ.get("COMPAT_TIMEOUT_S", "60"))
 KILL_LEADER = os.environ.get("COMPAT_KILL_LEADER", "")
-# Small segments: every partition preallocates a segment per node on first write.
+# Small segments (Kafka's minimum): a leftover from when every partition preallocated a whole
+# segment per node; partitions now reserve blocks step by step, so it only makes segments roll.
 TOPIC_CONFIGS = {"segment.bytes": "1048576"}
 
 

@@ -34,6 +34,9 @@ enum Command {
     Produce(ProduceArgs),
     /// Transactional against idempotent produce (two partitions per unit), side by side.
     Txn(ProduceArgs),
+    /// Disk footprint: one-record partitions with and without whole-segment preallocation
+    /// on spawned release clusters, side by side (issue 13).
+    Disk(DiskArgs),
     /// Only the floor: loopback TCP round trip and fdatasync of a preallocated file.
     Floor {
         /// Directory for the fdatasync file; the system temp directory by default.
@@ -72,10 +75,26 @@ struct ProduceArgs {
     sync_dir: Option<PathBuf>,
 }
 
+#[derive(Args)]
+struct DiskArgs {
+    #[arg(long, default_value_t = 3)]
+    nodes: u64,
+    #[arg(long, default_value_t = 1000)]
+    partitions: i32,
+    #[arg(long, default_value_t = 100)]
+    record_bytes: usize,
+    /// `log.segment.bytes` of the old-footprint run: whole 128 MiB segments for 1,000
+    /// partitions on 3 nodes would need 375 GiB, so the old footprint runs at this size (and
+    /// the new one too, beside the default 128 MiB).
+    #[arg(long, default_value_t = 1024 * 1024)]
+    old_segment_bytes: u64,
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Produce(args) => produce(args).await,
+        Command::Disk(args) => disk(args).await,
         Command::Txn(args) => txn(args).await,
         Command::Floor { sync_dir } => {
             let sync_dir = sync_dir.unwrap_or_else(std::env::temp_dir);
@@ -201,6 +220,77 @@ async fn txn(args: ProduceArgs) -> Result<()> {
             txn.units_per_s / idem.units_per_s
         );
         line("transactional", &txn, &ratios);
+    }
+    Ok(())
+}
+
+/// `disk`: the three variants one after another, then the fdatasync of each way to grow a file.
+async fn disk(args: DiskArgs) -> Result<()> {
+    use harness::bench::disk::{fdatasync_by_growth, run, sync_dir, Growth, Variant};
+    let binary = onelog_binary("release")?;
+    let default_segment_bytes = 128 * 1024 * 1024;
+    let variants = [
+        Variant {
+            name: "old: log.preallocate=true",
+            segment_bytes: args.old_segment_bytes,
+            preallocate: true,
+        },
+        Variant { name: "new: reserved in steps", segment_bytes: args.old_segment_bytes, preallocate: false },
+        Variant { name: "new: reserved in steps", segment_bytes: default_segment_bytes, preallocate: false },
+    ];
+    let mut rows = Vec::new();
+    for variant in variants {
+        rows.push(run(&binary, args.nodes, args.partitions, args.record_bytes, variant).await?);
+    }
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!(
+        "
+disk: {} one-record partitions ({} B records) on {} nodes, produce acks=all one record at a time
+",
+        args.partitions, args.record_bytes, args.nodes
+    );
+    println!("| footprint | log.segment.bytes | partition files per node, MiB | per partition per node, KiB | data dir per node, MiB | 1st record p50 / p99 ms | 2nd record p50 / p99 ms |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for row in &rows {
+        let files: Vec<String> = row.per_node.iter().map(|(p, _)| format!("{:.1}", mib(*p))).collect();
+        let data: Vec<String> = row.per_node.iter().map(|(_, d)| format!("{:.1}", mib(*d))).collect();
+        let max_files = row.per_node.iter().map(|(p, _)| *p).max().unwrap_or(0);
+        println!(
+            "| {} | {} | {} | {:.1} | {} | {:.3} / {:.3} | {:.3} / {:.3} |",
+            row.variant.name,
+            row.variant.segment_bytes,
+            files.join(" / "),
+            max_files as f64 / 1024.0 / args.partitions.max(1) as f64,
+            data.join(" / "),
+            row.first.p50_ms,
+            row.first.p99_ms,
+            row.second.p50_ms,
+            row.second.p99_ms
+        );
+    }
+    let old =
+        rows[0].per_node.iter().map(|(p, _)| *p).max().unwrap_or(0) as f64 / args.partitions.max(1) as f64;
+    println!(
+        "
+old footprint at the default log.segment.bytes ({default_segment_bytes}): {:.0} MiB per partition per node, {:.1} GiB per node for {} partitions (computed, not run)",
+        mib(default_segment_bytes) * (old / args.old_segment_bytes as f64),
+        mib(default_segment_bytes) * (old / args.old_segment_bytes as f64) * args.partitions as f64 / 1024.0,
+        args.partitions
+    );
+    let dir = sync_dir();
+    println!(
+        "
+| 4 KiB write + fdatasync, file in {} | samples | p50 ms | p99 ms |",
+        dir.display()
+    );
+    println!("|---|---:|---:|---:|");
+    for (name, growth) in [
+        ("pre-written (Raft log segments)", Growth::PreWritten),
+        ("sparse, fallocate in 64 KiB steps (partition segments)", Growth::ReservedSteps),
+        ("appending, file grows", Growth::Appending),
+    ] {
+        let p = fdatasync_by_growth(&dir, growth)?;
+        println!("| {name} | {} | {:.3} | {:.3} |", p.samples, p.p50_ms, p.p99_ms);
     }
     Ok(())
 }

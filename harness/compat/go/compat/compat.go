@@ -31,7 +31,8 @@ var (
 	Timeout   = time.Duration(envInt("COMPAT_TIMEOUT_S", 60)) * time.Second
 )
 
-// SegmentBytes keeps every test partition's preallocated segment small.
+// SegmentBytes is Kafka's minimum segment size, so test segments roll early (partitions no
+// longer preallocate whole segments, so it no longer saves disk).
 const SegmentBytes = "1048576"
 
 // NotExpressible marks a scenario the client's API cannot express: the cell is n/a.

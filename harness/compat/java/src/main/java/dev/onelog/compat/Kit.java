@@ -20,7 +20,7 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 public final class Kit {
-    /** Every topic's segment size: the broker preallocates a segment per partition and node. */
+    /** Every topic's segment size, Kafka's minimum, so segments roll early (no longer a disk need). */
     public static final String SEGMENT_BYTES = "1048576";
     /** Replication factor of every topic: one replica per node of the three-node cluster. */
     public static final short REPLICATION_FACTOR = 3;
