@@ -123,14 +123,28 @@ pub fn read_partitions(
     let mut targets = BTreeMap::new();
     let mut assignment = TopicPartitionList::new();
     for (topic, partition) in partitions {
-        let (_, high) = consumer
-            .fetch_watermarks(topic, *partition, CLIENT_REQUEST_TIMEOUT)
-            .with_context(|| format!("watermarks of {topic}/{partition}"))?;
+        let high = high_watermark(&consumer, topic, *partition)?;
         targets.insert((topic.clone(), *partition), high);
         assignment.add_partition_offset(topic, *partition, Offset::Beginning)?;
     }
     consumer.assign(&assignment)?;
     poll_until(&consumer, &targets, timeout)
+}
+
+/// The partition's high watermark, retrying the errors a Kafka client retries (a leader that
+/// moved, or is still being elected after a restart) for up to `CLIENT_REQUEST_TIMEOUT`.
+fn high_watermark(consumer: &BaseConsumer, topic: &str, partition: i32) -> Result<i64> {
+    use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+    let deadline = Instant::now() + CLIENT_REQUEST_TIMEOUT;
+    loop {
+        match consumer.fetch_watermarks(topic, partition, CLIENT_REQUEST_TIMEOUT) {
+            Ok((_, high)) => return Ok(high),
+            Err(KafkaError::MetadataFetch(
+                RDKafkaErrorCode::NotLeaderForPartition | RDKafkaErrorCode::LeaderNotAvailable,
+            )) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => return Err(e).with_context(|| format!("watermarks of {topic}/{partition}")),
+        }
+    }
 }
 
 fn poll_until(
