@@ -141,6 +141,19 @@ pub struct GroupSettings {
     pub max_size: usize,
 }
 
+/// `message.max.bytes`, refused at start-up above what one Raft entry holds
+/// (`onelog_state::limits::MESSAGE_BYTES_MAX`), as a dynamic alteration is.
+fn message_max_bytes(c: &Values) -> anyhow::Result<i64> {
+    let value = c.int("message.max.bytes")?;
+    let max = onelog_state::limits::MESSAGE_BYTES_MAX;
+    if value > i64::from(max) {
+        anyhow::bail!(
+            "message.max.bytes={value} is above {max}: one batch must fit one Raft entry (64 MiB with its framing)"
+        );
+    }
+    Ok(value)
+}
+
 impl Settings {
     fn parse(c: &Values) -> anyhow::Result<Settings> {
         Ok(Settings {
@@ -150,7 +163,7 @@ impl Settings {
                 as i16,
             socket_request_max_bytes: c.int("socket.request.max.bytes")?.max(0) as usize,
             delete_topic_enable: c.bool("delete.topic.enable")?,
-            message_max_bytes: c.int("message.max.bytes")?,
+            message_max_bytes: message_max_bytes(c)?,
             log_segment_bytes: c.int("log.segment.bytes")?.max(1024) as u64,
             log_retention_ms: c.int("log.retention.ms")?,
             log_retention_bytes: c.int("log.retention.bytes")?,

@@ -8,7 +8,7 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
-fn record(offset: i64, key: &str, value: &str) -> Record {
+pub(super) fn record(offset: i64, key: &str, value: &str) -> Record {
     Record {
         transactional: false,
         control: false,
