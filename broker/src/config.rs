@@ -328,3 +328,20 @@ impl Values {
         value.parse().with_context(|| format!("broker config {key}={value} is not an integer"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::BrokerConfig;
+
+    /// Issue 13, reproduction 1: a broker allowing batches larger than one Raft entry holds
+    /// would exit on the first such batch; it refuses to start instead.
+    #[test]
+    fn message_max_bytes_above_what_one_entry_holds_refuses_to_start() {
+        let max = onelog_state::limits::MESSAGE_BYTES_MAX;
+        let at_max =
+            BrokerConfig::from_overrides(&[format!("message.max.bytes={max}")]).expect("the cap is allowed");
+        assert_eq!(at_max.settings.message_max_bytes, i64::from(max));
+        let err = BrokerConfig::from_overrides(&[format!("message.max.bytes={}", 100 << 20)]).unwrap_err();
+        assert!(err.to_string().contains("one Raft entry"), "{err}");
+    }
+}

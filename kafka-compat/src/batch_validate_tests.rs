@@ -12,12 +12,7 @@ const CODECS: [Compression; 5] =
 const BUDGET: Budget = Budget { batch_bytes_max: 1 << 20, inflated_bytes_max: 1 << 20 };
 
 fn record(offset: i64, timestamp: i64, key: Option<&str>, value: &[u8]) -> Record {
-    Record {
-        timestamp,
-        key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
-        value: Some(Bytes::copy_from_slice(value)),
-        ..super::tests::record(offset, "", "")
-    }
+    crate::testing::record(offset, timestamp, key.map(str::as_bytes), value)
 }
 
 fn encode(records: &[Record], compression: Compression) -> Bytes {

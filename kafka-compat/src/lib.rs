@@ -13,6 +13,8 @@ pub mod frame;
 pub mod inflate;
 pub mod legacy_produce;
 pub mod records;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod topic_name;
 
 pub use kafka_protocol;
