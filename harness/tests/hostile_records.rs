@@ -201,7 +201,8 @@ async fn transactional_scenario(broker: &mut Broker) -> Result<()> {
 }
 
 /// Reproduction 1, one batch: a topic may not allow batches larger than one entry holds
-/// (INVALID_CONFIG), and a 70 MiB batch gets MESSAGE_TOO_LARGE.
+/// (INVALID_CONFIG), a 70 MiB batch gets MESSAGE_TOO_LARGE, the largest allowed batch is
+/// appended, and one partition's records larger than an entry get RECORD_LIST_TOO_LARGE.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_seventy_megabyte_batch_is_refused_and_so_is_a_topic_allowing_it() {
     let mut broker = broker();
@@ -239,6 +240,17 @@ async fn one_batch_scenario(broker: &mut Broker) -> Result<()> {
     let results = produce_results(&produce(&mut client, -1, &[batch_for("largest", 0, largest)]).await?);
     ensure!(results == vec![("largest".into(), 0, 0, 0)], "47 MiB batch: {results:?}");
     ensure_running(broker, "the 47 MiB batch")?;
+    // One partition's records are appended as one unit: two 35 MiB batches cannot be one entry.
+    let half = encode(&[record(0, 1, Bytes::from(vec![b'x'; 35 << 20]), NO_PRODUCER)], Compression::None)?;
+    let mut two = BytesMut::from(&half[..]);
+    two.extend_from_slice(&half);
+    let results = produce_results(&produce(&mut client, -1, &[batch_for("largest", 0, two.freeze())]).await?);
+    ensure!(
+        results.len() == 1 && results[0].2 == RECORD_LIST_TOO_LARGE,
+        "2 x 35 MiB in one partition: {results:?}"
+    );
+    ensure_running(broker, "2 x 35 MiB in one partition")?;
+    ensure!(end_offsets(&mut client, "largest", 0).await?.0 == 1, "nothing of the 2 x 35 MiB was stored");
     normal_client_served(broker, "side", "after").await?;
     Ok(())
 }
