@@ -16,6 +16,7 @@ use std::time::Duration;
 use kafka_compat::batch::{validate, Budget};
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
+use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
@@ -58,60 +59,13 @@ struct Slot {
 
 /// Stage one, in the connection's read loop: validate and queue for the log in request order.
 pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFuture> {
-    let RequestKind::Produce(body) = req.body else { anyhow::bail!("not a Produce body") };
+    let RequestKind::Produce(mut body) = req.body else { anyhow::bail!("not a Produce body") };
     let acks = body.acks;
     let throttle_ms = record_quota(&ctx, &req.header, &body);
-    let mut slots = Vec::new();
-    let mut appends = Vec::new();
-    let mut owners = Vec::new(); // slot index of each append
-    let not_leader = !ctx.is_leader();
-    // Inflating compressed batches to validate them is bounded per request (DESIGN §8).
-    let mut inflated_bytes_left = limits::PRODUCE_INFLATED_BYTES_MAX;
-    for topic in body.topic_data {
-        let name = topic.name.0.to_string();
-        for p in topic.partition_data {
-            let mut slot = Slot {
-                topic: name.clone(),
-                partition: p.index,
-                error_code: error_code::NONE,
-                message: None,
-                record_errors: Vec::new(),
-                base_offset: -1,
-                log_start_offset: -1,
-                log_append_time: -1,
-            };
-            let checked = if not_leader {
-                Err(Refused::from((error_code::NOT_LEADER_OR_FOLLOWER, None)))
-            } else if !(acks == 0 || acks == 1 || acks == -1) {
-                Err(Refused::from((error_code::INVALID_REQUIRED_ACKS, None)))
-            } else {
-                let records = p.records.unwrap_or_default();
-                check_partition(&ctx, &name, p.index, records, req.api_version, &mut inflated_bytes_left)
-            };
-            match checked {
-                Ok(batches)
-                    if appends
-                        .iter()
-                        .any(|a: &UnstampedAppend| a.topic == name && a.partition == p.index) =>
-                {
-                    let _ = batches;
-                    slot.error_code = error_code::INVALID_REQUEST;
-                    slot.message = Some("partition appears twice in the request".into());
-                }
-                Ok(batches) => {
-                    owners.push(slots.len());
-                    appends.push(UnstampedAppend { topic: name.clone(), partition: p.index, batches });
-                }
-                Err(Refused { code, message, record_errors }) => {
-                    tracing::debug!(topic = %name, partition = p.index, code, ?message, "produce partition refused");
-                    slot.error_code = code;
-                    slot.message = message;
-                    slot.record_errors = record_errors;
-                }
-            }
-            slots.push(slot);
-        }
-    }
+    let topic_data = std::mem::take(&mut body.topic_data);
+    let heavy = record_bytes(&topic_data) >= limits::PRODUCE_VALIDATE_ON_WORKER_BYTES_MAX;
+    let Checks { mut slots, appends, owners } =
+        off_the_worker_if(heavy, || check_request(&ctx, topic_data, acks, req.api_version));
     let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64).max(Duration::from_millis(1));
     // A request whose every batch is transactional is answered once stamped (DESIGN §1: a
     // transactional produce is not a durable round on the client's path); any other waits
@@ -177,17 +131,93 @@ fn refuse_oversized(
     kept
 }
 
+/// Each partition's slot, the appends that passed validation, and the slot of each append.
+struct Checks {
+    slots: Vec<Slot>,
+    appends: Vec<UnstampedAppend>,
+    owners: Vec<usize>,
+}
+
+/// Validates every partition of a request (leadership, acks, topic, batches, producer rules).
+fn check_request(ctx: &Ctx, topic_data: Vec<TopicProduceData>, acks: i16, version: i16) -> Checks {
+    let mut slots = Vec::new();
+    let mut appends = Vec::new();
+    let mut owners = Vec::new(); // slot index of each append
+    let not_leader = !ctx.is_leader();
+    // Inflating compressed batches to validate them is bounded per request (DESIGN §8).
+    let mut inflated_bytes_left = limits::PRODUCE_INFLATED_BYTES_MAX;
+    for topic in topic_data {
+        let name = topic.name.0.to_string();
+        for p in topic.partition_data {
+            let mut slot = Slot {
+                topic: name.clone(),
+                partition: p.index,
+                error_code: error_code::NONE,
+                message: None,
+                record_errors: Vec::new(),
+                base_offset: -1,
+                log_start_offset: -1,
+                log_append_time: -1,
+            };
+            let checked = if not_leader {
+                Err(Refused::from((error_code::NOT_LEADER_OR_FOLLOWER, None)))
+            } else if !(acks == 0 || acks == 1 || acks == -1) {
+                Err(Refused::from((error_code::INVALID_REQUIRED_ACKS, None)))
+            } else {
+                let records = p.records.unwrap_or_default();
+                check_partition(ctx, &name, p.index, records, version, &mut inflated_bytes_left)
+            };
+            match checked {
+                Ok(batches)
+                    if appends
+                        .iter()
+                        .any(|a: &UnstampedAppend| a.topic == name && a.partition == p.index) =>
+                {
+                    let _ = batches;
+                    slot.error_code = error_code::INVALID_REQUEST;
+                    slot.message = Some("partition appears twice in the request".into());
+                }
+                Ok(batches) => {
+                    owners.push(slots.len());
+                    appends.push(UnstampedAppend { topic: name.clone(), partition: p.index, batches });
+                }
+                Err(Refused { code, message, record_errors }) => {
+                    tracing::debug!(topic = %name, partition = p.index, code, ?message, "produce partition refused");
+                    slot.error_code = code;
+                    slot.message = message;
+                    slot.record_errors = record_errors;
+                }
+            }
+            slots.push(slot);
+        }
+    }
+    Checks { slots, appends, owners }
+}
+
+/// Bytes of records in a request's partitions.
+fn record_bytes(topics: &[TopicProduceData]) -> usize {
+    topics.iter().flat_map(|t| &t.partition_data).map(|p| p.records.as_ref().map_or(0, |r| r.len())).sum()
+}
+
+/// Runs `f` (validating a request's batches: CRC, records, inflation, up to
+/// `PRODUCE_INFLATED_BYTES_MAX`) where it does not hold up other connections: with `heavy`, in
+/// `block_in_place`, so the worker's other tasks move to another thread meanwhile.
+fn off_the_worker_if<T>(heavy: bool, f: impl FnOnce() -> T) -> T {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if heavy && multi_thread {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
+}
+
 /// Counts the request's record bytes against the client's `producer_byte_rate` (Kafka counts
 /// the whole request; the records are all but a few bytes of it) and returns the throttle. An
 /// acks=0 producer gets no response to carry it, so its connection is muted here, in the read
 /// loop, as Kafka mutes the channel.
 fn record_quota(ctx: &Ctx, header: &RequestHeader, body: &ProduceRequest) -> i32 {
-    let bytes = body
-        .topic_data
-        .iter()
-        .flat_map(|t| &t.partition_data)
-        .map(|p| p.records.as_ref().map_or(0, |r| r.len()))
-        .sum();
+    let bytes = record_bytes(&body.topic_data);
     let client_id = header.client_id.as_ref().map(|c| c.as_str());
     ctx.quotas.record_for(&ctx.applied, QuotaKind::Produce, client_id, bytes)
 }
