@@ -209,6 +209,19 @@ pub struct GroupSettings {
     pub max_size: usize,
 }
 
+/// `message.max.bytes`, refused at start-up above what one Raft entry holds
+/// (`onelog_state::limits::MESSAGE_BYTES_MAX`), as a dynamic alteration is.
+fn message_max_bytes(c: &Values) -> anyhow::Result<i64> {
+    let value = c.int("message.max.bytes")?;
+    let max = onelog_state::limits::MESSAGE_BYTES_MAX;
+    if value > i64::from(max) {
+        anyhow::bail!(
+            "message.max.bytes={value} is above {max}: one batch must fit one Raft entry (64 MiB with its framing)"
+        );
+    }
+    Ok(value)
+}
+
 impl Settings {
     fn parse(c: &Values) -> anyhow::Result<Settings> {
         let socket_request_max_bytes = c.int("socket.request.max.bytes")?.max(0) as usize;
@@ -219,7 +232,7 @@ impl Settings {
                 as i16,
             socket_request_max_bytes,
             delete_topic_enable: c.bool("delete.topic.enable")?,
-            message_max_bytes: c.int("message.max.bytes")?,
+            message_max_bytes: message_max_bytes(c)?,
             log_segment_bytes: c.int("log.segment.bytes")?.max(1024) as u64,
             log_preallocate: c.bool("log.preallocate")?,
             log_dir_free_bytes_min: c.int("log.dir.free.bytes.min")?.max(0),
@@ -386,5 +399,22 @@ impl Values {
     fn int(&self, key: &str) -> anyhow::Result<i64> {
         let value = self.text(key)?;
         value.parse().with_context(|| format!("broker config {key}={value} is not an integer"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BrokerConfig;
+
+    /// Issue 13, reproduction 1: a broker allowing batches larger than one Raft entry holds
+    /// would exit on the first such batch; it refuses to start instead.
+    #[test]
+    fn message_max_bytes_above_what_one_entry_holds_refuses_to_start() {
+        let max = onelog_state::limits::MESSAGE_BYTES_MAX;
+        let at_max =
+            BrokerConfig::from_overrides(&[format!("message.max.bytes={max}")]).expect("the cap is allowed");
+        assert_eq!(at_max.settings.message_max_bytes, i64::from(max));
+        let err = BrokerConfig::from_overrides(&[format!("message.max.bytes={}", 100 << 20)]).unwrap_err();
+        assert!(err.to_string().contains("one Raft entry"), "{err}");
     }
 }

@@ -16,6 +16,10 @@ pub enum ProposeError {
     NotLeader,
     #[error("the Raft node has stopped: {0}")]
     Fatal(String),
+    /// The proposal alone would pass the Raft entry limit (`limits::ENTRY_BYTES_MAX`); nothing
+    /// of it was proposed.
+    #[error("the request needs {bytes} bytes in one Raft entry, over the limit of {max}")]
+    TooLarge { bytes: usize, max: usize },
 }
 
 /// Why a transaction request failed (`coord::txn`).
@@ -72,6 +76,14 @@ pub fn propose_error_code(e: &ProposeError, addressed: Addressed) -> i16 {
     match (addressed, e) {
         (Addressed::PartitionLeader, ProposeError::NotLeader) => error_code::NOT_LEADER_OR_FOLLOWER,
         (Addressed::PartitionLeader, ProposeError::Fatal(_)) => error_code::KAFKA_STORAGE_ERROR,
+        // Kafka's code for records that cannot be appended as one unit.
+        (Addressed::PartitionLeader | Addressed::MarkerPartitionLeader, ProposeError::TooLarge { .. }) => {
+            error_code::RECORD_LIST_TOO_LARGE
+        }
+        (
+            Addressed::Controller | Addressed::Coordinator | Addressed::AnyBroker,
+            ProposeError::TooLarge { .. },
+        ) => error_code::INVALID_REQUEST,
         (Addressed::Controller, ProposeError::NotLeader) => error_code::NOT_CONTROLLER,
         (Addressed::Controller, ProposeError::Fatal(_)) => error_code::KAFKA_STORAGE_ERROR,
         (Addressed::Coordinator, ProposeError::NotLeader) => error_code::NOT_COORDINATOR,

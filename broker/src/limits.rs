@@ -30,8 +30,59 @@ pub const REQUEST_READ_BYTES_MIN: usize = 16 * 1024;
 /// connection, failed accept) per this interval (ms); the line counts the ones not logged.
 pub const INCIDENT_LOG_INTERVAL_MS: u64 = 10_000;
 
-/// Bytes of client data the leader puts into one Raft entry (leader-side aggregation).
+/// Bytes of client data the leader gathers into one Raft entry from concurrent requests
+/// (leader-side aggregation): once the queue taken holds this much, the entry is closed. A
+/// single request may be larger, up to `ENTRY_BYTES_MAX`.
 pub const PROPOSAL_BYTES_MAX: usize = 8 * 1024 * 1024;
+
+/// Bytes of openraft's envelope around one entry's `Command` (log id, payload tag, stamp) that
+/// the proposer leaves free below raft-store's entry limit; the real envelope is under 100.
+const ENTRY_ENVELOPE_BYTES: usize = 64 * 1024;
+
+/// Bytes of ops the proposer puts into one Raft entry, as `Proposal::size_bytes` counts them
+/// (at least their bincode size): raft-store refuses to write a larger entry
+/// (`entry_bytes_max`, 64 MiB by default) and a refused log write stops the node (issue 13,
+/// reproduction 1). A produce request larger than this is split across entries, by partition,
+/// when it is not transactional; a transactional one, or one partition's records, larger than
+/// this gets RECORD_LIST_TOO_LARGE.
+pub const ENTRY_BYTES_MAX: usize =
+    raft_store::limits::ENTRY_BYTES_MAX_DEFAULT as usize - ENTRY_ENVELOPE_BYTES;
+const _: () = assert!(PROPOSAL_BYTES_MAX <= ENTRY_BYTES_MAX);
+// One batch of the largest allowed `message.max.bytes` / `max.message.bytes`, with its
+// partition's framing (a topic name of at most 249 bytes), fits one entry.
+const _: () = assert!(
+    onelog_state::limits::MESSAGE_BYTES_MAX as usize + kafka_compat::topic_name::TOPIC_NAME_LEN_MAX + 1024
+        <= ENTRY_BYTES_MAX
+);
+// The takeover entry aborts every open transaction in one op: one (transactional id, producer
+// id and epoch) each. (EndTxn's entry carries no markers: apply writes them from the state, so
+// `TXN_PARTITIONS_MAX` does not bound an entry.)
+const _: () = assert!(
+    onelog_state::limits::TRANSACTIONAL_IDS_MAX * (TRANSACTIONAL_ID_BYTES_MAX + 64) <= ENTRY_BYTES_MAX
+);
+// A Raft RPC frame carries one entry as large as raft-store accepts.
+const _: () =
+    assert!(raft_store::limits::ENTRY_BYTES_MAX_DEFAULT as usize + 1024 * 1024 <= RAFT_FRAME_BYTES_MAX);
+
+/// Bytes the compressed batches of one Produce request may inflate to while the leader
+/// validates them (Kafka's `LogValidator` inflates every compressed batch, without a bound).
+/// Inflation streams through a small buffer, so this bounds CPU, not memory: a request past it
+/// gets MESSAGE_TOO_LARGE for the partition that crossed it (a Java producer then splits the
+/// batch and retries). Real batches inflate 2-10×; a 1 MB gzip batch of zeros inflates 1000×.
+pub const PRODUCE_INFLATED_BYTES_MAX: usize = 256 * 1024 * 1024;
+
+/// Bytes of records up to which a Produce request is validated on the async worker that read
+/// it; a larger one is validated in `block_in_place`, so inflating it (up to
+/// `PRODUCE_INFLATED_BYTES_MAX`, about a second of CPU for gzip) does not stall the other
+/// connections on that worker. Validating 256 KiB costs about 0.1 ms uncompressed and 1-8 ms
+/// compressed (kafka-compat's `validate_bench`).
+pub const PRODUCE_VALIDATE_ON_WORKER_BYTES_MAX: usize = 256 * 1024;
+
+/// Bytes a ListOffsets lookup by timestamp may inflate per partition to find the record
+/// inside the batch the time index points at: the most a validated batch can inflate to, so
+/// every batch stored since validation is walked whole. Past it (a batch stored before
+/// validation existed) the answer is the batch's own offset and maximum timestamp.
+pub const LIST_OFFSETS_INFLATED_BYTES_MAX: usize = PRODUCE_INFLATED_BYTES_MAX;
 
 /// Ops the leader puts into one Raft entry.
 pub const PROPOSAL_OPS_MAX: usize = 4096;

@@ -3,7 +3,13 @@
 //! onelog stores batches exactly as the client sent them (DESIGN §3). The broker only ever
 //! rewrites header fields: `baseOffset` and `partitionLeaderEpoch`, which the CRC does not cover,
 //! and — for `LogAppendTime` topics — the timestamp-type bit and `maxTimestamp`, after which the
-//! CRC is recomputed as Kafka does. Compressed batches are never decompressed.
+//! CRC is recomputed as Kafka does.
+//!
+//! [`validate`] is the leader's `LogValidator`: besides the header and CRC it walks every
+//! record (`records`), through a bounded inflating stream for compressed batches (`inflate`),
+//! so a batch whose body does not decompress, whose record count lies or whose records are
+//! misframed is refused before it reaches the log. It also finds what the index keeps: the
+//! offset of the record with the highest timestamp (KIP-734).
 //!
 //! Layout (KIP-98, `DefaultRecordBatch`):
 //! ```text
@@ -16,6 +22,8 @@ use bytes::{Bytes, BytesMut};
 use thiserror::Error;
 
 use crate::error_code;
+use crate::inflate;
+use crate::records::{self, RecordInfo};
 
 /// Size of the fixed batch header, up to and including the record count.
 pub const BATCH_HEADER_BYTES: usize = 61;
@@ -56,6 +64,12 @@ pub enum BatchError {
     Invalid(&'static str),
     #[error("record batch of {size} bytes exceeds the limit of {max} bytes")]
     TooLarge { size: usize, max: usize },
+    /// The records are misframed, or a compressed body does not decompress.
+    #[error("record batch is corrupt: {0}")]
+    Corrupt(&'static str),
+    /// A compressed body inflates past the budget the caller allowed.
+    #[error("record batch inflates past the limit of the request")]
+    InflatedTooLarge,
 }
 
 impl BatchError {
@@ -68,6 +82,10 @@ impl BatchError {
             BatchError::UnknownCompression(_) => error_code::UNSUPPORTED_COMPRESSION_TYPE,
             BatchError::Invalid(_) => error_code::INVALID_RECORD,
             BatchError::TooLarge { .. } => error_code::MESSAGE_TOO_LARGE,
+            BatchError::Corrupt(_) => error_code::CORRUPT_MESSAGE,
+            // A Java producer splits a batch refused with MESSAGE_TOO_LARGE and retries the
+            // halves, which is what a genuinely very compressible batch needs.
+            BatchError::InflatedTooLarge => error_code::MESSAGE_TOO_LARGE,
         }
     }
 }
@@ -151,42 +169,79 @@ pub fn compute_crc(batch: &[u8]) -> u32 {
     crc32c::crc32c(&batch[OFFSET_ATTRIBUTES..])
 }
 
+/// What validating a record set may cost, set by the caller (the broker's `limits.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Largest batch, header included (`max.message.bytes`): MESSAGE_TOO_LARGE beyond.
+    pub batch_bytes_max: usize,
+    /// Bytes the compressed batches of the record set may inflate to, together.
+    pub inflated_bytes_max: usize,
+}
+
 /// A validated client batch, split off the produce request's record set.
 #[derive(Debug, Clone)]
 pub struct ValidBatch {
     pub header: BatchHeader,
     pub bytes: Bytes,
+    /// Offset delta of the first record with the highest timestamp (CreateTime).
+    pub max_timestamp_offset_delta: i32,
+    /// Indexes of the records without a key (refused on compacted topics).
+    pub keyless_records: Vec<i32>,
 }
 
-/// Splits a produce request's record set into batches and validates each one: framing, magic,
-/// CRC, codec, offset deltas, record framing (uncompressed batches), and the size limit.
-/// Control batches are refused: only the broker writes those (KIP-98).
-pub fn validate_record_set(records: &Bytes, batch_bytes_max: usize) -> Result<Vec<ValidBatch>, BatchError> {
+/// A validated record set: its batches in order, and what inflating them cost.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub batches: Vec<ValidBatch>,
+    /// Bytes the compressed batches inflated to, together.
+    pub inflated_bytes: usize,
+}
+
+/// Splits a produce request's record set into batches and validates each one as Kafka's
+/// `LogValidator` does on the leader: framing, magic, CRC, codec, record count and offset
+/// deltas, every record's framing (inflating compressed batches within
+/// `budget.inflated_bytes_max`), and the size limit. Control batches are refused: only the
+/// broker writes those (KIP-98). Never panics and never allocates from a length in `records`.
+pub fn validate(records: &Bytes, budget: Budget) -> Result<Validated, BatchError> {
     let mut batches = Vec::new();
     let mut at = 0usize;
+    let mut inflated_bytes = 0usize;
     if records.is_empty() {
         return Err(BatchError::Invalid("empty record set"));
     }
     while at < records.len() {
         let rest = &records[at..];
         let header = parse_header(rest)?;
-        if header.size_bytes > batch_bytes_max {
-            return Err(BatchError::TooLarge { size: header.size_bytes, max: batch_bytes_max });
+        if header.size_bytes > budget.batch_bytes_max {
+            return Err(BatchError::TooLarge { size: header.size_bytes, max: budget.batch_bytes_max });
         }
         if header.size_bytes > rest.len() {
             return Err(BatchError::Truncated("batchLength runs past the end of the record set"));
         }
         let bytes = records.slice(at..at + header.size_bytes);
-        validate_batch(&header, &bytes)?;
-        batches.push(ValidBatch { header, bytes });
+        let inflated_budget = budget.inflated_bytes_max - inflated_bytes;
+        let (batch, inflated) = validate_batch(header, bytes, inflated_budget)?;
+        inflated_bytes += inflated;
+        batches.push(batch);
         at += header.size_bytes;
     }
-    Ok(batches)
+    Ok(Validated { batches, inflated_bytes })
 }
 
-fn validate_batch(header: &BatchHeader, bytes: &[u8]) -> Result<(), BatchError> {
-    let stored = i32_at(bytes, OFFSET_CRC) as u32;
-    let computed = compute_crc(bytes);
+/// [`validate`] with a fixed inflation budget of `batch_bytes_max` × 64, for callers that
+/// hold trusted or test input.
+pub fn validate_record_set(records: &Bytes, batch_bytes_max: usize) -> Result<Vec<ValidBatch>, BatchError> {
+    let budget = Budget { batch_bytes_max, inflated_bytes_max: batch_bytes_max.saturating_mul(64) };
+    validate(records, budget).map(|v| v.batches)
+}
+
+fn validate_batch(
+    header: BatchHeader,
+    bytes: Bytes,
+    inflated_budget: usize,
+) -> Result<(ValidBatch, usize), BatchError> {
+    let stored = i32_at(&bytes, OFFSET_CRC) as u32;
+    let computed = compute_crc(&bytes);
     if stored != computed {
         return Err(BatchError::CrcMismatch { stored, computed });
     }
@@ -202,86 +257,62 @@ fn validate_batch(header: &BatchHeader, bytes: &[u8]) -> Result<(), BatchError> 
     if header.last_offset_delta != header.record_count - 1 {
         return Err(BatchError::Invalid("lastOffsetDelta does not match the record count"));
     }
-    if header.compression() == 0 {
-        validate_records(&bytes[BATCH_HEADER_BYTES..], header.record_count)?;
-    }
-    Ok(())
+    let mut batch = ValidBatch { header, bytes, max_timestamp_offset_delta: 0, keyless_records: Vec::new() };
+    let mut max_timestamp = i64::MIN;
+    let inflated = walk_records(&batch.header, &batch.bytes, inflated_budget, |record| {
+        if record.timestamp > max_timestamp {
+            max_timestamp = record.timestamp;
+            batch.max_timestamp_offset_delta = record.offset_delta;
+        }
+        if !record.has_key {
+            batch.keyless_records.push(record.offset_delta);
+        }
+        false
+    })?
+    .1;
+    Ok((batch, inflated))
 }
 
-/// Walks the records of an uncompressed batch: each must be framed correctly, carry the
-/// expected offset delta, and together they must fill the batch exactly.
-fn validate_records(mut body: &[u8], count: i32) -> Result<(), BatchError> {
-    for expected_delta in 0..count {
-        let len = read_varint(&mut body)?;
-        if len < 0 || len as usize > body.len() {
-            return Err(BatchError::Truncated("record length runs past the batch"));
-        }
-        let (mut record, rest) = body.split_at(len as usize);
-        body = rest;
-        skip(&mut record, 1)?; // attributes
-        read_varlong(&mut record)?; // timestamp delta
-        if read_varint(&mut record)? != expected_delta {
-            return Err(BatchError::Invalid("record offset deltas are not consecutive"));
-        }
-        skip_nullable_bytes(&mut record)?; // key
-        skip_nullable_bytes(&mut record)?; // value
-        let headers = read_varint(&mut record)?;
-        if headers < 0 {
-            return Err(BatchError::Invalid("negative header count"));
-        }
-        for _ in 0..headers {
-            skip_nullable_bytes(&mut record)?;
-            skip_nullable_bytes(&mut record)?;
-        }
-        if !record.is_empty() {
-            return Err(BatchError::Invalid("record has trailing bytes"));
-        }
+/// Walks the records of `batch` (whose header is `header`), inflating at most
+/// `inflated_budget` bytes; returns whether `visit` stopped the walk, and the bytes inflated.
+fn walk_records(
+    header: &BatchHeader,
+    batch: &[u8],
+    inflated_budget: usize,
+    visit: impl FnMut(&RecordInfo) -> bool,
+) -> Result<(bool, usize), BatchError> {
+    let body = &batch[BATCH_HEADER_BYTES..];
+    if header.compression() == inflate::COMPRESSION_NONE {
+        return Ok((records::walk(body, header.record_count, header.base_timestamp, visit)?, 0));
     }
-    if !body.is_empty() {
-        return Err(BatchError::Invalid("batch has bytes after its last record"));
-    }
-    Ok(())
+    let mut stream = inflate::inflating_reader(header.compression(), body, inflated_budget)
+        .map_err(|_| BatchError::Corrupt("compressed records have an invalid header"))?
+        .ok_or(BatchError::UnknownCompression(header.compression()))?;
+    let stopped = records::walk(&mut stream, header.record_count, header.base_timestamp, visit)?;
+    Ok((stopped, stream.get_ref().produced))
 }
 
-fn skip(buf: &mut &[u8], n: usize) -> Result<(), BatchError> {
-    if buf.len() < n {
-        return Err(BatchError::Truncated("record field runs past the record"));
+/// The first record of a stored `batch` for which `matches` holds, inflating at most
+/// `inflated_bytes_max` bytes (a lookup by timestamp, KIP-79 / KIP-734). `Ok(None)` when no
+/// record matches.
+pub fn find_record(
+    batch: &[u8],
+    inflated_bytes_max: usize,
+    mut matches: impl FnMut(&RecordInfo) -> bool,
+) -> Result<Option<RecordInfo>, BatchError> {
+    let header = parse_header(batch)?;
+    if header.size_bytes > batch.len() {
+        return Err(BatchError::Truncated("batchLength runs past the end of the batch"));
     }
-    *buf = &buf[n..];
-    Ok(())
-}
-
-fn skip_nullable_bytes(buf: &mut &[u8]) -> Result<(), BatchError> {
-    let len = read_varint(buf)?;
-    if len >= 0 {
-        skip(buf, len as usize)?;
-    }
-    Ok(())
-}
-
-fn read_unsigned_varlong(buf: &mut &[u8]) -> Result<u64, BatchError> {
-    let mut value = 0u64;
-    for i in 0..10 {
-        let Some((&b, rest)) = buf.split_first() else {
-            return Err(BatchError::Truncated("varint runs past the record"));
-        };
-        *buf = rest;
-        value |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Ok(value);
+    let mut found = None;
+    walk_records(&header, &batch[..header.size_bytes], inflated_bytes_max, |record| {
+        let hit = matches(record);
+        if hit {
+            found = Some(*record);
         }
-    }
-    Err(BatchError::Invalid("varint longer than 10 bytes"))
-}
-
-fn read_varlong(buf: &mut &[u8]) -> Result<i64, BatchError> {
-    let raw = read_unsigned_varlong(buf)?;
-    Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
-}
-
-fn read_varint(buf: &mut &[u8]) -> Result<i32, BatchError> {
-    let v = read_varlong(buf)?;
-    i32::try_from(v).map_err(|_| BatchError::Invalid("varint out of i32 range"))
+        hit
+    })?;
+    Ok(found)
 }
 
 /// What the leader stamps into a batch before proposing it.
@@ -313,3 +344,7 @@ pub fn stamp_batch(batch: &[u8], stamp: BatchStamp) -> Bytes {
 #[cfg(test)]
 #[path = "batch_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "batch_validate_tests.rs"]
+mod validate_tests;

@@ -3,27 +3,12 @@
 
 use super::*;
 use bytes::BytesMut;
-use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
 };
 
 fn record(offset: i64, key: &str, value: &str) -> Record {
-    Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset,
-        sequence: offset as i32,
-        timestamp: 1_700_000_000_000 + offset,
-        key: Some(Bytes::copy_from_slice(key.as_bytes())),
-        value: Some(Bytes::copy_from_slice(value.as_bytes())),
-        headers: IndexMap::new(),
-    }
+    crate::testing::record(offset, 1_700_000_000_000 + offset, Some(key.as_bytes()), value.as_bytes())
 }
 
 fn encode(records: &[Record]) -> Bytes {

@@ -10,7 +10,11 @@ pub mod consumer_protocol;
 pub mod control;
 pub mod error_code;
 pub mod frame;
+pub mod inflate;
 pub mod legacy_produce;
+pub mod records;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod topic_name;
 
 pub use kafka_protocol;

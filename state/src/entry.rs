@@ -37,6 +37,50 @@ pub struct UnstampedAppend {
     pub batches: Vec<ValidBatch>,
 }
 
+/// bincode's framing of a `Vec`, `String` or `Bytes` (a u64 length) and of an enum (a u32 tag).
+const LENGTH_BYTES: usize = 8;
+const TAG_BYTES: usize = 4;
+
+impl UnstampedAppend {
+    /// At least what this append adds to an entry once stamped (a `PartitionAppend` in bincode:
+    /// topic, partition, the batches with their lengths; stamping changes no length).
+    pub fn entry_bytes(&self) -> usize {
+        let batches: usize = self.batches.iter().map(|b| LENGTH_BYTES + b.bytes.len()).sum();
+        LENGTH_BYTES + self.topic.len() + 4 + LENGTH_BYTES + batches
+    }
+}
+
+/// What a produce op holding `appends` costs in an entry: the op's tag and its list.
+fn produce_op_bytes(appends: &[UnstampedAppend]) -> usize {
+    TAG_BYTES + LENGTH_BYTES + appends.iter().map(UnstampedAppend::entry_bytes).sum::<usize>()
+}
+
+/// Splits one produce request's appends, in order, into groups each of which fits one entry of
+/// `entry_bytes_max` as a produce op (Kafka promises no atomicity across the partitions of a
+/// non-transactional request; onelog keeps a request atomic whenever it fits one entry). An
+/// append that alone does not fit gets a group of its own; the caller refuses those first.
+pub fn split_for_entries(appends: Vec<UnstampedAppend>, entry_bytes_max: usize) -> Vec<Vec<UnstampedAppend>> {
+    let mut groups: Vec<Vec<UnstampedAppend>> = Vec::new();
+    let mut bytes = 0;
+    for append in appends {
+        let size = append.entry_bytes();
+        match groups.last_mut() {
+            Some(group) if bytes + size <= entry_bytes_max => group.push(append),
+            _ => {
+                bytes = TAG_BYTES + LENGTH_BYTES;
+                groups.push(vec![append]);
+            }
+        }
+        bytes += size;
+    }
+    groups
+}
+
+/// The bytes a produce request of `appends` needs in one entry (see [`split_for_entries`]).
+pub fn produce_entry_bytes(appends: &[UnstampedAppend]) -> usize {
+    produce_op_bytes(appends)
+}
+
 /// What a handler asks the proposer to put in the log.
 #[derive(Debug)]
 pub enum Proposal {
@@ -52,14 +96,20 @@ pub enum Proposal {
 }
 
 impl Proposal {
-    /// Roughly what the proposal adds to an entry, for the entry's byte limit.
+    /// At least what the proposal adds to an entry (bincode), for the entry's byte limit: the
+    /// proposer never lets the sum pass raft-store's entry limit.
     pub fn size_bytes(&self) -> usize {
         match self {
-            Proposal::Produce(appends) | Proposal::ProduceTransactional(appends) => {
-                appends.iter().flat_map(|a| a.batches.iter()).map(|b| b.bytes.len()).sum::<usize>() + 64
-            }
-            // Ops other than produce are small, except commits with metadata: count them.
-            Proposal::Op(op) => bincode::serialized_size(op).map_or(256, |n| n as usize),
+            Proposal::Produce(appends) | Proposal::ProduceTransactional(appends) => produce_op_bytes(appends),
+            Proposal::Op(op) => bincode::serialized_size(op).map_or(usize::MAX, |n| n as usize),
+        }
+    }
+
+    /// How many partitions a produce proposal answers (0 for an op).
+    pub fn produce_partitions(&self) -> usize {
+        match self {
+            Proposal::Produce(appends) | Proposal::ProduceTransactional(appends) => appends.len(),
+            Proposal::Op(_) => 0,
         }
     }
 }

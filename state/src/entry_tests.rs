@@ -321,3 +321,43 @@ fn a_fenced_transactional_write_is_refused_at_stamping_alone() {
     assert_eq!(outcome(&answers[1]), vec![(0, 1)], "the other transaction's write is unaffected");
     assert_eq!(ops, 1, "only the current instance's write is in the entry");
 }
+
+fn appends_of(proposal: Proposal) -> Vec<UnstampedAppend> {
+    match proposal {
+        Proposal::Produce(appends) | Proposal::ProduceTransactional(appends) => appends,
+        Proposal::Op(_) => unreachable!("a produce"),
+    }
+}
+
+/// Issue 13, reproduction 1: the proposer bounds entries by `Proposal::size_bytes`, so it must
+/// never be less than what the stamped op encodes to in the entry.
+#[test]
+fn a_produce_proposals_size_bounds_its_encoded_op() {
+    let state = state_with_topic(4);
+    let parts: Vec<(i32, Bytes)> = (0..4).map(|p| (p, crate::testing::batch(0, 3 + i64::from(p)))).collect();
+    let proposal = request(&parts);
+    let bound = proposal.size_bytes();
+    let built = build(&state, vec![proposal]);
+    assert_eq!(built.command.ops.len(), 1);
+    let encoded = bincode::serialized_size(&built.command.ops[0]).expect("encodes") as usize;
+    assert!(bound >= encoded, "size_bytes {bound} below the encoded op's {encoded}");
+}
+
+/// Issue 13, reproduction 1: a request too large for one entry is split, in order, into
+/// groups that each fit, and one that fits stays one group (atomic).
+#[test]
+fn a_produce_request_is_split_into_groups_that_fit_one_entry() {
+    let parts: Vec<(i32, Bytes)> = (0..7).map(|p| (p, crate::testing::batch(0, 5))).collect();
+    let appends = appends_of(request(&parts));
+    let whole = produce_entry_bytes(&appends);
+    let one_append = appends[0].entry_bytes();
+    assert_eq!(split_for_entries(appends_of(request(&parts)), whole).len(), 1, "fits: one group");
+    let max = 3 * one_append + 12;
+    let groups = split_for_entries(appends, max);
+    assert_eq!(groups.iter().map(Vec::len).collect::<Vec<_>>(), vec![3, 3, 1]);
+    for group in &groups {
+        assert!(produce_entry_bytes(group) <= max);
+    }
+    let order: Vec<i32> = groups.iter().flatten().map(|a| a.partition).collect();
+    assert_eq!(order, (0..7).collect::<Vec<_>>());
+}

@@ -34,3 +34,10 @@ pub const TRANSACTIONAL_IDS_MAX: usize = 100_000;
 pub const TXN_TIMEOUT_MS_MAX_DEFAULT: i32 = 900_000;
 pub const PRODUCER_ID_EXPIRATION_MS_DEFAULT: i64 = 86_400_000;
 pub const TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT: i64 = 604_800_000;
+
+/// Largest value of `max.message.bytes` (topic) and `message.max.bytes` (broker), in bytes:
+/// one batch is stamped into one Raft entry, which raft-store caps at 64 MiB
+/// (`entry_bytes_max`), together with its op's framing and whatever else the entry holds. A
+/// larger value is refused with INVALID_CONFIG (Kafka's own bound is `i32::MAX`); the broker
+/// refuses to start with one, and checks the relation to the entry limit at compile time.
+pub const MESSAGE_BYTES_MAX: i32 = 48 * 1024 * 1024;

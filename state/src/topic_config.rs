@@ -103,6 +103,12 @@ fn int_min(name: &str) -> Option<i32> {
     (name == "segment.bytes").then_some(SEGMENT_BYTES_MIN)
 }
 
+/// Upper bounds onelog puts on integer topic configs, by name: a batch must fit one Raft entry
+/// (`limits::MESSAGE_BYTES_MAX`).
+fn int_max(name: &str) -> Option<i32> {
+    (name == "max.message.bytes").then_some(crate::limits::MESSAGE_BYTES_MAX)
+}
+
 /// Why `value` does not fit `def`'s type or range; `name` is the config as the request named
 /// it (the topic config or its broker synonym).
 pub fn value_problem(def: &TopicConfigDef, name: &str, value: &str) -> Option<String> {
@@ -110,6 +116,13 @@ pub fn value_problem(def: &TopicConfigDef, name: &str, value: &str) -> Option<St
         if v < min {
             return Some(format!(
                 "Invalid value {value} for configuration {name}: Value must be at least {min}"
+            ));
+        }
+    }
+    if let (Some(max), Ok(v)) = (int_max(def.name), value.trim().parse::<i32>()) {
+        if v > max {
+            return Some(format!(
+                "Invalid value {value} for configuration {name}: Value must be no more than {max}"
             ));
         }
     }
@@ -156,6 +169,18 @@ mod tests {
         assert!(topic_config_problem("message.timestamp.type", "LogAppendTime").is_none());
         assert!(topic_config_problem("cleanup.policy", "compact,delete").is_none());
         assert!(topic_config_problem("cleanup.policy", "shred").is_some());
+    }
+
+    /// Regression (issue 13, reproduction 1): a topic allowing 100 MiB batches let one batch
+    /// become a Raft entry above raft-store's 64 MiB entry limit, and the leader exited.
+    #[test]
+    fn max_message_bytes_above_what_one_entry_holds_is_refused() {
+        let max = crate::limits::MESSAGE_BYTES_MAX;
+        assert!(topic_config_problem("max.message.bytes", &max.to_string()).is_none());
+        let problem = topic_config_problem("max.message.bytes", &(100 << 20).to_string()).expect("refused");
+        assert!(problem.contains("no more than"), "{problem}");
+        let def = topic_config_def("max.message.bytes").expect("known");
+        assert!(value_problem(def, "message.max.bytes", &(max + 1).to_string()).is_some());
     }
 
     /// Regression: `segment.bytes` below Kafka 4.x's minimum (1 MiB) was accepted.

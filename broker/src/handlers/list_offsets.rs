@@ -1,16 +1,22 @@
 //! ListOffsets (key 2): earliest, latest (HW, or LSO under read_committed), max timestamp,
 //! and offset-for-timestamp from the time index.
+//!
+//! Finding the record inside the batch the index points at walks that one batch's records as
+//! a stream, inflating at most `limits::LIST_OFFSETS_INFLATED_BYTES_MAX` through a small
+//! buffer (`kafka_compat::batch::find_record`): a lookup never holds a batch's inflated records
+//! in memory (issue 13, reproduction 3: a 1 MB gzip batch cost 1 GB of RSS per request).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
+use kafka_compat::records::RecordInfo;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ApiKey, ListOffsetsResponse, RequestKind, ResponseKind};
-use kafka_protocol::records::RecordBatchDecoder;
 
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
+use crate::limits;
 use crate::storage::partitions::SharedLog;
 use onelog_state::PartitionState;
 
@@ -109,23 +115,24 @@ fn max_timestamp_record(log: &SharedLog, ps: &PartitionState) -> anyhow::Result<
     let Some(entry) = holding.copied() else { return Ok((timestamp, batch_offset)) };
     let batch = log.read_batch(&entry)?;
     drop(log);
-    Ok((timestamp, first_record_with_timestamp(batch.into(), timestamp)?.unwrap_or(entry.base_offset)))
+    Ok((timestamp, first_record_with_timestamp(&batch, timestamp)?.unwrap_or(entry.base_offset)))
 }
 
 /// The offset of the first record of `batch` stamped `timestamp`. Under LogAppendTime every
 /// record carries the batch's timestamp (the records' own deltas are the client's), so the
 /// first record is the batch's first offset.
-fn first_record_with_timestamp(mut batch: bytes::Bytes, timestamp: i64) -> anyhow::Result<Option<i64>> {
-    let header = kafka_compat::batch::parse_header(&batch)?;
+fn first_record_with_timestamp(batch: &[u8], timestamp: i64) -> anyhow::Result<Option<i64>> {
+    let header = kafka_compat::batch::parse_header(batch)?;
     if header.is_log_append_time() {
         return Ok(Some(header.base_offset));
     }
-    let set = RecordBatchDecoder::decode(&mut batch)?;
-    Ok(set.records.iter().find(|r| r.timestamp == timestamp).map(|r| r.offset))
+    let hit = find_record(batch, |r| r.timestamp == timestamp);
+    Ok(hit.map(|r| header.base_offset + i64::from(r.offset_delta)))
 }
 
 /// The first record with timestamp >= `target`: the time index finds the batch, then the
-/// batch's records (decompressed if need be) give the exact offset, as Kafka answers.
+/// batch's records (inflated within the budget if need be) give the exact offset, as Kafka
+/// answers.
 fn offset_for_timestamp(log: &SharedLog, target: i64, high_watermark: i64) -> anyhow::Result<(i64, i64)> {
     let log = log.lock().expect("partition lock");
     let Some(entry) =
@@ -133,18 +140,32 @@ fn offset_for_timestamp(log: &SharedLog, target: i64, high_watermark: i64) -> an
     else {
         return Ok((-1, -1));
     };
-    let mut bytes = bytes::Bytes::from(log.read_batch(&entry)?);
+    let batch = log.read_batch(&entry)?;
     drop(log);
-    let set = RecordBatchDecoder::decode(&mut bytes)?;
-    let hit = set.records.iter().find(|r| r.timestamp >= target);
-    Ok(hit.map_or((entry.max_timestamp, entry.base_offset), |r| (r.timestamp, r.offset)))
+    let batch_answer = (entry.max_timestamp, entry.base_offset);
+    let header = kafka_compat::batch::parse_header(&batch)?;
+    if header.is_log_append_time() {
+        return Ok(batch_answer);
+    }
+    let hit = find_record(&batch, |r| r.timestamp >= target);
+    Ok(hit.map_or(batch_answer, |r| (r.timestamp, header.base_offset + i64::from(r.offset_delta))))
+}
+
+/// The first record of `batch` for which `matches` holds, inflating within the lookup budget.
+/// A batch past the budget or whose records do not walk (either stored before produce
+/// validated batches) answers None, so the caller answers with the batch itself, as the time
+/// index knows it.
+fn find_record(batch: &[u8], matches: impl FnMut(&RecordInfo) -> bool) -> Option<RecordInfo> {
+    kafka_compat::batch::find_record(batch, limits::LIST_OFFSETS_INFLATED_BYTES_MAX, matches)
+        .inspect_err(|e| tracing::debug!("ListOffsets answers a batch without its records: {e}"))
+        .ok()
+        .flatten()
 }
 
 #[cfg(test)]
 mod tests {
     use bytes::{Bytes, BytesMut};
     use kafka_compat::batch::{stamp_batch, BatchStamp};
-    use kafka_protocol::indexmap::IndexMap;
     use kafka_protocol::records::{
         Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
     };
@@ -157,20 +178,8 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, t)| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
                 timestamp_type,
-                offset: i as i64,
-                // The encoder starts a new batch where offset minus sequence changes.
-                sequence: i as i32,
-                timestamp: *t,
-                key: None,
-                value: Some(Bytes::from_static(b"v")),
-                headers: IndexMap::new(),
+                ..kafka_compat::testing::record(i as i64, *t, None, b"v")
             })
             .collect();
         let mut buf = BytesMut::new();
@@ -184,9 +193,9 @@ mod tests {
     /// first record with the highest timestamp (11), inside a compressed batch too.
     #[test]
     fn the_first_record_with_the_max_timestamp_is_found_inside_the_batch() {
-        let found = first_record_with_timestamp(batch(&[5, 9, 3, 9], TimestampType::Creation), 9);
+        let found = first_record_with_timestamp(&batch(&[5, 9, 3, 9], TimestampType::Creation), 9);
         assert_eq!(found.expect("decodes"), Some(11));
-        let appended = first_record_with_timestamp(batch(&[5, 9, 3], TimestampType::LogAppend), 50);
+        let appended = first_record_with_timestamp(&batch(&[5, 9, 3], TimestampType::LogAppend), 50);
         assert_eq!(appended.expect("decodes"), Some(10), "LogAppendTime: every record has the batch's time");
     }
 }

@@ -16,18 +16,18 @@
 
 use std::time::Duration;
 
-use kafka_compat::batch::validate_record_set;
+use kafka_compat::batch::{validate, Budget};
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
+use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
 use kafka_protocol::messages::{
     ApiKey, ProduceRequest, ProduceResponse, RequestHeader, RequestKind, ResponseKind,
 };
-use kafka_protocol::records::RecordBatchDecoder;
 
-use onelog_state::entry::{is_log_append_time, UnstampedAppend};
+use onelog_state::entry::{is_log_append_time, produce_entry_bytes, UnstampedAppend};
 use onelog_state::txns::ProducerIdEpoch;
 
 use super::util::{str_bytes, topic_name};
@@ -36,6 +36,7 @@ use crate::coord::txn::WriteRefusal;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, write_refusal_code, Addressed};
 use crate::leader::proposer::Produced;
+use crate::limits;
 use crate::quotas::QuotaKind;
 
 pub const KEY: ApiKey = ApiKey::Produce;
@@ -61,15 +62,95 @@ struct Slot {
 
 /// Stage one, in the connection's read loop: validate and queue for the log in request order.
 pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFuture> {
-    let RequestKind::Produce(body) = req.body else { anyhow::bail!("not a Produce body") };
+    let RequestKind::Produce(mut body) = req.body else { anyhow::bail!("not a Produce body") };
     let acks = body.acks;
     let throttle_ms = record_quota(&ctx, &req.header, &body);
+    let topic_data = std::mem::take(&mut body.topic_data);
+    let heavy = record_bytes(&topic_data) >= limits::PRODUCE_VALIDATE_ON_WORKER_BYTES_MAX;
+    let Checks { mut slots, appends, owners } =
+        off_the_worker_if(heavy, || check_request(&ctx, topic_data, acks, req.api_version));
+    let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64).max(Duration::from_millis(1));
+    // A request whose every batch is transactional is answered once stamped (DESIGN §1: a
+    // transactional produce is not a durable round on the client's path); any other waits
+    // for the commit.
+    let transactional = appends.iter().all(|a| a.batches.iter().all(|b| b.header.is_transactional()));
+    let (appends, owners) = refuse_oversized(&mut slots, appends, owners, transactional);
+    let append_time = log_append_times(&ctx, &appends);
+    let pending = if appends.is_empty() {
+        None
+    } else {
+        Some(ctx.proposer.submit_produce(appends, transactional).await)
+    };
+    if acks == 0 && throttle_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(throttle_ms as u64)).await;
+    }
+    // Stage two, spawned: wait for the commit and answer.
+    Ok(Box::pin(async move {
+        if let Some(pending) = pending {
+            let outcome = match pending {
+                Ok(result) => tokio::time::timeout(timeout, result).await,
+                Err(e) => Ok(Err(e)),
+            };
+            record_outcome(&mut slots, &owners, outcome, &append_time);
+        }
+        if acks == 0 {
+            return Ok(None);
+        }
+        Ok(Some(ResponseKind::Produce(response(slots).with_throttle_time_ms(throttle_ms))))
+    }))
+}
+
+/// Issue 13, reproduction 1: what cannot be one Raft entry is refused with
+/// RECORD_LIST_TOO_LARGE before anything is proposed (raft-store refuses a larger entry, and a
+/// refused log write stops the node): one partition's records, which Kafka appends as one
+/// unit, and a transactional request as a whole, which is one proposal (its batches are
+/// stamped and answered together). A larger non-transactional request is split by the
+/// proposer. No client meets this: Java's `max.request.size` and librdkafka's
+/// `message.max.bytes` cap a request at 1 MiB by default.
+fn refuse_oversized(
+    slots: &mut [Slot],
+    appends: Vec<UnstampedAppend>,
+    owners: Vec<usize>,
+    transactional: bool,
+) -> (Vec<UnstampedAppend>, Vec<usize>) {
+    let max = limits::ENTRY_BYTES_MAX;
+    let whole_too_large = transactional && produce_entry_bytes(&appends) > max;
+    let mut kept = (Vec::new(), Vec::new());
+    for (append, owner) in appends.into_iter().zip(owners) {
+        let bytes = produce_entry_bytes(std::slice::from_ref(&append));
+        if whole_too_large || bytes > max {
+            let slot = &mut slots[owner];
+            slot.error_code = error_code::RECORD_LIST_TOO_LARGE;
+            slot.message = Some(if whole_too_large {
+                format!("the transactional request needs more than the {max} bytes of one Raft entry")
+            } else {
+                format!("the partition's records need {bytes} bytes, over the {max} bytes of one Raft entry")
+            });
+        } else {
+            kept.0.push(append);
+            kept.1.push(owner);
+        }
+    }
+    kept
+}
+
+/// Each partition's slot, the appends that passed validation, and the slot of each append.
+struct Checks {
+    slots: Vec<Slot>,
+    appends: Vec<UnstampedAppend>,
+    owners: Vec<usize>,
+}
+
+/// Validates every partition of a request (leadership, acks, topic, batches, producer rules).
+fn check_request(ctx: &Ctx, topic_data: Vec<TopicProduceData>, acks: i16, version: i16) -> Checks {
     let mut slots = Vec::new();
     let mut appends = Vec::new();
     let mut owners = Vec::new(); // slot index of each append
     let not_leader = !ctx.is_leader();
-    let disk_full = if not_leader { None } else { disk_refusal(&ctx) };
-    for topic in body.topic_data {
+    let disk_full = if not_leader { None } else { disk_refusal(ctx) };
+    // Inflating compressed batches to validate them is bounded per request (DESIGN §8).
+    let mut inflated_bytes_left = limits::PRODUCE_INFLATED_BYTES_MAX;
+    for topic in topic_data {
         let name = topic.name.0.to_string();
         for p in topic.partition_data {
             let mut slot = Slot {
@@ -89,7 +170,8 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
             } else if let Some(why) = &disk_full {
                 Err(Refused::from((error_code::KAFKA_STORAGE_ERROR, Some(why.clone()))))
             } else {
-                check_partition(&ctx, &name, p.index, p.records.unwrap_or_default(), req.api_version)
+                let records = p.records.unwrap_or_default();
+                check_partition(ctx, &name, p.index, records, version, &mut inflated_bytes_left)
             };
             match checked {
                 Ok(batches)
@@ -115,34 +197,25 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
             slots.push(slot);
         }
     }
-    let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64).max(Duration::from_millis(1));
-    let append_time = log_append_times(&ctx, &appends);
-    let pending = if appends.is_empty() {
-        None
+    Checks { slots, appends, owners }
+}
+
+/// Bytes of records in a request's partitions.
+fn record_bytes(topics: &[TopicProduceData]) -> usize {
+    topics.iter().flat_map(|t| &t.partition_data).map(|p| p.records.as_ref().map_or(0, |r| r.len())).sum()
+}
+
+/// Runs `f` (validating a request's batches: CRC, records, inflation, up to
+/// `PRODUCE_INFLATED_BYTES_MAX`) where it does not hold up other connections: with `heavy`, in
+/// `block_in_place`, so the worker's other tasks move to another thread meanwhile.
+fn off_the_worker_if<T>(heavy: bool, f: impl FnOnce() -> T) -> T {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if heavy && multi_thread {
+        tokio::task::block_in_place(f)
     } else {
-        // A request whose every batch is transactional is answered once stamped (DESIGN §1: a
-        // transactional produce is not a durable round on the client's path); any other waits
-        // for the commit.
-        let transactional = appends.iter().all(|a| a.batches.iter().all(|b| b.header.is_transactional()));
-        Some(ctx.proposer.submit_produce(appends, transactional).await)
-    };
-    if acks == 0 && throttle_ms > 0 {
-        tokio::time::sleep(Duration::from_millis(throttle_ms as u64)).await;
+        f()
     }
-    // Stage two, spawned: wait for the commit and answer.
-    Ok(Box::pin(async move {
-        if let Some(pending) = pending {
-            let outcome = match pending {
-                Ok(result) => tokio::time::timeout(timeout, result).await,
-                Err(e) => Ok(Err(e)),
-            };
-            record_outcome(&mut slots, &owners, outcome, &append_time);
-        }
-        if acks == 0 {
-            return Ok(None);
-        }
-        Ok(Some(ResponseKind::Produce(response(slots).with_throttle_time_ms(throttle_ms))))
-    }))
 }
 
 /// Why the data directory cannot take more client data now, if it cannot: the reserve is
@@ -159,12 +232,7 @@ fn disk_refusal(ctx: &Ctx) -> Option<String> {
 /// acks=0 producer gets no response to carry it, so its connection is muted here, in the read
 /// loop, as Kafka mutes the channel.
 fn record_quota(ctx: &Ctx, header: &RequestHeader, body: &ProduceRequest) -> i32 {
-    let bytes = body
-        .topic_data
-        .iter()
-        .flat_map(|t| &t.partition_data)
-        .map(|p| p.records.as_ref().map_or(0, |r| r.len()))
-        .sum();
+    let bytes = record_bytes(&body.topic_data);
     let client_id = header.client_id.as_ref().map(|c| c.as_str());
     ctx.quotas.record_for(&ctx.applied, QuotaKind::Produce, client_id, bytes)
 }
@@ -184,7 +252,14 @@ impl From<(i16, Option<String>)> for Refused {
     }
 }
 
-fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes, version: i16) -> Checked {
+fn check_partition(
+    ctx: &Ctx,
+    topic: &str,
+    partition: i32,
+    records: bytes::Bytes,
+    version: i16,
+    inflated_bytes_left: &mut usize,
+) -> Checked {
     let (max_bytes, compacted) = ctx
         .applied
         .state(|state| {
@@ -210,8 +285,13 @@ fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes
             Ok((max_bytes, compacted))
         })
         .map_err(Refused::from)?;
-    let batches = validate_record_set(&records, max_bytes.max(0) as usize)
-        .map_err(|e| (e.error_code(), Some(e.to_string())))?;
+    // A topic whose max.message.bytes predates the cap is held to it too: a larger batch could
+    // not fit one Raft entry.
+    let batch_bytes_max = (max_bytes.max(0) as usize).min(onelog_state::limits::MESSAGE_BYTES_MAX as usize);
+    let budget = Budget { batch_bytes_max, inflated_bytes_max: *inflated_bytes_left };
+    let validated = validate(&records, budget).map_err(|e| (e.error_code(), Some(e.to_string())))?;
+    *inflated_bytes_left -= validated.inflated_bytes;
+    let batches = validated.batches;
     if compacted {
         check_keys(&batches, topic, partition)?;
     }
@@ -223,7 +303,7 @@ fn check_partition(ctx: &Ctx, topic: &str, partition: i32, records: bytes::Bytes
 /// Kafka's `LogValidator.validateKey`: a compacted topic keeps the last record per key, so a
 /// record without one is refused, INVALID_RECORD with every such record's index in its batch
 /// (Produce v8+ carries the list; older versions only the code, as Kafka answers them). The
-/// records are decoded (decompressed) for compacted topics only.
+/// validator found them while walking the records.
 fn check_keys(
     batches: &[kafka_compat::batch::ValidBatch],
     topic: &str,
@@ -233,10 +313,7 @@ fn check_keys(
         format!("Compacted topic cannot accept message without key in topic partition {topic}-{partition}.");
     let mut record_errors = Vec::new();
     for batch in batches {
-        let set = RecordBatchDecoder::decode(&mut batch.bytes.clone())
-            .map_err(|e| (error_code::CORRUPT_MESSAGE, Some(format!("undecodable records: {e}"))))?;
-        let keyless = set.records.iter().enumerate().filter(|(_, r)| r.key.is_none());
-        record_errors.extend(keyless.map(|(i, _)| (i as i32, why.clone())));
+        record_errors.extend(batch.keyless_records.iter().map(|i| (*i, why.clone())));
     }
     if record_errors.is_empty() {
         return Ok(());

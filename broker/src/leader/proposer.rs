@@ -11,6 +11,13 @@
 //! proposer proposes the takeover entry (`entry::takeover_ops`: the leader's replicated limits
 //! if they changed, and the abort of transactions left open, DESIGN §4).
 //!
+//! Entries are bounded by construction (issue 13): the proposer never takes a proposal into an
+//! entry that would pass `limits::ENTRY_BYTES_MAX`, keeps it for the next entry instead, and
+//! refuses a proposal larger than that alone with [`ProposeError::TooLarge`]; a
+//! non-transactional produce request larger than one entry is split by partition
+//! ([`Proposer::submit_produce`]). raft-store would refuse a larger entry, and a refused log
+//! write stops the node.
+//!
 //! Proposals are typed: [`Proposer::propose`] returns the op's own result type
 //! ([`TypedOp::Output`]). An applied result of another shape can only come from a broken apply;
 //! it stops the node through the fatal path.
@@ -109,20 +116,50 @@ impl Proposer {
 
     /// Queues one produce request's partitions; the future answers each, in order. A
     /// transactional request (every batch transactional) may be answered once stamped (see
-    /// `entry::Proposal::ProduceTransactional`).
+    /// `entry::Proposal::ProduceTransactional`) and is one proposal, whatever its size.
+    ///
+    /// A non-transactional request larger than one entry (`limits::ENTRY_BYTES_MAX`) is split
+    /// by partition into proposals that each fit (`entry::split_for_entries`), queued one after
+    /// the other; the future answers once every part is answered (acks: the response leaves
+    /// when all of it committed), each part's failure on its own partitions. Kafka promises no
+    /// atomicity across the partitions of such a request; onelog keeps it whenever it fits.
     pub async fn submit_produce(
         &self,
         appends: Vec<UnstampedAppend>,
         transactional: bool,
     ) -> Result<impl std::future::Future<Output = Produced>, ProposeError> {
-        let proposal =
-            if transactional { Proposal::ProduceTransactional(appends) } else { Proposal::Produce(appends) };
-        let rx = self.enqueue(proposal).await?;
+        let groups = if transactional || entry::produce_entry_bytes(&appends) <= limits::ENTRY_BYTES_MAX {
+            vec![appends]
+        } else {
+            entry::split_for_entries(appends, limits::ENTRY_BYTES_MAX)
+        };
+        let split = groups.len() > 1;
+        let mut parts = Vec::with_capacity(groups.len());
+        for group in groups {
+            let partitions = group.len();
+            let proposal =
+                if transactional { Proposal::ProduceTransactional(group) } else { Proposal::Produce(group) };
+            parts.push((partitions, self.enqueue(proposal).await?));
+        }
         Ok(async move {
-            match rx.await.map_err(|_| ProposeError::Fatal("proposer dropped the request".into()))?? {
-                Answer::Produced(parts) => Ok(parts),
-                Answer::Op(result) => fatal::invariant(&format!("a produce was answered with {result:?}")),
+            let mut answers = Vec::new();
+            for (partitions, rx) in parts {
+                let answer = rx.await.map_err(|_| ProposeError::Fatal("proposer dropped the request".into()));
+                match answer.and_then(|a| a) {
+                    Ok(Answer::Produced(produced)) => answers.extend(produced),
+                    Ok(Answer::Op(result)) => {
+                        fatal::invariant(&format!("a produce was answered with {result:?}"))
+                    }
+                    // One part of a split request failed: only its partitions carry the error.
+                    Err(e) if split => {
+                        let code = propose_error_code(&e, Addressed::PartitionLeader);
+                        answers
+                            .extend((0..partitions).map(|_| PartitionProduced::error(code, e.to_string())));
+                    }
+                    Err(e) => return Err(e),
+                }
             }
+            Ok(answers)
         })
     }
 
@@ -157,7 +194,17 @@ struct Sequencer {
 }
 
 async fn run(mut seq: Sequencer, mut rx: mpsc::Receiver<Queued>) {
-    while let Some(first) = rx.recv().await {
+    // A proposal taken from the queue that would have passed the entry limit: it opens the
+    // next entry.
+    let mut carried: Option<Queued> = None;
+    loop {
+        let first = match carried.take() {
+            Some(item) => item,
+            None => match rx.recv().await {
+                Some(item) => item,
+                None => return,
+            },
+        };
         let mut queued = Vec::new();
         let mut takeovers = Vec::new();
         let mut bytes = 0;
@@ -165,14 +212,25 @@ async fn run(mut seq: Sequencer, mut rx: mpsc::Receiver<Queued>) {
         while let Some(item) = next.take() {
             match item {
                 Queued::Proposal(proposal, reply) => {
-                    bytes += proposal.size_bytes();
-                    queued.push((proposal, reply));
+                    let size = proposal.size_bytes();
+                    if size > limits::ENTRY_BYTES_MAX {
+                        refuse_too_large(proposal, reply, size);
+                    } else if bytes + size > limits::ENTRY_BYTES_MAX {
+                        carried = Some(Queued::Proposal(proposal, reply));
+                        break;
+                    } else {
+                        bytes += size;
+                        queued.push((proposal, reply));
+                    }
                 }
                 Queued::TakeOver(reply) => takeovers.push(reply),
             }
             if bytes < limits::PROPOSAL_BYTES_MAX && queued.len() < limits::PROPOSAL_OPS_MAX {
                 next = rx.try_recv().ok();
             }
+        }
+        if queued.is_empty() && takeovers.is_empty() {
+            continue;
         }
         let ready = seq.prepare().await;
         for reply in takeovers {
@@ -183,6 +241,22 @@ async fn run(mut seq: Sequencer, mut rx: mpsc::Receiver<Queued>) {
             Err(e) => queued.into_iter().for_each(|(_, reply)| drop(reply.send(Err(e.clone())))),
         }
     }
+}
+
+/// Answers a proposal that alone passes the entry limit; nothing of it is proposed.
+fn refuse_too_large(proposal: Proposal, reply: Reply, bytes: usize) {
+    let e = ProposeError::TooLarge { bytes, max: limits::ENTRY_BYTES_MAX };
+    tracing::debug!(bytes, "refusing a proposal larger than one Raft entry");
+    let answer = match proposal.produce_partitions() {
+        0 => Err(e),
+        partitions => {
+            let code = propose_error_code(&e, Addressed::PartitionLeader);
+            Ok(Answer::Produced(
+                (0..partitions).map(|_| PartitionProduced::error(code, e.to_string())).collect(),
+            ))
+        }
+    };
+    let _ = reply.send(answer);
 }
 
 fn propose_error(e: RaftError<u64, ClientWriteError<u64, crate::raft::NodeAddr>>) -> ProposeError {
@@ -214,6 +288,30 @@ impl Sequencer {
             .options
             .applied
             .state(|state| entry::build_entry(state, stamp, &self.options.entry, proposals));
+        // `Proposal::size_bytes` bounds each op's encoding from above, so this holds; if it
+        // ever did not, refusing the entry (before any answer leaves) keeps the node up where
+        // raft-store would refuse the write and the node would stop.
+        let encoded = bincode::serialized_size(&built.command).map_or(usize::MAX, |n| n as usize);
+        if encoded > limits::ENTRY_BYTES_MAX {
+            tracing::error!(
+                encoded,
+                max = limits::ENTRY_BYTES_MAX,
+                "an entry passed the entry limit; refused"
+            );
+            let e = ProposeError::TooLarge { bytes: encoded, max: limits::ENTRY_BYTES_MAX };
+            let code = propose_error_code(&e, Addressed::PartitionLeader);
+            for (decision, reply) in built.decisions.into_iter().zip(replies) {
+                let answer = match decision {
+                    Decision::Answered(Answer::Produced(parts)) => Some(Answer::Produced(
+                        parts.into_iter().map(|_| PartitionProduced::error(code, e.to_string())).collect(),
+                    )),
+                    Decision::Answered(Answer::Op(_)) => None,
+                    Decision::Waiting(w) => w.failed(code, &e.to_string()),
+                };
+                let _ = reply.send(answer.ok_or_else(|| e.clone()));
+            }
+            return;
+        }
         let mut waiting = Vec::new();
         for (decision, reply) in built.decisions.into_iter().zip(replies) {
             match decision {
