@@ -10,8 +10,10 @@
 # allocation sized from a length the input cannot back), RSS above $rss_limit_mb, or one input
 # taking longer than $input_timeout_s. Fixed time with no finding: exit 0.
 # Environment: FUZZ_TARGETS (space-separated subset), FUZZ_ARGS (extra libFuzzer flags, e.g.
-# "-jobs=2 -workers=2"). The growing working corpus goes to fuzz/corpus/TARGET (ignored by git);
-# reproducers to fuzz/artifacts/TARGET. See README "Fuzzing".
+# "-jobs=2 -workers=2"), FUZZ_TARGET_DIR (the build directory, default fuzz/target; CI in a fresh
+# clone points it outside the clone, like .ci/run's CARGO_TARGET_DIR, to build warm). The
+# growing working corpus goes to fuzz/corpus/TARGET (ignored by git); reproducers to
+# fuzz/artifacts/TARGET. See README "Fuzzing".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,11 +44,13 @@ if [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $cargo_fuzz_version" ]
 fi
 
 cd fuzz
-# The fuzz crate has its own target directory (fuzz/target): sanitizer flags would otherwise
-# invalidate the workspace's build.
+# The fuzz crate has its own target directory (fuzz/target or FUZZ_TARGET_DIR): sanitizer
+# flags would otherwise invalidate the workspace's build.
 unset CARGO_TARGET_DIR
+target_dir=()
+if [ -n "${FUZZ_TARGET_DIR:-}" ]; then target_dir=(--target-dir "$FUZZ_TARGET_DIR"); fi
 targets="${FUZZ_TARGETS:-$(cargo +nightly fuzz list)}"
-cargo +nightly fuzz build
+cargo +nightly fuzz build "${target_dir[@]}"
 
 failed=()
 for target in $targets; do
@@ -55,7 +59,7 @@ for target in $targets; do
     echo "fuzz.sh: $target for ${seconds}s from seeds/$target ($(ls "seeds/$target" | wc -l) seeds)"
     # The first corpus directory receives new inputs; seeds/ stays as checked in.
     # shellcheck disable=SC2086 # FUZZ_ARGS is a list of flags
-    if ! cargo +nightly fuzz run "$target" "$corpus" "seeds/$target" -- \
+    if ! cargo +nightly fuzz run "${target_dir[@]}" "$target" "$corpus" "seeds/$target" -- \
         -max_total_time="$seconds" -max_len="$max_len_bytes" -malloc_limit_mb="$malloc_limit_mb" \
         -rss_limit_mb="$rss_limit_mb" -timeout="$input_timeout_s" -print_final_stats=1 \
         ${FUZZ_ARGS:-} 2>&1 | tee "artifacts/$target/last-run.log" | grep -v '^#[0-9]\|^"\|^###### '; then
