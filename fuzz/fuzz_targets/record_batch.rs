@@ -1,9 +1,8 @@
 //! Fuzz target: the record set of one Produce partition, parsed as the produce handler does
-//! (broker/src/handlers/produce.rs): `batch::validate_record_set` splits and validates it, and
-//! each batch it accepts is stamped as the leader stamps it before proposing.
-//!
-//! Kept a thin call into the library on purpose: when the full batch validator (decompression
-//! with a budget, record-count checks; issue 13) lands, this target points at it.
+//! (broker/src/handlers/produce.rs): `batch::validate_record_set` splits it and validates every
+//! batch as Kafka's LogValidator does (CRC, record count, offset deltas, record framing,
+//! compressed bodies inflated as a stream within a budget), and each batch it accepts is
+//! stamped as the leader stamps it before proposing. A thin call into the library on purpose.
 #![no_main]
 
 use bytes::Bytes;
