@@ -6,7 +6,8 @@
 //! onelog adds.
 
 /// Requests a connection may have in flight before the reader stops reading (responses are
-/// still written in order). Kafka clients default to 5 in flight per connection.
+/// still written in order). Kafka has no broker property: its broker reads one request per
+/// connection at a time; clients send up to `max.in.flight.requests.per.connection` (5).
 pub const INFLIGHT_REQUESTS_PER_CONNECTION_MAX: usize = 64;
 
 /// Share of the open files limit (RLIMIT_NOFILE) kept from Kafka clients, and its floor (never
@@ -90,13 +91,16 @@ pub const PROPOSAL_OPS_MAX: usize = 4096;
 /// Queued proposals waiting for the next entry; producers wait when it is full.
 pub const PROPOSAL_QUEUE_OPS_MAX: usize = 8192;
 
-/// Longest a Fetch may wait for data, whatever the client asks (ms).
+/// Longest a Fetch may wait for data, whatever the client asks (ms): the client's
+/// `fetch.max.wait.ms` (default 500) is capped here; Kafka has no cap.
 pub const FETCH_WAIT_MS_MAX: i64 = 30_000;
 
-/// Bytes one Fetch response may carry, whatever the client asks.
+/// Bytes one Fetch response may carry, whatever the client asks (Kafka's broker
+/// `fetch.max.bytes`, default 55 MiB, caps the client's ask the same way).
 pub const FETCH_RESPONSE_BYTES_MAX: usize = 64 * 1024 * 1024;
 
-/// Partitions one CreateTopics/CreatePartitions request may create per topic.
+/// Partitions one CreateTopics/CreatePartitions request may create per topic (Kafka has no
+/// such bound): each partition is state on every replica and a file on first write.
 pub const TOPIC_PARTITIONS_MAX: i32 = 10_000;
 
 /// Raft entries applied between checkpoints (openraft snapshot policy). Each checkpoint
@@ -154,7 +158,10 @@ pub const RAFT_ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
 /// connection to that peer is dropped and made afresh (a peer gone without FIN or RST).
 pub const RAFT_SILENT_TIMEOUTS_BEFORE_RECONNECT: u32 = 5;
 
-/// Raft heartbeat interval (ms); openraft also uses it as the AppendEntries timeout.
+/// Raft heartbeat interval (ms); openraft also uses it as the AppendEntries timeout. (KRaft's
+/// counterparts, for the metadata quorum only, are `controller.quorum.fetch.timeout.ms` and
+/// `controller.quorum.election.timeout.ms`; here one log carries every write, so they are
+/// short.)
 pub const RAFT_HEARTBEAT_MS: u64 = 100;
 
 /// Raft election timeout range (ms): a follower that hears nothing for this long stands.
@@ -166,7 +173,9 @@ pub const RAFT_ELECTION_TIMEOUT_MAX_MS: u64 = 600;
 pub const LEADER_LEASE_MS: u64 = 250;
 const _: () = assert!(LEADER_LEASE_MS < RAFT_ELECTION_TIMEOUT_MIN_MS);
 
-/// Longest a follower waits for the leader to create an auto-created topic (ms).
+/// Longest a follower waits for a request it forwards to the leader (auto-created topics,
+/// InitProducerId, controller requests; KIP-590), and then for its own state to show the
+/// change (ms).
 pub const FORWARD_TIMEOUT_MS: u64 = 5_000;
 
 /// Largest response a forwarded request may return.
@@ -232,8 +241,9 @@ pub const GROUP_SESSION_CHECK_INTERVAL_MS: u64 = 250;
 /// group id; a longer one gets INVALID_REQUEST from InitProducerId.
 pub const TRANSACTIONAL_ID_BYTES_MAX: usize = 255;
 
-/// Partitions one transaction may add: every one gets a marker in the EndTxn entry, which
-/// must stay well below the proposal size limit.
+/// Partitions one transaction may add (Kafka has no bound): each is kept in the open
+/// transaction's replicated state, and apply writes a marker to each at EndTxn (the entry
+/// itself carries none), so this bounds the work of applying one EndTxn.
 pub const TXN_PARTITIONS_MAX: usize = 10_000;
 
 /// Most partitions one DescribeTopicPartitions response carries (Kafka's default
