@@ -79,10 +79,11 @@ pub const PRODUCE_INFLATED_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// compressed (kafka-compat's `validate_bench`).
 pub const PRODUCE_VALIDATE_ON_WORKER_BYTES_MAX: usize = 256 * 1024;
 
-/// Bytes a ListOffsets lookup by timestamp may inflate per partition to find the record
-/// inside the batch the time index points at: the most a validated batch can inflate to, so
-/// every batch stored since validation is walked whole. Past it (a batch stored before
-/// validation existed) the answer is the batch's own offset and maximum timestamp.
+/// Bytes one ListOffsets request may inflate, over all its partitions, to find the records
+/// inside the batches the time index points at (Kafka inflates without a bound): as much as one
+/// produce request may inflate, so a lookup into any one validated batch is exact. Past it, a
+/// compressed batch is answered from the index alone (its first offset and maximum timestamp,
+/// never after the exact answer), so a request naming many partitions costs bounded CPU.
 pub const LIST_OFFSETS_INFLATED_BYTES_MAX: usize = PRODUCE_INFLATED_BYTES_MAX;
 
 /// Ops the leader puts into one Raft entry.

@@ -292,12 +292,13 @@ fn walk_records(
     Ok((stopped, stream.get_ref().produced))
 }
 
-/// The first record of a stored `batch` for which `matches` holds, inflating at most
-/// `inflated_bytes_max` bytes (a lookup by timestamp, KIP-79 / KIP-734). `Ok(None)` when no
-/// record matches.
+/// The first record of a stored `batch` for which `matches` holds (a lookup by timestamp,
+/// KIP-79 / KIP-734), inflating at most `inflated_bytes_left` bytes, which it counts down by
+/// what it inflated (a caller shares one budget across a request's lookups; past it, every
+/// compressed batch is InflatedTooLarge). `Ok(None)` when no record matches.
 pub fn find_record(
     batch: &[u8],
-    inflated_bytes_max: usize,
+    inflated_bytes_left: &mut usize,
     mut matches: impl FnMut(&RecordInfo) -> bool,
 ) -> Result<Option<RecordInfo>, BatchError> {
     let header = parse_header(batch)?;
@@ -305,13 +306,19 @@ pub fn find_record(
         return Err(BatchError::Truncated("batchLength runs past the end of the batch"));
     }
     let mut found = None;
-    walk_records(&header, &batch[..header.size_bytes], inflated_bytes_max, |record| {
+    let walked = walk_records(&header, &batch[..header.size_bytes], *inflated_bytes_left, |record| {
         let hit = matches(record);
         if hit {
             found = Some(*record);
         }
         hit
-    })?;
+    });
+    match walked {
+        Ok((_, inflated)) => *inflated_bytes_left = inflated_bytes_left.saturating_sub(inflated),
+        Err(BatchError::InflatedTooLarge) => *inflated_bytes_left = 0,
+        Err(_) => {}
+    }
+    walked?;
     Ok(found)
 }
 

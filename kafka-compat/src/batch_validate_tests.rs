@@ -142,14 +142,19 @@ fn the_inflation_budget_is_shared_by_the_batches_of_a_record_set() {
 fn find_record_stops_at_the_first_match_in_every_codec() {
     for codec in CODECS {
         let bytes = four(codec);
-        let hit = find_record(&bytes, 1 << 20, |r| r.timestamp >= 20).expect("walks");
+        let mut left = 1 << 20;
+        let hit = find_record(&bytes, &mut left, |r| r.timestamp >= 20).expect("walks");
         assert_eq!(hit.map(|r| r.offset_delta), Some(1), "{codec:?}");
-        let none = find_record(&bytes, 1 << 20, |r| r.timestamp > 30).expect("walks");
+        let none = find_record(&bytes, &mut left, |r| r.timestamp > 30).expect("walks");
         assert!(none.is_none(), "{codec:?}");
+        // What compressed lookups inflate comes off the one budget they share.
+        assert_eq!(left < 1 << 20, codec != Compression::None, "{codec:?}: {left}");
     }
     let zeros = vec![0u8; 4 << 20];
     let bomb = encode(&[record(0, 1, Some("k"), &zeros)], Compression::Gzip);
-    assert_eq!(find_record(&bomb, 1 << 20, |_| false).unwrap_err(), BatchError::InflatedTooLarge);
+    let mut left = 1 << 20;
+    assert_eq!(find_record(&bomb, &mut left, |_| false).unwrap_err(), BatchError::InflatedTooLarge);
+    assert_eq!(left, 0, "a lookup past the budget spends all of it");
 }
 
 proptest::proptest! {

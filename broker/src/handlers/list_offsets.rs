@@ -2,9 +2,11 @@
 //! and offset-for-timestamp from the time index.
 //!
 //! Finding the record inside the batch the index points at walks that one batch's records as
-//! a stream, inflating at most `limits::LIST_OFFSETS_INFLATED_BYTES_MAX` through a small
-//! buffer (`kafka_compat::batch::find_record`): a lookup never holds a batch's inflated records
-//! in memory (issue 13, reproduction 3: a 1 MB gzip batch cost 1 GB of RSS per request).
+//! a stream through a small buffer (`kafka_compat::batch::find_record`): a lookup never holds a
+//! batch's inflated records in memory (issue 13, reproduction 3: a 1 MB gzip batch cost 1 GB of
+//! RSS per request). One request's lookups inflate at most
+//! `limits::LIST_OFFSETS_INFLATED_BYTES_MAX` together; past it, compressed batches are answered
+//! from the time index alone (the batch's first offset and maximum timestamp).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -39,6 +41,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let epoch = ctx.leadership.leader_epoch();
     let answered_epoch = if req.api_version >= LEADER_EPOCH_FROM_VERSION { epoch } else { -1 };
     let mut topics = Vec::with_capacity(body.topics.len());
+    let mut inflate_left = limits::LIST_OFFSETS_INFLATED_BYTES_MAX;
     for topic in body.topics {
         let name = topic.name.0.to_string();
         let mut partitions = Vec::with_capacity(topic.partitions.len());
@@ -53,7 +56,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             } else if p.current_leader_epoch >= 0 && p.current_leader_epoch < epoch {
                 (error_code::FENCED_LEADER_EPOCH, -1, -1)
             } else {
-                lookup(&ctx, &name, p.partition_index, p.timestamp, body.isolation_level)?
+                let at = (p.partition_index, p.timestamp);
+                lookup(&ctx, &name, at, body.isolation_level, &mut inflate_left)?
             };
             partitions.push(out.with_error_code(code).with_timestamp(timestamp).with_offset(offset));
         }
@@ -62,13 +66,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     Ok(Some(ResponseKind::ListOffsets(ListOffsetsResponse::default().with_topics(topics))))
 }
 
-/// (error code, timestamp, offset) for one partition.
+/// (error code, timestamp, offset) for one partition at (partition, asked timestamp).
 fn lookup(
     ctx: &Ctx,
     topic: &str,
-    partition: i32,
-    timestamp: i64,
+    (partition, timestamp): (i32, i64),
     isolation: i8,
+    inflate_left: &mut usize,
 ) -> anyhow::Result<(i16, i64, i64)> {
     let Some((ps, log)) = partition_of(ctx, topic, partition) else {
         // The virtual `__consumer_offsets` (`internal_topic`): empty, every offset is 0.
@@ -83,8 +87,8 @@ fn lookup(
         LATEST if isolation == READ_COMMITTED => (-1, ps.last_stable_offset()),
         LATEST => (-1, ps.high_watermark()),
         EARLIEST | EARLIEST_LOCAL => (-1, ps.log_start_offset),
-        MAX_TIMESTAMP => max_timestamp_record(&log, &ps)?,
-        t if t >= 0 => offset_for_timestamp(&log, t, ps.high_watermark())?,
+        MAX_TIMESTAMP => max_timestamp_record(&log, &ps, inflate_left)?,
+        t if t >= 0 => offset_for_timestamp(&log, t, ps.high_watermark(), inflate_left)?,
         _ => return Ok((error_code::INVALID_REQUEST, -1, -1)),
     };
     Ok((error_code::NONE, found.0, found.1))
@@ -105,7 +109,11 @@ fn partition_of(ctx: &Ctx, topic: &str, partition: i32) -> Option<(PartitionStat
 /// Reading one batch when asked keeps apply free of record decoding, which would decompress
 /// every batch on every replica for a query that is rare. A batch trimmed by retention since
 /// leaves the batch's own last offset, as before.
-fn max_timestamp_record(log: &SharedLog, ps: &PartitionState) -> anyhow::Result<(i64, i64)> {
+fn max_timestamp_record(
+    log: &SharedLog,
+    ps: &PartitionState,
+    inflate_left: &mut usize,
+) -> anyhow::Result<(i64, i64)> {
     let (timestamp, batch_offset) = (ps.max_timestamp, ps.max_timestamp_offset);
     if batch_offset < 0 {
         return Ok((-1, -1));
@@ -115,25 +123,35 @@ fn max_timestamp_record(log: &SharedLog, ps: &PartitionState) -> anyhow::Result<
     let Some(entry) = holding.copied() else { return Ok((timestamp, batch_offset)) };
     let batch = log.read_batch(&entry)?;
     drop(log);
-    Ok((timestamp, first_record_with_timestamp(&batch, timestamp)?.unwrap_or(entry.base_offset)))
+    let found = first_record_with_timestamp(&batch, timestamp, inflate_left)?;
+    Ok((timestamp, found.unwrap_or(entry.base_offset)))
 }
 
 /// The offset of the first record of `batch` stamped `timestamp`. Under LogAppendTime every
 /// record carries the batch's timestamp (the records' own deltas are the client's), so the
 /// first record is the batch's first offset.
-fn first_record_with_timestamp(batch: &[u8], timestamp: i64) -> anyhow::Result<Option<i64>> {
+fn first_record_with_timestamp(
+    batch: &[u8],
+    timestamp: i64,
+    inflate_left: &mut usize,
+) -> anyhow::Result<Option<i64>> {
     let header = kafka_compat::batch::parse_header(batch)?;
     if header.is_log_append_time() {
         return Ok(Some(header.base_offset));
     }
-    let hit = find_record(batch, |r| r.timestamp == timestamp);
+    let hit = find_record(batch, inflate_left, |r| r.timestamp == timestamp);
     Ok(hit.map(|r| header.base_offset + i64::from(r.offset_delta)))
 }
 
 /// The first record with timestamp >= `target`: the time index finds the batch, then the
 /// batch's records (inflated within the budget if need be) give the exact offset, as Kafka
 /// answers.
-fn offset_for_timestamp(log: &SharedLog, target: i64, high_watermark: i64) -> anyhow::Result<(i64, i64)> {
+fn offset_for_timestamp(
+    log: &SharedLog,
+    target: i64,
+    high_watermark: i64,
+    inflate_left: &mut usize,
+) -> anyhow::Result<(i64, i64)> {
     let log = log.lock().expect("partition lock");
     let Some(entry) =
         log.index_entries().find(|e| e.max_timestamp >= target && e.base_offset < high_watermark).copied()
@@ -147,16 +165,20 @@ fn offset_for_timestamp(log: &SharedLog, target: i64, high_watermark: i64) -> an
     if header.is_log_append_time() {
         return Ok(batch_answer);
     }
-    let hit = find_record(&batch, |r| r.timestamp >= target);
+    let hit = find_record(&batch, inflate_left, |r| r.timestamp >= target);
     Ok(hit.map_or(batch_answer, |r| (r.timestamp, header.base_offset + i64::from(r.offset_delta))))
 }
 
-/// The first record of `batch` for which `matches` holds, inflating within the lookup budget.
-/// A batch past the budget or whose records do not walk (either stored before produce
-/// validated batches) answers None, so the caller answers with the batch itself, as the time
+/// The first record of `batch` for which `matches` holds, inflating within what is left of the
+/// request's budget. A batch past it, or whose records do not walk (stored before produce
+/// validated batches), answers None, so the caller answers with the batch itself, as the time
 /// index knows it.
-fn find_record(batch: &[u8], matches: impl FnMut(&RecordInfo) -> bool) -> Option<RecordInfo> {
-    kafka_compat::batch::find_record(batch, limits::LIST_OFFSETS_INFLATED_BYTES_MAX, matches)
+fn find_record(
+    batch: &[u8],
+    inflate_left: &mut usize,
+    matches: impl FnMut(&RecordInfo) -> bool,
+) -> Option<RecordInfo> {
+    kafka_compat::batch::find_record(batch, inflate_left, matches)
         .inspect_err(|e| tracing::debug!("ListOffsets answers a batch without its records: {e}"))
         .ok()
         .flatten()
@@ -193,9 +215,16 @@ mod tests {
     /// first record with the highest timestamp (11), inside a compressed batch too.
     #[test]
     fn the_first_record_with_the_max_timestamp_is_found_inside_the_batch() {
-        let found = first_record_with_timestamp(&batch(&[5, 9, 3, 9], TimestampType::Creation), 9);
+        let mut left = 1 << 20;
+        let found = first_record_with_timestamp(&batch(&[5, 9, 3, 9], TimestampType::Creation), 9, &mut left);
         assert_eq!(found.expect("decodes"), Some(11));
-        let appended = first_record_with_timestamp(&batch(&[5, 9, 3], TimestampType::LogAppend), 50);
+        let appended =
+            first_record_with_timestamp(&batch(&[5, 9, 3], TimestampType::LogAppend), 50, &mut left);
         assert_eq!(appended.expect("decodes"), Some(10), "LogAppendTime: every record has the batch's time");
+        // Past the request's budget the batch is answered without its records.
+        let mut spent = 0;
+        let unread =
+            first_record_with_timestamp(&batch(&[5, 9, 3, 9], TimestampType::Creation), 9, &mut spent);
+        assert_eq!(unread.expect("the header decodes"), None);
     }
 }
