@@ -26,6 +26,7 @@ pub mod errors;
 pub mod fatal;
 pub mod fault;
 pub mod handlers;
+pub mod incident;
 pub mod internal_topic;
 pub mod leader;
 pub mod limits;

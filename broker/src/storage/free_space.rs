@@ -10,16 +10,13 @@
 //! itself the moment space is freed or the reserve is lowered.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
-/// At most one log line about refused writes in this interval (a producer retries quickly).
-const LOG_INTERVAL: Duration = Duration::from_secs(60);
+use crate::incident::Incident;
 
-static LAST_LOGGED: Mutex<Option<Instant>> = Mutex::new(None);
-/// Writes refused since the last log line, reported in the next one.
-static REFUSED_SINCE_LOG: AtomicU64 = AtomicU64::new(0);
+/// Produce requests refused for space, and failed statvfs calls: counted, logged at a bounded
+/// rate (a refused producer retries quickly).
+static REFUSED: Incident = Incident::new();
+static STATVFS_FAILED: Incident = Incident::new();
 
 /// Bytes an unprivileged writer may still use on the file system holding `dir`.
 pub fn available_bytes(dir: &Path) -> std::io::Result<u64> {
@@ -37,34 +34,24 @@ pub fn refusal(dir: &Path, reserve_bytes: u64) -> Option<String> {
     let available = match available_bytes(dir) {
         Ok(bytes) => bytes,
         Err(e) => {
-            log_rate_limited(
-                || tracing::warn!(dir = %dir.display(), error = %e, "statvfs of the log dir failed"),
-            );
+            STATVFS_FAILED.record(|t| {
+                tracing::warn!(dir = %dir.display(), error = %e, not_logged = t.suppressed,
+                    "statvfs of the log dir failed")
+            });
             return None;
         }
     };
     if available >= reserve_bytes {
         return None;
     }
-    REFUSED_SINCE_LOG.fetch_add(1, Ordering::Relaxed);
-    log_rate_limited(|| {
-        let refused = REFUSED_SINCE_LOG.swap(0, Ordering::Relaxed);
-        tracing::warn!(dir = %dir.display(), available, reserve_bytes, refused,
-            "log dir below log.dir.free.bytes.min: refusing writes with KAFKA_STORAGE_ERROR");
+    REFUSED.record(|t| {
+        tracing::warn!(dir = %dir.display(), available, reserve_bytes, not_logged = t.suppressed,
+            refused = t.total, "log dir below log.dir.free.bytes.min: refusing writes with KAFKA_STORAGE_ERROR");
     });
     Some(format!(
         "log dir {} has {available} bytes free, below log.dir.free.bytes.min={reserve_bytes}",
         dir.display()
     ))
-}
-
-fn log_rate_limited(line: impl FnOnce()) {
-    let now = Instant::now();
-    let mut last = LAST_LOGGED.lock().expect("free-space log lock");
-    if last.is_none_or(|at| now.duration_since(at) >= LOG_INTERVAL) {
-        *last = Some(now);
-        line();
-    }
 }
 
 #[cfg(test)]
