@@ -151,11 +151,7 @@ impl Proposer {
                         fatal::invariant(&format!("a produce was answered with {result:?}"))
                     }
                     // One part of a split request failed: only its partitions carry the error.
-                    Err(e) if split => {
-                        let code = propose_error_code(&e, Addressed::PartitionLeader);
-                        answers
-                            .extend((0..partitions).map(|_| PartitionProduced::error(code, e.to_string())));
-                    }
+                    Err(e) if split => answers.extend(failed_partitions(partitions, &e)),
                     Err(e) => return Err(e),
                 }
             }
@@ -249,14 +245,15 @@ fn refuse_too_large(proposal: Proposal, reply: Reply, bytes: usize) {
     tracing::debug!(bytes, "refusing a proposal larger than one Raft entry");
     let answer = match proposal.produce_partitions() {
         0 => Err(e),
-        partitions => {
-            let code = propose_error_code(&e, Addressed::PartitionLeader);
-            Ok(Answer::Produced(
-                (0..partitions).map(|_| PartitionProduced::error(code, e.to_string())).collect(),
-            ))
-        }
+        partitions => Ok(Answer::Produced(failed_partitions(partitions, &e))),
     };
     let _ = reply.send(answer);
+}
+
+/// `partitions` produce answers carrying `e`, as a partition leader reports it.
+fn failed_partitions(partitions: usize, e: &ProposeError) -> Vec<PartitionProduced> {
+    let code = propose_error_code(e, Addressed::PartitionLeader);
+    (0..partitions).map(|_| PartitionProduced::error(code, e.to_string())).collect()
 }
 
 fn propose_error(e: RaftError<u64, ClientWriteError<u64, crate::raft::NodeAddr>>) -> ProposeError {
@@ -302,9 +299,9 @@ impl Sequencer {
             let code = propose_error_code(&e, Addressed::PartitionLeader);
             for (decision, reply) in built.decisions.into_iter().zip(replies) {
                 let answer = match decision {
-                    Decision::Answered(Answer::Produced(parts)) => Some(Answer::Produced(
-                        parts.into_iter().map(|_| PartitionProduced::error(code, e.to_string())).collect(),
-                    )),
+                    Decision::Answered(Answer::Produced(parts)) => {
+                        Some(Answer::Produced(failed_partitions(parts.len(), &e)))
+                    }
                     Decision::Answered(Answer::Op(_)) => None,
                     Decision::Waiting(w) => w.failed(code, &e.to_string()),
                 };
