@@ -2,7 +2,7 @@
 //!
 //! `ONELOG_FAULT=<name>` makes the process abort — like a kill -9, no destructors, no flushes —
 //! when execution reaches the point of that name; a `panic_point` panics there instead, the
-//! way a failed invariant would.
+//! way a failed invariant would. `ONELOG_FAULT_DELAY=<name>:<ms>` makes a `delay` point wait.
 
 /// Aborts the process here if `ONELOG_FAULT` names this point.
 #[cfg(feature = "fault-injection")]
@@ -28,3 +28,21 @@ pub fn panic_point(name: &str) {
 #[cfg(not(feature = "fault-injection"))]
 #[inline(always)]
 pub fn panic_point(_name: &str) {}
+
+/// Waits here if `ONELOG_FAULT_DELAY` is `<name>:<milliseconds>`: widens a race window so a
+/// test can show what a slow step used to let through.
+#[cfg(feature = "fault-injection")]
+pub async fn delay(name: &str) {
+    let Ok(v) = std::env::var("ONELOG_FAULT_DELAY") else { return };
+    let Some((point, ms)) = v.split_once(':') else { return };
+    if point == name {
+        if let Ok(ms) = ms.parse::<u64>() {
+            tracing::warn!(point = name, ms, "fault injection: delaying");
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+    }
+}
+
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub async fn delay(_name: &str) {}

@@ -9,7 +9,8 @@
 //! In a three-node cluster, a generation completed on the leader is a log entry: the new
 //! leader after a kill keeps the member and fences an older generation's commits.
 //! A raw client walks every served version of the group APIs, and a member that stops
-//! heartbeating is removed once its session passes.
+//! heartbeating is removed once its session passes. A follower that has its assignment can
+//! commit with the new generation at once, however slowly the generation reaches the log.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -431,4 +432,133 @@ async fn session_expiry(broker: &Broker) -> Result<()> {
     let code = client.request(3, &heartbeat).await?.error_code;
     ensure!(code == UNKNOWN_MEMBER_ID, "heartbeat after expiry: {code}");
     Ok(())
+}
+
+/// Regression (franz-go's TestGroupETL, cooperative-sticky, failed in CI with "unable to
+/// commit: ILLEGAL_GENERATION"): the follower's SyncGroup was answered as soon as the leader
+/// member handed in the assignments, before the generation's `CompleteGeneration` entry was
+/// queued, so the follower's first commit with the new generation could reach the log first
+/// and be fenced by apply. A fault point holds the generation back 1.5 s: the follower must
+/// not hear of its assignment before the log has the generation, and its commit right after
+/// must be accepted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follower_commits_with_its_new_generation_however_slowly_it_is_recorded() {
+    // KIP-134's initial delay lets both members into generation 1.
+    let options = BrokerOptions::default()
+        .config("group.initial.rebalance.delay.ms", 1_000)
+        .env("ONELOG_FAULT_DELAY", "group.record_generation:1500");
+    let broker = Broker::start(options).expect("starting onelog");
+    let result = slow_record(&broker).await;
+    broker.unwrap_or_dump(result);
+}
+
+async fn slow_record(broker: &Broker) -> Result<()> {
+    create_topics(&broker.bootstrap(), &[("slow-record", 1)]).await?;
+    // Two members: each learns its id (KIP-394).
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let mut client = RawClient::connect(broker.addr()).await?;
+        let first = client.request(9, &slow_join(&StrBytes::default())).await?;
+        ensure!(first.error_code == MEMBER_ID_REQUIRED, "first join: {first:?}");
+        ids.push(first.member_id);
+    }
+    // Generation 1 is the first the log records; generation 2 is checked against it (the
+    // case that failed: apply fenced the commit with generation 1 still in the log).
+    let mut leader = None;
+    let mut waits = Vec::new();
+    for generation in 1..=2 {
+        let (led, waited) = slow_generation(broker, &ids, leader, generation).await?;
+        (leader, waits) = (Some(led), [waits, vec![waited]].concat());
+    }
+    let early = waits.iter().any(|w| *w < Duration::from_millis(1_400));
+    ensure!(!early, "a follower heard of its generation before the log had it: {waits:?}");
+    Ok(())
+}
+
+fn slow_join(member: &StrBytes) -> JoinGroupRequest {
+    JoinGroupRequest::default()
+        .with_group_id(gid("slow"))
+        .with_member_id(member.clone())
+        .with_session_timeout_ms(30_000)
+        .with_rebalance_timeout_ms(30_000)
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(bytes::Bytes::from_static(b"meta"))])
+}
+
+/// Both members join `generation` (the leader of the last one first: a Stable group's leader
+/// rejoining starts a rebalance, where a follower's unchanged rejoin would just get the current
+/// generation back); the follower's SyncGroup waits, the leader's hands in the assignments,
+/// and the follower commits with the new generation as soon as it is answered. Returns the
+/// leader and how long after the leader's SyncGroup the follower was answered.
+async fn slow_generation(
+    broker: &Broker,
+    ids: &[StrBytes],
+    last_leader: Option<StrBytes>,
+    generation: i32,
+) -> Result<(StrBytes, Duration)> {
+    let mut order = ids.to_vec();
+    order.sort_by_key(|id| Some(id) != last_leader.as_ref());
+    let mut joins = Vec::new();
+    for id in order {
+        let (addr, request) = (broker.addr(), slow_join(&id));
+        joins.push(tokio::spawn(async move { RawClient::connect(addr).await?.request(9, &request).await }));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut joined = Vec::new();
+    for handle in joins {
+        joined.push(handle.await??);
+    }
+    ensure!(joined.iter().all(|j| j.error_code == 0 && j.generation_id == generation), "{joined:?}");
+    let leader = joined[0].leader.clone();
+    let follower = ids.iter().find(|id| **id != leader).expect("two members").clone();
+    let sync = |member: &StrBytes, assignments: Vec<SyncGroupRequestAssignment>| {
+        SyncGroupRequest::default()
+            .with_group_id(gid("slow"))
+            .with_generation_id(generation)
+            .with_member_id(member.clone())
+            .with_assignments(assignments)
+    };
+    let commit = OffsetCommitRequest::default()
+        .with_group_id(gid("slow"))
+        .with_generation_id_or_member_epoch(generation)
+        .with_member_id(follower.clone())
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(topic_name("slow-record"))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(generation as i64)])]);
+    // The follower commits the moment it has its assignment, as a consumer may.
+    let follower_sync = {
+        let (addr, request) = (broker.addr(), sync(&follower, Vec::new()));
+        tokio::spawn(async move {
+            let mut client = RawClient::connect(addr).await?;
+            let synced = client.request(5, &request).await?;
+            let answered_at = Instant::now();
+            let code = client.request(8, &commit).await?.topics[0].partitions[0].error_code;
+            anyhow::Ok((synced, answered_at, code))
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let assignments = [(&leader, b"L"), (&follower, b"F")]
+        .map(|(id, bytes)| {
+            SyncGroupRequestAssignment::default()
+                .with_member_id(id.clone())
+                .with_assignment(bytes::Bytes::from_static(bytes))
+        })
+        .to_vec();
+    let leader_sent = Instant::now();
+    let mut leader_client = RawClient::connect(broker.addr()).await?;
+    let leader_sync = leader_client.request(5, &sync(&leader, assignments)).await?;
+    ensure!(leader_sync.error_code == 0 && &leader_sync.assignment[..] == b"L", "{leader_sync:?}");
+    let (synced, answered_at, code) = follower_sync.await??;
+    ensure!(synced.error_code == 0 && &synced.assignment[..] == b"F", "{synced:?}");
+    let waited = answered_at.saturating_duration_since(leader_sent);
+    println!(
+        "generation {generation}: follower answered {waited:?} after the leader's SyncGroup \
+         (held back 1.5 s); its commit: error {code}"
+    );
+    ensure!(code == 0, "generation {generation}: the follower's commit: error {code}");
+    Ok((leader, waited))
 }

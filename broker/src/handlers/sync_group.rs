@@ -2,7 +2,9 @@
 //! its own (see `coord::group`). A follower's request waits until the leader's arrives.
 //!
 //! The leader's SyncGroup completes the generation: one `CompleteGeneration` log op records
-//! it (group, generation, protocol, member ids) before the leader member is answered.
+//! it (group, generation, protocol, member ids) before any member is answered: a follower that
+//! has its assignment may commit offsets with the new generation at once, and apply fences
+//! commits against the generation in the log.
 //! v5 (KIP-559) carries protocol type and name; a mismatch with the group's is
 //! INCONSISTENT_GROUP_PROTOCOL, as Kafka answers. An empty or over-long group id is
 //! INVALID_GROUP_ID. Assignment bytes are carried untouched, parsed or not.
@@ -13,7 +15,7 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, SyncGroupRespo
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
-use crate::coord::group::SyncResult;
+use crate::coord::group::{SyncOutcome, SyncResult};
 use crate::ctx::SharedCtx;
 use crate::leader::proposer::ProposeError;
 use onelog_state::command::GenerationOp;
@@ -35,7 +37,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         adopt_group(&ctx, &group_id);
         let assignments =
             body.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.clone())).collect();
-        let (result, completed) = ctx
+        let outcome = ctx
             .groups
             .sync(
                 &group_id,
@@ -44,9 +46,21 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 assignments,
             )
             .await;
-        match completed {
-            Some(generation) => record(&ctx, generation, result).await,
-            None => result,
+        match outcome {
+            SyncOutcome::Answered(result) => result,
+            // Spawned: the group waits for `recorded`, which must run even if this request's
+            // connection goes away meanwhile.
+            SyncOutcome::Record(generation) => {
+                let (ctx, leader) = (ctx.clone(), body.member_id.to_string());
+                let recording = tokio::spawn(async move {
+                    let committed = record(&ctx, &generation).await;
+                    ctx.groups.recorded(&generation, &leader, committed)
+                });
+                recording.await.unwrap_or_else(|_| SyncResult {
+                    error_code: error_code::NOT_COORDINATOR,
+                    ..Default::default()
+                })
+            }
         }
     };
     let v = req.api_version;
@@ -58,25 +72,21 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     Ok(Some(ResponseKind::SyncGroup(response)))
 }
 
-/// The completed generation goes into the log before the leader member hears back (Kafka
-/// stores the group before answering SyncGroup): one `CompleteGeneration` op. If it cannot
-/// be committed (leadership lost), NOT_COORDINATOR sends the member to the new leader.
-async fn record(ctx: &crate::ctx::Ctx, generation: GenerationOp, result: SyncResult) -> SyncResult {
+/// The completed generation goes into the log before any member hears back (Kafka stores the
+/// group before answering SyncGroup): one `CompleteGeneration` op. Whether it committed; if not
+/// (leadership lost), NOT_COORDINATOR sends the members to the new leader.
+async fn record(ctx: &crate::ctx::Ctx, generation: &GenerationOp) -> bool {
     tracing::info!(group = %generation.group_id, generation = generation.generation_id,
         members = generation.members.len(), protocol = %generation.protocol_name, "generation completed");
-    let committed = match ctx.proposer.submit(generation).await {
+    crate::fault::delay("group.record_generation").await;
+    let committed = match ctx.proposer.submit(generation.clone()).await {
         Ok(pending) => pending.await.map(|_| ()),
         Err(e) => Err(e),
     };
-    match committed {
-        Ok(()) => result,
-        Err(e) => {
-            if let ProposeError::Fatal(_) = &e {
-                tracing::warn!(error = %e, "CompleteGeneration not committed");
-            }
-            SyncResult { error_code: error_code::NOT_COORDINATOR, ..Default::default() }
-        }
+    if let Err(ProposeError::Fatal(e)) = &committed {
+        tracing::warn!(error = %e, "CompleteGeneration not committed");
     }
+    committed.is_ok()
 }
 
 fn protocol_mismatch(

@@ -50,6 +50,14 @@ use state::Groups;
 use sync::SyncStep;
 use waiters::Waiters;
 
+/// What a SyncGroup comes to in the shell.
+pub enum SyncOutcome {
+    Answered(SyncResult),
+    /// The leader member completed this generation: put it in the log, then call
+    /// [`Coordinator::recorded`] (whatever happens to the request meanwhile).
+    Record(GenerationOp),
+}
+
 /// The coordinator of every group while this node leads.
 #[derive(Clone)]
 pub struct Coordinator {
@@ -106,33 +114,38 @@ impl Coordinator {
         rx.await.unwrap_or_else(|_| JoinResult::error(error_code::NOT_COORDINATOR, &req.member_id))
     }
 
-    /// SyncGroup: the leader's carries the assignments; a follower's waits for them.
+    /// SyncGroup: the leader's carries the assignments, and its caller puts the completed
+    /// generation in the log and then calls [`Self::recorded`]; everyone else's waits for that.
     pub async fn sync(
         &self,
         group_id: &str,
         generation_id: i32,
         member: (&str, Option<&str>),
         assignments: Vec<(String, Bytes)>,
-    ) -> (SyncResult, Option<GenerationOp>) {
+    ) -> SyncOutcome {
         let (tx, rx) = oneshot::channel();
-        let (answer, timers) = {
+        {
             let mut shared = self.lock();
             match shared.groups.sync(group_id, generation_id, member, assignments, now()) {
-                SyncStep::Answer(result) => return (result, None),
-                SyncStep::Completed(result, generation, effects) => {
-                    (Some((result, generation)), shared.settle(effects))
-                }
-                SyncStep::Park => {
-                    shared.waiters.park_sync(group_id, member.0, tx);
-                    (None, Vec::new())
-                }
+                SyncStep::Answer(result) => return SyncOutcome::Answered(result),
+                SyncStep::Completed(generation) => return SyncOutcome::Record(generation),
+                SyncStep::Park => shared.waiters.park_sync(group_id, member.0, tx),
             }
+        }
+        SyncOutcome::Answered(rx.await.unwrap_or_else(|_| SyncResult::error(error_code::NOT_COORDINATOR)))
+    }
+
+    /// The generation a [`SyncOutcome::Record`] handed out is in the log (`committed`), or
+    /// could not be put there: the waiting members are answered; returns the leader's answer.
+    pub fn recorded(&self, generation: &GenerationOp, leader: &str, committed: bool) -> SyncResult {
+        let (result, timers) = {
+            let mut shared = self.lock();
+            let (group_id, generation_id) = (&generation.group_id, generation.generation_id);
+            let (result, effects) = shared.groups.recorded(group_id, generation_id, leader, committed);
+            (result, shared.settle(effects))
         };
         self.arm(timers);
-        if let Some((result, generation)) = answer {
-            return (result, Some(generation));
-        }
-        (rx.await.unwrap_or_else(|_| SyncResult::error(error_code::NOT_COORDINATOR)), None)
+        result
     }
 
     /// Heartbeat: Kafka's codes for a member out of step with its group.

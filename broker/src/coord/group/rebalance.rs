@@ -107,6 +107,9 @@ impl Group {
             }
         }
         self.state = GroupState::PreparingRebalance;
+        // A generation whose log entry is still on its way is abandoned: `recorded` will
+        // find the group moved on.
+        self.recording = false;
         self.rebalance_seq += 1;
         let delay = if was_empty {
             self.initial_delay = config.initial_rebalance_delay_ms > 0;

@@ -84,6 +84,9 @@ pub(super) struct Group {
     pub(super) initial_delay_remaining: Duration,
     /// The group emptied (a generation without members) and the log does not know yet.
     pub(super) empty_unrecorded: bool,
+    /// CompletingRebalance with the leader's assignments in: the generation's log entry is on
+    /// its way, and SyncGroups wait for it (see `sync`).
+    pub(super) recording: bool,
 }
 
 impl Group {
@@ -101,6 +104,7 @@ impl Group {
             new_member_added: false,
             initial_delay_remaining: Duration::ZERO,
             empty_unrecorded: false,
+            recording: false,
         }
     }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_compat::error_code;
+use onelog_state::command::GenerationOp;
 
 use super::effects::{Effects, Reply, Timer};
 use super::messages::{CoordinatorConfig, JoinResult, SyncResult};
@@ -96,11 +97,7 @@ fn two_members_join_and_sync_with_explicit_times() {
     let parked = g.sync("g", 1, (&follower, None), Vec::new(), at(6_100));
     assert!(matches!(parked, SyncStep::Park));
     let assignments = vec![(a.clone(), Bytes::from_static(b"0")), (b.clone(), Bytes::from_static(b"1"))];
-    let SyncStep::Completed(mine, generation, effects) =
-        g.sync("g", 1, (&leader, None), assignments, at(6_200))
-    else {
-        panic!("the leader completes the generation")
-    };
+    let (mine, generation, effects) = completes(&mut g, 1, &leader, assignments, at(6_200));
     let expected = |id: &str| Bytes::from(if id == a { &b"0"[..] } else { &b"1"[..] });
     assert_eq!((mine.error_code, mine.assignment), (error_code::NONE, expected(&leader)));
     assert_eq!((generation.generation_id, generation.members.len()), (1, 2));
@@ -109,6 +106,22 @@ fn two_members_join_and_sync_with_explicit_times() {
     assert_eq!(state(&g), GroupState::Stable);
     assert_eq!(g.heartbeat("g", 1, (&follower, None), at(7_000)), error_code::NONE);
     assert_eq!(g.heartbeat("g", 0, (&follower, None), at(7_000)), error_code::ILLEGAL_GENERATION);
+}
+
+/// The leader member's SyncGroup and its generation's log entry: (the leader's answer, the
+/// generation, the waiting members' answers).
+fn completes(
+    g: &mut Groups,
+    generation_id: i32,
+    leader: &str,
+    assignments: Vec<(String, Bytes)>,
+    now: Instant,
+) -> (SyncResult, GenerationOp, Effects) {
+    let SyncStep::Completed(generation) = g.sync("g", generation_id, (leader, None), assignments, now) else {
+        panic!("the leader completes the generation")
+    };
+    let (mine, effects) = g.recorded("g", generation_id, leader, true);
+    (mine, generation, effects)
 }
 
 /// Without an initial delay a lone member completes at once; a second one makes the group
@@ -137,7 +150,7 @@ fn an_expired_session_removes_the_member_and_the_rest_rebalance() {
     let at = |ms| t0 + Duration::from_millis(ms);
     let mut g = groups(0);
     let (a, b) = two_members(&mut g, t0);
-    assert!(matches!(g.sync("g", 2, (&a, None), Vec::new(), t0), SyncStep::Completed(..)));
+    completes(&mut g, 2, &a, Vec::new(), t0);
     // The first rebalance's timer fires late and is stale.
     let stale = g.rebalance_timer_fired("g", 1, at(1));
     assert!(stale.replies.is_empty() && stale.timers.is_empty());
@@ -205,7 +218,7 @@ fn an_unchanged_rejoin_of_a_stable_group_gets_the_current_generation() {
     assert_eq!((answer.generation_id, answer.leader.as_str(), answer.members.len()), (2, a.as_str(), 2));
     assert_eq!(state(&g), GroupState::CompletingRebalance);
     let assignments = vec![(a.clone(), Bytes::from_static(b"0")), (b.clone(), Bytes::from_static(b"1"))];
-    assert!(matches!(g.sync("g", 2, (&a, None), assignments, t0), SyncStep::Completed(..)));
+    completes(&mut g, 2, &a, assignments, t0);
 
     let rejoined = g.join(&req(&b, b"b"), t0).expect("joins");
     assert!(rejoined.effects.timers.is_empty(), "no rebalance");
@@ -221,7 +234,7 @@ fn an_unchanged_rejoin_of_a_stable_group_gets_the_current_generation() {
     assert_eq!(state(&g), GroupState::PreparingRebalance);
     let answers = join_replies(&g.join(&req(&a, b"a"), t0).expect("rejoins").effects);
     assert!(answers.values().all(|r| r.generation_id == 3) && answers.len() == 2);
-    assert!(matches!(g.sync("g", 3, (&a, None), Vec::new(), t0), SyncStep::Completed(..)));
+    completes(&mut g, 3, &a, Vec::new(), t0);
 
     let leader = g.join(&req(&a, b"a"), t0).expect("joins");
     assert!(join_replies(&leader.effects).is_empty(), "a Stable leader's rejoin rebalances");

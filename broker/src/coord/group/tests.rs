@@ -24,6 +24,27 @@ pub(crate) fn join_req(member_id: &str, metadata: &'static [u8]) -> JoinRequest 
     }
 }
 
+/// The leader member's SyncGroup, with its generation put in the log (as the handler does).
+pub(crate) async fn leader_sync(
+    c: &Coordinator,
+    generation_id: i32,
+    leader: &str,
+    assignments: Vec<(String, Bytes)>,
+) -> (SyncResult, GenerationOp) {
+    let SyncOutcome::Record(generation) = c.sync("g", generation_id, (leader, None), assignments).await
+    else {
+        panic!("the leader completes the generation")
+    };
+    (c.recorded(&generation, leader, true), generation)
+}
+
+fn answered(outcome: SyncOutcome) -> SyncResult {
+    match outcome {
+        SyncOutcome::Answered(result) => result,
+        SyncOutcome::Record(_) => panic!("answered, not completing a generation"),
+    }
+}
+
 /// KIP-394: a first join gets MEMBER_ID_REQUIRED and the id, then joins with it.
 pub(crate) async fn new_member(c: &Coordinator) -> String {
     let first = c.join(join_req("", b"m")).await;
@@ -58,9 +79,8 @@ async fn one_member_joins_syncs_heartbeats_and_leaves() {
     assert_eq!(joined.protocol_name.as_deref(), Some("range"));
     assert_eq!(c.heartbeat("g", 1, &id, None), error_code::NONE);
     assert_eq!(c.check_commit("g", 1, &id, None), Some(error_code::REBALANCE_IN_PROGRESS));
-    let (synced, completed) = c.sync("g", 1, (&id, None), vec![(id.clone(), Bytes::from_static(b"a"))]).await;
+    let (synced, completed) = leader_sync(&c, 1, &id, vec![(id.clone(), Bytes::from_static(b"a"))]).await;
     assert_eq!((synced.error_code, synced.assignment), (error_code::NONE, Bytes::from_static(b"a")));
-    let completed = completed.expect("leader completes the generation");
     let members: Vec<&str> = completed.members.iter().map(|m| m.member_id.as_str()).collect();
     assert_eq!((completed.generation_id, members), (1, vec![id.as_str()]));
     assert_eq!(c.describe("g").expect("group").state, GroupState::Stable);
@@ -88,7 +108,7 @@ async fn a_second_member_rebalances_and_the_follower_waits_for_the_leader() {
     let a = new_member(&c).await;
     let first = c.join(join_req(&a, b"a")).await;
     assert_eq!(first.generation_id, 1);
-    let (s, _) = c.sync("g", 1, (&a, None), vec![(a.clone(), Bytes::from_static(b"all"))]).await;
+    let (s, _) = leader_sync(&c, 1, &a, vec![(a.clone(), Bytes::from_static(b"all"))]).await;
     assert_eq!(s.error_code, error_code::NONE);
 
     let b = new_member(&c).await;
@@ -110,11 +130,72 @@ async fn a_second_member_rebalances_and_the_follower_waits_for_the_leader() {
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert!(!b_sync.is_finished(), "a follower waits for the leader's assignments");
     let assignments = vec![(a.clone(), Bytes::from_static(b"0")), (b.clone(), Bytes::from_static(b"1"))];
-    let (sa, _) = c.sync("g", 2, (&a, None), assignments).await;
-    let (sb, completed) = b_sync.await.expect("sync task");
+    let (sa, _) = leader_sync(&c, 2, &a, assignments).await;
+    let sb = answered(b_sync.await.expect("sync task"));
     assert_eq!(sa.assignment, Bytes::from_static(b"0"));
     assert_eq!(sb.assignment, Bytes::from_static(b"1"));
-    assert!(completed.is_none());
+}
+
+/// Regression (franz-go's TestGroupETL, cooperative-sticky, failed in CI with "unable to
+/// commit: ILLEGAL_GENERATION"): the followers' SyncGroups were answered as soon as the leader
+/// handed in the assignments, before the generation's log entry was even queued, so a
+/// follower's commit with the new generation could reach the log first and be fenced by
+/// apply. Now nobody hears of the generation until it is recorded; until then the group is
+/// CompletingRebalance (commits REBALANCE_IN_PROGRESS, as Kafka answers there), and a
+/// generation that could not be recorded sends every waiting member to find the coordinator.
+#[tokio::test(start_paused = true)]
+async fn members_hear_of_a_generation_only_once_it_is_in_the_log() {
+    let c = coordinator(100);
+    let (a, b, a_join, _) = two_members_join(&c).await;
+    let (leader, follower) = if a_join.leader == a { (a, b) } else { (b, a) };
+    let (c2, f2) = (c.clone(), follower.clone());
+    let early = tokio::spawn(async move { c2.sync("g", 1, (&f2, None), Vec::new()).await });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let assignments =
+        vec![(leader.clone(), Bytes::from_static(b"L")), (follower.clone(), Bytes::from_static(b"F"))];
+    let SyncOutcome::Record(generation) = c.sync("g", 1, (&leader, None), assignments).await else {
+        panic!("the leader completes the generation")
+    };
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(!early.is_finished(), "a waiting follower is not answered before the log has it");
+    // The follower asks again (a retry after a lost answer): it waits too.
+    let (c2, f2) = (c.clone(), follower.clone());
+    let late = tokio::spawn(async move { c2.sync("g", 1, (&f2, None), Vec::new()).await });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(!late.is_finished(), "nobody is answered before the log has it");
+    let replaced = answered(early.await.expect("sync task"));
+    assert_eq!(
+        replaced.error_code,
+        error_code::NOT_COORDINATOR,
+        "a member's newer request replaces its older"
+    );
+    assert_eq!(c.describe("g").expect("group").state, GroupState::CompletingRebalance);
+    assert_eq!(c.check_commit("g", 1, &follower, None), Some(error_code::REBALANCE_IN_PROGRESS));
+    assert_eq!(c.heartbeat("g", 1, &follower, None), error_code::NONE);
+
+    let mine = c.recorded(&generation, &leader, true);
+    assert_eq!((mine.error_code, mine.assignment), (error_code::NONE, Bytes::from_static(b"L")));
+    let theirs = answered(late.await.expect("sync task"));
+    assert_eq!((theirs.error_code, theirs.assignment), (error_code::NONE, Bytes::from_static(b"F")));
+    assert_eq!(c.check_commit("g", 1, &follower, None), Some(error_code::NONE));
+    assert_eq!(c.describe("g").expect("group").state, GroupState::Stable);
+
+    // The next generation cannot be recorded (leadership lost): NOT_COORDINATOR for everyone.
+    let (c2, l2) = (c.clone(), leader.clone());
+    let rejoin = tokio::spawn(async move { c2.join(join_req(&l2, b"changed")).await });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let follower_join = c.join(join_req(&follower, b"f")).await;
+    let leader_join = rejoin.await.expect("join task");
+    assert_eq!((leader_join.generation_id, follower_join.generation_id), (2, 2));
+    let (c2, f2) = (c.clone(), follower.clone());
+    let waiting = tokio::spawn(async move { c2.sync("g", 2, (&f2, None), Vec::new()).await });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let SyncOutcome::Record(generation) = c.sync("g", 2, (&leader, None), Vec::new()).await else {
+        panic!("the leader completes the generation")
+    };
+    assert_eq!(c.recorded(&generation, &leader, false).error_code, error_code::NOT_COORDINATOR);
+    assert_eq!(answered(waiting.await.expect("sync task")).error_code, error_code::NOT_COORDINATOR);
+    assert_eq!(c.describe("g").expect("group").state, GroupState::PreparingRebalance);
 }
 
 #[tokio::test(start_paused = true)]
@@ -123,7 +204,7 @@ async fn an_expired_session_removes_the_member_and_the_rest_rebalance() {
     let (a, b, a_join, b_join) = two_members_join(&c).await;
     assert_eq!(a_join.generation_id, b_join.generation_id);
     let leader = a_join.leader.clone();
-    c.sync("g", 1, (&leader, None), Vec::new()).await;
+    leader_sync(&c, 1, &leader, Vec::new()).await;
     // Only `a` heartbeats; `b`'s session (10 s) passes.
     for _ in 0..12 {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -140,7 +221,7 @@ async fn an_expired_session_removes_the_member_and_the_rest_rebalance() {
 async fn a_member_that_does_not_rejoin_is_removed_when_the_rebalance_times_out() {
     let c = coordinator(100);
     let (a, b, a_join, _) = two_members_join(&c).await;
-    c.sync("g", 1, (&a_join.leader, None), Vec::new()).await;
+    leader_sync(&c, 1, &a_join.leader, Vec::new()).await;
     // A third member joins; `b` never rejoins and is dropped after the rebalance timeout (30 s).
     let d = new_member(&c).await;
     let (c2, a2) = (c.clone(), a.clone());
@@ -172,8 +253,7 @@ async fn a_new_leader_adopts_the_recorded_generation_and_its_members_keep_heartb
     let old = coordinator(0);
     let a = new_member(&old).await;
     old.join(join_req(&a, b"a")).await;
-    let (_, record) = old.sync("g", 1, (&a, None), vec![(a.clone(), Bytes::from_static(b"x"))]).await;
-    let record = record.expect("completed generation");
+    let (_, record) = leader_sync(&old, 1, &a, vec![(a.clone(), Bytes::from_static(b"x"))]).await;
 
     let new = coordinator(0);
     new.adopt(&record);
@@ -196,7 +276,11 @@ async fn a_restarted_static_member_takes_over_its_instance_and_fences_the_old_id
     let first = c.join(req.clone()).await;
     assert_eq!((first.error_code, first.generation_id), (error_code::NONE, 1));
     let old = first.member_id.clone();
-    c.sync("g", 1, (&old, Some("instance-1")), vec![(old.clone(), Bytes::from_static(b"p0"))]).await;
+    let assignment = vec![(old.clone(), Bytes::from_static(b"p0"))];
+    let SyncOutcome::Record(generation) = c.sync("g", 1, (&old, Some("instance-1")), assignment).await else {
+        panic!("the leader completes the generation")
+    };
+    c.recorded(&generation, &old, true);
     // Restarted: same instance id, no member id.
     let second = c.join(req.clone()).await;
     assert_eq!(second.error_code, error_code::NONE);
