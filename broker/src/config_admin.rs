@@ -160,7 +160,7 @@ pub async fn serve(
     succeeded: fn(&ResponseKind) -> bool,
 ) -> Served {
     let n = req.resources.len();
-    if ctx.is_leader() || req.forwarded {
+    if ctx.may_propose() || req.forwarded {
         let parsed = req.resources.into_iter().map(|r| parse(ctx, r, req.forwarded)).collect();
         return Served::Results(alter(ctx, parsed, req.validate_only).await);
     }

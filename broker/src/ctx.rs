@@ -38,6 +38,12 @@ impl Ctx {
         self.leadership.is_leader()
     }
 
+    /// Whether this node may take a write answered from its committed entry (see
+    /// [`Leadership::may_propose`]).
+    pub fn may_propose(&self) -> bool {
+        self.leadership.may_propose()
+    }
+
     /// The current Raft leader, if known.
     pub fn leader_id(&self) -> Option<u64> {
         self.leadership.leader_id()

@@ -2,7 +2,8 @@
 //!
 //! `ONELOG_FAULT=<name>` makes the process abort — like a kill -9, no destructors, no flushes —
 //! when execution reaches the point of that name; a `panic_point` panics there instead, the
-//! way a failed invariant would. `ONELOG_FAULT_DELAY=<name>:<ms>` makes a `delay` point wait.
+//! way a failed invariant would. `ONELOG_FAULT_DELAY=<name>:<ms>` makes a `delay` point wait;
+//! `ONELOG_FAULT_FLAGS=<name>,…` turns on a `flag` for the whole run.
 
 /// Aborts the process here if `ONELOG_FAULT` names this point.
 #[cfg(feature = "fault-injection")]
@@ -46,3 +47,21 @@ pub async fn delay(name: &str) {
 #[cfg(not(feature = "fault-injection"))]
 #[inline(always)]
 pub async fn delay(_name: &str) {}
+
+/// Whether `ONELOG_FAULT_FLAGS` (comma-separated) names `name`: a behaviour switched on for
+/// the whole run, such as a leader lease that never holds. Read once per process.
+#[cfg(feature = "fault-injection")]
+pub fn flag(name: &str) -> bool {
+    static FLAGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let flags = FLAGS.get_or_init(|| {
+        let v = std::env::var("ONELOG_FAULT_FLAGS").unwrap_or_default();
+        v.split(',').filter(|f| !f.is_empty()).map(str::to_string).collect()
+    });
+    flags.iter().any(|f| f == name)
+}
+
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn flag(_name: &str) -> bool {
+    false
+}

@@ -30,7 +30,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::AlterClientQuotas(body) = req.body else {
         anyhow::bail!("not an AlterClientQuotas body")
     };
-    if !ctx.is_leader() && !forward::is_forwarded(&req.header) {
+    if !ctx.may_propose() && !forward::is_forwarded(&req.header) {
         // Answered once every alteration the leader accepted shows here, so a Describe sent
         // here next sees it.
         let alterations: Vec<Option<QuotaAlteration>> = body.entries.iter().map(|e| check(e).ok()).collect();

@@ -22,7 +22,7 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::CreatePartitions(body) = req.body else { anyhow::bail!("not a CreatePartitions body") };
-    if !ctx.is_leader() && !forward::is_forwarded(&req.header) && !body.validate_only {
+    if !ctx.may_propose() && !forward::is_forwarded(&req.header) && !body.validate_only {
         let wanted: Vec<(String, usize)> =
             body.topics.iter().map(|t| (t.name.0.to_string(), t.count.max(0) as usize)).collect();
         // Every topic the leader grew has its new partitions here too.

@@ -22,7 +22,7 @@ pub const ACCEPTED_MIN_VERSION: i16 = 2;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::CreateTopics(body) = req.body else { anyhow::bail!("not a CreateTopics body") };
-    if !ctx.is_leader() && !forward::is_forwarded(&req.header) && !body.validate_only {
+    if !ctx.may_propose() && !forward::is_forwarded(&req.header) && !body.validate_only {
         let body = RequestKind::CreateTopics(body.clone());
         let relayed = forward::relay(&ctx, KEY, req.api_version, body, forward::topics_created);
         if let Some(response) = relayed.await {

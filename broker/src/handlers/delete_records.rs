@@ -57,7 +57,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 /// One result per partition, in request order. Kafka refuses a topic whose cleanup policy
 /// does not include `delete` (POLICY_VIOLATION); everything else apply decides.
 async fn delete(ctx: &Ctx, requested: Vec<TrimLog>) -> Vec<LowWatermark> {
-    if !ctx.is_leader() {
+    if !ctx.may_propose() {
         return vec![(error_code::NOT_LEADER_OR_FOLLOWER, -1); requested.len()];
     }
     let refused: Vec<Option<i16>> = ctx.applied.state(|state| {

@@ -18,7 +18,7 @@ pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DeleteTopics(body) = req.body else { anyhow::bail!("not a DeleteTopics body") };
-    if !ctx.is_leader() && !forward::is_forwarded(&req.header) {
+    if !ctx.may_propose() && !forward::is_forwarded(&req.header) {
         // Every topic the leader deleted is gone here too (named by name, or by id in v6+).
         let gone = |response: &ResponseKind, state: &onelog_state::BrokerState| {
             let ResponseKind::DeleteTopics(r) = response else { return true };

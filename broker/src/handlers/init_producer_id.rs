@@ -41,7 +41,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let response = match body.transactional_id.as_ref().map(|t| t.0.as_str()) {
         // The transaction coordinator is the leader (FindCoordinator); clients look again.
         Some(tid) => init_transactional(&ctx, tid, &body, req.api_version).await,
-        None if ctx.is_leader() => allocate(&ctx).await,
+        None if ctx.may_propose() => allocate(&ctx).await,
         None if forwarded => error(error_code::COORDINATOR_LOAD_IN_PROGRESS),
         None => forward(&ctx, req.api_version, body).await,
     };

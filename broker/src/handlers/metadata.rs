@@ -81,7 +81,7 @@ async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])
         return;
     }
     let names: Vec<String> = missing.iter().map(|t| t.name.clone()).collect();
-    if ctx.is_leader() {
+    if ctx.may_propose() {
         let results = controller::create_topics(ctx, &missing, false).await;
         tracing::info!(topics = ?names, ?results, "auto-created topics");
     } else if let Err(e) = crate::net::forward::create_topics_on_leader(ctx, &names).await {

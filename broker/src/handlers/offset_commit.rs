@@ -45,7 +45,7 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     let decided = if op.group_id.len() > limits::GROUP_ID_BYTES_MAX {
         let message = format!("group id longer than {} bytes", limits::GROUP_ID_BYTES_MAX);
         Some(vec![(error_code::INVALID_GROUP_ID, Some(message)); n])
-    } else if !ctx.is_leader() {
+    } else if !ctx.may_propose() {
         Some(vec![(error_code::NOT_COORDINATOR, None); n])
     } else {
         match member_check(&ctx, &op, body.group_instance_id.as_deref()) {

@@ -6,7 +6,9 @@
 //! acks=all both reply after the entry is committed and applied — stronger than Kafka's acks=1.
 //!
 //! Transactional batches are answered as soon as the leader has stamped them, before their
-//! entry commits (DESIGN §1, §4: the EndTxn entry is the transaction's durable round).
+//! entry commits (DESIGN §1, §4: the EndTxn entry is the transaction's durable round), so only
+//! a leader holding the read lease takes them; any other write needs only Raft leadership
+//! (`Leadership::may_propose`): a leader descheduled for a moment keeps taking them.
 //!
 //! Idempotent batches (KIP-98) are sequence-checked by the proposer; each partition's answer
 //! (its error, its offset, or a duplicate's original offset) comes back per partition.
@@ -146,7 +148,7 @@ fn check_request(ctx: &Ctx, topic_data: Vec<TopicProduceData>, acks: i16, versio
     let mut slots = Vec::new();
     let mut appends = Vec::new();
     let mut owners = Vec::new(); // slot index of each append
-    let not_leader = !ctx.is_leader();
+    let not_leader = !ctx.may_propose();
     let disk_full = if not_leader { None } else { disk_refusal(ctx) };
     // Inflating compressed batches to validate them is bounded per request (DESIGN §8).
     let mut inflated_bytes_left = limits::PRODUCE_INFLATED_BYTES_MAX;
@@ -340,6 +342,14 @@ fn check_transactional(
     let Some(header) = batches.iter().map(|b| &b.header).find(|h| h.is_transactional()) else {
         return Ok(());
     };
+    // Answered once stamped, before its entry commits: a deposed leader that does not know it
+    // yet could otherwise acknowledge a write no log will hold, in a transaction a newer leader
+    // then commits. The lease rules that out; writes answered from their committed entry need
+    // only `may_propose` (checked in `check_request`).
+    if !ctx.is_leader() {
+        let message = "transactional writes need the leader's lease, which lapsed; retry".to_string();
+        return Err((error_code::NOT_LEADER_OR_FOLLOWER, Some(message)));
+    }
     let id = ProducerIdEpoch { producer_id: header.producer_id, producer_epoch: header.producer_epoch };
     let implicit_add = version >= IMPLICIT_ADD_FROM_VERSION;
     ctx.txns.admit_write(id, topic, partition, implicit_add).map_err(|refusal| {

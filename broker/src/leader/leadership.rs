@@ -81,15 +81,26 @@ impl Leadership {
         self.leader_id() == Some(self.node_id)
     }
 
-    /// Whether this node may act as the Kafka leader now: it is the Raft leader, has applied
-    /// an entry of its own term and, in a multi-voter cluster, holds a fresh lease (see
-    /// [`LeaderLease`]).
+    /// Whether this node may serve what reads its state as the Kafka leader now (Fetch,
+    /// ListOffsets, OffsetFetch, group membership, transactional writes answered before they
+    /// commit): it may propose (see [`Self::may_propose`]) and, in a multi-voter cluster,
+    /// holds a fresh lease (see [`LeaderLease`]), so no newer leader can have served a newer
+    /// state.
     pub fn is_leader(&self) -> bool {
+        self.may_propose() && (self.voter_ids().len() <= 1 || self.lease.is_valid())
+    }
+
+    /// Whether this node may take a write whose answer comes from its committed entry
+    /// (Produce outside a transaction, OffsetCommit, the controller's and admin writes): it is
+    /// the Raft leader, not shutting down, and has applied an entry of its own term. The read
+    /// lease is not needed: Raft orders the writes, and a deposed leader's entry never commits,
+    /// so its caller hears an error, never a false success. Requiring the lease refused writes
+    /// with NOT_LEADER_OR_FOLLOWER whenever the leader was descheduled for ~100 ms on a busy
+    /// machine, with no election, and clients that retried stored records out of order
+    /// (issue 14).
+    pub fn may_propose(&self) -> bool {
         // A leader handing over on shutdown stops taking requests first.
-        if !self.is_raft_leader() || self.is_shutting_down() {
-            return false;
-        }
-        self.applied_own_term() && (self.voter_ids().len() <= 1 || self.lease.is_valid())
+        self.is_raft_leader() && !self.is_shutting_down() && self.applied_own_term()
     }
 
     /// Raft §8: a new leader knows which entries of earlier terms are committed only once an

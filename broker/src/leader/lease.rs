@@ -66,6 +66,10 @@ impl LeaderLease {
     }
 
     pub fn is_valid(&self) -> bool {
+        // Tests: a leader whose lease never holds, as on a machine too busy to keep it.
+        if crate::fault::flag("lease.lapsed") {
+            return false;
+        }
         let watcher_late = self.now_ms().saturating_sub(self.tick_ms.load(Ordering::SeqCst))
             > crate::limits::PAUSE_CHECK_INTERVAL_MS + crate::limits::PAUSE_GAP_MS;
         if self.is_suspect() || watcher_late {
