@@ -174,6 +174,11 @@ pub const RAFT_ELECTION_TIMEOUT_MAX_MS: u64 = 600;
 pub const LEADER_LEASE_MS: u64 = 250;
 const _: () = assert!(LEADER_LEASE_MS < RAFT_ELECTION_TIMEOUT_MIN_MS);
 
+/// How long a read waits for the quorum round that confirms a leader whose lease lapsed
+/// without an election (`Leadership::serves_reads`) before it is refused NOT_LEADER_OR_FOLLOWER
+/// (ms): a few heartbeats.
+pub const READ_CONFIRM_TIMEOUT_MS: u64 = 1_000;
+
 /// Longest a follower waits for a request it forwards to the leader (auto-created topics,
 /// InitProducerId, controller requests; KIP-590), and then for its own state to show the
 /// change (ms).

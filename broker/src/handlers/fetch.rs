@@ -38,13 +38,15 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let mut applied = ctx.applied.applied_index();
     let (response, bytes) = loop {
         applied.mark_unchanged();
-        let (response, bytes, errors) = read_all(&ctx, &body, req.api_version, cap)?;
+        let serving = ctx.leadership.serves_reads().await;
+        let (response, bytes, errors) = read_all(&ctx, &body, req.api_version, cap, serving)?;
         let satisfied = bytes >= body.min_bytes.max(0) as usize || errors;
         if satisfied || tokio::time::Instant::now() >= deadline {
             break (response, bytes);
         }
         if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
-            let (response, bytes, _) = read_all(&ctx, &body, req.api_version, cap)?;
+            let serving = ctx.leadership.serves_reads().await;
+            let (response, bytes, _) = read_all(&ctx, &body, req.api_version, cap, serving)?;
             break (response, bytes);
         }
     };
@@ -71,11 +73,11 @@ fn read_all(
     body: &FetchRequest,
     version: i16,
     cap: usize,
+    is_leader: bool,
 ) -> anyhow::Result<(FetchResponse, usize, bool)> {
     let mut budget = (body.max_bytes.max(0) as usize).min(limits::FETCH_RESPONSE_BYTES_MAX).min(cap);
     let mut total = 0usize;
     let mut errors = false;
-    let is_leader = ctx.is_leader();
     let epoch = ctx.leadership.leader_epoch();
     let mut topics = Vec::with_capacity(body.topics.len());
     for topic in &body.topics {
@@ -166,7 +168,13 @@ fn read_partition(
         let t = applied.state.topics.get(topic)?;
         let ps = usize::try_from(partition).ok().and_then(|i| t.partitions.get(i))?;
         let log = partitions.get(&t.topic_id, partition);
-        let last_stable = ps.last_stable_offset();
+        // The chaos checker's own test (issue 14): a broken read_committed that reads up to
+        // the high watermark, open transactions included. Only a test-only flag sets it.
+        let last_stable = if crate::fault::flag("bug.read-committed-to-hw") {
+            ps.high_watermark()
+        } else {
+            ps.last_stable_offset()
+        };
         // DESIGN §5: the aborted transactions overlapping what this read can return.
         let aborted: Vec<AbortedTransaction> = if isolation_level == READ_COMMITTED {
             ps.aborted_in(offset, last_stable)

@@ -37,7 +37,7 @@ const READ_COMMITTED: i8 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::ListOffsets(body) = req.body else { anyhow::bail!("not a ListOffsets body") };
-    let is_leader = ctx.is_leader();
+    let is_leader = ctx.leadership.serves_reads().await;
     let epoch = ctx.leadership.leader_epoch();
     let answered_epoch = if req.api_version >= LEADER_EPOCH_FROM_VERSION { epoch } else { -1 };
     let mut topics = Vec::with_capacity(body.topics.len());

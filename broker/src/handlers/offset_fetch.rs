@@ -37,7 +37,7 @@ type Fetched = (i32, i64, i32, String, i16);
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::OffsetFetch(body) = req.body else { anyhow::bail!("not an OffsetFetch body") };
-    let coordinator = ctx.is_leader();
+    let coordinator = ctx.leadership.serves_reads().await;
     ctx.applied.read(|applied| {
         let state = &applied.state;
         let stable = body.require_stable;

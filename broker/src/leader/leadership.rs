@@ -4,6 +4,7 @@
 //! flag, so no other module needs the Raft handle to answer "am I the leader?".
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use openraft::RaftMetrics;
 use tokio::sync::watch;
@@ -88,6 +89,26 @@ impl Leadership {
     /// state.
     pub fn is_leader(&self) -> bool {
         self.may_propose() && (self.voter_ids().len() <= 1 || self.lease.is_valid())
+    }
+
+    /// [`Self::is_leader`] for a read, confirmed by a quorum round when the lease has lapsed
+    /// without an election (a leader descheduled for a moment on a busy machine): one ReadIndex
+    /// (`ensure_linearizable`, bounded by `READ_CONFIRM_TIMEOUT_MS`), after which what this node
+    /// reads is at least as new as anything a leader acknowledged. A deposed leader fails the
+    /// round. Without it, reads were refused NOT_LEADER_OR_FOLLOWER under load although no
+    /// election happened (issue 14).
+    pub async fn serves_reads(&self) -> bool {
+        if self.is_leader() {
+            return true;
+        }
+        if !self.may_propose() {
+            return false;
+        }
+        let round = self.raft.ensure_linearizable();
+        let confirmed = tokio::time::timeout(Duration::from_millis(limits::READ_CONFIRM_TIMEOUT_MS), round)
+            .await
+            .is_ok_and(|r| r.is_ok());
+        confirmed && self.may_propose()
     }
 
     /// Whether this node may take a write whose answer comes from its committed entry
