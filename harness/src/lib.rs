@@ -1,7 +1,7 @@
 //! Test and benchmark tools for onelog: broker and cluster process control, a raw Kafka client
 //! for inputs real clients never send, rdkafka helpers, a producer load that runs through faults,
 //! the admin API client, on-disk footprint measurement, the atomic multi-topic write, transactional producers and readers,
-//! and the Java scenario drivers.
+//! the Java scenario drivers, and the chaos runner with its checker (`chaos`).
 //!
 //! The integration tests in `tests/` and the `onelog-bench` binary are built from these parts;
 //! each test spawns its own broker processes with their own directories and ports.
@@ -10,6 +10,7 @@ pub mod admin_api;
 pub mod atomic;
 pub mod batch;
 pub mod bench;
+pub mod chaos;
 pub mod check;
 pub mod cluster;
 pub mod codec;

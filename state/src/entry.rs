@@ -122,6 +122,11 @@ pub struct EntryOptions {
     pub log_append_time_default: bool,
     /// The leader's broker id: whose dynamic broker configs apply.
     pub node_id: i32,
+    /// A deliberately broken leader, for the chaos checker's own test (issue 14: "the checker
+    /// is not blind"): answer every produce once stamped, before its entry commits, so a leader
+    /// crash loses acknowledged writes. Only a test-only flag of the fault-injection build
+    /// sets it.
+    pub bug_ack_before_commit: bool,
 }
 
 /// The answer to one proposal.
@@ -186,6 +191,11 @@ pub fn build_entry(
                 let slots = entry.add_produce(appends);
                 if slots.iter().all(|s| matches!(s, Slot::Decided(_))) {
                     Decision::Answered(Answer::Produced(slots.into_iter().map(|s| s.answer(&[])).collect()))
+                } else if options.bug_ack_before_commit
+                    && !slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. }))
+                {
+                    let stamped = slots.into_iter().map(|s| entry.stamped_answer(s)).collect();
+                    Decision::Answered(Answer::Produced(stamped))
                 } else {
                     Decision::Waiting(Waiting::Produce(slots))
                 }

@@ -87,7 +87,11 @@ impl Sim {
                 self.limits = limits_preset(&mut self.rng);
             }
         }
-        self.options = EntryOptions { log_append_time_default: self.rng.gen_bool(0.25), node_id: 1 };
+        self.options = EntryOptions {
+            log_append_time_default: self.rng.gen_bool(0.25),
+            node_id: 1,
+            bug_ack_before_commit: false,
+        };
         self.stats.terms += 1;
     }
 

@@ -1,0 +1,119 @@
+//! `chaos`: a seeded fault-injection run against a onelog cluster on 127.0.0.1 (issue 14).
+//!
+//!   chaos --workload queue --seconds 600 --seed 42
+//!   chaos --workload bank --seconds 60 --faults kill-leader,pause-leader
+//!   chaos --workload queue --seconds 60 --bug read-committed-to-hw    (the checker must catch it)
+//!
+//! Prints the seed and the exact command that repeats the run, stops by itself after
+//! `--seconds` (or `--max-committed` committed transactions), writes the report under `--out`
+//! (default `results/chaos/<workload>-seed<seed>`) and exits non-zero when the checker found a
+//! violation. Needs the fault-injection build of onelog for `--bug` (`ONELOG_BIN`, see
+//! `scripts/chaos.sh`, which also draws the plot).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use harness::chaos::run::{run, RunOptions, Workload};
+use harness::chaos::schedule::{FaultKind, ALL_KINDS};
+
+#[derive(Parser, Debug)]
+#[command(about = "A seeded chaos run against a onelog cluster, with a Jepsen-style checker")]
+struct Args {
+    /// queue or bank.
+    #[arg(long, default_value = "queue")]
+    workload: String,
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+    /// The run's seed; a fresh one when absent (printed either way).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// 3 or 5.
+    #[arg(long, default_value_t = 3)]
+    nodes: u64,
+    /// Comma-separated fault kinds; all when absent.
+    #[arg(long, value_delimiter = ',')]
+    faults: Option<Vec<FaultKind>>,
+    #[arg(long, default_value_t = 3)]
+    writers: usize,
+    /// Idempotent non-transactional producers (queue only).
+    #[arg(long, default_value_t = 1)]
+    plain_writers: usize,
+    #[arg(long, default_value_t = 2)]
+    readers: usize,
+    #[arg(long, default_value_t = 4)]
+    partitions: i32,
+    /// Stop after this many committed transactions.
+    #[arg(long, default_value_t = 1_000_000)]
+    max_committed: usize,
+    /// Re-introduce a known bug in the broker (test-only flag of the fault-injection build):
+    /// read-committed-to-hw, skip-takeover-abort, ack-before-commit.
+    #[arg(long, value_delimiter = ',')]
+    bug: Vec<String>,
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+const BUGS: &[&str] = &["read-committed-to-hw", "skip-takeover-abort", "ack-before-commit"];
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let workload = match args.workload.as_str() {
+        "queue" => Workload::Queue,
+        "bank" => Workload::Bank,
+        other => anyhow::bail!("unknown workload {other:?}: queue or bank"),
+    };
+    for bug in &args.bug {
+        anyhow::ensure!(BUGS.contains(&bug.as_str()), "unknown bug {bug:?}; one of {}", BUGS.join(", "));
+    }
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64 % 1_000_000)
+    });
+    let faults = args.faults.clone().unwrap_or_else(|| ALL_KINDS.to_vec());
+    let fault_names: Vec<&str> = faults.iter().map(|k| k.name()).collect();
+    let mut command = format!(
+        "chaos --workload {} --seconds {} --seed {seed} --nodes {} --faults {} --writers {} --plain-writers {} --readers {} --partitions {} --max-committed {}",
+        workload.name(),
+        args.seconds,
+        args.nodes,
+        fault_names.join(","),
+        args.writers,
+        args.plain_writers,
+        args.readers,
+        args.partitions,
+        args.max_committed
+    );
+    if !args.bug.is_empty() {
+        command.push_str(&format!(" --bug {}", args.bug.join(",")));
+    }
+    let suffix = if args.bug.is_empty() { String::new() } else { format!("-bug-{}", args.bug.join("+")) };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("results/chaos/{}-seed{seed}{suffix}", workload.name())));
+    let options = RunOptions {
+        seed,
+        length: Duration::from_secs(args.seconds),
+        nodes: args.nodes,
+        workload,
+        faults,
+        writers: args.writers,
+        plain_writers: args.plain_writers,
+        readers: args.readers,
+        partitions: args.partitions,
+        max_committed: args.max_committed,
+        broker_flags: args.bug.iter().map(|b| format!("bug.{b}")).collect(),
+        out_dir: out.clone(),
+        command,
+        binary: std::env::var_os("ONELOG_BIN").map(PathBuf::from),
+    };
+    let report = run(&options)?;
+    print!("{}", report.text());
+    println!("report: {}", out.display());
+    if report.violations.total() > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! Carries out a planned fault on the cluster and measures how long the cluster took to agree
+//! on a leader again. Client-side faults are handed to the workload's writers.
+//!
+//! Runs on the run's controller thread, the only owner of the [`Cluster`]. A node that exits on
+//! its own is an error of the run (the broker must not exit because of a fault it survives).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+
+use super::history::{FaultWindow, History};
+use super::queue::ClientFaults;
+use super::schedule::{FaultKind, Planned};
+use crate::Cluster;
+
+/// A new leader must be agreed on within this after any fault, or the run fails.
+pub const RECOVERY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Injects `planned`; returns its window (the workload records client-side ones itself).
+pub fn inject(
+    cluster: &mut Cluster,
+    planned: &Planned,
+    history: &History,
+    client: &ClientFaults,
+    rng: &mut StdRng,
+) -> Result<Option<FaultWindow>> {
+    let began = history.now();
+    let started = Instant::now();
+    let window = |node: Option<u64>, new_leader_after: Option<Duration>| FaultWindow {
+        kind: planned.kind.name().to_string(),
+        node,
+        began,
+        ended: history.now(),
+        new_leader_after,
+    };
+    match planned.kind {
+        FaultKind::ClientCrash => {
+            client.request_crash();
+            Ok(None)
+        }
+        FaultKind::TxnHijack => {
+            client.request_hijack();
+            Ok(None)
+        }
+        FaultKind::KillLeader => {
+            let leader = cluster.leader()?;
+            cluster.kill9(leader)?;
+            let (_, took) = cluster.wait_for_leader(RECOVERY_TIMEOUT)?;
+            sleep_rest(started, planned.length);
+            cluster.start_node(leader)?;
+            Ok(Some(window(Some(leader), Some(took))))
+        }
+        FaultKind::KillFollower => {
+            let follower = pick_follower(cluster, rng)?;
+            cluster.kill9(follower)?;
+            std::thread::sleep(planned.length);
+            cluster.start_node(follower)?;
+            Ok(Some(window(Some(follower), None)))
+        }
+        FaultKind::KillAll => {
+            for id in cluster.live_ids() {
+                cluster.kill9(id)?;
+            }
+            std::thread::sleep(planned.length);
+            cluster.start_all()?;
+            let (_, _) = cluster.wait_for_leader(RECOVERY_TIMEOUT)?;
+            let took = started.elapsed();
+            Ok(Some(window(None, Some(took))))
+        }
+        FaultKind::PauseLeader => {
+            let leader = cluster.leader()?;
+            cluster.sigstop(leader)?;
+            let others: Vec<u64> = cluster.ids().into_iter().filter(|id| *id != leader).collect();
+            let took = leader_among(cluster, &others, leader, RECOVERY_TIMEOUT);
+            sleep_rest(started, planned.length);
+            cluster.sigcont(leader)?;
+            Ok(Some(window(Some(leader), Some(took?))))
+        }
+        FaultKind::PauseFollower => {
+            let follower = pick_follower(cluster, rng)?;
+            cluster.sigstop(follower)?;
+            std::thread::sleep(planned.length);
+            cluster.sigcont(follower)?;
+            Ok(Some(window(Some(follower), None)))
+        }
+    }
+}
+
+fn pick_follower(cluster: &mut Cluster, rng: &mut StdRng) -> Result<u64> {
+    let followers = cluster.followers()?;
+    followers.choose(rng).copied().ok_or_else(|| anyhow::anyhow!("no follower"))
+}
+
+fn sleep_rest(started: Instant, length: Duration) {
+    if let Some(rest) = length.checked_sub(started.elapsed()) {
+        std::thread::sleep(rest);
+    }
+}
+
+/// Time until every node of `ids` names one leader other than `not` (a paused node cannot
+/// answer, so the cluster-wide agreement would wait for it).
+fn leader_among(cluster: &mut Cluster, ids: &[u64], not: u64, timeout: Duration) -> Result<Duration> {
+    let started = Instant::now();
+    loop {
+        let views: Vec<Option<u64>> =
+            ids.iter().map(|id| cluster.leader_seen_by(*id).ok().flatten()).collect();
+        if let Some(Some(first)) = views.first() {
+            if *first != not && views.iter().all(|v| *v == Some(*first)) {
+                return Ok(started.elapsed());
+            }
+        }
+        if started.elapsed() > timeout {
+            bail!("no new leader among {ids:?} within {timeout:?}: {views:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,453 @@
+//! The queue workload: transactional writers and read_committed readers, all librdkafka.
+//!
+//! Each writer owns a `transactional.id` and loops: begin, send one to three unique values to
+//! random partitions, then commit — or, one time in `abort_one_in`, abort on purpose. What it
+//! was told is recorded as the transaction's outcome (see `history::Outcome`). Writers also
+//! carry out the client-side faults: a crash (the producer is dropped mid-transaction and a new
+//! instance initialises) and a hijack (a second producer with the same id initialises while
+//! the writer is in a transaction, and the writer then tries to commit).
+//!
+//! Each reader assigns itself every partition from the beginning under read_committed and
+//! records what it polls; every so often it closes and starts a new session (a new consumer
+//! instance), so the same offsets are read again and compared.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::checker::FinalRead;
+use super::history::{FaultWindow, History, Outcome, Poll, Txn};
+use crate::kafka::client_config;
+
+#[derive(Debug, Clone)]
+pub struct QueueConfig {
+    pub bootstrap: String,
+    pub topic: String,
+    pub partitions: i32,
+    pub writers: usize,
+    /// Idempotent producers outside transactions (acks=all): each value is its own
+    /// one-record "transaction", committed when its delivery is acknowledged, unknown when the
+    /// delivery failed or timed out.
+    pub plain_writers: usize,
+    pub readers: usize,
+    /// One transaction in this many is aborted on purpose.
+    pub abort_one_in: u32,
+    /// The run's operation bound: writers stop after this many committed transactions.
+    pub max_committed: usize,
+    pub seed: u64,
+}
+
+/// Client-side faults requested by the scheduler; the first writer to look takes each.
+#[derive(Default)]
+pub struct ClientFaults {
+    crash: AtomicBool,
+    hijack: AtomicBool,
+}
+
+impl ClientFaults {
+    pub fn request_crash(&self) {
+        self.crash.store(true, Ordering::SeqCst);
+    }
+
+    pub fn request_hijack(&self) {
+        self.hijack.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The running workload.
+pub struct Queue {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    pub faults: Arc<ClientFaults>,
+}
+
+const CALL_TIMEOUT: Duration = Duration::from_secs(20);
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// A reader starts a new session after this long (drawn up to twice it).
+const SESSION: Duration = Duration::from_secs(8);
+
+impl Queue {
+    pub fn start(config: QueueConfig, history: History) -> Queue {
+        let stop = Arc::new(AtomicBool::new(false));
+        let faults = Arc::new(ClientFaults::default());
+        let sessions = Arc::new(AtomicU64::new(0));
+        let mut threads = Vec::new();
+        for w in 0..config.writers {
+            let (config, history, stop, faults) =
+                (config.clone(), history.clone(), stop.clone(), faults.clone());
+            threads.push(std::thread::spawn(move || writer(w, &config, &history, &stop, &faults)));
+        }
+        for w in 0..config.plain_writers {
+            let (config, history, stop) = (config.clone(), history.clone(), stop.clone());
+            threads.push(std::thread::spawn(move || plain_writer(w, &config, &history, &stop)));
+        }
+        for r in 0..config.readers {
+            let (config, history, stop, sessions) =
+                (config.clone(), history.clone(), stop.clone(), sessions.clone());
+            threads.push(std::thread::spawn(move || reader(r, &config, &history, &stop, &sessions)));
+        }
+        Queue { stop, threads, faults }
+    }
+
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+pub fn transactional_producer(bootstrap: &str, transactional_id: &str) -> Result<FutureProducer, KafkaError> {
+    let producer: FutureProducer = client_config(bootstrap)
+        .set("transactional.id", transactional_id)
+        .set("transaction.timeout.ms", "30000")
+        .set("message.timeout.ms", "25000")
+        .set("socket.timeout.ms", "10000")
+        .set("linger.ms", "1")
+        .create()?;
+    producer.init_transactions(CALL_TIMEOUT)?;
+    Ok(producer)
+}
+
+/// A producer for `tid`, retrying until it initialises or the run stops.
+fn init_until_ready(
+    config: &QueueConfig,
+    tid: &str,
+    history: &History,
+    stop: &AtomicBool,
+) -> Option<FutureProducer> {
+    while !stop.load(Ordering::SeqCst) {
+        match transactional_producer(&config.bootstrap, tid) {
+            Ok(p) => return Some(p),
+            Err(_) => {
+                history.client_error();
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }
+    }
+    None
+}
+
+fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, faults: &ClientFaults) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let mut rng = StdRng::seed_from_u64(config.seed.wrapping_add(w as u64 * 7919));
+    let tid = format!("chaos-writer-{w}");
+    let name = format!("w{w}");
+    let mut producer: Option<FutureProducer> = None;
+    let mut seq = 0u64;
+    while !stop.load(Ordering::SeqCst) && history.committed() < config.max_committed {
+        let Some(p) = producer.take().or_else(|| init_until_ready(config, &tid, history, stop)) else {
+            return;
+        };
+        if p.begin_transaction().is_err() {
+            history.client_error();
+            continue; // dropped: the next instance fences this one
+        }
+        let started = history.now();
+        let n = rng.gen_range(1..=3);
+        let values: Vec<(i32, String)> = (0..n)
+            .map(|_| {
+                seq += 1;
+                (rng.gen_range(0..config.partitions), format!("{name}-{seq}"))
+            })
+            .collect();
+        let delivered = rt.block_on(send_all(&p, &config.topic, &values));
+        let record = |outcome: Outcome, deliberate_abort: bool| Txn {
+            writer: name.clone(),
+            values: values.clone(),
+            outcome,
+            deliberate_abort,
+            started,
+            ended: history.now(),
+        };
+
+        if faults.crash.swap(false, Ordering::SeqCst) {
+            // A crash mid-transaction: no commit, no abort. The next instance's init fences it.
+            let began = history.now();
+            drop(p);
+            producer = init_until_ready(config, &tid, history, stop);
+            let outcome = if producer.is_some() { Outcome::Aborted } else { Outcome::Unknown };
+            history.txn(record(outcome, false));
+            history.fault(FaultWindow {
+                kind: "client-crash".into(),
+                node: None,
+                began,
+                ended: history.now(),
+                new_leader_after: None,
+            });
+            continue;
+        }
+        if faults.hijack.swap(false, Ordering::SeqCst) {
+            // Another process takes the transactional id: this producer is fenced, and its
+            // commit must fail; whatever it is told is recorded and checked.
+            let began = history.now();
+            let hijacker = init_until_ready(config, &tid, history, stop);
+            let outcome = match p.commit_transaction(CALL_TIMEOUT) {
+                Ok(()) => Outcome::Committed,
+                Err(_) => Outcome::Aborted,
+            };
+            history.txn(record(outcome, false));
+            history.fault(FaultWindow {
+                kind: "txn-hijack".into(),
+                node: None,
+                began,
+                ended: history.now(),
+                new_leader_after: None,
+            });
+            producer = hijacker;
+            continue;
+        }
+
+        let deliberate = rng.gen_ratio(1, config.abort_one_in.max(1));
+        if deliberate || !delivered {
+            // Never asked to commit, so it can only be aborted: by this call, or by the next
+            // instance's init if the call fails.
+            let kept = p.abort_transaction(CALL_TIMEOUT).is_ok();
+            history.txn(record(Outcome::Aborted, deliberate));
+            producer = kept.then_some(p);
+            continue;
+        }
+        let (outcome, keep) = commit(&p, history);
+        history.txn(record(outcome, false));
+        producer = keep.then_some(p);
+    }
+    // A producer dropped after an unknown commit may leave its transaction open: a last
+    // instance fences it, so the final read does not wait for the transaction timeout.
+    if producer.is_none() {
+        let _ = transactional_producer(&config.bootstrap, &tid);
+    }
+}
+
+/// Every partition of `topic` read under read_committed from the beginning to its end, once
+/// no transaction is open (the last stable offset equals the high watermark everywhere; a
+/// transaction left open ends by its timeout within `wait`).
+pub fn final_read(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    wait: Duration,
+) -> anyhow::Result<FinalRead> {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", "chaos-final-read")
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .set("enable.partition.eof", "false")
+        .create()?;
+    let uncommitted: BaseConsumer = client_config(bootstrap)
+        .set("group.id", "chaos-final-read")
+        .set("isolation.level", "read_uncommitted")
+        .create()?;
+    let deadline = Instant::now() + wait;
+    let ends = loop {
+        let mut stable = Vec::new();
+        for p in 0..partitions {
+            let (_, lso) = consumer.fetch_watermarks(topic, p, CALL_TIMEOUT)?;
+            let (_, high) = uncommitted.fetch_watermarks(topic, p, CALL_TIMEOUT)?;
+            stable.push((lso == high).then_some(high));
+        }
+        if let Some(ends) = stable.into_iter().collect::<Option<Vec<i64>>>() {
+            break ends;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "a transaction stayed open for {wait:?} after the run");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    read_to(bootstrap, topic, &ends, wait)
+}
+
+/// An idempotent producer sending a few values at a time, each acknowledged on its own.
+fn plain_writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let mut rng = StdRng::seed_from_u64(config.seed.wrapping_add(77_777 + w as u64));
+    let name = format!("p{w}");
+    let producer: FutureProducer = match client_config(&config.bootstrap)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("message.timeout.ms", "25000")
+        .set("linger.ms", "1")
+        .create()
+    {
+        Ok(p) => p,
+        Err(_) => return history.client_error(),
+    };
+    let mut seq = 0u64;
+    while !stop.load(Ordering::SeqCst) && history.committed() < config.max_committed {
+        let started = history.now();
+        let values: Vec<(i32, String)> = (0..rng.gen_range(1..=4))
+            .map(|_| {
+                seq += 1;
+                (rng.gen_range(0..config.partitions), format!("{name}-{seq}"))
+            })
+            .collect();
+        let mut pending = Vec::new();
+        for (partition, value) in &values {
+            let record = FutureRecord::to(&config.topic)
+                .partition(*partition)
+                .key(value.as_str())
+                .payload(value.as_str());
+            pending.push(producer.send_result(record).ok());
+        }
+        for ((partition, value), delivery) in values.into_iter().zip(pending) {
+            let acked = match delivery {
+                Some(d) => rt.block_on(async {
+                    matches!(tokio::time::timeout(DELIVERY_TIMEOUT, d).await, Ok(Ok(Ok(_))))
+                }),
+                None => false,
+            };
+            let outcome = if acked { Outcome::Committed } else { Outcome::Unknown };
+            if !acked {
+                history.client_error();
+            }
+            let ended = history.now();
+            let values = vec![(partition, value)];
+            history.txn(Txn {
+                writer: name.clone(),
+                values,
+                outcome,
+                deliberate_abort: false,
+                started,
+                ended,
+            });
+        }
+    }
+}
+
+/// Sends every value and waits for every delivery report; false if any failed.
+async fn send_all(p: &FutureProducer, topic: &str, values: &[(i32, String)]) -> bool {
+    let mut pending = Vec::new();
+    for (partition, value) in values {
+        let record =
+            FutureRecord::to(topic).partition(*partition).key(value.as_str()).payload(value.as_str());
+        match p.send_result(record) {
+            Ok(delivery) => pending.push(delivery),
+            Err(_) => return false,
+        }
+    }
+    let mut ok = true;
+    for delivery in pending {
+        ok &= matches!(tokio::time::timeout(DELIVERY_TIMEOUT, delivery).await, Ok(Ok(Ok(_))));
+    }
+    ok
+}
+
+/// commit_transaction with librdkafka's error classes: retriable → again; abortable → abort
+/// (the commit did not happen); anything else → unknown, and the producer is dropped.
+fn commit(p: &FutureProducer, history: &History) -> (Outcome, bool) {
+    let deadline = Instant::now() + CALL_TIMEOUT * 3;
+    loop {
+        match p.commit_transaction(CALL_TIMEOUT) {
+            Ok(()) => return (Outcome::Committed, true),
+            Err(KafkaError::Transaction(e)) if e.txn_requires_abort() => {
+                history.client_error();
+                let kept = p.abort_transaction(CALL_TIMEOUT).is_ok();
+                return (Outcome::Aborted, kept);
+            }
+            Err(KafkaError::Transaction(e)) if e.is_retriable() && Instant::now() < deadline => {
+                history.client_error();
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(_) => {
+                history.client_error();
+                return (Outcome::Unknown, false);
+            }
+        }
+    }
+}
+
+fn reader(r: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, sessions: &AtomicU64) {
+    let mut rng = StdRng::seed_from_u64(config.seed.wrapping_add(1_000_003 + r as u64));
+    while !stop.load(Ordering::SeqCst) {
+        let session = sessions.fetch_add(1, Ordering::SeqCst);
+        let length = SESSION + Duration::from_millis(rng.gen_range(0..SESSION.as_millis() as u64));
+        if read_session(config, history, stop, session, length).is_err() {
+            history.client_error();
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+}
+
+fn read_session(
+    config: &QueueConfig,
+    history: &History,
+    stop: &AtomicBool,
+    session: u64,
+    length: Duration,
+) -> Result<(), KafkaError> {
+    let consumer: BaseConsumer = client_config(&config.bootstrap)
+        .set("group.id", format!("chaos-reader-{session}"))
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .set("enable.partition.eof", "false")
+        .create()?;
+    let mut assignment = TopicPartitionList::new();
+    for p in 0..config.partitions {
+        assignment.add_partition_offset(&config.topic, p, Offset::Beginning)?;
+    }
+    consumer.assign(&assignment)?;
+    let ends = Instant::now() + length;
+    let mut batch = Vec::new();
+    while Instant::now() < ends && !stop.load(Ordering::SeqCst) {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => batch.push(Poll {
+                session,
+                partition: m.partition(),
+                offset: m.offset(),
+                value: String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned(),
+                at: history.now(),
+            }),
+            Some(Err(_)) => history.client_error(),
+            None => {}
+        }
+        if batch.len() >= 256 {
+            history.polls(std::mem::take(&mut batch));
+        }
+    }
+    history.polls(batch);
+    Ok(())
+}
+
+/// Every record of `topic` under read_committed below `ends` (one end per partition).
+pub fn read_to(bootstrap: &str, topic: &str, ends: &[i64], wait: Duration) -> anyhow::Result<FinalRead> {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", "chaos-reader-to")
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .set("enable.partition.eof", "false")
+        .create()?;
+    let mut assignment = TopicPartitionList::new();
+    for p in 0..ends.len() as i32 {
+        assignment.add_partition_offset(topic, p, Offset::Beginning)?;
+    }
+    consumer.assign(&assignment)?;
+    let mut out = FinalRead::new();
+    let deadline = Instant::now() + wait;
+    loop {
+        if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+            let m = m?;
+            if m.offset() < ends[m.partition() as usize] {
+                let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+                out.entry(m.partition()).or_default().push((m.offset(), value));
+            }
+            continue;
+        }
+        let position = consumer.position()?;
+        let done = ends.iter().enumerate().all(|(p, end)| {
+            *end == 0
+                || matches!(position.find_partition(topic, p as i32).map(|e| e.offset()), Some(Offset::Offset(o)) if o >= *end)
+        });
+        if done {
+            return Ok(out);
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!("read to {ends:?} incomplete after {wait:?}");
+        }
+    }
+}
