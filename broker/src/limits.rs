@@ -226,6 +226,13 @@ pub const GROUP_ID_BYTES_MAX: usize = 255;
 /// responses already in flight reach their clients.
 pub const REMOVED_NODE_EXIT_DELAY_MS: u64 = 1_000;
 
+/// How long the orderly exit of a node stopped on a fault (`fatal.rs`: one log line, then
+/// `exit`) may take before a watchdog thread ends the process with `_exit` (ms). The orderly
+/// path has been seen to hang; meanwhile the node already refuses every Kafka request, so
+/// this only bounds how long its sockets stay open. Well under a second: a supervisor or a
+/// test should see the exit as soon as the fault.
+pub const FATAL_EXIT_WATCHDOG_MS: u64 = 500;
+
 /// A voter whose matched log index trails the leader's last index by more than this many
 /// entries is left out of every partition's ISR in Metadata.
 pub const ISR_LAG_ENTRIES_MAX: u64 = 1_000;
