@@ -250,6 +250,12 @@ impl Cluster {
         self.start_nodes(&[id])
     }
 
+    /// Starts a stopped node without waiting for it to serve: one expected to crash while it
+    /// catches up, say. See [`Cluster::wait_serving`] and [`Cluster::wait_exit`].
+    pub fn spawn_node(&mut self, id: u64) -> Result<()> {
+        self.spawn(id)
+    }
+
     /// Starts every stopped node at once, then waits for each (a restarted cluster needs a
     /// quorum running before any node can serve).
     pub fn start_all(&mut self) -> Result<()> {

@@ -25,7 +25,7 @@ fn entry(index: u64, ops: Vec<Op>) -> Entry<TypeConfig> {
 
 fn store(dir: &std::path::Path) -> StateMachineStore {
     let config = BrokerConfig::from_overrides(&["log.segment.bytes=4096".into()]).expect("config");
-    open(dir.to_path_buf(), Arc::new(config)).expect("open").0
+    open(dir.to_path_buf(), Arc::new(config), None).expect("open").0
 }
 
 fn log_entries() -> Vec<Entry<TypeConfig>> {
