@@ -6,8 +6,9 @@
 //! fault-injection build aborts there, like a kill -9), the load that reaches the point is
 //! driven through the leader, the follower is seen to die at that point (its log names it),
 //! is restarted without the fault, and must catch up to digests identical to the two replicas
-//! that never crashed, holding every acknowledged record. The cases run one at a time: each is
-//! a whole cluster on two shared cores.
+//! that never crashed, holding every acknowledged record. Under `cargo test` the cases run one
+//! at a time (each is a whole cluster on two shared cores); nextest gives each its own process,
+//! as it does every scenario, so the load rides out leader changes.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -38,7 +39,7 @@ const SNAPSHOT_LAG_MARGIN_ENTRIES: u64 = 200;
 /// Longest wait for a node to reach a point or for the leader to purge its log.
 const REACH_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One cluster at a time (see the module documentation).
+/// One cluster at a time within this test binary (see the module documentation).
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// What makes the follower reach its point.

@@ -15,8 +15,9 @@
 //! openraft 0.9 purges the Raft log a snapshot covers while the state machine is still
 //! installing it (`PurgeLog` runs beside the install, not after it). A crash in between
 //! leaves the old generation and a log purged past it, from which the state cannot be
-//! rebuilt; `open` then finishes the install from the received archive, which is complete by
-//! then (openraft hands it over only once every chunk arrived; `crash_points.rs`).
+//! rebuilt; `open` then finishes the install from the received archive, which is complete and
+//! durable by then (openraft hands it over only once every chunk arrived, each written with
+//! O_DSYNC; `crash_points.rs`).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -399,6 +400,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         self.clone()
     }
 
+    /// O_DSYNC: every chunk is on disk before openraft sees it written, so when openraft
+    /// purges the log a completed archive covers (beside the install, see the module
+    /// documentation) the archive survives a power loss too, and start-up can finish it.
     async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<tokio::fs::File>> {
         let path = self.shared.dir.join(INCOMING);
         let file = tokio::fs::OpenOptions::new()
@@ -406,8 +410,15 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             .write(true)
             .create(true)
             .truncate(true)
+            .custom_flags(libc::O_DSYNC)
             .open(&path)
             .await
+            .map_err(io_err)?;
+        // The name too.
+        let dir = self.shared.dir.clone();
+        tokio::task::spawn_blocking(move || raft_store::fsync_dir(&dir))
+            .await
+            .map_err(|e| io_err(io::Error::other(e)))?
             .map_err(io_err)?;
         Ok(Box::new(file))
     }
