@@ -1,6 +1,7 @@
 //! The one way a node stops on a fault: a failed invariant, a storage error, a stopped Raft
 //! core or proposer. From the first call on, the node answers nothing (`is_stopping`: the
-//! Kafka listener closes every connection instead of reading or answering a request); it logs
+//! Kafka listener closes every connection instead of reading or answering a request, the
+//! admin API answers 503); it logs
 //! one clear line and exits with code 70 (EX_SOFTWARE), so a supervisor restarts it and a
 //! replica takes over. It never leaves a poisoned lock behind for request handlers to trip
 //! over, and never serves from the state the fault froze.

@@ -7,8 +7,8 @@
 //! One follower of three runs with fault `raft-log-fsync-fails` (fault-injection build only),
 //! armed by a file once it serves: its next fdatasync of a Raft log segment fails with EIO, as
 //! a failing disk's would. A prober polls that node's log; once the "exiting" line is there,
-//! every request it sends (on a new connection, and on one opened before the fault) must go
-//! unanswered. The second case also blocks the orderly exit after that line (flag
+//! every Kafka request it sends (on a new connection, and on one opened before the fault) must
+//! go unanswered, and the admin API must not report the frozen state either. The second case also blocks the orderly exit after that line (flag
 //! `fatal-exit-hangs`), as it was seen to hang: only the watchdog can end the process then.
 
 use std::io::{Read, Write};
@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
+use harness::admin_api;
 use harness::atomic::{send_atomic, Slice};
 use harness::codec::encode_request;
 use harness::probe::blocking_request;
@@ -79,8 +80,9 @@ async fn scenario(cluster: &mut Cluster, extra_env: &[(&str, &str)]) -> Result<(
     let log_start = std::fs::metadata(cluster.log_path(faulty))?.len();
     let stop = Arc::new(AtomicBool::new(false));
     let prober = {
-        let (addr, log, stop) = (cluster.kafka_addr(faulty), cluster.log_path(faulty), stop.clone());
-        std::thread::spawn(move || probe_after_fault(addr, &log, log_start, opened_before, &stop))
+        let addrs = (cluster.kafka_addr(faulty), cluster.admin_addr(faulty));
+        let (log, stop) = (cluster.log_path(faulty), stop.clone());
+        std::thread::spawn(move || probe_after_fault(addrs, &log, log_start, opened_before, &stop))
     };
     std::fs::write(&arm_file, b"")?;
     let armed = Instant::now();
@@ -124,10 +126,10 @@ struct Probes {
 }
 
 /// Until `stop`: once the node's log (past `log_start`) holds the "exiting" line, sends
-/// Metadata on the connection opened before the fault, then on new connections; fails on the
-/// first answer.
+/// Metadata on the connection opened before the fault, then on new connections, and asks the
+/// admin API for `/status`; fails on the first answer (an admin 503 is a refusal).
 fn probe_after_fault(
-    addr: SocketAddr,
+    (addr, admin): (SocketAddr, SocketAddr),
     log: &std::path::Path,
     log_start: u64,
     mut opened_before: TcpStream,
@@ -154,7 +156,10 @@ fn probe_after_fault(
         if let Ok(response) = blocking_request(addr, METADATA_VERSION, &request, PROBE_TIMEOUT) {
             bail!("answered Metadata after its \"exiting\" line: controller {:?}", response.controller_id);
         }
-        probes.after_line += 1;
+        if let Ok(status) = admin_api::status(admin) {
+            bail!("answered GET /status after its \"exiting\" line: {status:?}");
+        }
+        probes.after_line += 2;
         probes.line_to_last_probe = line_seen.map(|t| t.elapsed());
     }
     Ok(probes)
