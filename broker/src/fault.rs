@@ -2,13 +2,14 @@
 //!
 //! `ONELOG_FAULT=<name>` makes the process abort — like a kill -9, no destructors, no flushes —
 //! when execution reaches the point of that name; a `panic_point` panics there instead, the
-//! way a failed invariant would. `ONELOG_FAULT_DELAY=<name>:<ms>` makes a `delay` point wait;
+//! way a failed invariant would. With `ONELOG_FAULT_ARMED_BY=<path>` neither fires before that
+//! file exists (`raft_store::fault`, which also holds the log store's failed-fsync point). `ONELOG_FAULT_DELAY=<name>:<ms>` makes a `delay` point wait;
 //! `ONELOG_FAULT_FLAGS=<name>,…` turns on a `flag` for the whole run.
 
 /// Aborts the process here if `ONELOG_FAULT` names this point.
 #[cfg(feature = "fault-injection")]
 pub fn point(name: &str) {
-    if std::env::var("ONELOG_FAULT").is_ok_and(|v| v == name) {
+    if raft_store::fault::fires(name) {
         tracing::error!(point = name, "fault injection: aborting");
         std::process::abort();
     }
@@ -21,7 +22,7 @@ pub fn point(_name: &str) {}
 /// Panics here if `ONELOG_FAULT` names this point: a stand-in for a failed invariant.
 #[cfg(feature = "fault-injection")]
 pub fn panic_point(name: &str) {
-    if std::env::var("ONELOG_FAULT").is_ok_and(|v| v == name) {
+    if raft_store::fault::fires(name) {
         panic!("fault injection: invariant {name} failed");
     }
 }
@@ -65,3 +66,19 @@ pub fn flag(name: &str) -> bool {
 pub fn flag(_name: &str) -> bool {
     false
 }
+
+/// Blocks the calling thread for good if `ONELOG_FAULT_FLAGS` names `name`: a stand-in for a
+/// step that hangs (a lock never released, a write to a full pipe).
+#[cfg(feature = "fault-injection")]
+pub fn block_point(name: &str) {
+    if flag(name) {
+        tracing::warn!(point = name, "fault injection: blocking this thread for good");
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn block_point(_name: &str) {}

@@ -169,6 +169,13 @@ pub const RAFT_HEARTBEAT_MS: u64 = 100;
 pub const RAFT_ELECTION_TIMEOUT_MIN_MS: u64 = 300;
 pub const RAFT_ELECTION_TIMEOUT_MAX_MS: u64 = 600;
 
+/// Longest one InstallSnapshot RPC may take (ms), openraft's `install_snapshot_timeout`: the
+/// last chunk's answer waits for the follower to import every partition of the archive and
+/// fsync it. openraft's default (200 ms) is far less than that takes for any real archive, or
+/// for a 2 MB one on two busy cores (seen in `crash_points.rs`: the leader gave up and re-sent
+/// the snapshot from the start for 35 s).
+pub const RAFT_INSTALL_SNAPSHOT_TIMEOUT_MS: u64 = 60_000;
+
 /// How long after its last quorum acknowledgement a leader still serves reads: shorter than
 /// the minimum election timeout, so no other leader can have been elected meanwhile.
 pub const LEADER_LEASE_MS: u64 = 250;
@@ -230,6 +237,13 @@ pub const GROUP_ID_BYTES_MAX: usize = 255;
 /// How long a node removed from the membership keeps running before it exits (ms), so that
 /// responses already in flight reach their clients.
 pub const REMOVED_NODE_EXIT_DELAY_MS: u64 = 1_000;
+
+/// How long the orderly exit of a node stopped on a fault (`fatal.rs`: one log line, then
+/// `exit`) may take before a watchdog thread ends the process with `_exit` (ms). The orderly
+/// path has been seen to hang; meanwhile the node already refuses every Kafka request, so
+/// this only bounds how long its sockets stay open. Well under a second: a supervisor or a
+/// test should see the exit as soon as the fault.
+pub const FATAL_EXIT_WATCHDOG_MS: u64 = 500;
 
 /// A voter whose matched log index trails the leader's last index by more than this many
 /// entries is left out of every partition's ISR in Metadata.

@@ -30,6 +30,7 @@ fn raft_config() -> anyhow::Result<openraft::Config> {
         heartbeat_interval: limits::RAFT_HEARTBEAT_MS,
         election_timeout_min: limits::RAFT_ELECTION_TIMEOUT_MIN_MS,
         election_timeout_max: limits::RAFT_ELECTION_TIMEOUT_MAX_MS,
+        install_snapshot_timeout: limits::RAFT_INSTALL_SNAPSHOT_TIMEOUT_MS,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(limits::CHECKPOINT_INTERVAL_ENTRIES),
         max_in_snapshot_log_to_keep: limits::LOG_ENTRIES_KEPT_BELOW_CHECKPOINT,
         ..Default::default()
@@ -58,9 +59,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("--peers needs --raft-listen: peers must be able to reach this node");
     }
 
-    let log_store =
+    let mut log_store =
         LogStore::<TypeConfig>::open(&args.data_dir.join("raft-log"), LogStoreOptions::default())?;
-    let (state_machine, applied) = sm_store::open(args.data_dir.join("state"), config.clone())?;
+    let log_purged =
+        openraft::storage::RaftLogStorage::get_log_state(&mut log_store).await?.last_purged_log_id;
+    let (state_machine, applied) =
+        sm_store::open(args.data_dir.join("state"), config.clone(), log_purged.map(|l| l.index))?;
     let raft =
         Raft::new(args.node_id, Arc::new(raft_config()?), Network::default(), log_store, state_machine)
             .await?;

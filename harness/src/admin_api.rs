@@ -37,6 +37,12 @@ pub struct Status {
     pub last_log_index: Value,
     #[serde(default)]
     pub last_applied: Value,
+    /// Index of the last checkpoint (openraft snapshot); null before the first.
+    #[serde(default)]
+    pub checkpoint_index: Value,
+    /// Index of the last Raft log entry purged (below the checkpoint); null before any.
+    #[serde(default)]
+    pub purged_index: Value,
     #[serde(default)]
     pub voters: Vec<u64>,
     #[serde(default)]

@@ -53,6 +53,9 @@ pub struct ClusterOptions {
     pub configs: Vec<(String, String)>,
     /// Extra environment variables for every node (e.g. `RUST_LOG`).
     pub env: Vec<(String, String)>,
+    /// Extra environment variables for one node, after `env` (e.g. `ONELOG_FAULT` on one
+    /// follower); [`Cluster::set_node_env`] changes them for the node's next start.
+    pub node_env: BTreeMap<u64, Vec<(String, String)>>,
     /// The `onelog` binary; `onelog_binary(profile)` when `None`.
     pub binary: Option<PathBuf>,
     /// "debug" or "release": where to look when `binary` is `None`.
@@ -62,7 +65,20 @@ pub struct ClusterOptions {
 impl ClusterOptions {
     /// `nodes` voters from the debug build (or `ONELOG_BIN`), no overrides.
     pub fn new(nodes: u64) -> Self {
-        Self { nodes, configs: Vec::new(), env: Vec::new(), binary: None, profile: "debug" }
+        Self {
+            nodes,
+            configs: Vec::new(),
+            env: Vec::new(),
+            node_env: BTreeMap::new(),
+            binary: None,
+            profile: "debug",
+        }
+    }
+
+    /// Sets an environment variable for node `id` only.
+    pub fn node_env(mut self, id: u64, key: &str, value: impl ToString) -> Self {
+        self.node_env.entry(id).or_default().push((key.to_owned(), value.to_string()));
+        self
     }
 
     /// Adds a `--config key=value` override.
@@ -234,6 +250,12 @@ impl Cluster {
         self.start_nodes(&[id])
     }
 
+    /// Starts a stopped node without waiting for it to serve: one expected to crash while it
+    /// catches up, say. See [`Cluster::wait_serving`] and [`Cluster::wait_exit`].
+    pub fn spawn_node(&mut self, id: u64) -> Result<()> {
+        self.spawn(id)
+    }
+
     /// Starts every stopped node at once, then waits for each (a restarted cluster needs a
     /// quorum running before any node can serve).
     pub fn start_all(&mut self) -> Result<()> {
@@ -313,6 +335,7 @@ impl Cluster {
         // Plain log files: tracing-subscriber honours NO_COLOR.
         command.env("NO_COLOR", "1");
         command.envs(self.options.env.iter().map(|(k, v)| (k, v)));
+        command.envs(self.options.node_env.get(&id).into_iter().flatten().map(|(k, v)| (k, v)));
         command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
         let child = command.spawn().with_context(|| format!("spawning {}", self.binary.display()))?;
         let node = self.node_mut(id);
@@ -363,6 +386,12 @@ impl Cluster {
             self.check_not_exited(id)?;
         }
         Ok(())
+    }
+
+    /// Replaces node `id`'s own environment variables (see [`ClusterOptions::node_env`]) for
+    /// its next start, e.g. to restart it without the fault it was started with.
+    pub fn set_node_env(&mut self, id: u64, env: Vec<(String, String)>) {
+        self.options.node_env.insert(id, env);
     }
 
     /// SIGKILL, then reap. The node keeps its ports and directory for [`Cluster::start_node`].

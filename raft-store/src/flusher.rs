@@ -146,7 +146,7 @@ fn sync_files(files: &[Arc<File>], poison: &Poison) -> RoundResult {
         return Err((io::ErrorKind::Other, e.to_string()));
     }
     for file in files {
-        if let Err(e) = file.sync_data() {
+        if let Err(e) = sync_data(file) {
             let msg = format!("fdatasync of a raft log segment failed: {e}");
             tracing::error!(error = %e, "fatal: fdatasync of a raft log segment failed");
             poison.set(&msg);
@@ -154,6 +154,19 @@ fn sync_files(files: &[Arc<File>], poison: &Poison) -> RoundResult {
         }
     }
     Ok(())
+}
+
+#[cfg(feature = "fault-injection")]
+fn sync_data(file: &File) -> io::Result<()> {
+    match crate::fault::sync_failure() {
+        Some(injected) => Err(injected),
+        None => file.sync_data(),
+    }
+}
+
+#[cfg(not(feature = "fault-injection"))]
+fn sync_data(file: &File) -> io::Result<()> {
+    file.sync_data()
 }
 
 #[cfg(test)]

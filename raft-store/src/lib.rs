@@ -17,6 +17,8 @@
 //! joins its threads.
 
 mod error;
+#[cfg(feature = "fault-injection")]
+pub mod fault;
 mod flusher;
 mod format;
 mod fsutil;

@@ -205,6 +205,7 @@ fn check_no_body(name: &str, value: &str) -> Result<(), HttpError> {
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        202 => "Accepted",
         400 => "Bad Request",
         404 => "Not Found",
         405 => "Method Not Allowed",

@@ -114,6 +114,10 @@ async fn serve_connection(mut stream: TcpStream, ctx: &AdminCtx) -> std::io::Res
         Err(_) => routes::Response::error(408, "request head not received in time"),
         Ok(Ok(None)) => return Ok(()),
         Ok(Err(e)) => e.into(),
+        // A node stopping on a fault reports nothing from its frozen state (`fatal.rs`).
+        Ok(Ok(Some(_))) if crate::fatal::is_stopping() => {
+            routes::Response::error(503, "the node is stopping on a fault")
+        }
         Ok(Ok(Some(head))) => match http::parse_head(&head, limits::ADMIN_REQUEST_HEADERS_MAX) {
             Ok(request) => {
                 tracing::debug!(method = %request.method, path = %request.path, "admin request");

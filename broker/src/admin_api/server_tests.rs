@@ -34,7 +34,7 @@ async fn node(dir: &tempfile::TempDir, id: u64) -> AdminCtx {
         LogStore::open(&dir.path().join("raft-log"), LogStoreOptions::default()).expect("log store");
     let broker_config = Arc::new(BrokerConfig::from_overrides(&[]).expect("config"));
     let (state_machine, applied) =
-        sm_store::open(dir.path().join("state"), broker_config).expect("state machine");
+        sm_store::open(dir.path().join("state"), broker_config, None).expect("state machine");
     let raft = Raft::new(id, config, Network::default(), log_store, state_machine).await.expect("raft");
     AdminCtx { node_id: id, raft, applied, kafka: KAFKA.to_string() }
 }
@@ -180,5 +180,28 @@ async fn a_node_that_is_not_the_leader_redirects_membership_changes() {
     assert_eq!(call(addr, "POST", "/leader/elect").await.0, 409);
     let (status, body) = call(addr, "GET", "/digest").await;
     assert_eq!((status, &body["partitions"]), (200, &json!([])), "{body}");
+    ctx.raft.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn checkpoint_is_taken_on_request_and_shown_in_status() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let ctx = leader(&dir).await;
+    let addr = serve(ctx.clone()).await;
+    let (_, before) = call(addr, "GET", "/status").await;
+    assert_eq!(before["checkpoint_index"], Value::Null, "{before}");
+    let (status, body) = call(addr, "POST", "/checkpoint").await;
+    assert_eq!(status, 202, "{body}");
+    let covers = body["covers_at_least"].as_u64().expect("an applied index");
+    assert_eq!(Some(covers), before["last_applied"].as_u64(), "{body} vs {before}");
+    let written = ctx
+        .raft
+        .wait(Some(Duration::from_secs(10)))
+        .metrics(|m| m.snapshot.is_some_and(|s| s.index >= covers), "checkpoint written")
+        .await;
+    assert!(written.is_ok(), "no checkpoint covering {covers}: {written:?}");
+    let (_, after) = call(addr, "GET", "/status").await;
+    assert!(after["checkpoint_index"].as_u64() >= Some(covers), "{after}");
+    assert_eq!(call(addr, "GET", "/checkpoint").await.0, 405);
     ctx.raft.shutdown().await.expect("shutdown");
 }

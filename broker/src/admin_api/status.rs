@@ -47,6 +47,8 @@ pub fn status(ctx: &AdminCtx) -> Value {
         "role": role(metrics.state),
         "last_log_index": metrics.last_log_index,
         "last_applied": metrics.last_applied.map(|l| l.index),
+        "checkpoint_index": metrics.snapshot.map(|l| l.index),
+        "purged_index": metrics.purged.map(|l| l.index),
         "voters": membership["voters"],
         "learners": membership["learners"],
         "nodes": membership["nodes"],

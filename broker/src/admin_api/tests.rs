@@ -72,7 +72,8 @@ fn log() -> Vec<Entry<TypeConfig>> {
 async fn replica(dir: &tempfile::TempDir, overrides: &[&str], entries: &[Entry<TypeConfig>]) -> AppliedView {
     let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     let config = Arc::new(BrokerConfig::from_overrides(&overrides).expect("config"));
-    let (mut store, applied) = sm_store::open(dir.path().join("state"), config).expect("open state machine");
+    let (mut store, applied) =
+        sm_store::open(dir.path().join("state"), config, None).expect("open state machine");
     store.apply(entries.to_vec()).await.expect("apply");
     applied
 }

@@ -22,11 +22,13 @@ use super::connections::{self, Connections};
 use super::framing::{self, Activity, FrameLimits, ReadError, RequestMemory, Reservation};
 use super::incidents::STATS;
 use crate::ctx::SharedCtx;
+use crate::fatal;
 use crate::handlers::{self, api_versions, HandlerFuture, Run};
 use crate::limits;
 use crate::quotas;
 
-/// Accepts connections for as long as the node runs. Nothing a client does ends this loop: a
+/// Accepts connections for as long as the node runs; once it stops on a fault, closes each
+/// at once. Nothing a client does ends this loop: a
 /// failed accept (out of file descriptors, an aborted handshake) is logged at a bounded rate
 /// and retried after a pause, since the pending connection stays in the backlog and an
 /// immediate retry would spin.
@@ -59,6 +61,10 @@ pub async fn serve(listener: TcpListener, ctx: SharedCtx) {
                 continue;
             }
         };
+        if fatal::is_stopping() {
+            drop(stream);
+            continue;
+        }
         let slot = match connections.admit(peer.ip()) {
             Ok(slot) => slot,
             Err(refusal) => {
@@ -123,6 +129,10 @@ async fn serve_connection(
                     break;
                 }
             };
+        // A node stopping on a fault answers nothing from its frozen state (`fatal.rs`).
+        if fatal::is_stopping() {
+            break;
+        }
         // A throttled connection's next request waits out the throttle (the bytes may already
         // be here; Kafka would leave them in the socket buffer).
         let muted_until = mute.lock().expect("mute lock").take();
@@ -195,6 +205,9 @@ async fn write_responses(
                     let until = Instant::now() + throttle;
                     let mut mute = muted.lock().expect("mute lock");
                     *mute = Some(mute.map_or(until, |m| m.max(until)));
+                }
+                if fatal::is_stopping() {
+                    break;
                 }
                 if let Some(bytes) = reply.bytes {
                     // A client that stops reading its responses is idle too: it would keep

@@ -11,6 +11,13 @@
 //! `checkpoint` and `partitions/`, named by `state/CURRENT`. Checkpoints are written inside the
 //! current generation; installing a leader's snapshot builds a complete new generation and
 //! then switches `CURRENT` atomically, so a crash mid-install leaves the old one intact.
+//!
+//! openraft 0.9 purges the Raft log a snapshot covers while the state machine is still
+//! installing it (`PurgeLog` runs beside the install, not after it). A crash in between
+//! leaves the old generation and a log purged past it, from which the state cannot be
+//! rebuilt; `open` then finishes the install from the received archive, which is complete and
+//! durable by then (openraft hands it over only once every chunk arrived, each written with
+//! O_DSYNC; `crash_points.rs`).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -65,6 +72,8 @@ impl SmShared {
 }
 
 const CURRENT: &str = "CURRENT";
+/// The snapshot archive being received from the leader, or the last one received.
+const INCOMING: &str = "incoming.olsnap";
 
 /// Reads `CURRENT` (a fresh node starts at `gen-0`) and removes any other generation: one
 /// left behind by an install that crashed before switching, or the one it replaced.
@@ -100,11 +109,22 @@ fn io_err(e: io::Error) -> StorageError<u64> {
 }
 
 /// Opens the state machine: loads the checkpoint (if any) and truncates partition files to it.
+/// `log_purged_index` is where the Raft log now starts: past the checkpoint, a snapshot
+/// install was interrupted and is finished first (see the module documentation).
 /// Returns the store openraft drives and the view every reader gets.
-pub fn open(dir: PathBuf, config: Arc<BrokerConfig>) -> io::Result<(StateMachineStore, AppliedView)> {
+pub fn open(
+    dir: PathBuf,
+    config: Arc<BrokerConfig>,
+    log_purged_index: Option<u64>,
+) -> io::Result<(StateMachineStore, AppliedView)> {
     std::fs::create_dir_all(&dir)?;
-    let generation = current_generation(&dir)?;
-    let loaded = checkpoint::load(&generation.join("checkpoint"))?;
+    let mut generation = current_generation(&dir)?;
+    let mut loaded = checkpoint::load(&generation.join("checkpoint"))?;
+    let checkpoint_index = loaded.as_ref().and_then(|(cp, _)| cp.last_applied).map(|l| l.index);
+    if let Some(purged) = log_purged_index.filter(|p| Some(*p) > checkpoint_index) {
+        generation = finish_interrupted_install(&dir, &generation, purged)?;
+        loaded = checkpoint::load(&generation.join("checkpoint"))?;
+    }
     let cp = loaded.map(|(cp, _)| cp).unwrap_or_default();
     tracing::info!(last_applied = ?cp.last_applied, topics = cp.state.topics.len(), "loaded checkpoint");
     let partitions = Partitions::open(&generation.join("partitions"), &cp.state, &config)?;
@@ -189,6 +209,8 @@ impl StateMachineStore {
             log.lock().expect("partition lock").flush()?;
         }
         let bytes = checkpoint::encode(&checkpoint);
+        // Partition files flushed past the previous checkpoint, the new one not yet written.
+        crate::fault::point("crash-mid-checkpoint");
         raft_store::write_file_atomic(&self.shared.checkpoint_path(), &bytes)?;
         self.shared.bytes_since_checkpoint.store(0, Ordering::Relaxed);
         tracing::info!(last_applied = ?checkpoint.last_applied, bytes = bytes.len(), "checkpoint written");
@@ -239,38 +261,86 @@ impl StateMachineStore {
     /// The caller swaps state and partitions in memory together.
     fn install_archive(&self, archive: &Path) -> io::Result<(Checkpoint, Partitions, PathBuf)> {
         let current = self.shared.generation.read().expect("generation lock").clone();
-        let next = self.shared.dir.join(format!("gen-{}", generation_number(&current) + 1));
-        let _ = std::fs::remove_dir_all(&next);
-        let root = next.join("partitions");
-        std::fs::create_dir_all(&root)?;
-        let mut firsts = Vec::new();
-        let (mut checkpoint, _) = snapshot_archive::read(archive, |part, data, len| {
-            firsts.push((part.topic_id, part.partition, part.first_offset));
-            PartitionLog::import(
-                &Partitions::dir_in(&root, &part.topic_id, part.partition),
-                part.first_offset,
-                data,
-                len,
-            )
-        })?;
-        // Retention on the leader may have removed segments after its checkpoint; the data
-        // then starts later than the checkpointed log start, and the log start follows it.
-        for topic in checkpoint.state.topics.values_mut() {
-            for (p, ps) in topic.partitions.iter_mut().enumerate() {
-                let first =
-                    firsts.iter().find(|(id, q, _)| *id == topic.topic_id && *q == p as i32).map(|f| f.2);
-                if let Some(first) = first.filter(|f| *f > ps.log_start_offset) {
-                    ps.log_start_offset = first.min(ps.log_end_offset);
-                }
-            }
-        }
-        raft_store::write_file_atomic(&next.join("checkpoint"), &checkpoint::encode(&checkpoint))?;
-        raft_store::fsync_dir(&next)?;
-        let name = next.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-        raft_store::write_file_atomic(&self.shared.dir.join(CURRENT), name.as_bytes())?;
-        let partitions = Partitions::open(&root, &checkpoint.state, &self.shared.config)?;
+        let (checkpoint, next) = build_generation(&self.shared.dir, &current, archive, |_| Ok(()))?;
+        let partitions = Partitions::open(&next.join("partitions"), &checkpoint.state, &self.shared.config)?;
         Ok((checkpoint, partitions, next))
     }
+}
+
+/// Writes the generation after `current` from `archive` and, if `accept` agrees with its
+/// checkpoint, switches `CURRENT` to it.
+fn build_generation(
+    dir: &Path,
+    current: &Path,
+    archive: &Path,
+    accept: impl FnOnce(&Checkpoint) -> io::Result<()>,
+) -> io::Result<(Checkpoint, PathBuf)> {
+    let next = dir.join(format!("gen-{}", generation_number(current) + 1));
+    let _ = std::fs::remove_dir_all(&next);
+    let root = next.join("partitions");
+    std::fs::create_dir_all(&root)?;
+    let mut firsts = Vec::new();
+    let (mut checkpoint, _) = snapshot_archive::read(archive, |part, data, len| {
+        firsts.push((part.topic_id, part.partition, part.first_offset));
+        PartitionLog::import(
+            &Partitions::dir_in(&root, &part.topic_id, part.partition),
+            part.first_offset,
+            data,
+            len,
+        )
+    })?;
+    // Retention on the leader may have removed segments after its checkpoint; the data
+    // then starts later than the checkpointed log start, and the log start follows it.
+    for topic in checkpoint.state.topics.values_mut() {
+        for (p, ps) in topic.partitions.iter_mut().enumerate() {
+            let first = firsts.iter().find(|(id, q, _)| *id == topic.topic_id && *q == p as i32).map(|f| f.2);
+            if let Some(first) = first.filter(|f| *f > ps.log_start_offset) {
+                ps.log_start_offset = first.min(ps.log_end_offset);
+            }
+        }
+    }
+    accept(&checkpoint)?;
+    raft_store::write_file_atomic(&next.join("checkpoint"), &checkpoint::encode(&checkpoint))?;
+    raft_store::fsync_dir(&next)?;
+    // A complete new generation, `CURRENT` still naming the old one.
+    crate::fault::point("crash-mid-snapshot-install");
+    let name = next.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+    raft_store::write_file_atomic(&dir.join(CURRENT), name.as_bytes())?;
+    // `CURRENT` switched; the old generation is still on disk.
+    crate::fault::point("crash-after-snapshot-install-switch");
+    Ok((checkpoint, next))
+}
+
+/// The Raft log starts after `purged`, past the current generation's checkpoint: a snapshot
+/// install was cut short after openraft purged the log it covers. Finishes it from the
+/// received archive; returns the new generation. Fails, saying how to recover, when no
+/// archive covering the purge is here.
+fn finish_interrupted_install(dir: &Path, current: &Path, purged: u64) -> io::Result<PathBuf> {
+    let unrecoverable = |why: &str| {
+        io::Error::other(format!(
+            "the Raft log starts after index {purged}, past this node's checkpoint, and {why}; \
+             remove this node's data directory to let it catch up from the leader"
+        ))
+    };
+    let archive = dir.join(INCOMING);
+    if !archive.exists() {
+        return Err(unrecoverable("no received snapshot is here to finish installing"));
+    }
+    let covers = |checkpoint: &Checkpoint| match checkpoint.last_applied {
+        Some(l) if l.index >= purged => Ok(()),
+        other => Err(unrecoverable(&format!("the received snapshot covers only {other:?}"))),
+    };
+    let (checkpoint, next) = build_generation(dir, current, &archive, covers)
+        .map_err(|e| io::Error::new(e.kind(), format!("finishing an interrupted snapshot install: {e}")))?;
+    tracing::warn!(
+        last_applied = ?checkpoint.last_applied,
+        purged,
+        "finished a snapshot install that a crash had interrupted"
+    );
+    if let Err(e) = std::fs::remove_dir_all(current) {
+        tracing::warn!(dir = %current.display(), error = %e, "could not remove the replaced generation");
+    }
+    Ok(next)
 }
 
 fn remove_other_archives(generation: &Path, keep: &Path) -> io::Result<()> {
@@ -330,15 +400,25 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         self.clone()
     }
 
+    /// O_DSYNC: every chunk is on disk before openraft sees it written, so when openraft
+    /// purges the log a completed archive covers (beside the install, see the module
+    /// documentation) the archive survives a power loss too, and start-up can finish it.
     async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<tokio::fs::File>> {
-        let path = self.shared.dir.join("incoming.olsnap");
+        let path = self.shared.dir.join(INCOMING);
         let file = tokio::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(true)
+            .custom_flags(libc::O_DSYNC)
             .open(&path)
             .await
+            .map_err(io_err)?;
+        // The name too.
+        let dir = self.shared.dir.clone();
+        tokio::task::spawn_blocking(move || raft_store::fsync_dir(&dir))
+            .await
+            .map_err(|e| io_err(io::Error::other(e)))?
             .map_err(io_err)?;
         Ok(Box::new(file))
     }
@@ -354,7 +434,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         snapshot.sync_all().await.map_err(io_err)?;
         drop(snapshot);
         let this = self.clone();
-        let archive = self.shared.dir.join("incoming.olsnap");
+        let archive = self.shared.dir.join(INCOMING);
         let (checkpoint, partitions, next) =
             tokio::task::spawn_blocking(move || this.install_archive(&archive))
                 .await

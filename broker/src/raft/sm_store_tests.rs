@@ -1,5 +1,6 @@
 //! State machine store tests: a snapshot archive carries state and partition bytes from one
-//! replica to another, survives a restart, and an install never mixes generations.
+//! replica to another, survives a restart, an install never mixes generations, and one cut
+//! short after openraft purged the log is finished at start.
 
 use std::collections::BTreeMap;
 
@@ -25,7 +26,7 @@ fn entry(index: u64, ops: Vec<Op>) -> Entry<TypeConfig> {
 
 fn store(dir: &std::path::Path) -> StateMachineStore {
     let config = BrokerConfig::from_overrides(&["log.segment.bytes=4096".into()]).expect("config");
-    open(dir.to_path_buf(), Arc::new(config)).expect("open").0
+    open(dir.to_path_buf(), Arc::new(config), None).expect("open").0
 }
 
 fn log_entries() -> Vec<Entry<TypeConfig>> {
@@ -124,4 +125,39 @@ async fn corrupt_archive_is_refused_and_the_old_generation_stays() {
     drop(b);
     let b = store(dir_b.path());
     assert!(b.shared.applied.read().unwrap().state.topics.is_empty(), "nothing of the bad archive");
+}
+
+fn open_after_purge(dir: &std::path::Path, purged: u64) -> io::Result<StateMachineStore> {
+    let config = BrokerConfig::from_overrides(&["log.segment.bytes=4096".into()]).expect("config");
+    open(dir.to_path_buf(), Arc::new(config), Some(purged)).map(|(store, _)| store)
+}
+
+/// openraft 0.9 purges the log a snapshot covers beside the install: a crash after the purge
+/// and before the install leaves only the received archive to rebuild the state from.
+#[tokio::test]
+async fn an_install_cut_short_after_the_log_purge_is_finished_at_start() {
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, meta, archive) = replica_with_archive(dir_a.path()).await;
+    let mut b = store(dir_b.path());
+    let mut incoming = b.begin_receiving_snapshot().await.unwrap();
+    incoming.write_all(&archive).await.unwrap();
+    incoming.flush().await.unwrap();
+    drop((incoming, b));
+
+    let purged = meta.last_log_id.expect("a snapshot of applied entries").index;
+    let b = open_after_purge(dir_b.path(), purged).expect("the install is finished");
+    assert_eq!(b.shared.applied.read().unwrap().state, a.shared.applied.read().unwrap().state);
+    assert_eq!(b.shared.applied.read().unwrap().last_applied, meta.last_log_id);
+    for p in 0..2 {
+        assert_eq!(read_all(&b, p), read_all(&a, p), "partition {p}");
+    }
+    let error = open_after_purge(dir_b.path(), purged + 1).err().expect("the archive does not cover it");
+    assert!(error.to_string().contains("covers only"), "{error}");
+}
+
+#[tokio::test]
+async fn a_log_purged_past_the_state_without_an_archive_stops_saying_how_to_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = open_after_purge(dir.path(), 5).err().expect("nothing to rebuild the state from");
+    assert!(error.to_string().contains("remove this node's data directory"), "{error}");
 }

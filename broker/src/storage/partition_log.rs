@@ -74,6 +74,8 @@ impl PartitionLog {
         if need_roll {
             if let Some(active) = self.segments.last_mut() {
                 active.seal()?;
+                // Sealed, its successor not yet created: recovery must find the end anyway.
+                crate::fault::point("crash-mid-segment-roll");
             }
             let capacity = policy.segment_bytes.max(batch.len() as u64);
             self.segments.push(Segment::create(&self.dir, header.base_offset, capacity, policy.preallocate)?);

@@ -130,6 +130,7 @@ impl Partitions {
     pub fn execute(&mut self, state: &BrokerState, effects: &[Effect]) -> io::Result<()> {
         self.follow_config_changes(state);
         let mut topics_written: Vec<[u8; 16]> = Vec::new();
+        let mut partitions_written: Vec<([u8; 16], i32)> = Vec::new();
         for effect in effects {
             match effect {
                 Effect::CreatePartitionLog { topic_id, partition } => {
@@ -144,6 +145,12 @@ impl Partitions {
                             fault::point("crash-mid-apply-multi-topic");
                         }
                         topics_written.push(*topic_id);
+                    }
+                    if !partitions_written.contains(&(*topic_id, *partition)) {
+                        if !partitions_written.is_empty() {
+                            fault::point("crash-between-partitions-of-an-entry");
+                        }
+                        partitions_written.push((*topic_id, *partition));
                     }
                     let policy = self.policies.get(topic_id).copied().unwrap_or(self.policy_default);
                     let log = self.get(topic_id, *partition).ok_or_else(|| missing(topic_id, *partition))?;

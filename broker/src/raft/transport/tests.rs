@@ -57,7 +57,7 @@ async fn start_node(id: u64, config: Arc<openraft::Config>) -> anyhow::Result<Te
     let options = LogStoreOptions { segment_bytes: 1024 * 1024, ..Default::default() };
     let log_store = LogStore::<TypeConfig>::open(&dir.path().join("raft-log"), options)?;
     let (state_machine, _) =
-        sm_store::open(dir.path().join("state"), BrokerConfig::from_overrides(&[])?.into())?;
+        sm_store::open(dir.path().join("state"), BrokerConfig::from_overrides(&[])?.into(), None)?;
     let raft = Raft::new(id, config, Network::default(), log_store, state_machine).await?;
     let server = tokio::spawn(serve_raft(listener, raft.clone()));
     Ok(TestNode { id, raft, addr, server, _dir: dir })

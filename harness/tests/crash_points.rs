@@ -1,0 +1,328 @@
+//! Crash consistency at every fault point of the apply path (issue 14): between two partitions
+//! of one entry, during a checkpoint, during a segment roll, during a snapshot install (before
+//! and after the switch to the new generation).
+//!
+//! Each case runs three nodes; ONE follower is restarted with `ONELOG_FAULT=<point>` (a
+//! fault-injection build aborts there, like a kill -9), the load that reaches the point is
+//! driven through the leader, the follower is seen to die at that point (its log names it),
+//! is restarted without the fault, and must catch up to digests identical to the two replicas
+//! that never crashed, holding every acknowledged record. Under `cargo test` the cases run one
+//! at a time (each is a whole cluster on two shared cores); nextest gives each its own process,
+//! as it does every scenario, so the load rides out leader changes.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use harness::admin_api;
+use harness::atomic::now_ms;
+use harness::batch::{encode_batch, TestRecord};
+use harness::raw_ops::{create_topics_ok, produce, produce_results, BatchFor};
+use harness::{Cluster, ClusterOptions, RawClient};
+
+const TOPIC: &str = "crash-points";
+const PARTITIONS: i32 = 4;
+/// Small segments, so a few dozen requests roll every partition.
+const SEGMENT_BYTES: u64 = 16 * 1024;
+const VALUE_BYTES: usize = 200;
+/// Requests written before the faulty follower is restarted, and after it died.
+const REQUESTS_AROUND: usize = 20;
+/// Most requests the load sends waiting for the follower to reach its point.
+const REQUESTS_TO_REACH_MAX: usize = 1_000;
+/// The broker's `LOG_ENTRIES_KEPT_BELOW_CHECKPOINT` (broker/src/limits.rs): a follower further
+/// behind than this past a checkpoint can only catch up from a snapshot.
+const LOG_ENTRIES_KEPT_BELOW_CHECKPOINT: u64 = 2_000;
+/// Entries written while the follower is down, beyond the above, before the checkpoint.
+const SNAPSHOT_LAG_MARGIN_ENTRIES: u64 = 200;
+/// Longest wait for a node to reach a point or for the leader to purge its log.
+const REACH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One cluster at a time within this test binary (see the module documentation).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// What makes the follower reach its point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Reach {
+    /// Multi-partition produce requests through the leader.
+    Load,
+    /// The same, and a checkpoint asked of the follower (`POST /checkpoint`).
+    LoadAndCheckpoint,
+    /// The follower is down while the leader writes and checkpoints past its log; on restart
+    /// it receives a snapshot.
+    SnapshotInstall,
+}
+
+#[test]
+fn crash_between_two_partitions_of_one_entry() {
+    run("crash-between-partitions-of-an-entry", Reach::Load);
+}
+
+#[test]
+fn crash_during_a_segment_roll() {
+    run("crash-mid-segment-roll", Reach::Load);
+}
+
+#[test]
+fn crash_during_a_checkpoint() {
+    run("crash-mid-checkpoint", Reach::LoadAndCheckpoint);
+}
+
+#[test]
+fn crash_during_a_snapshot_install_before_the_switch() {
+    run("crash-mid-snapshot-install", Reach::SnapshotInstall);
+}
+
+#[test]
+fn crash_during_a_snapshot_install_after_the_switch() {
+    run("crash-after-snapshot-install-switch", Reach::SnapshotInstall);
+}
+
+fn run(point: &str, reach: Reach) {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let options = ClusterOptions::new(3).config("log.segment.bytes", SEGMENT_BYTES);
+    let mut cluster = Cluster::start_with(options).expect("starting 3 nodes");
+    let started = Instant::now();
+    let result = runtime.block_on(scenario(&mut cluster, point, reach));
+    println!("{point}: {:.1} s", started.elapsed().as_secs_f64());
+    cluster.unwrap_or_dump(result);
+}
+
+async fn scenario(cluster: &mut Cluster, point: &str, reach: Reach) -> Result<()> {
+    let leader = cluster.leader()?;
+    let faulty = cluster.followers()?[0];
+    let mut load = Load::connect(cluster, leader).await?;
+    load.send(REQUESTS_AROUND).await?;
+
+    // Phase 1: the follower restarts with the fault and reaches the point.
+    cluster.kill9(faulty)?;
+    let status = match reach {
+        Reach::Load | Reach::LoadAndCheckpoint => {
+            let arm_file = cluster.dir(faulty).join("arm-fault");
+            cluster.set_node_env(faulty, fault_env(point, Some(&arm_file)));
+            cluster.start_node(faulty)?;
+            std::fs::write(&arm_file, b"")?;
+            if reach == Reach::LoadAndCheckpoint {
+                load.send(REQUESTS_AROUND).await?;
+                ask_checkpoint(cluster, faulty)?;
+            }
+            load.until_exit(cluster, faulty).await?
+        }
+        Reach::SnapshotInstall => {
+            lag_past_a_checkpoint(cluster, leader, &mut load).await?;
+            cluster.set_node_env(faulty, fault_env(point, None));
+            cluster.spawn_node(faulty)?;
+            cluster
+                .wait_exit(faulty, REACH_TIMEOUT)?
+                .with_context(|| format!("node {faulty} did not reach {point} within {REACH_TIMEOUT:?}"))?
+        }
+    };
+    ensure!(!status.success(), "node {faulty} exited cleanly ({status}) instead of crashing at {point}");
+    let tail = cluster.log_tail(faulty, 50);
+    ensure!(
+        tail.lines().any(|l| l.contains("fault injection: aborting") && l.contains(point)),
+        "node {faulty} died ({status}) but not at {point}:\n{tail}"
+    );
+    let crashed_after = load.started.elapsed();
+    println!(
+        "{point}: node {faulty} crashed there ({status}) after {} requests, {crashed_after:.1?} into the load",
+        load.requests
+    );
+
+    // Phase 2: more writes while it is down, then a restart without the fault.
+    load.send(REQUESTS_AROUND).await?;
+    cluster.set_node_env(faulty, Vec::new());
+    cluster.start_node(faulty)?;
+    load.send(REQUESTS_AROUND).await?;
+    let restarted_after = load.started.elapsed();
+
+    // Phase 3: every replica holds the same partitions, with every acknowledged record.
+    let digests = cluster.assert_digests_equal()?;
+    for (id, digest) in &digests {
+        for (partition, acked_end) in &load.acked_end {
+            let p = digest
+                .partitions
+                .iter()
+                .find(|p| p.topic == TOPIC && p.partition == *partition)
+                .with_context(|| format!("node {id}: digest lacks {TOPIC}/{partition}"))?;
+            // Exact unless a request failed: its records may be there or not.
+            let holds_every_ack = match load.failed {
+                0 => p.log_end_offset == *acked_end,
+                _ => p.log_end_offset >= *acked_end,
+            };
+            ensure!(
+                holds_every_ack,
+                "node {id}: {TOPIC}/{partition} ends at {} but records were acknowledged up to {acked_end} \
+                 ({} requests failed)",
+                p.log_end_offset,
+                load.failed
+            );
+        }
+    }
+    println!(
+        "{point}: {} nodes agree on {} requests' records ({} failed); restarted and written to by {restarted_after:.1?}, \
+         digests equal by {:.1?}",
+        digests.len(),
+        load.requests,
+        load.failed,
+        load.started.elapsed()
+    );
+    Ok(())
+}
+
+fn fault_env(point: &str, arm_file: Option<&std::path::Path>) -> Vec<(String, String)> {
+    let mut env = vec![("ONELOG_FAULT".to_owned(), point.to_owned())];
+    if let Some(file) = arm_file {
+        env.push(("ONELOG_FAULT_ARMED_BY".to_owned(), file.display().to_string()));
+    }
+    env
+}
+
+/// `POST /checkpoint` on `id`; the checkpoint is written in the background.
+fn ask_checkpoint(cluster: &Cluster, id: u64) -> Result<()> {
+    let response = admin_api::post(cluster.admin_addr(id), "/checkpoint")?;
+    ensure!(response.status == 202, "POST /checkpoint on node {id}: {} {}", response.status, response.text());
+    Ok(())
+}
+
+/// With the follower down, writes entries until the follower's log lies below what a node
+/// keeps after a checkpoint, then checkpoints both live nodes and waits until each purged that
+/// far: whichever leads when the follower returns can only send it a snapshot.
+async fn lag_past_a_checkpoint(cluster: &mut Cluster, leader: u64, load: &mut Load) -> Result<()> {
+    let index = |cluster: &Cluster| -> Result<u64> {
+        let status = admin_api::status(cluster.admin_addr(leader))?;
+        status.last_log_index.as_u64().context("leader has no last log index")
+    };
+    let follower_end = index(cluster)?;
+    let needed = follower_end + LOG_ENTRIES_KEPT_BELOW_CHECKPOINT + SNAPSHOT_LAG_MARGIN_ENTRIES;
+    // acks=1: the leader answers after its own append, so the entries go out faster; they
+    // are committed by the two live nodes all the same, and checked by the digests.
+    load.acks = 1;
+    while index(cluster)? < needed {
+        load.send(50).await?;
+    }
+    load.acks = -1;
+    println!(
+        "{} entries written past the follower's end by {:.1?}",
+        needed - follower_end,
+        load.started.elapsed()
+    );
+    for id in cluster.live_ids() {
+        ask_checkpoint(cluster, id)?;
+        let deadline = Instant::now() + REACH_TIMEOUT;
+        loop {
+            let status = admin_api::status(cluster.admin_addr(id))?;
+            if status.purged_index.as_u64().is_some_and(|purged| purged > follower_end) {
+                println!(
+                    "node {id}: checkpoint at {}, log purged to {} past the follower's end {follower_end}",
+                    status.checkpoint_index, status.purged_index
+                );
+                break;
+            }
+            ensure!(Instant::now() < deadline, "node {id} did not purge past {follower_end}: {status:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(())
+}
+
+/// Produce requests through the leader, each ONE record to every partition. Counts where each
+/// partition's acknowledged records end. A request that fails (a leader change on these busy
+/// cores) is an unknown outcome: counted, and the load goes on through the new leader.
+struct Load {
+    client: RawClient,
+    kafka: BTreeMap<u64, SocketAddr>,
+    admin: BTreeMap<u64, SocketAddr>,
+    /// Per partition: the offset after the last acknowledged record.
+    acked_end: BTreeMap<i32, i64>,
+    requests: usize,
+    failed: usize,
+    started: Instant,
+    /// -1 (all) unless a phase only needs entries quickly.
+    acks: i16,
+}
+
+impl Load {
+    async fn connect(cluster: &Cluster, leader: u64) -> Result<Self> {
+        let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
+        create_topics_ok(&mut client, &[(TOPIC, PARTITIONS)]).await?;
+        Ok(Load {
+            client,
+            kafka: cluster.ids().into_iter().map(|id| (id, cluster.kafka_addr(id))).collect(),
+            admin: cluster.ids().into_iter().map(|id| (id, cluster.admin_addr(id))).collect(),
+            acked_end: (0..PARTITIONS).map(|p| (p, 0)).collect(),
+            requests: 0,
+            failed: 0,
+            started: Instant::now(),
+            acks: -1,
+        })
+    }
+
+    async fn send(&mut self, requests: usize) -> Result<()> {
+        for _ in 0..requests {
+            self.send_one().await?;
+        }
+        Ok(())
+    }
+
+    async fn send_one(&mut self) -> Result<()> {
+        let n = self.requests;
+        self.requests += 1;
+        let mut batches = Vec::new();
+        for partition in 0..PARTITIONS {
+            let key = format!("r{n}-p{partition}");
+            let record = TestRecord::new(key.into_bytes(), vec![b'v'; VALUE_BYTES], now_ms());
+            batches.push(BatchFor { topic: TOPIC.to_owned(), partition, records: encode_batch(&[record])? });
+        }
+        let results = match produce(&mut self.client, self.acks, &batches).await {
+            Ok(response) => produce_results(&response),
+            Err(e) => return self.failed_request(n, &format!("{e:#}")).await,
+        };
+        if let Some((_, partition, code, _)) = results.iter().find(|r| r.2 != 0) {
+            return self.failed_request(n, &format!("{TOPIC}/{partition} error {code}")).await;
+        }
+        for (_, partition, _, base_offset) in results {
+            let end = self.acked_end.get_mut(&partition).context("a partition not asked for")?;
+            ensure!(base_offset >= *end, "request {n}: {TOPIC}/{partition} at {base_offset}, below {end}");
+            *end = base_offset + 1;
+        }
+        Ok(())
+    }
+
+    async fn failed_request(&mut self, n: usize, why: &str) -> Result<()> {
+        self.failed += 1;
+        println!("request {n} failed ({why}); an unknown outcome, going on through the leader");
+        let deadline = Instant::now() + REACH_TIMEOUT;
+        loop {
+            for id in self.admin.keys() {
+                let Ok(status) = admin_api::status(self.admin[id]) else { continue };
+                let Some(addr) = status.leader.and_then(|leader| self.kafka.get(&leader)) else { continue };
+                if let Ok(client) = RawClient::connect_negotiated(*addr).await {
+                    self.client = client;
+                    return Ok(());
+                }
+            }
+            ensure!(Instant::now() < deadline, "no leader to produce to within {REACH_TIMEOUT:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Sends until node `id` exits; its exit status.
+    async fn until_exit(&mut self, cluster: &mut Cluster, id: u64) -> Result<std::process::ExitStatus> {
+        let deadline = Instant::now() + REACH_TIMEOUT;
+        for _ in 0..REQUESTS_TO_REACH_MAX {
+            if let Some(status) = cluster.wait_exit(id, Duration::ZERO)? {
+                return Ok(status);
+            }
+            ensure!(Instant::now() < deadline, "node {id} still running after {REACH_TIMEOUT:?} of load");
+            self.send_one().await?;
+        }
+        // The last requests may still be on their way to the follower.
+        match cluster.wait_exit(id, REACH_TIMEOUT)? {
+            Some(status) => Ok(status),
+            None => bail!("node {id} still running after {REQUESTS_TO_REACH_MAX} requests"),
+        }
+    }
+}
