@@ -11,6 +11,12 @@
 //! one, every acknowledged record is read back once at its offset, and the digests are equal.
 //! Before the fix the isolated leader named itself for the whole partition.
 //!
+//! `link_faults_cut_what_they_name`: the harness API itself, end to end. A partition
+//! {leader, follower} | {other} moves no Raft byte across it (the proxies' counters stay put)
+//! while the majority keeps its leader and the cut-off node loses it; after `heal` the node
+//! follows again. `client_link(id)` set to Refuse cuts that node's clients off (its advertised
+//! address resets connections) while its own listener still answers.
+//!
 //! `removed_nodes_exit` (issue 14: "after POST /members/remove the removed nodes stayed up as
 //! permanent candidates"): a follower is cut off, removed through the leader's admin API
 //! while cut off (so it cannot see the membership that drops it: the leader no longer
@@ -26,8 +32,8 @@ use anyhow::{bail, ensure, Result};
 use harness::admin_api;
 use harness::kafka::{create_topics, read_partitions, PartitionRecords};
 use harness::load::{check_acked_exactly_once, LoadOptions, ProduceLoad};
-use harness::probe::blocking_request;
-use harness::{Cluster, ClusterOptions};
+use harness::probe::{blocking_request, probe_api_versions};
+use harness::{Cluster, ClusterOptions, ProxyMode};
 use kafka_protocol::messages::{DescribeClusterRequest, FindCoordinatorRequest, MetadataRequest};
 use kafka_protocol::protocol::StrBytes;
 
@@ -75,6 +81,72 @@ async fn isolated_leader_steps_down() {
     let mut cluster = cluster();
     let result = isolated_leader_scenario(&mut cluster).await;
     cluster.unwrap_or_dump(result);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn link_faults_cut_what_they_name() {
+    let _serial = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let mut cluster = cluster();
+    let result = link_faults_scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn link_faults_scenario(cluster: &mut Cluster) -> Result<()> {
+    let leader = cluster.leader()?;
+    let followers = cluster.followers()?;
+    let (kept, cut) = (followers[0], followers[1]);
+    cluster.partition(&[&[leader, kept], &[cut]])?;
+    let across = [(leader, cut), (cut, leader), (kept, cut), (cut, kept)];
+    let bytes = |c: &Cluster| -> Result<Vec<(u64, u64)>> {
+        across
+            .iter()
+            .map(|(from, to)| {
+                Ok((c.raft_link(*from, *to)?.to_target_bytes(), c.raft_link(*from, *to)?.to_client_bytes()))
+            })
+            .collect()
+    };
+    let started = Instant::now();
+    // The cut-off node loses its leader after an election timeout; the majority keeps its own.
+    loop {
+        let status = cluster.status(cut)?;
+        if status.leader.is_none() {
+            break;
+        }
+        ensure!(
+            started.elapsed() < NEW_LEADER_TIMEOUT,
+            "node {cut} still follows across the partition: {status:?}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    println!(
+        "partition {{{leader}, {kept}}} | {{{cut}}}: {cut} lost its leader after {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
+    // Meanwhile the leader sends heartbeats and the cut-off node campaigns: none may cross.
+    let before = bytes(cluster)?;
+    tokio::time::sleep(2 * harness::cluster::ELECTION_TIMEOUT_MAX).await;
+    for id in [leader, kept] {
+        ensure!(cluster.status(id)?.leader == Some(leader), "node {id} lost leader {leader}");
+    }
+    ensure!(bytes(cluster)? == before, "bytes crossed the partition: {before:?} -> {:?}", bytes(cluster)?);
+    ensure!(cluster.raft_link(leader, kept)?.to_target_bytes() > 0, "inside the group links pass");
+
+    cluster.heal()?;
+    let healed = Instant::now();
+    let (now, _) = cluster.wait_for_leader(NEW_LEADER_TIMEOUT)?;
+    println!("healed: every node follows {now} after {:.3} s", healed.elapsed().as_secs_f64());
+    ensure!(bytes(cluster)? != before, "no byte crossed after the heal");
+
+    cluster.client_link(cut)?.set(ProxyMode::Refuse);
+    ensure!(
+        probe_api_versions(cluster.kafka_addr(cut), PROBE_TIMEOUT).is_err(),
+        "node {cut}'s advertised address must refuse its clients"
+    );
+    probe_api_versions(cluster.kafka_listen_addr(cut), PROBE_TIMEOUT)?;
+    cluster.client_link(cut)?.set(ProxyMode::Pass);
+    probe_api_versions(cluster.kafka_addr(cut), PROBE_TIMEOUT)?;
+    println!("client link of {cut}: refused, its own listener answered, then passed again");
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
