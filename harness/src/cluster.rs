@@ -10,6 +10,11 @@
 //! A binary built without it still runs: the leader is then read from each node's Metadata
 //! controller id, and `digests` fails saying the admin API is missing (never a silent pass).
 //!
+//! With [`ClusterOptions::link_proxies`] every directed Raft link and every Kafka listener goes
+//! through a fault-injecting proxy (`links`, `netproxy`), which `partition`, `isolate`,
+//! `one_way`, `delay_link`, `heal`, `raft_link` and `client_link` switch at run time; nodes
+//! then advertise their client proxy, and `kafka_listen_addr` reaches a node directly.
+//!
 //! Like `process`, everything here blocks: call it from plain tests, or from a multi-threaded
 //! tokio runtime with a worker to spare. When a test panics, `Drop` prints every node's log
 //! tail and keeps the root directory.
