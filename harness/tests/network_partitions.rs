@@ -11,6 +11,14 @@
 //! one, every acknowledged record is read back once at its offset, and the digests are equal.
 //! Before the fix the isolated leader named itself for the whole partition.
 //!
+//! `isolated_leader_transactions_go_on`: the same isolation under a librdkafka transactional
+//! producer (one record per transaction, committed one after another; an abortable failure
+//! is aborted, a fatal one starts a new producer). Transactions commit again while the old
+//! leader is still cut off (the first commit after the isolation and the longest commit gap
+//! are printed; the first must come well before the client's own 30 s call timeout, which
+//! is what released it before the proposer stopped waiting on a cut-off leader), and every
+//! committed record is read back once under read_committed.
+//!
 //! `link_faults_cut_what_they_name`: the harness API itself, end to end. A partition
 //! {leader, follower} | {other} moves no Raft byte across it (the proxies' counters stay put)
 //! while the majority keeps its leader and the cut-off node loses it; after `heal` the node
@@ -26,6 +34,8 @@
 //! the last node leads alone. Exit times are printed; the bounds are generous.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Result};
@@ -33,11 +43,16 @@ use harness::admin_api;
 use harness::kafka::{create_topics, read_partitions, PartitionRecords};
 use harness::load::{check_acked_exactly_once, LoadOptions, ProduceLoad};
 use harness::probe::{blocking_request, probe_api_versions};
+use harness::txn::{read_values, send_sync, transactional_producer, READ_COMMITTED, TXN_CALL_TIMEOUT};
 use harness::{Cluster, ClusterOptions, ProxyMode};
 use kafka_protocol::messages::{DescribeClusterRequest, FindCoordinatorRequest, MetadataRequest};
 use kafka_protocol::protocol::StrBytes;
+use rdkafka::producer::{FutureProducer, Producer};
 
 const TOPIC: &str = "partitions";
+const TXN_TOPIC: &str = "partitioned-txns";
+const TXNS_BEFORE: usize = 30;
+const TXNS_DURING: usize = 20;
 const PARTITIONS: i32 = 3;
 const SENDERS: usize = 4;
 const SEGMENT_BYTES: u32 = 1024 * 1024;
@@ -81,6 +96,111 @@ async fn isolated_leader_steps_down() {
     let mut cluster = cluster();
     let result = isolated_leader_scenario(&mut cluster).await;
     cluster.unwrap_or_dump(result);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn isolated_leader_transactions_go_on() {
+    let _serial = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let mut cluster = cluster();
+    let result = isolated_transactions_scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+/// Keys of committed transactions and when each commit returned.
+type Commits = Arc<Mutex<Vec<(String, Instant)>>>;
+
+async fn isolated_transactions_scenario(cluster: &mut Cluster) -> Result<()> {
+    let old = cluster.leader()?;
+    create_topics(&cluster.bootstrap(), &[(TXN_TOPIC, 1)]).await?;
+    let commits: Commits = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let task = tokio::spawn(transactions(cluster.bootstrap(), commits.clone(), stop.clone()));
+    let committed_since =
+        |since: Instant| commits.lock().expect("commits").iter().filter(|c| c.1 >= since).count();
+    wait_until(|| committed_since(Instant::now() - ACK_TIMEOUT) >= TXNS_BEFORE, "transactions before")
+        .await?;
+
+    let isolated = Instant::now();
+    cluster.isolate(old)?;
+    wait_until(|| committed_since(isolated) >= TXNS_DURING, "transactions during the partition").await?;
+    let first = commits.lock().expect("commits").iter().find(|c| c.1 >= isolated).map(|c| c.1 - isolated);
+    let first = first.expect("TXNS_DURING > 0");
+    // Generous: the client's own call timeout would release a commit stuck on the old
+    // leader at TXN_CALL_TIMEOUT (30 s, what happened before the fix).
+    ensure!(first < TXN_CALL_TIMEOUT / 2, "first commit {first:?} after the isolation");
+    cluster.heal()?;
+    let healed = Instant::now();
+    wait_until(|| committed_since(healed) >= TXNS_DURING, "transactions after the heal").await?;
+    stop.store(true, Ordering::SeqCst);
+    let failures = task.await??;
+
+    let commits = commits.lock().expect("commits").clone();
+    let gap = commits.windows(2).map(|w| w[1].1 - w[0].1).max().unwrap_or_default();
+    println!(
+        "transactions: {} committed, {failures} failed and retried; first commit after isolating leader {old} at +{:.3} s (still cut off); longest commit gap {:.3} s",
+        commits.len(),
+        first.as_secs_f64(),
+        gap.as_secs_f64()
+    );
+    let bootstrap = cluster.bootstrap();
+    let values =
+        tokio::task::spawn_blocking(move || read_values(&bootstrap, TXN_TOPIC, 1, READ_COMMITTED)).await??;
+    for (key, _) in &commits {
+        let found = values.iter().filter(|v| *v == key).count();
+        ensure!(found == 1, "committed {key} read back {found} times under read_committed");
+    }
+    cluster.assert_digests_equal()?;
+    Ok(())
+}
+
+/// Commits one-record transactions until `stop`; returns how many attempts failed.
+async fn transactions(bootstrap: String, commits: Commits, stop: Arc<AtomicBool>) -> Result<usize> {
+    let mut producer: Option<FutureProducer> = None;
+    let (mut seq, mut failures) = (0u64, 0usize);
+    while !stop.load(Ordering::SeqCst) {
+        let p = match producer.take() {
+            Some(p) => p,
+            None => {
+                let b = bootstrap.clone();
+                match tokio::task::spawn_blocking(move || transactional_producer(&b, "partitioned")).await? {
+                    Ok(p) => p,
+                    Err(_) => {
+                        failures += 1;
+                        continue;
+                    }
+                }
+            }
+        };
+        let key = format!("txn-{seq}");
+        seq += 1;
+        let attempt = async {
+            p.begin_transaction()?;
+            send_sync(&p, TXN_TOPIC, Some(0), &key, &key).await?;
+            tokio::task::block_in_place(|| p.commit_transaction(TXN_CALL_TIMEOUT))?;
+            anyhow::Ok(())
+        };
+        match attempt.await {
+            Ok(()) => commits.lock().expect("commits").push((key, Instant::now())),
+            Err(_) => {
+                failures += 1;
+                // Abortable: abort and go on; fatal (abort fails too): a new producer.
+                if tokio::task::block_in_place(|| p.abort_transaction(TXN_CALL_TIMEOUT)).is_err() {
+                    continue;
+                }
+            }
+        }
+        producer = Some(p);
+    }
+    Ok(failures)
+}
+
+async fn wait_until(done: impl Fn() -> bool, what: &str) -> Result<()> {
+    let started = Instant::now();
+    while !done() {
+        ensure!(started.elapsed() < ACK_TIMEOUT, "no {what} within {ACK_TIMEOUT:?}");
+        tokio::time::sleep(POLL).await;
+    }
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -96,8 +96,8 @@ impl Leadership {
     /// Whether this node knows it is cut off from the quorum: a leader past check-quorum, or a
     /// candidate (it heard from no leader for an election timeout). Its Metadata then names
     /// no leader, and a client that is connected to it alone keeps asking it (librdkafka
-    /// refreshes metadata from a connected broker): the listener closes a client connection
-    /// after answering its Metadata meanwhile, so clients reconnect to other brokers and find the
+    /// refreshes metadata and looks up coordinators on a connected broker): the listener
+    /// closes a client connection after answering its Metadata or FindCoordinator meanwhile, so clients reconnect to other brokers and find the
     /// leader the majority elected. Regression (issue 14): a producer that could reach the
     /// isolated old leader stalled for the whole partition.
     pub fn is_cut_off(&self) -> bool {

@@ -29,7 +29,7 @@ pub struct ListenerStats {
     pub connections_refused: Incident,
     /// Failed accepts (out of file descriptors, aborted handshakes).
     pub accept_errors: Incident,
-    /// Connections closed after a Metadata response because this node is cut off from the quorum
+    /// Connections closed after a Metadata or FindCoordinator response because this node is cut off from the quorum
     /// (`Leadership::is_cut_off`).
     pub cut_off_closes: Incident,
     /// Client connections open now.
