@@ -79,6 +79,31 @@ pub fn block_point(name: &str) {
     }
 }
 
+/// Where to dial Raft peer `target` instead of its membership address, if
+/// `ONELOG_RAFT_DIAL=<id>=<host:port>,…` names it: the harness routes each directed link
+/// i→j through its own fault-injecting proxy, which one shared membership address cannot
+/// express. Read once per process.
+#[cfg(feature = "fault-injection")]
+pub fn raft_dial(target: u64) -> Option<String> {
+    static DIAL: std::sync::OnceLock<Vec<(u64, String)>> = std::sync::OnceLock::new();
+    let dial = DIAL.get_or_init(|| {
+        let v = std::env::var("ONELOG_RAFT_DIAL").unwrap_or_default();
+        v.split(',')
+            .filter_map(|pair| {
+                let (id, addr) = pair.split_once('=')?;
+                Some((id.trim().parse().ok()?, addr.trim().to_string()))
+            })
+            .collect()
+    });
+    dial.iter().find(|(id, _)| *id == target).map(|(_, addr)| addr.clone())
+}
+
 #[cfg(not(feature = "fault-injection"))]
 #[inline(always)]
 pub fn block_point(_name: &str) {}
+
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn raft_dial(_target: u64) -> Option<String> {
+    None
+}

@@ -186,6 +186,13 @@ const _: () = assert!(LEADER_LEASE_MS < RAFT_ELECTION_TIMEOUT_MIN_MS);
 /// (ms): a few heartbeats.
 pub const READ_CONFIRM_TIMEOUT_MS: u64 = 1_000;
 
+/// Check-quorum (ms): a leader that has not heard from a quorum for this long stops naming
+/// itself leader, controller or coordinator (`Leadership::leader_id`). The longest election
+/// timeout: by then the majority may have elected another leader, and a leader merely
+/// descheduled for a few heartbeats is not deposed by it.
+pub const CHECK_QUORUM_MS: u64 = RAFT_ELECTION_TIMEOUT_MAX_MS;
+const _: () = assert!(CHECK_QUORUM_MS > LEADER_LEASE_MS);
+
 /// Longest a follower waits for a request it forwards to the leader (auto-created topics,
 /// InitProducerId, controller requests; KIP-590), and then for its own state to show the
 /// change (ms).
@@ -233,6 +240,13 @@ pub const PAUSE_GAP_MS: u64 = 100;
 /// every group API that names one (see `handlers::util::group_id_invalid`), INVALID_REQUEST in
 /// FindCoordinator.
 pub const GROUP_ID_BYTES_MAX: usize = 255;
+
+/// How long the leader keeps telling a node it removed that it was removed (ms), and how
+/// long each attempt waits for an answer before the next (ms): the removed node is no
+/// longer replicated to and may never see its removal otherwise (`raft::transport::removal`).
+/// A minute covers a restart of the removed node; longer, it is the operator's to stop.
+pub const REMOVAL_NOTICE_MS_MAX: u64 = 60_000;
+pub const REMOVAL_NOTICE_RETRY_MS: u64 = 500;
 
 /// How long a node removed from the membership keeps running before it exits (ms), so that
 /// responses already in flight reach their clients.

@@ -88,7 +88,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tracing::info!(node_id = args.node_id, voters = members.len(), "initializing a new cluster");
         raft.initialize(members).await?;
     }
+    let leadership =
+        Arc::new(Leadership::new(args.node_id, raft.clone(), applied.clone(), (host.to_string(), port)));
     let proposer = Proposer::start(ProposerOptions {
+        leadership: leadership.clone(),
         node_id: args.node_id,
         raft: raft.clone(),
         applied: applied.clone(),
@@ -107,8 +110,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     .await?;
     wait_until_caught_up(&raft).await;
 
-    let leadership =
-        Arc::new(Leadership::new(args.node_id, raft.clone(), applied.clone(), (host.to_string(), port)));
     let ctx = Arc::new(Ctx {
         node_id: args.node_id,
         data_dir: std::fs::canonicalize(&args.data_dir).unwrap_or_else(|_| args.data_dir.clone()),

@@ -10,6 +10,11 @@
 //! A binary built without it still runs: the leader is then read from each node's Metadata
 //! controller id, and `digests` fails saying the admin API is missing (never a silent pass).
 //!
+//! With [`ClusterOptions::link_proxies`] every directed Raft link and every Kafka listener goes
+//! through a fault-injecting proxy (`links`, `netproxy`), which `partition`, `isolate`,
+//! `one_way`, `delay_link`, `heal`, `raft_link` and `client_link` switch at run time; nodes
+//! then advertise their client proxy, and `kafka_listen_addr` reaches a node directly.
+//!
 //! Like `process`, everything here blocks: call it from plain tests, or from a multi-threaded
 //! tokio runtime with a worker to spare. When a test panics, `Drop` prints every node's log
 //! tail and keeps the root directory.
@@ -27,6 +32,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use tempfile::TempDir;
 
 use crate::admin_api::{self, Digest, Status};
+use crate::links::Links;
+use crate::netproxy::ProxyHandle;
 use crate::probe::{probe_api_versions, probe_controller};
 use crate::process::{free_ports, onelog_binary, LOG_TAIL_LINES, READY_TIMEOUT, TERMINATE_TIMEOUT};
 
@@ -60,6 +67,8 @@ pub struct ClusterOptions {
     pub binary: Option<PathBuf>,
     /// "debug" or "release": where to look when `binary` is `None`.
     pub profile: &'static str,
+    /// Route every Raft link and Kafka listener through a fault-injecting proxy (`links`).
+    pub link_proxies: bool,
 }
 
 impl ClusterOptions {
@@ -72,12 +81,21 @@ impl ClusterOptions {
             node_env: BTreeMap::new(),
             binary: None,
             profile: "debug",
+            link_proxies: false,
         }
     }
 
     /// Sets an environment variable for node `id` only.
     pub fn node_env(mut self, id: u64, key: &str, value: impl ToString) -> Self {
         self.node_env.entry(id).or_default().push((key.to_owned(), value.to_string()));
+        self
+    }
+
+    /// One proxy per directed Raft link and per Kafka listener, for `partition`, `isolate`,
+    /// `one_way`, `delay_link` and `client_link` (see `links`). Needs the broker built with
+    /// the `fault-injection` feature (`ONELOG_RAFT_DIAL`).
+    pub fn link_proxies(mut self) -> Self {
+        self.link_proxies = true;
         self
     }
 
@@ -91,6 +109,8 @@ impl ClusterOptions {
 struct Node {
     dir: PathBuf,
     kafka: SocketAddr,
+    /// What the node advertises and clients dial: its client proxy, or `kafka` without one.
+    advertised: SocketAddr,
     raft: SocketAddr,
     admin: SocketAddr,
     /// `None` once the harness stopped it (kill9, terminate) or before the first start.
@@ -109,6 +129,7 @@ pub struct Cluster {
     has_admin: bool,
     options: ClusterOptions,
     nodes: BTreeMap<u64, Node>,
+    links: Option<Links>,
 }
 
 impl Cluster {
@@ -153,9 +174,22 @@ impl Cluster {
             let dir = root_path.join(format!("node-{id}"));
             std::fs::create_dir_all(dir.join("data"))?;
             let (kafka, raft, admin) = (addr(ports[3 * i]), addr(ports[3 * i + 1]), addr(ports[3 * i + 2]));
-            nodes.insert(id, Node { dir, kafka, raft, admin, child: None, paused: false, exited: None });
+            let advertised = kafka;
+            nodes.insert(
+                id,
+                Node { dir, kafka, advertised, raft, admin, child: None, paused: false, exited: None },
+            );
         }
-        Ok(Self { root: Some(root), root_path, binary, has_admin, options, nodes })
+        let links = match options.link_proxies {
+            true => Some(Links::new(&nodes.iter().map(|(id, n)| (*id, (n.raft, n.kafka))).collect())?),
+            false => None,
+        };
+        if let Some(links) = &links {
+            for (id, node) in nodes.iter_mut() {
+                node.advertised = links.client(*id)?.addr();
+            }
+        }
+        Ok(Self { root: Some(root), root_path, binary, has_admin, options, nodes, links })
     }
 
     /// Node ids, ascending.
@@ -176,7 +210,7 @@ impl Cluster {
 
     /// `host:port,...` of every node, for `bootstrap.servers`.
     pub fn bootstrap(&self) -> String {
-        self.nodes.values().map(|n| n.kafka.to_string()).collect::<Vec<_>>().join(",")
+        self.nodes.values().map(|n| n.advertised.to_string()).collect::<Vec<_>>().join(",")
     }
 
     /// `host:port,...` of the nodes that run and are not paused: a client given only these
@@ -186,8 +220,14 @@ impl Cluster {
         live.iter().map(|id| self.kafka_addr(*id).to_string()).collect::<Vec<_>>().join(",")
     }
 
-    /// A node's Kafka listener.
+    /// The Kafka address a node advertises and clients dial: its client proxy with
+    /// [`ClusterOptions::link_proxies`], else its listener.
     pub fn kafka_addr(&self, id: u64) -> SocketAddr {
+        self.node(id).advertised
+    }
+
+    /// A node's own Kafka listener, bypassing any proxy.
+    pub fn kafka_listen_addr(&self, id: u64) -> SocketAddr {
         self.node(id).kafka
     }
 
@@ -278,7 +318,11 @@ impl Cluster {
         let ports = free_ports(3)?;
         let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
         let (kafka, raft, admin) = (addr(ports[0]), addr(ports[1]), addr(ports[2]));
-        self.nodes.insert(id, Node { dir, kafka, raft, admin, child: None, paused: false, exited: None });
+        let advertised = kafka;
+        self.nodes.insert(
+            id,
+            Node { dir, kafka, advertised, raft, admin, child: None, paused: false, exited: None },
+        );
         self.spawn(id)
     }
 
@@ -309,7 +353,7 @@ impl Cluster {
             .nodes
             .iter()
             .filter(|(other, _)| **other != id)
-            .map(|(other, n)| format!("{other}={}@{}", n.raft, n.kafka))
+            .map(|(other, n)| format!("{other}={}@{}", n.raft, n.advertised))
             .collect();
         let mut command = Command::new(&self.binary);
         command
@@ -320,7 +364,7 @@ impl Cluster {
             .arg("--kafka-listen")
             .arg(node.kafka.to_string())
             .arg("--advertised-kafka")
-            .arg(node.kafka.to_string())
+            .arg(node.advertised.to_string())
             .arg("--raft-listen")
             .arg(node.raft.to_string());
         if !peers.is_empty() {
@@ -336,6 +380,9 @@ impl Cluster {
         command.env("NO_COLOR", "1");
         command.envs(self.options.env.iter().map(|(k, v)| (k, v)));
         command.envs(self.options.node_env.get(&id).into_iter().flatten().map(|(k, v)| (k, v)));
+        if let Some(dial) = self.links.as_ref().and_then(|l| l.dial_env(id)) {
+            command.env("ONELOG_RAFT_DIAL", dial);
+        }
         command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
         let child = command.spawn().with_context(|| format!("spawning {}", self.binary.display()))?;
         let node = self.node_mut(id);
@@ -345,7 +392,8 @@ impl Cluster {
     }
 
     fn wait_ready(&mut self, id: u64, deadline: Instant) -> Result<()> {
-        let addr = self.kafka_addr(id);
+        // The node itself, not its client proxy, which a test may have cut.
+        let addr = self.kafka_listen_addr(id);
         loop {
             self.check_not_exited(id)?;
             let probe = probe_api_versions(addr, PROBE_TIMEOUT);
@@ -477,6 +525,50 @@ impl Cluster {
         std::fs::remove_dir_all(&data).with_context(|| format!("deleting {}", data.display()))?;
         std::fs::create_dir_all(&data)?;
         Ok(())
+    }
+
+    // ---- network faults (ClusterOptions::link_proxies; see `links`) -------------------------
+
+    fn links(&self) -> Result<&Links> {
+        self.links.as_ref().context("network faults need ClusterOptions::link_proxies()")
+    }
+
+    /// Black-holes every Raft link between nodes of different groups, both ways; links inside
+    /// a group pass. A node in no group is alone. Client links are untouched.
+    pub fn partition(&self, groups: &[&[u64]]) -> Result<()> {
+        self.links()?.partition(groups)
+    }
+
+    /// Cuts node `id` from every peer, both ways (its clients still reach it).
+    pub fn isolate(&self, id: u64) -> Result<()> {
+        self.links()?.isolate(id)
+    }
+
+    /// Holds every byte `from` sends `to` (requests and answers); `to` still reaches `from`.
+    pub fn one_way(&self, from: u64, to: u64) -> Result<()> {
+        self.links()?.one_way(from, to)
+    }
+
+    /// Delays both directions of the Raft link `from`→`to` (the connections `from` opens).
+    pub fn delay_link(&self, from: u64, to: u64, delay: Duration) -> Result<()> {
+        self.links()?.delay(from, to, delay)
+    }
+
+    /// Every Raft and client link passes again.
+    pub fn heal(&self) -> Result<()> {
+        self.links()?.heal();
+        Ok(())
+    }
+
+    /// The proxy of the directed Raft link `from`→`to`, to set any [`crate::netproxy::Mode`].
+    pub fn raft_link(&self, from: u64, to: u64) -> Result<&ProxyHandle> {
+        self.links()?.raft(from, to)
+    }
+
+    /// The proxy in front of node `id`'s Kafka listener (e.g. `.set(Mode::BlackHole)` or
+    /// `Mode::Refuse` to cut its clients off).
+    pub fn client_link(&self, id: u64) -> Result<&ProxyHandle> {
+        self.links()?.client(id)
     }
 
     // ---- leadership -----------------------------------------------------------------------

@@ -17,7 +17,9 @@ pub mod codec;
 pub mod disk;
 pub mod java;
 pub mod kafka;
+pub mod links;
 pub mod load;
+pub mod netproxy;
 pub mod probe;
 pub mod process;
 pub mod raw_client;
@@ -25,5 +27,6 @@ pub mod raw_ops;
 pub mod txn;
 
 pub use cluster::{Cluster, ClusterOptions};
+pub use netproxy::{Mode as ProxyMode, Proxy, ProxyHandle};
 pub use process::{Broker, BrokerOptions};
 pub use raw_client::RawClient;

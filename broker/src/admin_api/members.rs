@@ -19,6 +19,7 @@ use super::routes::Response;
 use super::status::membership_json;
 use super::AdminCtx;
 use crate::limits;
+use crate::raft::transport::removal;
 use crate::raft::{NodeAddr, Raft, TypeConfig};
 
 type WriteResult =
@@ -137,9 +138,9 @@ pub async fn remove(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError
     if let Err(r) = require_leader(ctx) {
         return Ok(r);
     }
-    if !current_nodes(&ctx.raft).contains_key(&id) {
+    let Some(removed) = current_nodes(&ctx.raft).get(&id).cloned() else {
         return Ok(Response::error(404, format!("node {id} is not a member")));
-    }
+    };
     let mut membership = Value::Null;
     if is_voter(&ctx.raft, id) {
         let change = ChangeMembers::RemoveVoters(BTreeSet::from([id]));
@@ -154,6 +155,12 @@ pub async fn remove(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError
             Ok(m) => membership = m,
             Err(response) => return Ok(response),
         }
+    }
+    // The removed node is no longer replicated to and may never see this membership: tell
+    // it (a leader that removed itself sees it committed and stops by itself).
+    if id != ctx.node_id {
+        let index = ctx.raft.metrics().borrow().membership_config.log_id().map_or(0, |l| l.index);
+        tokio::spawn(removal::notify_removed(ctx.node_id, id, removed.raft, index));
     }
     Ok(Response::json(200, membership))
 }

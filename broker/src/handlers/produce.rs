@@ -87,11 +87,12 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
         tokio::time::sleep(Duration::from_millis(throttle_ms as u64)).await;
     }
     // Stage two, spawned: wait for the commit and answer.
+    let ctx = ctx.clone();
     Ok(Box::pin(async move {
         if let Some(pending) = pending {
             let outcome = match pending {
-                Ok(result) => tokio::time::timeout(timeout, result).await,
-                Err(e) => Ok(Err(e)),
+                Ok(result) => wait_committed(&ctx, result, timeout).await,
+                Err(e) => Some(Err(e)),
             };
             record_outcome(&mut slots, &owners, outcome, &append_time);
         }
@@ -386,12 +387,35 @@ fn log_append_times(ctx: &Ctx, appends: &[UnstampedAppend]) -> Vec<bool> {
     ctx.applied.state(|state| appends.iter().map(|a| is_log_append_time(state, &options, &a.topic)).collect())
 }
 
-type Outcome = Result<Produced, tokio::time::error::Elapsed>;
+/// `None`: no outcome within `timeout_ms`, or this node was cut off meanwhile.
+type Outcome = Option<Produced>;
+
+/// Waits for the commit at most `timeout_ms` (Kafka's produce timeout), and no longer than
+/// this node stays in contact with a quorum: a leader cut off (check-quorum, see
+/// `Leadership::is_cut_off`), e.g. resumed after a SIGSTOP or isolated, answers every waiting
+/// write at once with REQUEST_TIMED_OUT (its outcome is unknown: the entry may still commit)
+/// and the client retries at the leader it finds next. Regression (issue 14): a 3 s SIGSTOP
+/// of the leader kept clients waiting on the frozen connection.
+async fn wait_committed(
+    ctx: &SharedCtx,
+    result: impl std::future::Future<Output = Produced>,
+    timeout: Duration,
+) -> Outcome {
+    let cut_off = async {
+        while !ctx.leadership.is_cut_off() {
+            tokio::time::sleep(Duration::from_millis(limits::PAUSE_CHECK_INTERVAL_MS)).await;
+        }
+    };
+    tokio::select! {
+        produced = tokio::time::timeout(timeout, result) => produced.ok(),
+        () = cut_off => None,
+    }
+}
 
 fn record_outcome(slots: &mut [Slot], owners: &[usize], outcome: Outcome, log_append_time: &[bool]) {
     let (code, message) = match outcome {
         // One answer per append, in order (the proposer merges what it decided itself).
-        Ok(Ok(parts)) => {
+        Some(Ok(parts)) => {
             assert_eq!(parts.len(), owners.len(), "the proposer answers every partition it was given");
             for (i, part) in parts.into_iter().enumerate() {
                 let slot = &mut slots[owners[i]];
@@ -405,8 +429,11 @@ fn record_outcome(slots: &mut [Slot], owners: &[usize], outcome: Outcome, log_ap
             }
             return;
         }
-        Ok(Err(e)) => (propose_error_code(&e, Addressed::PartitionLeader), Some(e.to_string())),
-        Err(_) => (error_code::REQUEST_TIMED_OUT, Some("not committed within timeout_ms".into())),
+        Some(Err(e)) => (propose_error_code(&e, Addressed::PartitionLeader), Some(e.to_string())),
+        None => (
+            error_code::REQUEST_TIMED_OUT,
+            Some("not committed within timeout_ms, or this node was cut off from the quorum".into()),
+        ),
     };
     for slot_index in owners {
         slots[*slot_index].error_code = code;

@@ -22,6 +22,7 @@ use crate::config::BrokerConfig;
 use crate::fatal;
 use crate::limits;
 use crate::raft::applied::AppliedView;
+use crate::raft::transport::removal;
 use crate::raft::Raft;
 
 /// What a duty reads and proposes with; the coordinators' duties take it too.
@@ -77,23 +78,34 @@ async fn watch_raft(ctx: SharedCtx) {
             let named = m.membership_config.membership().get_node(&ctx.node_id).is_some();
             was_member |= named;
             if was_member && !named {
-                tracing::warn!(node_id = ctx.node_id, "removed from the cluster membership; shutting down");
-                leadership.begin_shutdown();
-                // Let responses in flight (e.g. the admin request that removed this node) go out.
-                tokio::spawn(async {
-                    tokio::time::sleep(Duration::from_millis(limits::REMOVED_NODE_EXIT_DELAY_MS)).await;
-                    std::process::exit(0);
-                });
-                return;
+                return shut_down_removed(leadership, "removed from the cluster membership; shutting down");
             }
         }
-        if metrics.changed().await.is_err() {
-            if leadership.is_shutting_down() {
-                return;
+        tokio::select! {
+            changed = metrics.changed() => if changed.is_err() {
+                if leadership.is_shutting_down() {
+                    return;
+                }
+                fatal::stop("Raft node stopped", &"its metrics channel closed");
+            },
+            // The leader no longer replicates to a node it removed; it tells it instead.
+            () = removal::removal_noticed() => {
+                return shut_down_removed(leadership, "the leader removed this node; shutting down");
             }
-            fatal::stop("Raft node stopped", &"its metrics channel closed");
         }
     }
+}
+
+/// A removed node stops, as a decommissioned Kafka broker would: it will hear from no
+/// leader again and could only mislead clients (and stand for election forever).
+fn shut_down_removed(leadership: &Leadership, why: &'static str) {
+    tracing::warn!(why);
+    leadership.begin_shutdown();
+    // Let responses in flight (e.g. the admin request that removed this node) go out.
+    tokio::spawn(async {
+        tokio::time::sleep(Duration::from_millis(limits::REMOVED_NODE_EXIT_DELAY_MS)).await;
+        std::process::exit(0);
+    });
 }
 
 /// Detects that the process did not run for a while (SIGSTOP, a stalled VM, a starved

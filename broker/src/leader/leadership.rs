@@ -67,13 +67,50 @@ impl Leadership {
     /// The current Raft leader, which is the Kafka leader of every partition and the
     /// controller.
     pub fn leader_id(&self) -> Option<u64> {
-        let metrics = self.raft.metrics();
-        let m = metrics.borrow();
-        match m.current_leader {
+        let (leader, is_raft_leader_state) = {
+            let metrics = self.raft.metrics();
+            let m = metrics.borrow();
+            (m.current_leader, m.state == openraft::ServerState::Leader)
+        };
+        match leader {
             // A leader that removed itself from the voters steps down to learner but hears of
             // no newer leader, so openraft keeps naming it; it must not tell clients it leads.
-            Some(id) if id == self.node_id && m.state != openraft::ServerState::Leader => None,
+            Some(id) if id == self.node_id && !is_raft_leader_state => None,
+            Some(id) if id == self.node_id && !self.quorum_heard() => None,
             other => other,
+        }
+    }
+
+    /// Check-quorum (Raft thesis §6.2): whether a quorum acknowledged this leader within
+    /// `CHECK_QUORUM_MS`. openraft 0.9 keeps an isolated leader a leader for as long as it
+    /// hears of no newer term, and offers no way to step down short of a membership change;
+    /// a leader past this bound therefore stops naming itself leader, controller and
+    /// coordinator (and so stops taking writes), and clients look for the leader the majority
+    /// elected. Regression (issue 14): an isolated old leader kept naming itself in Metadata,
+    /// and a producer that could still reach it stalled for the whole 21.7 s partition.
+    /// Unlike the read lease, this ignores the pause detector: a leader descheduled for
+    /// ~100 ms with no election must keep taking writes.
+    fn quorum_heard(&self) -> bool {
+        self.voter_ids().len() <= 1 || self.lease.quorum_acked_within_ms(limits::CHECK_QUORUM_MS)
+    }
+
+    /// Whether this node knows it is cut off from the quorum: a leader past check-quorum, or a
+    /// candidate (it heard from no leader for an election timeout). Its Metadata then names
+    /// no leader, and a client that is connected to it alone keeps asking it (librdkafka
+    /// refreshes metadata and looks up coordinators on a connected broker): the listener
+    /// closes a client connection after answering its Metadata or FindCoordinator meanwhile, so clients reconnect to other brokers and find the
+    /// leader the majority elected. Regression (issue 14): a producer that could reach the
+    /// isolated old leader stalled for the whole partition.
+    pub fn is_cut_off(&self) -> bool {
+        let (state, leader) = {
+            let metrics = self.raft.metrics();
+            let m = metrics.borrow();
+            (m.state, m.current_leader)
+        };
+        match state {
+            openraft::ServerState::Candidate => true,
+            openraft::ServerState::Leader => leader == Some(self.node_id) && !self.quorum_heard(),
+            _ => false,
         }
     }
 

@@ -65,6 +65,13 @@ impl LeaderLease {
         self.suspect.store(false, Ordering::SeqCst);
     }
 
+    /// Whether the last quorum acknowledgement seen is younger than `ms` (check-quorum, see
+    /// `Leadership::leader_id`); no pause detection.
+    pub fn quorum_acked_within_ms(&self, ms: u64) -> bool {
+        let at = self.acked_at_ms.load(Ordering::Relaxed);
+        at != u64::MAX && self.now_ms().saturating_sub(at) < ms
+    }
+
     pub fn is_valid(&self) -> bool {
         // Tests: a leader whose lease never holds, as on a machine too busy to keep it.
         if crate::fault::flag("lease.lapsed") {

@@ -62,6 +62,9 @@ pub struct ProposerOptions {
     /// The limits this leader writes into the replicated state at takeover.
     pub limits: ReplicatedLimits,
     pub entry: EntryOptions,
+    /// Whether this node is cut off from the quorum (check-quorum), to stop waiting for an
+    /// entry that cannot commit here.
+    pub leadership: std::sync::Arc<super::leadership::Leadership>,
 }
 
 /// A produce proposal's answer: one result per partition, in request order.
@@ -321,7 +324,24 @@ impl Sequencer {
             return;
         }
         let op_count = built.command.ops.len();
-        match self.options.raft.client_write(built.command).await {
+        // A leader cut off from the quorum cannot commit this entry; its callers are answered
+        // now as if it had failed (its outcome is unknown: a new leader may still commit it,
+        // which Kafka clients handle as after a timeout) instead of when the partition heals.
+        // Regression (issue 14): transactional commits stalled for the whole partition.
+        let leadership = self.options.leadership.clone();
+        let cut_off = async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(limits::PAUSE_CHECK_INTERVAL_MS)).await;
+                if leadership.is_cut_off() {
+                    return;
+                }
+            }
+        };
+        let written = tokio::select! {
+            written = self.options.raft.client_write(built.command) => written.map_err(propose_error),
+            () = cut_off => Err(ProposeError::NotLeader),
+        };
+        match written {
             Ok(response) => {
                 let results = response.data.results;
                 assert_eq!(results.len(), op_count, "one result per proposed op");
@@ -329,8 +349,7 @@ impl Sequencer {
                     let _ = reply.send(Ok(w.answer(&results)));
                 }
             }
-            Err(e) => {
-                let err = propose_error(e);
+            Err(err) => {
                 // The entry may still commit later under a new leader; this node re-reads the
                 // applied state before it stamps again.
                 self.term = 0;

@@ -29,6 +29,9 @@ pub struct ListenerStats {
     pub connections_refused: Incident,
     /// Failed accepts (out of file descriptors, aborted handshakes).
     pub accept_errors: Incident,
+    /// Connections closed after a Metadata or FindCoordinator response because this node is cut off from the quorum
+    /// (`Leadership::is_cut_off`).
+    pub cut_off_closes: Incident,
     /// Client connections open now.
     pub connections_open: AtomicU64,
     /// Bytes of request memory (`queued.max.request.bytes`) reserved now.
@@ -43,6 +46,7 @@ pub static STATS: ListenerStats = ListenerStats {
     idle_connections_closed: Incident::new(),
     connections_refused: Incident::new(),
     accept_errors: Incident::new(),
+    cut_off_closes: Incident::new(),
     connections_open: AtomicU64::new(0),
     request_memory_bytes: AtomicU64::new(0),
 };
@@ -58,6 +62,7 @@ impl ListenerStats {
             "idle_connections_closed": self.idle_connections_closed.total(),
             "connections_refused": self.connections_refused.total(),
             "accept_errors": self.accept_errors.total(),
+            "cut_off_closes": self.cut_off_closes.total(),
             "connections_open": self.connections_open.load(Ordering::Relaxed),
             "request_memory_bytes": self.request_memory_bytes.load(Ordering::Relaxed),
         })

@@ -139,10 +139,24 @@ async fn serve_connection(
         if let Some(until) = muted_until {
             tokio::time::sleep_until(until).await;
         }
+        let lookup = codec::peek_prefix(&frame).is_ok_and(|p| {
+            p.api_key == ApiKey::Metadata as i16 || p.api_key == ApiKey::FindCoordinator as i16
+        });
         match route(&ctx, frame, reservation, peer.ip()).await {
             Ok(pending) => {
                 activity.request_started();
                 if tx.send(pending).await.is_err() {
+                    break;
+                }
+                // A lookup (Metadata, FindCoordinator) answered, then the connection closed:
+                // the client looks for the leader or coordinator elsewhere (see
+                // `Leadership::is_cut_off`). Other requests get their NOT_LEADER_OR_FOLLOWER
+                // (or coordinator) error on an open connection, and the lookup that follows
+                // ends here.
+                if lookup && ctx.leadership.is_cut_off() {
+                    STATS.cut_off_closes.record(|t| {
+                        tracing::info!(%peer, suppressed = t.suppressed, total = t.total, "closing client connection: this node is cut off from the quorum");
+                    });
                     break;
                 }
             }

@@ -44,11 +44,13 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: u64, node: &NodeAddr) -> PeerClient {
+        // Tests route each directed link through its own proxy (`fault::raft_dial`).
+        let addr = crate::fault::raft_dial(target).unwrap_or_else(|| node.raft.clone());
         let peer = match self.peers.get(&target) {
-            Some(peer) if peer.addr() == node.raft => peer.clone(),
+            Some(peer) if peer.addr() == addr => peer.clone(),
             // New target, or the membership moved it: the old connection goes when unused.
             _ => {
-                let peer = Arc::new(Peer::new(target, node.raft.clone()));
+                let peer = Arc::new(Peer::new(target, addr));
                 self.peers.insert(target, peer.clone());
                 peer
             }

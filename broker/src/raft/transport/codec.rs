@@ -3,7 +3,7 @@
 //! ```text
 //!   0   4  len          u32 LE: bytes after this 8-byte header (kind + request id + body)
 //!   4   4  crc32c       u32 LE: CRC32C of those `len` bytes
-//!   8   1  kind         Hello | AppendEntries | Vote | InstallSnapshot | TimeoutNow | Response
+//!   8   1  kind         Hello | AppendEntries | Vote | InstallSnapshot | TimeoutNow | Removed | Response
 //!   9   8  request id   u64 LE: chosen by the client, echoed in the Response
 //!  17   n  body         bincode 1.3 (fixint, no trailing bytes) of the request or the result
 //! ```
@@ -41,6 +41,8 @@ pub enum Kind {
     InstallSnapshot = 4,
     /// Leadership handover: the leader asks an up-to-date follower to stand for election.
     TimeoutNow = 5,
+    /// The leader tells a node it removed from the membership, which it no longer replicates to.
+    Removed = 6,
     /// `Result<response, RaftError>` of the request with the same id.
     Response = 0x80,
 }
@@ -55,6 +57,7 @@ impl TryFrom<u8> for Kind {
             3 => Kind::Vote,
             4 => Kind::InstallSnapshot,
             5 => Kind::TimeoutNow,
+            6 => Kind::Removed,
             0x80 => Kind::Response,
             other => return Err(FrameError::UnknownKind(other)),
         })

@@ -6,10 +6,12 @@
 //!   openraft-facing `RaftNetwork` is in `raft::network`.
 //! - [`server`]: [`serve_raft`], answering peers' requests with the local `Raft`.
 //! - [`handover`]: leadership handover on graceful shutdown.
+//! - [`removal`]: the leader's notice to a node it removed from the membership.
 
 pub mod client;
 pub mod codec;
 pub mod handover;
+pub mod removal;
 pub mod server;
 
 pub use server::serve_raft;

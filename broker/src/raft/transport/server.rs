@@ -148,6 +148,7 @@ enum Request {
     Vote(VoteRequest<u64>),
     InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
     TimeoutNow(super::handover::TimeoutNow),
+    Removed(super::removal::Removed),
 }
 
 impl Request {
@@ -158,6 +159,7 @@ impl Request {
             Kind::Vote => Request::Vote(frame.decode_body()?),
             Kind::InstallSnapshot => Request::InstallSnapshot(frame.decode_body()?),
             Kind::TimeoutNow => Request::TimeoutNow(frame.decode_body()?),
+            Kind::Removed => Request::Removed(frame.decode_body()?),
             Kind::Hello | Kind::Response => return Err(FrameError::Unexpected(frame.kind)),
         };
         Ok((frame.request_id, request))
@@ -177,6 +179,7 @@ async fn handle(
         Request::Vote(req) => encode_response(request_id, &raft.vote(req).await),
         Request::InstallSnapshot(req) => encode_response(request_id, &raft.install_snapshot(req).await),
         Request::TimeoutNow(req) => encode_response(request_id, &super::handover::on_timeout_now(&raft, req)),
+        Request::Removed(req) => encode_response(request_id, &super::removal::on_removed(&raft, req)),
     };
     if let Some(frame) = frame {
         // The connection may be gone; then nobody is waiting for this response.
