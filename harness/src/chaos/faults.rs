@@ -1,6 +1,9 @@
 //! Carries out a planned fault on the cluster and measures how long the cluster took to agree
 //! on a leader again. Client-side faults are handed to the workload's writers.
 //!
+//! Network faults go through the cluster's link proxies (`Cluster::isolate`, `one_way`,
+//! `client_link`, `heal`), so the run starts its cluster with `link_proxies`.
+//!
 //! Runs on the run's controller thread, the only owner of the [`Cluster`]. A node that exits on
 //! its own is an error of the run (the broker must not exit because of a fault it survives).
 
@@ -13,6 +16,7 @@ use rand::seq::SliceRandom;
 use super::history::{FaultWindow, History};
 use super::queue::ClientFaults;
 use super::schedule::{FaultKind, Planned};
+use crate::netproxy::Mode;
 use crate::Cluster;
 
 /// A new leader must be agreed on within this after any fault, or the run fails.
@@ -77,6 +81,35 @@ pub fn inject(
             sleep_rest(started, planned.length);
             cluster.sigcont(leader)?;
             Ok(Some(window(Some(leader), Some(took?))))
+        }
+        FaultKind::IsolateLeader | FaultKind::OneWayLeader => {
+            let leader = cluster.leader()?;
+            let others: Vec<u64> = cluster.ids().into_iter().filter(|id| *id != leader).collect();
+            if planned.kind == FaultKind::IsolateLeader {
+                cluster.isolate(leader)?;
+            } else {
+                for other in &others {
+                    cluster.one_way(leader, *other)?;
+                }
+            }
+            let took = leader_among(cluster, &others, leader, RECOVERY_TIMEOUT);
+            sleep_rest(started, planned.length);
+            cluster.heal()?;
+            Ok(Some(window(Some(leader), Some(took?))))
+        }
+        FaultKind::IsolateFollower => {
+            let follower = pick_follower(cluster, rng)?;
+            cluster.isolate(follower)?;
+            std::thread::sleep(planned.length);
+            cluster.heal()?;
+            Ok(Some(window(Some(follower), None)))
+        }
+        FaultKind::ClientLinkLeader => {
+            let leader = cluster.leader()?;
+            cluster.client_link(leader)?.set(Mode::BlackHole);
+            std::thread::sleep(planned.length);
+            cluster.heal()?;
+            Ok(Some(window(Some(leader), None)))
         }
         FaultKind::PauseFollower => {
             let follower = pick_follower(cluster, rng)?;

@@ -1,7 +1,7 @@
 //! The queue workload: transactional writers and read_committed readers, all librdkafka.
 //!
 //! Each writer owns a `transactional.id` and loops: begin, send one to three unique values to
-//! random partitions, then commit — or, one time in `abort_one_in`, abort on purpose. What it
+//! random partitions (all at once, or one by one waiting for each delivery), then commit — or, one time in `abort_one_in`, abort on purpose. What it
 //! was told is recorded as the transaction's outcome (see `history::Outcome`). Writers also
 //! carry out the client-side faults: a crash (the producer is dropped mid-transaction and a new
 //! instance initialises) and a hijack (a second producer with the same id initialises while
@@ -160,7 +160,15 @@ fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, 
                 (rng.gen_range(0..config.partitions), format!("{name}-{seq}"))
             })
             .collect();
-        let delivered = rt.block_on(send_all(&p, &config.topic, &values));
+        // Half the transactions send value by value, each delivery awaited: writes after a
+        // transaction's first are then answered once stamped, before they commit (DESIGN §1),
+        // which the takeover abort exists for.
+        let one_by_one = rng.gen_bool(0.5);
+        let delivered = if one_by_one {
+            values.iter().all(|v| rt.block_on(send_all(&p, &config.topic, std::slice::from_ref(v))))
+        } else {
+            rt.block_on(send_all(&p, &config.topic, &values))
+        };
         let record = |outcome: Outcome, deliberate_abort: bool| Txn {
             writer: name.clone(),
             values: values.clone(),
@@ -268,16 +276,15 @@ fn plain_writer(w: usize, config: &QueueConfig, history: &History, stop: &Atomic
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let mut rng = StdRng::seed_from_u64(config.seed.wrapping_add(77_777 + w as u64));
     let name = format!("p{w}");
-    let producer: FutureProducer = match client_config(&config.bootstrap)
-        .set("enable.idempotence", "true")
-        .set("acks", "all")
-        .set("message.timeout.ms", "25000")
-        .set("linger.ms", "1")
-        .create()
-    {
-        Ok(p) => p,
-        Err(_) => return history.client_error(),
+    let create = || -> Result<FutureProducer, KafkaError> {
+        client_config(&config.bootstrap)
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("message.timeout.ms", "25000")
+            .set("linger.ms", "1")
+            .create()
     };
+    let Ok(mut producer) = create() else { return history.client_error() };
     let mut seq = 0u64;
     while !stop.load(Ordering::SeqCst) && history.committed() < config.max_committed {
         let started = history.now();
@@ -295,6 +302,7 @@ fn plain_writer(w: usize, config: &QueueConfig, history: &History, stop: &Atomic
                 .payload(value.as_str());
             pending.push(producer.send_result(record).ok());
         }
+        let mut failed = false;
         for ((partition, value), delivery) in values.into_iter().zip(pending) {
             let acked = match delivery {
                 Some(d) => rt.block_on(async {
@@ -305,6 +313,7 @@ fn plain_writer(w: usize, config: &QueueConfig, history: &History, stop: &Atomic
             let outcome = if acked { Outcome::Committed } else { Outcome::Unknown };
             if !acked {
                 history.client_error();
+                failed = true;
             }
             let ended = history.now();
             let values = vec![(partition, value)];
@@ -316,6 +325,15 @@ fn plain_writer(w: usize, config: &QueueConfig, history: &History, stop: &Atomic
                 started,
                 ended,
             });
+        }
+        if failed {
+            // An idempotent producer whose delivery failed may be stuck in a fatal state (an
+            // out-of-order sequence after a lost write): a new one, after a pause.
+            std::thread::sleep(Duration::from_millis(200));
+            match create() {
+                Ok(p) => producer = p,
+                Err(_) => history.client_error(),
+            }
         }
     }
 }

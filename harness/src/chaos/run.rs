@@ -62,7 +62,8 @@ pub fn run(options: &RunOptions) -> Result<Report> {
     println!("chaos: seed {} — repeat with: {}", options.seed, options.command);
     let mut cluster_options = ClusterOptions::new(options.nodes)
         .config("log.segment.bytes", 1 << 20)
-        .config("group.initial.rebalance.delay.ms", 0);
+        .config("group.initial.rebalance.delay.ms", 0)
+        .link_proxies();
     if !options.broker_flags.is_empty() {
         cluster_options.env.push(("ONELOG_FAULT_FLAGS".into(), options.broker_flags.join(",")));
     }
@@ -92,7 +93,8 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
         seed: options.seed,
     };
     let history = History::new();
-    let kafka_addrs: Vec<_> = cluster.ids().into_iter().map(|id| cluster.kafka_addr(id)).collect();
+    // The bank's cut reader observes the log directly, not through the client links it may cut.
+    let kafka_addrs: Vec<_> = cluster.ids().into_iter().map(|id| cluster.kafka_listen_addr(id)).collect();
     let (queue, bank, client_faults) = match options.workload {
         Workload::Queue => {
             let q = Queue::start(config.clone(), history.clone());
@@ -151,6 +153,7 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
     if let Some(e) = fault_error {
         return Err(e.context("injecting a fault"));
     }
+    cluster.heal()?;
     cluster.start_all()?;
     cluster.wait_for_leader(faults::RECOVERY_TIMEOUT)?;
     let final_read = queue::final_read(&bootstrap, &topic, options.partitions, FINAL_READ_WAIT)?;

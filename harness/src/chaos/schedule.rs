@@ -25,6 +25,15 @@ pub enum FaultKind {
     PauseLeader,
     /// SIGSTOP of a follower, then SIGCONT.
     PauseFollower,
+    /// Every Raft link of the leader black-holed both ways, then healed.
+    IsolateLeader,
+    /// Every Raft link of a follower black-holed both ways, then healed.
+    IsolateFollower,
+    /// The leader's links to the followers black-holed one way (it hears them, they do not
+    /// hear it), then healed.
+    OneWayLeader,
+    /// The clients' link to the leader black-holed (Raft unaffected), then healed.
+    ClientLinkLeader,
     /// A writer drops its producer in the middle of a transaction (no abort, no commit); its
     /// next instance's `init_transactions` must fence and abort it.
     ClientCrash,
@@ -39,6 +48,10 @@ pub const ALL_KINDS: &[FaultKind] = &[
     FaultKind::KillAll,
     FaultKind::PauseLeader,
     FaultKind::PauseFollower,
+    FaultKind::IsolateLeader,
+    FaultKind::IsolateFollower,
+    FaultKind::OneWayLeader,
+    FaultKind::ClientLinkLeader,
     FaultKind::ClientCrash,
     FaultKind::TxnHijack,
 ];
@@ -51,6 +64,10 @@ impl FaultKind {
             FaultKind::KillAll => "kill-all",
             FaultKind::PauseLeader => "pause-leader",
             FaultKind::PauseFollower => "pause-follower",
+            FaultKind::IsolateLeader => "isolate-leader",
+            FaultKind::IsolateFollower => "isolate-follower",
+            FaultKind::OneWayLeader => "one-way-leader",
+            FaultKind::ClientLinkLeader => "client-link-leader",
             FaultKind::ClientCrash => "client-crash",
             FaultKind::TxnHijack => "txn-hijack",
         }
@@ -67,6 +84,10 @@ impl FaultKind {
         let ms = match self {
             FaultKind::PauseLeader | FaultKind::PauseFollower => rng.gen_range(1_500..4_000),
             FaultKind::KillLeader | FaultKind::KillFollower | FaultKind::KillAll => rng.gen_range(300..3_000),
+            FaultKind::IsolateLeader | FaultKind::IsolateFollower | FaultKind::OneWayLeader => {
+                rng.gen_range(2_000..6_000)
+            }
+            FaultKind::ClientLinkLeader => rng.gen_range(1_000..4_000),
             FaultKind::ClientCrash | FaultKind::TxnHijack => 0,
         };
         Duration::from_millis(ms)
@@ -135,12 +156,12 @@ mod tests {
 
     #[test]
     fn a_plan_is_a_function_of_its_seed_and_stays_inside_the_run() {
-        let length = Duration::from_secs(120);
+        let length = Duration::from_secs(180);
         let a = plan(7, length, ALL_KINDS);
         assert_eq!(a, plan(7, length, ALL_KINDS));
         assert_ne!(a, plan(8, length, ALL_KINDS));
         for kind in ALL_KINDS {
-            assert!(a.iter().any(|p| p.kind == *kind), "{kind} planned in two minutes");
+            assert!(a.iter().any(|p| p.kind == *kind), "{kind} planned in three minutes");
         }
         for pair in a.windows(2) {
             assert!(pair[0].at + pair[0].length < pair[1].at, "faults do not overlap");
