@@ -68,6 +68,8 @@ async fn watch_raft(ctx: SharedCtx) {
                 }
                 fatal::stop("Raft node stopped on a fatal error", error);
             }
+            let leading = m.current_leader == Some(ctx.node_id) && m.state == openraft::ServerState::Leader;
+            leadership.lease().set_leading(leading);
             if m.current_leader == Some(ctx.node_id) {
                 leadership.lease().observe(m.millis_since_quorum_ack);
             }

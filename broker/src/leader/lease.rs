@@ -21,6 +21,9 @@ pub struct LeaderLease {
     /// Milliseconds since `start` of the pause watcher's last wake-up: if it is late, this
     /// process may just have been resumed and the watcher has not yet noticed.
     tick_ms: AtomicU64,
+    /// Milliseconds since `start` at which this node was seen to become leader (a quorum had
+    /// just voted for it); u64::MAX while it does not lead.
+    leader_since_ms: AtomicU64,
 }
 
 impl Default for LeaderLease {
@@ -30,6 +33,7 @@ impl Default for LeaderLease {
             acked_at_ms: AtomicU64::new(u64::MAX),
             suspect: AtomicBool::new(false),
             tick_ms: AtomicU64::new(0),
+            leader_since_ms: AtomicU64::new(u64::MAX),
         }
     }
 }
@@ -40,6 +44,17 @@ impl LeaderLease {
         let now = self.start.elapsed().as_millis() as u64;
         let at = millis_since_quorum_ack.map_or(u64::MAX, |ago| now.saturating_sub(ago));
         self.acked_at_ms.store(at, Ordering::Relaxed);
+    }
+
+    /// Whether this node leads now (`watch_raft` calls it on every metrics change): a new
+    /// leader counts its election as a quorum's acknowledgement for check-quorum.
+    pub fn set_leading(&self, leading: bool) {
+        let since = self.leader_since_ms.load(Ordering::Relaxed);
+        if leading && since == u64::MAX {
+            self.leader_since_ms.store(self.now_ms(), Ordering::Relaxed);
+        } else if !leading && since != u64::MAX {
+            self.leader_since_ms.store(u64::MAX, Ordering::Relaxed);
+        }
     }
 
     fn now_ms(&self) -> u64 {
@@ -65,11 +80,16 @@ impl LeaderLease {
         self.suspect.store(false, Ordering::SeqCst);
     }
 
-    /// Whether the last quorum acknowledgement seen is younger than `ms` (check-quorum, see
-    /// `Leadership::leader_id`); no pause detection.
+    /// Whether the last quorum acknowledgement seen, or the election that made this node
+    /// leader, is younger than `ms` (check-quorum, see `Leadership::leader_id`); no pause
+    /// detection. Regression: a leader fresh from a whole-cluster restart had no
+    /// acknowledgement in openraft's metrics yet and named no leader in Metadata for a moment,
+    /// and a client asking right then got "unknown partition" (disk_footprint in CI).
     pub fn quorum_acked_within_ms(&self, ms: u64) -> bool {
-        let at = self.acked_at_ms.load(Ordering::Relaxed);
-        at != u64::MAX && self.now_ms().saturating_sub(at) < ms
+        let acked = self.acked_at_ms.load(Ordering::Relaxed);
+        let elected = self.leader_since_ms.load(Ordering::Relaxed);
+        let last = [acked, elected].into_iter().filter(|at| *at != u64::MAX).max();
+        last.is_some_and(|at| self.now_ms().saturating_sub(at) < ms)
     }
 
     pub fn is_valid(&self) -> bool {
@@ -85,5 +105,25 @@ impl LeaderLease {
         let at = self.acked_at_ms.load(Ordering::Relaxed);
         at != u64::MAX
             && (self.start.elapsed().as_millis() as u64).saturating_sub(at) < crate::limits::LEADER_LEASE_MS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A new leader is heard from for check-quorum from its election on, before openraft
+    /// reports any acknowledgement; it stops being so once it no longer leads.
+    #[test]
+    fn a_new_leader_counts_its_election_as_heard() {
+        let lease = LeaderLease::default();
+        assert!(!lease.quorum_acked_within_ms(600), "not leading, nothing acknowledged");
+        lease.set_leading(true);
+        assert!(lease.quorum_acked_within_ms(600), "just elected");
+        assert!(!lease.quorum_acked_within_ms(0));
+        lease.set_leading(false);
+        assert!(!lease.quorum_acked_within_ms(600), "no longer leads");
+        lease.observe(Some(0));
+        assert!(lease.quorum_acked_within_ms(600), "an acknowledgement counts as before");
     }
 }
