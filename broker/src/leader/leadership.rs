@@ -91,7 +91,9 @@ impl Leadership {
     /// Unlike the read lease, this ignores the pause detector: a leader descheduled for
     /// ~100 ms with no election must keep taking writes.
     fn quorum_heard(&self) -> bool {
-        self.voter_ids().len() <= 1 || self.lease.quorum_acked_within_ms(limits::CHECK_QUORUM_MS)
+        // The lease first: it is two atomics, `voter_ids` a lock and an allocation, and this
+        // runs on every request that asks who leads.
+        self.lease.quorum_acked_within_ms(limits::CHECK_QUORUM_MS) || self.voter_ids().len() <= 1
     }
 
     /// Whether this node knows it is cut off from the quorum: a leader past check-quorum, or a

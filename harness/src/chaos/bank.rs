@@ -21,11 +21,11 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::ListOffsetsRequest;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{FutureProducer, Producer};
 
 use super::checker::{FinalRead, Violations};
 use super::history::{Cut, History, Outcome, Txn};
-use super::queue::{read_to, transactional_producer, QueueConfig};
+use super::queue::{commit, init_until_ready, read_to, send_all, transactional_producer, QueueConfig};
 use crate::raw_ops::topic_name;
 use crate::RawClient;
 
@@ -75,16 +75,8 @@ fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool) 
     let mut producer: Option<FutureProducer> = None;
     let mut seq = 0u64;
     while !stop.load(Ordering::SeqCst) && history.committed() < config.max_committed {
-        let p = match producer.take() {
-            Some(p) => p,
-            None => match transactional_producer(&config.bootstrap, &tid) {
-                Ok(p) => p,
-                Err(_) => {
-                    history.client_error();
-                    std::thread::sleep(Duration::from_millis(300));
-                    continue;
-                }
-            },
+        let Some(p) = producer.take().or_else(|| init_until_ready(config, &tid, history, stop)) else {
+            return;
         };
         if p.begin_transaction().is_err() {
             history.client_error();
@@ -96,41 +88,16 @@ fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool) 
         let x: i64 = rng.gen_range(1..=100);
         seq += 1;
         let values = vec![(from, format!("{name}-{seq}a:{}", -x)), (to, format!("{name}-{seq}b:{x}"))];
-        let delivered = rt.block_on(async {
-            let mut ok = true;
-            let mut pending = Vec::new();
-            for (partition, value) in &values {
-                let record = FutureRecord::to(&config.topic)
-                    .partition(*partition)
-                    .key(value.as_str())
-                    .payload(value.as_str());
-                match p.send_result(record) {
-                    Ok(d) => pending.push(d),
-                    Err(_) => ok = false,
-                }
-            }
-            for d in pending {
-                ok &= matches!(tokio::time::timeout(Duration::from_secs(30), d).await, Ok(Ok(Ok(_))));
-            }
-            ok
-        });
+        let delivered = rt.block_on(send_all(&p, &config.topic, &values));
         let deliberate = rng.gen_ratio(1, config.abort_one_in.max(1));
         let (outcome, keep) = if deliberate || !delivered {
-            let kept = p.abort_transaction(CALL_TIMEOUT).is_ok();
-            (Outcome::Aborted, kept)
-        } else {
-            match p.commit_transaction(CALL_TIMEOUT) {
-                Ok(()) => (Outcome::Committed, true),
-                Err(rdkafka::error::KafkaError::Transaction(e)) if e.txn_requires_abort() => {
-                    let kept = p.abort_transaction(CALL_TIMEOUT).is_ok();
-                    (Outcome::Aborted, kept)
-                }
-                Err(_) => (Outcome::Unknown, false),
+            if !deliberate {
+                history.client_error();
             }
+            (Outcome::Aborted, p.abort_transaction(CALL_TIMEOUT).is_ok())
+        } else {
+            commit(&p, history)
         };
-        if outcome != Outcome::Committed && !deliberate {
-            history.client_error();
-        }
         history.txn(Txn {
             writer: name.clone(),
             values,

@@ -119,7 +119,7 @@ pub fn transactional_producer(bootstrap: &str, transactional_id: &str) -> Result
 }
 
 /// A producer for `tid`, retrying until it initialises or the run stops.
-fn init_until_ready(
+pub(super) fn init_until_ready(
     config: &QueueConfig,
     tid: &str,
     history: &History,
@@ -339,7 +339,7 @@ fn plain_writer(w: usize, config: &QueueConfig, history: &History, stop: &Atomic
 }
 
 /// Sends every value and waits for every delivery report; false if any failed.
-async fn send_all(p: &FutureProducer, topic: &str, values: &[(i32, String)]) -> bool {
+pub(super) async fn send_all(p: &FutureProducer, topic: &str, values: &[(i32, String)]) -> bool {
     let mut pending = Vec::new();
     for (partition, value) in values {
         let record =
@@ -358,7 +358,7 @@ async fn send_all(p: &FutureProducer, topic: &str, values: &[(i32, String)]) -> 
 
 /// commit_transaction with librdkafka's error classes: retriable → again; abortable → abort
 /// (the commit did not happen); anything else → unknown, and the producer is dropped.
-fn commit(p: &FutureProducer, history: &History) -> (Outcome, bool) {
+pub(super) fn commit(p: &FutureProducer, history: &History) -> (Outcome, bool) {
     let deadline = Instant::now() + CALL_TIMEOUT * 3;
     loop {
         match p.commit_transaction(CALL_TIMEOUT) {
