@@ -133,6 +133,10 @@ pub fn read_partitions(
 
 /// The partition's high watermark, retrying the errors a Kafka client retries (a leader that
 /// moved, or is still being elected after a restart) for up to `CLIENT_REQUEST_TIMEOUT`.
+/// librdkafka reports a partition whose last Metadata named no leader as an unknown
+/// partition, without asking again; right after every node restarted, that happens (the
+/// brokers answer LEADER_NOT_AVAILABLE until a leader is agreed, as Kafka's do during an
+/// election), so it is retried too.
 fn high_watermark(consumer: &BaseConsumer, topic: &str, partition: i32) -> Result<i64> {
     use rdkafka::error::{KafkaError, RDKafkaErrorCode};
     let deadline = Instant::now() + CLIENT_REQUEST_TIMEOUT;
@@ -140,7 +144,9 @@ fn high_watermark(consumer: &BaseConsumer, topic: &str, partition: i32) -> Resul
         match consumer.fetch_watermarks(topic, partition, CLIENT_REQUEST_TIMEOUT) {
             Ok((_, high)) => return Ok(high),
             Err(KafkaError::MetadataFetch(
-                RDKafkaErrorCode::NotLeaderForPartition | RDKafkaErrorCode::LeaderNotAvailable,
+                RDKafkaErrorCode::NotLeaderForPartition
+                | RDKafkaErrorCode::LeaderNotAvailable
+                | RDKafkaErrorCode::UnknownPartition,
             )) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
             Err(e) => return Err(e).with_context(|| format!("watermarks of {topic}/{partition}")),
         }
