@@ -32,6 +32,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use tempfile::TempDir;
 
 use crate::admin_api::{self, Digest, Status};
+use crate::disk::Tmpfs;
 use crate::links::Links;
 use crate::netproxy::ProxyHandle;
 use crate::probe::{probe_api_versions, probe_controller};
@@ -69,6 +70,9 @@ pub struct ClusterOptions {
     pub profile: &'static str,
     /// Route every Raft link and Kafka listener through a fault-injecting proxy (`links`).
     pub link_proxies: bool,
+    /// Nodes whose directory (data and log) is a tmpfs of this many bytes, mounted by the
+    /// harness (as root) so that a run can fill one node's file system (`Cluster::data_tmpfs`).
+    pub data_tmpfs: BTreeMap<u64, u64>,
 }
 
 impl ClusterOptions {
@@ -82,6 +86,7 @@ impl ClusterOptions {
             binary: None,
             profile: "debug",
             link_proxies: false,
+            data_tmpfs: BTreeMap::new(),
         }
     }
 
@@ -96,6 +101,13 @@ impl ClusterOptions {
     /// the `fault-injection` feature (`ONELOG_RAFT_DIAL`).
     pub fn link_proxies(mut self) -> Self {
         self.link_proxies = true;
+        self
+    }
+
+    /// Node `id`'s directory on its own tmpfs of `bytes` (needs root; starting the cluster
+    /// fails, saying so, without it).
+    pub fn data_tmpfs(mut self, id: u64, bytes: u64) -> Self {
+        self.data_tmpfs.insert(id, bytes);
         self
     }
 
@@ -123,6 +135,8 @@ struct Node {
 
 /// A running cluster of onelog processes; see the module documentation.
 pub struct Cluster {
+    /// Dropped (unmounted) before `root` is removed, after `drop` stopped the nodes.
+    tmpfs: BTreeMap<u64, Tmpfs>,
     root: Option<TempDir>,
     root_path: PathBuf,
     binary: PathBuf,
@@ -170,8 +184,12 @@ impl Cluster {
         let ports = free_ports(3 * options.nodes as usize)?;
         let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
         let mut nodes = BTreeMap::new();
+        let mut tmpfs = BTreeMap::new();
         for (i, id) in (1..=options.nodes).enumerate() {
             let dir = root_path.join(format!("node-{id}"));
+            if let Some(bytes) = options.data_tmpfs.get(&id) {
+                tmpfs.insert(id, Tmpfs::mount(&dir, *bytes)?);
+            }
             std::fs::create_dir_all(dir.join("data"))?;
             let (kafka, raft, admin) = (addr(ports[3 * i]), addr(ports[3 * i + 1]), addr(ports[3 * i + 2]));
             let advertised = kafka;
@@ -189,12 +207,18 @@ impl Cluster {
                 node.advertised = links.client(*id)?.addr();
             }
         }
-        Ok(Self { root: Some(root), root_path, binary, has_admin, options, nodes, links })
+        Ok(Self { tmpfs, root: Some(root), root_path, binary, has_admin, options, nodes, links })
     }
 
     /// Node ids, ascending.
     pub fn ids(&self) -> Vec<u64> {
         self.nodes.keys().copied().collect()
+    }
+
+    /// Node `id`'s directory (its data directory and log inside), when it is a tmpfs of its own
+    /// (`ClusterOptions::data_tmpfs`).
+    pub fn data_tmpfs(&self, id: u64) -> Option<&Path> {
+        self.tmpfs.get(&id).map(Tmpfs::path)
     }
 
     /// Nodes that run and are not paused: the ones that can answer.

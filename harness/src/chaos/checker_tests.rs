@@ -100,9 +100,11 @@ fn write_cycles_are_found() {
     };
     let final_read =
         read(&[(0, 0, "a"), (0, 1, "b"), (1, 0, "c"), (1, 1, "d"), (2, 0, "e"), (2, 1, "f"), (2, 2, "g")]);
-    let (v, _) = check_queue(&history, &final_read);
-    assert_eq!(kinds(&v), vec![("write cycle", 2)], "{v:#?}");
+    let cycles = write_cycles(&history, &final_read);
+    assert_eq!(kinds(&cycles), vec![("write cycle", 2)], "{cycles:#?}");
+    // Reported apart: not a violation of the queue's promises.
+    assert_eq!(check_queue(&history, &final_read).0.total(), 0);
     let ordered =
         read(&[(0, 0, "a"), (0, 1, "b"), (1, 0, "d"), (1, 1, "c"), (2, 0, "e"), (2, 1, "g"), (2, 2, "f")]);
-    assert_eq!(check_queue(&history, &ordered).0.total(), 0);
+    assert_eq!(write_cycles(&history, &ordered).total(), 0);
 }

@@ -22,6 +22,11 @@ use crate::Cluster;
 /// A new leader must be agreed on within this after any fault, or the run fails.
 pub const RECOVERY_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What `disk-full` leaves free on the node's file system: below the run's free-space reserve
+/// (`run::DISK_RESERVE_BYTES`) and below one preallocated Raft log segment, so that the node
+/// meets both the reserve and a real ENOSPC.
+pub const DISK_FULL_LEFT_BYTES: u64 = 2 << 20;
+
 /// Injects `planned`; returns its window (the workload records client-side ones itself).
 pub fn inject(
     cluster: &mut Cluster,
@@ -110,6 +115,32 @@ pub fn inject(
             std::thread::sleep(planned.length);
             cluster.heal()?;
             Ok(Some(window(Some(leader), None)))
+        }
+        FaultKind::DiskFull => {
+            let node = cluster
+                .ids()
+                .into_iter()
+                .find(|id| cluster.data_tmpfs(*id).is_some())
+                .ok_or_else(|| anyhow::anyhow!("disk-full: no node runs on a tmpfs of its own"))?;
+            let role = if cluster.leader()? == node { "leader" } else { "follower" };
+            let ballast = cluster.data_tmpfs(node).expect("found above").join("ballast");
+            crate::disk::ballast(&ballast, DISK_FULL_LEFT_BYTES)?;
+            std::thread::sleep(planned.length);
+            // A node may stop when its Raft log cannot grow (as Kafka stops a broker whose
+            // last log directory failed); it must not lose what it acknowledged, and it must
+            // come back once space is freed. Any other fault's exit stays an error.
+            let stopped = cluster.wait_exit(node, Duration::ZERO)?;
+            std::fs::remove_file(&ballast)?;
+            match stopped {
+                Some(status) => {
+                    println!(
+                        "chaos:          disk-full: node {node} ({role}) stopped ({status}); restarting it"
+                    );
+                    cluster.start_node(node)?;
+                }
+                None => println!("chaos:          disk-full: node {node} ({role}) kept running"),
+            }
+            Ok(Some(window(Some(node), None)))
         }
         FaultKind::PauseFollower => {
             let follower = pick_follower(cluster, rng)?;

@@ -39,6 +39,9 @@ pub struct Report {
     pub cuts_observed: usize,
     pub faults_by_kind: BTreeMap<String, usize>,
     pub violations: Violations,
+    /// Anomalies Kafka's protocol allows, found and reported but not violations (write
+    /// cycles, see `checker::write_cycles`).
+    pub allowed_anomalies: Violations,
     pub recovery: Vec<Recovery>,
     /// kind → (p50, max) in ms of the new-leader and first-commit times.
     pub recovery_summary: BTreeMap<String, RecoverySummary>,
@@ -67,6 +70,7 @@ impl Report {
         snapshot: Snapshot,
         counts: QueueCounts,
         violations: Violations,
+        allowed_anomalies: Violations,
     ) -> Report {
         // (started, ended) of every committed transaction: recovery is the first one begun
         // after the fault that committed (one already in flight says nothing).
@@ -123,6 +127,7 @@ impl Report {
             cuts_observed: snapshot.cuts.len(),
             faults_by_kind,
             violations,
+            allowed_anomalies,
             recovery,
             recovery_summary,
             snapshot,
@@ -163,6 +168,14 @@ impl Report {
                     let _ = writeln!(s, "    e.g. {e}");
                 }
             }
+        }
+        for (kind, n) in &self.allowed_anomalies.counts {
+            let example = self.allowed_anomalies.examples.get(kind).and_then(|e| e.first());
+            let _ = writeln!(
+                s,
+                "allowed by Kafka's protocol, not a violation: {kind}: {n}{}",
+                example.map_or(String::new(), |e| format!(" (e.g. {e})"))
+            );
         }
         let _ = writeln!(
             s,

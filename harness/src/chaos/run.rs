@@ -54,6 +54,12 @@ pub struct RunOptions {
     pub binary: Option<PathBuf>,
 }
 
+/// The `disk-full` fault's node runs on a tmpfs of this size, with this free-space reserve
+/// (`log.dir.free.bytes.min`; the default, 1 GiB, is more than the tmpfs) on every node: room
+/// for two preallocated 64 MiB Raft log segments, snapshots and a ten-minute run's records.
+pub const DISK_TMPFS_BYTES: u64 = 1 << 30;
+pub const DISK_RESERVE_BYTES: u64 = 64 << 20;
+
 /// How long the final read may wait for transactions to end (longer than the writers'
 /// transaction timeout, 30 s, after which the broker aborts a transaction left open).
 const FINAL_READ_WAIT: Duration = Duration::from_secs(90);
@@ -68,6 +74,13 @@ pub fn run(options: &RunOptions) -> Result<Report> {
         cluster_options.env.push(("ONELOG_FAULT_FLAGS".into(), options.broker_flags.join(",")));
     }
     cluster_options.binary = options.binary.clone();
+    if options.faults.contains(&FaultKind::DiskFull) {
+        // One node, drawn from the seed; it is the leader for some of the faults, a follower for others.
+        let node = 1 + options.seed % options.nodes;
+        cluster_options = cluster_options
+            .data_tmpfs(node, DISK_TMPFS_BYTES)
+            .config("log.dir.free.bytes.min", DISK_RESERVE_BYTES);
+    }
     let mut cluster = Cluster::start_with(cluster_options).context("starting the cluster")?;
     let result = drive(&mut cluster, options);
     if result.is_err() {
@@ -163,7 +176,8 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
         violations.merge(bank::check_bank(&snapshot.cuts, &final_read));
     }
     violations.merge(replicas_agree(cluster));
-    let report = Report::new(options, &plan, snapshot, counts, violations);
+    let allowed = checker::write_cycles(&snapshot, &final_read);
+    let report = Report::new(options, &plan, snapshot, counts, violations, allowed);
     report.write(&options.out_dir)?;
     Ok(report)
 }

@@ -40,6 +40,9 @@ pub enum FaultKind {
     /// A second producer with a writer's `transactional.id` initialises while the writer is
     /// in a transaction: the writer is fenced, its transaction aborted.
     TxnHijack,
+    /// One node's file system (a tmpfs of its own) filled to within a few MiB, below the
+    /// free-space reserve and below one Raft log segment, then given back.
+    DiskFull,
 }
 
 pub const ALL_KINDS: &[FaultKind] = &[
@@ -54,6 +57,7 @@ pub const ALL_KINDS: &[FaultKind] = &[
     FaultKind::ClientLinkLeader,
     FaultKind::ClientCrash,
     FaultKind::TxnHijack,
+    FaultKind::DiskFull,
 ];
 
 impl FaultKind {
@@ -70,6 +74,7 @@ impl FaultKind {
             FaultKind::ClientLinkLeader => "client-link-leader",
             FaultKind::ClientCrash => "client-crash",
             FaultKind::TxnHijack => "txn-hijack",
+            FaultKind::DiskFull => "disk-full",
         }
     }
 
@@ -88,6 +93,7 @@ impl FaultKind {
                 rng.gen_range(2_000..6_000)
             }
             FaultKind::ClientLinkLeader => rng.gen_range(1_000..4_000),
+            FaultKind::DiskFull => rng.gen_range(2_000..6_000),
             FaultKind::ClientCrash | FaultKind::TxnHijack => 0,
         };
         Duration::from_millis(ms)
