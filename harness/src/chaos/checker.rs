@@ -143,8 +143,8 @@ pub fn check_queue(history: &Snapshot, final_read: &FinalRead) -> (Violations, Q
                 v.add(
                     "non-monotonic poll",
                     format!(
-                        "session {} partition {}: offset {} after {prev}",
-                        p.session, p.partition, p.offset
+                        "session {} partition {}: offset {} after {prev}, at {:?}",
+                        p.session, p.partition, p.offset, p.at
                     ),
                 );
             }
