@@ -167,9 +167,10 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
     cluster.heal()?;
     cluster.start_all()?;
     cluster.wait_for_leader(faults::RECOVERY_TIMEOUT)?;
-    let final_read = queue::final_read(&bootstrap, &topic, options.partitions, FINAL_READ_WAIT)?;
+    let (final_read, unstable) = queue::final_read(&bootstrap, &topic, options.partitions, FINAL_READ_WAIT)?;
     let snapshot = history.snapshot();
     let (mut violations, counts) = checker::check_queue(&snapshot, &final_read);
+    violations.merge(checker::check_stable(&unstable, FINAL_READ_WAIT));
     if options.workload == Workload::Bank {
         violations.merge(bank::check_bank(&snapshot.cuts, &final_read));
     }
