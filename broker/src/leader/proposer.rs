@@ -313,15 +313,26 @@ impl Sequencer {
             return;
         }
         let mut waiting = Vec::new();
+        let mut answered_writes = false;
         for (decision, reply) in built.decisions.into_iter().zip(replies) {
             match decision {
-                Decision::Answered(answer) => drop(reply.send(Ok(answer))),
+                Decision::Answered(answer) => {
+                    answered_writes |= matches!(answer, Answer::Produced(_));
+                    drop(reply.send(Ok(answer)));
+                }
                 Decision::Waiting(w) => waiting.push((w, reply)),
             }
         }
         if built.command.ops.is_empty() {
             assert!(waiting.is_empty(), "only proposals with ops in the entry wait for it");
             return;
+        }
+        if answered_writes {
+            // Transactional writes are acknowledged and not yet in any log (DESIGN §4): a leader
+            // lost now loses them, and only the takeover abort keeps their transaction from
+            // committing without them. The chaos run widens this window (issue 14,
+            // `--txn-write-delay-ms`) so that its leader faults land inside it.
+            crate::fault::delay("proposer.answered-before-write").await;
         }
         let op_count = built.command.ops.len();
         // A leader cut off from the quorum cannot commit this entry; its callers are answered

@@ -3,6 +3,8 @@
 //!   chaos --workload queue --seconds 600 --seed 42
 //!   chaos --workload bank --seconds 60 --faults kill-leader,pause-leader
 //!   chaos --workload queue --seconds 60 --bug read-committed-to-hw    (the checker must catch it)
+//!   chaos --workload queue --seconds 60 --faults kill-leader --writers 1 --plain-writers 0 \
+//!         --txn-write-delay-ms 300 --bug skip-takeover-abort             (likewise)
 //!
 //! Prints the seed and the exact command that repeats the run, stops by itself after
 //! `--seconds` (or `--max-committed` committed transactions), writes the report under `--out`
@@ -50,6 +52,10 @@ struct Args {
     /// read-committed-to-hw, skip-takeover-abort, ack-before-commit.
     #[arg(long, value_delimiter = ',')]
     bug: Vec<String>,
+    /// Milliseconds the leader waits between acknowledging transactional writes and appending
+    /// their entry (fault-injection build): leader faults then land inside that window.
+    #[arg(long)]
+    txn_write_delay_ms: Option<u64>,
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -85,6 +91,9 @@ fn main() -> anyhow::Result<()> {
         args.partitions,
         args.max_committed
     );
+    if let Some(ms) = args.txn_write_delay_ms {
+        command.push_str(&format!(" --txn-write-delay-ms {ms}"));
+    }
     if !args.bug.is_empty() {
         command.push_str(&format!(" --bug {}", args.bug.join(",")));
     }
@@ -105,6 +114,7 @@ fn main() -> anyhow::Result<()> {
         partitions: args.partitions,
         max_committed: args.max_committed,
         broker_flags: args.bug.iter().map(|b| format!("bug.{b}")).collect(),
+        txn_write_delay_ms: args.txn_write_delay_ms,
         out_dir: out.clone(),
         command,
         binary: std::env::var_os("ONELOG_BIN").map(PathBuf::from),

@@ -21,6 +21,10 @@
 //! in every log that speaks Kafka's protocol; what onelog adds is that each commit is one log
 //! entry, so no transaction is ever torn (see README, "Chaos runs").
 //!
+//! - **hanging transaction**: a partition whose last stable offset stayed below its high
+//!   watermark for the whole final wait, longer than the writers' transaction timeout after
+//!   they stopped (a transaction nobody ends: read_committed readers never pass it).
+//!
 //! A write whose outcome is unknown is never lost: it is counted, present or not. The checker
 //! is a pure function of its inputs, so its unit tests feed it each violation by hand.
 
@@ -80,6 +84,30 @@ pub struct QueueCounts {
 
 /// A partition's records as the final read_committed read returned them: (offset, value).
 pub type FinalRead = BTreeMap<i32, Vec<(i64, String)>>;
+
+/// A partition whose last stable offset had not reached its high watermark when the final
+/// read stopped waiting for open transactions to end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unstable {
+    pub partition: i32,
+    pub last_stable_offset: i64,
+    pub high_watermark: i64,
+}
+
+/// One "hanging transaction" per partition the final read found unstable after waiting `waited`.
+pub fn check_stable(unstable: &[Unstable], waited: std::time::Duration) -> Violations {
+    let mut v = Violations::default();
+    for u in unstable {
+        v.add(
+            "hanging transaction",
+            format!(
+                "partition {}: last stable offset {} below the high watermark {} after {waited:?}",
+                u.partition, u.last_stable_offset, u.high_watermark
+            ),
+        );
+    }
+    v
+}
 
 /// Checks a queue run. `final_read` is a read_committed read of every partition from the
 /// start to its end once the faults are over.

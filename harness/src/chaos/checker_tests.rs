@@ -108,3 +108,18 @@ fn write_cycles_are_found() {
         read(&[(0, 0, "a"), (0, 1, "b"), (1, 0, "d"), (1, 1, "c"), (2, 0, "e"), (2, 1, "g"), (2, 2, "f")]);
     assert_eq!(write_cycles(&history, &ordered).total(), 0);
 }
+
+/// A partition whose last stable offset never reached its high watermark is a hanging
+/// transaction; a stable final read is none.
+#[test]
+fn hanging_transactions_are_named() {
+    let waited = Duration::from_secs(90);
+    assert_eq!(check_stable(&[], waited).total(), 0);
+    let unstable = [
+        Unstable { partition: 1, last_stable_offset: 7, high_watermark: 9 },
+        Unstable { partition: 3, last_stable_offset: 0, high_watermark: 4 },
+    ];
+    let v = check_stable(&unstable, waited);
+    assert_eq!(kinds(&v), vec![("hanging transaction", 2)], "{v:#?}");
+    assert!(v.examples["hanging transaction"][0].contains("partition 1: last stable offset 7"), "{v:#?}");
+}

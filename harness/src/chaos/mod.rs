@@ -4,7 +4,7 @@
 //!
 //! - `history`: what the clients did and saw, and the faults;
 //! - `checker`: the queue checker (lost, duplicate, aborted read, inconsistent offset,
-//!   non-monotonic poll, torn, phantom, write cycle);
+//!   non-monotonic poll, torn, phantom, write cycle, hanging transaction);
 //! - `schedule`: the seeded fault plan;
 //! - `faults`: applying a planned fault to the cluster and measuring recovery;
 //! - `queue`, `bank`: the workloads;

@@ -24,7 +24,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::checker::FinalRead;
+use super::checker::{FinalRead, Unstable};
 use super::history::{FaultWindow, History, Outcome, Poll, Txn};
 use crate::kafka::client_config;
 
@@ -237,13 +237,15 @@ fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, 
 
 /// Every partition of `topic` read under read_committed from the beginning to its end, once
 /// no transaction is open (the last stable offset equals the high watermark everywhere; a
-/// transaction left open ends by its timeout within `wait`).
+/// transaction left open ends by its timeout within `wait`). A partition still unstable after
+/// `wait` is returned for the checker (a hanging transaction) and read to its last stable
+/// offset, as far as read_committed goes.
 pub fn final_read(
     bootstrap: &str,
     topic: &str,
     partitions: i32,
     wait: Duration,
-) -> anyhow::Result<FinalRead> {
+) -> anyhow::Result<(FinalRead, Vec<Unstable>)> {
     let consumer: BaseConsumer = client_config(bootstrap)
         .set("group.id", "chaos-final-read")
         .set("enable.auto.commit", "false")
@@ -255,20 +257,22 @@ pub fn final_read(
         .set("isolation.level", "read_uncommitted")
         .create()?;
     let deadline = Instant::now() + wait;
-    let ends = loop {
-        let mut stable = Vec::new();
+    let (ends, unstable) = loop {
+        let (mut ends, mut unstable) = (Vec::new(), Vec::new());
         for p in 0..partitions {
             let (_, lso) = consumer.fetch_watermarks(topic, p, CALL_TIMEOUT)?;
             let (_, high) = uncommitted.fetch_watermarks(topic, p, CALL_TIMEOUT)?;
-            stable.push((lso == high).then_some(high));
+            ends.push(lso);
+            if lso != high {
+                unstable.push(Unstable { partition: p, last_stable_offset: lso, high_watermark: high });
+            }
         }
-        if let Some(ends) = stable.into_iter().collect::<Option<Vec<i64>>>() {
-            break ends;
+        if unstable.is_empty() || Instant::now() >= deadline {
+            break (ends, unstable);
         }
-        anyhow::ensure!(Instant::now() < deadline, "a transaction stayed open for {wait:?} after the run");
         std::thread::sleep(Duration::from_millis(500));
     };
-    read_to(bootstrap, topic, &ends, wait)
+    Ok((read_to(bootstrap, topic, &ends, wait)?, unstable))
 }
 
 /// An idempotent producer sending a few values at a time, each acknowledged on its own.

@@ -33,6 +33,9 @@ pub struct Report {
     pub nodes: u64,
     pub seconds: f64,
     pub broker_flags: Vec<String>,
+    /// `RunOptions::txn_write_delay_ms`: the widened window of acknowledged, unwritten
+    /// transactional writes.
+    pub txn_write_delay_ms: Option<u64>,
     pub planned_faults: usize,
     pub counts: QueueCounts,
     pub client_errors: usize,
@@ -121,6 +124,7 @@ impl Report {
             nodes: options.nodes,
             seconds,
             broker_flags: options.broker_flags.clone(),
+            txn_write_delay_ms: options.txn_write_delay_ms,
             planned_faults: plan.len(),
             counts,
             client_errors: snapshot.client_errors,
@@ -145,6 +149,12 @@ impl Report {
         let _ = writeln!(s, "repeat: {}", self.command);
         if !self.broker_flags.is_empty() {
             let _ = writeln!(s, "broker flags (re-introduced bugs): {}", self.broker_flags.join(","));
+        }
+        if let Some(ms) = self.txn_write_delay_ms {
+            let _ = writeln!(
+                s,
+                "the leader waits {ms} ms between acknowledging transactional writes and appending them"
+            );
         }
         let _ = writeln!(
             s,

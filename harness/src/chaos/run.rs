@@ -47,6 +47,11 @@ pub struct RunOptions {
     pub max_committed: usize,
     /// Test-only broker flags (`ONELOG_FAULT_FLAGS`), e.g. a re-introduced bug.
     pub broker_flags: Vec<String>,
+    /// How long the leader waits between acknowledging transactional writes and appending
+    /// their entry (the fault-injection build's `proposer.answered-before-write` delay point):
+    /// widens the window in which a leader fault loses acknowledged writes of an open
+    /// transaction, which only the takeover abort (DESIGN §4) keeps from committing.
+    pub txn_write_delay_ms: Option<u64>,
     pub out_dir: PathBuf,
     /// The command line that repeats this run, printed first and kept in the report.
     pub command: String,
@@ -64,6 +69,9 @@ pub const DISK_RESERVE_BYTES: u64 = 64 << 20;
 /// transaction timeout, 30 s, after which the broker aborts a transaction left open).
 const FINAL_READ_WAIT: Duration = Duration::from_secs(90);
 
+/// The broker's delay point behind `RunOptions::txn_write_delay_ms` (broker/src/leader/proposer.rs).
+pub const TXN_WRITE_DELAY_POINT: &str = "proposer.answered-before-write";
+
 pub fn run(options: &RunOptions) -> Result<Report> {
     println!("chaos: seed {} — repeat with: {}", options.seed, options.command);
     let mut cluster_options = ClusterOptions::new(options.nodes)
@@ -72,6 +80,9 @@ pub fn run(options: &RunOptions) -> Result<Report> {
         .link_proxies();
     if !options.broker_flags.is_empty() {
         cluster_options.env.push(("ONELOG_FAULT_FLAGS".into(), options.broker_flags.join(",")));
+    }
+    if let Some(ms) = options.txn_write_delay_ms {
+        cluster_options.env.push(("ONELOG_FAULT_DELAY".into(), format!("{TXN_WRITE_DELAY_POINT}:{ms}")));
     }
     cluster_options.binary = options.binary.clone();
     if options.faults.contains(&FaultKind::DiskFull) {
@@ -169,9 +180,10 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
     cluster.heal()?;
     cluster.start_all()?;
     cluster.wait_for_leader(faults::RECOVERY_TIMEOUT)?;
-    let final_read = queue::final_read(&bootstrap, &topic, options.partitions, FINAL_READ_WAIT)?;
+    let (final_read, unstable) = queue::final_read(&bootstrap, &topic, options.partitions, FINAL_READ_WAIT)?;
     let snapshot = history.snapshot();
     let (mut violations, counts) = checker::check_queue(&snapshot, &final_read);
+    violations.merge(checker::check_stable(&unstable, FINAL_READ_WAIT));
     if options.workload == Workload::Bank {
         violations.merge(bank::check_bank(&snapshot.cuts, &final_read));
     }
