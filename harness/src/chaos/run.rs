@@ -11,6 +11,7 @@ use rand::SeedableRng;
 use super::bank::{self, Bank};
 use super::checker::{self, QueueCounts, Violations};
 use super::copier::{self, Copier, CopierBug, CopierConfig, CopierCounts};
+use super::copier_check;
 use super::faults;
 use super::history::{History, Snapshot};
 use super::queue::{self, ClientFaults, Queue, QueueConfig};
@@ -236,8 +237,8 @@ fn check_copier_run(
     snapshot: &Snapshot,
     mut k: CopierCounts,
 ) -> Result<(Violations, QueueCounts, Option<CopierCounts>)> {
-    let read = copier::final_read(bootstrap, options.partitions, FINAL_READ_WAIT)?;
-    let violations = copier::check_copier(&snapshot.inputs, &read);
+    let read = copier_check::final_read(bootstrap, options.partitions, FINAL_READ_WAIT)?;
+    let violations = copier_check::check_copier(&snapshot.inputs, &read);
     let mut counts = checker::txn_counts(snapshot);
     k.input_acknowledged = snapshot.inputs.len();
     k.input_records = read.input.values().map(Vec::len).sum();
