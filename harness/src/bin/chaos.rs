@@ -2,6 +2,8 @@
 //!
 //!   chaos --workload queue --seconds 600 --seed 42
 //!   chaos --workload bank --seconds 60 --faults kill-leader,pause-leader
+//!   chaos --workload copier --seconds 90 --seed 7
+//!   chaos --workload copier --seconds 60 --copier-bug skip-rewind      (its checker must catch it)
 //!   chaos --workload queue --seconds 60 --bug read-committed-to-hw    (the checker must catch it)
 //!   chaos --workload queue --seconds 60 --faults kill-leader --writers 1 --plain-writers 0 \
 //!         --txn-write-delay-ms 300 --bug skip-takeover-abort             (likewise)
@@ -16,13 +18,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use harness::chaos::copier::CopierBug;
 use harness::chaos::run::{run, RunOptions, Workload};
 use harness::chaos::schedule::{FaultKind, ALL_KINDS};
 
 #[derive(Parser, Debug)]
 #[command(about = "A seeded chaos run against a onelog cluster, with a Jepsen-style checker")]
 struct Args {
-    /// queue or bank.
+    /// queue, bank or copier.
     #[arg(long, default_value = "queue")]
     workload: String,
     #[arg(long, default_value_t = 60)]
@@ -36,6 +39,7 @@ struct Args {
     /// Comma-separated fault kinds; all when absent.
     #[arg(long, value_delimiter = ',')]
     faults: Option<Vec<FaultKind>>,
+    /// Transactional writers (queue, bank), or copier instances (copier; at least 2).
     #[arg(long, default_value_t = 3)]
     writers: usize,
     /// Idempotent non-transactional producers (queue only).
@@ -56,6 +60,11 @@ struct Args {
     /// their entry (fault-injection build): leader faults then land inside that window.
     #[arg(long)]
     txn_write_delay_ms: Option<u64>,
+    /// Break the copier on purpose (copier workload only): commit-offsets-outside-txn (the
+    /// consumer commits the offsets, not the transaction) or skip-rewind (no rewind after an
+    /// abort).
+    #[arg(long)]
+    copier_bug: Option<CopierBug>,
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -67,8 +76,13 @@ fn main() -> anyhow::Result<()> {
     let workload = match args.workload.as_str() {
         "queue" => Workload::Queue,
         "bank" => Workload::Bank,
-        other => anyhow::bail!("unknown workload {other:?}: queue or bank"),
+        "copier" => Workload::Copier,
+        other => anyhow::bail!("unknown workload {other:?}: queue, bank or copier"),
     };
+    anyhow::ensure!(
+        args.copier_bug.is_none() || workload == Workload::Copier,
+        "--copier-bug is for --workload copier"
+    );
     for bug in &args.bug {
         anyhow::ensure!(BUGS.contains(&bug.as_str()), "unknown bug {bug:?}; one of {}", BUGS.join(", "));
     }
@@ -97,7 +111,12 @@ fn main() -> anyhow::Result<()> {
     if !args.bug.is_empty() {
         command.push_str(&format!(" --bug {}", args.bug.join(",")));
     }
-    let suffix = if args.bug.is_empty() { String::new() } else { format!("-bug-{}", args.bug.join("+")) };
+    if let Some(bug) = args.copier_bug {
+        command.push_str(&format!(" --copier-bug {}", bug.name()));
+    }
+    let mut bugs = args.bug.clone();
+    bugs.extend(args.copier_bug.map(|b| b.name().to_string()));
+    let suffix = if bugs.is_empty() { String::new() } else { format!("-bug-{}", bugs.join("+")) };
     let out = args
         .out
         .clone()
@@ -113,6 +132,7 @@ fn main() -> anyhow::Result<()> {
         readers: args.readers,
         partitions: args.partitions,
         max_committed: args.max_committed,
+        copier_bug: args.copier_bug,
         broker_flags: args.bug.iter().map(|b| format!("bug.{b}")).collect(),
         txn_write_delay_ms: args.txn_write_delay_ms,
         out_dir: out.clone(),

@@ -75,7 +75,8 @@ fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool) 
     let mut producer: Option<FutureProducer> = None;
     let mut seq = 0u64;
     while !stop.load(Ordering::SeqCst) && history.committed() < config.max_committed {
-        let Some(p) = producer.take().or_else(|| init_until_ready(config, &tid, history, stop)) else {
+        let Some(p) = producer.take().or_else(|| init_until_ready(&config.bootstrap, &tid, history, stop))
+        else {
             return;
         };
         if p.begin_transaction().is_err() {

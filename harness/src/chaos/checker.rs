@@ -82,9 +82,6 @@ pub struct QueueCounts {
     pub final_read: usize,
 }
 
-/// A partition's records as the final read_committed read returned them: (offset, value).
-pub type FinalRead = BTreeMap<i32, Vec<(i64, String)>>;
-
 /// A partition whose last stable offset had not reached its high watermark when the final
 /// read stopped waiting for open transactions to end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -109,18 +106,10 @@ pub fn check_stable(unstable: &[Unstable], waited: std::time::Duration) -> Viola
     v
 }
 
-/// Checks a queue run. `final_read` is a read_committed read of every partition from the
-/// start to its end once the faults are over.
-pub fn check_queue(history: &Snapshot, final_read: &FinalRead) -> (Violations, QueueCounts) {
-    let mut v = Violations::default();
+/// The transactions' counts by outcome (every workload's summary line).
+pub fn txn_counts(history: &Snapshot) -> QueueCounts {
     let mut counts = QueueCounts { txns: history.txns.len(), ..Default::default() };
-
-    // Which transaction wrote each value.
-    let mut writer_of: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, t) in history.txns.iter().enumerate() {
-        for (_, value) in &t.values {
-            writer_of.insert(value.as_str(), i);
-        }
+    for t in &history.txns {
         match t.outcome {
             Outcome::Committed => {
                 counts.committed += 1;
@@ -128,6 +117,25 @@ pub fn check_queue(history: &Snapshot, final_read: &FinalRead) -> (Violations, Q
             }
             Outcome::Aborted => counts.aborted += 1,
             Outcome::Unknown => counts.unknown += 1,
+        }
+    }
+    counts
+}
+
+/// A partition's records as the final read_committed read returned them: (offset, value).
+pub type FinalRead = BTreeMap<i32, Vec<(i64, String)>>;
+
+/// Checks a queue run. `final_read` is a read_committed read of every partition from the
+/// start to its end once the faults are over.
+pub fn check_queue(history: &Snapshot, final_read: &FinalRead) -> (Violations, QueueCounts) {
+    let mut v = Violations::default();
+    let mut counts = txn_counts(history);
+
+    // Which transaction wrote each value.
+    let mut writer_of: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, t) in history.txns.iter().enumerate() {
+        for (_, value) in &t.values {
+            writer_of.insert(value.as_str(), i);
         }
     }
 

@@ -1,5 +1,6 @@
 //! What a chaos run's clients did, as they saw it: every transaction a writer attempted with
-//! its values and outcome, every record a reader polled, and every fault with its window.
+//! its values and outcome, every record a reader polled, every value the copier's feeder had
+//! acknowledged, and every fault with its window.
 //!
 //! Clients append to one shared [`History`] from many threads; the checkers read a
 //! [`Snapshot`] of it once the run is over. Times are offsets from the start of the run, so
@@ -72,6 +73,8 @@ pub struct Snapshot {
     pub polls: Vec<Poll>,
     pub faults: Vec<FaultWindow>,
     pub cuts: Vec<Cut>,
+    /// Values the copier workload's feeder was told are written: (input partition, value).
+    pub inputs: Vec<(i32, String)>,
     /// Reader or writer errors that are not violations (timeouts, retriable errors), counted.
     pub client_errors: usize,
 }
@@ -111,6 +114,10 @@ impl History {
 
     pub fn cut(&self, cut: Cut) {
         self.with(|s| s.cuts.push(cut));
+    }
+
+    pub fn input(&self, partition: i32, value: String) {
+        self.with(|s| s.inputs.push((partition, value)));
     }
 
     pub fn client_error(&self) {

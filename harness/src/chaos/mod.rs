@@ -7,11 +7,15 @@
 //!   non-monotonic poll, torn, phantom, write cycle, hanging transaction);
 //! - `schedule`: the seeded fault plan;
 //! - `faults`: applying a planned fault to the cluster and measuring recovery;
-//! - `queue`, `bank`: the workloads;
+//! - `queue`, `bank`, `copier`: the workloads (the copier, a consume-process-produce
+//!   application with its offsets in its transactions, brings its own checker,
+//!   `copier_check`);
 //! - `run`: one run end to end, and its report.
 
 pub mod bank;
 pub mod checker;
+pub mod copier;
+pub mod copier_check;
 pub mod faults;
 pub mod history;
 pub mod queue;

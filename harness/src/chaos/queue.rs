@@ -61,6 +61,16 @@ impl ClientFaults {
     pub fn request_hijack(&self) {
         self.hijack.store(true, Ordering::SeqCst);
     }
+
+    /// True once per requested crash: the caller carries it out.
+    pub(super) fn take_crash(&self) -> bool {
+        self.crash.swap(false, Ordering::SeqCst)
+    }
+
+    /// True once per requested hijack: the caller carries it out.
+    pub(super) fn take_hijack(&self) -> bool {
+        self.hijack.swap(false, Ordering::SeqCst)
+    }
 }
 
 /// The running workload.
@@ -120,13 +130,13 @@ pub fn transactional_producer(bootstrap: &str, transactional_id: &str) -> Result
 
 /// A producer for `tid`, retrying until it initialises or the run stops.
 pub(super) fn init_until_ready(
-    config: &QueueConfig,
+    bootstrap: &str,
     tid: &str,
     history: &History,
     stop: &AtomicBool,
 ) -> Option<FutureProducer> {
     while !stop.load(Ordering::SeqCst) {
-        match transactional_producer(&config.bootstrap, tid) {
+        match transactional_producer(bootstrap, tid) {
             Ok(p) => return Some(p),
             Err(_) => {
                 history.client_error();
@@ -145,7 +155,8 @@ fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, 
     let mut producer: Option<FutureProducer> = None;
     let mut seq = 0u64;
     while !stop.load(Ordering::SeqCst) && history.committed() < config.max_committed {
-        let Some(p) = producer.take().or_else(|| init_until_ready(config, &tid, history, stop)) else {
+        let Some(p) = producer.take().or_else(|| init_until_ready(&config.bootstrap, &tid, history, stop))
+        else {
             return;
         };
         if p.begin_transaction().is_err() {
@@ -178,11 +189,11 @@ fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, 
             ended: history.now(),
         };
 
-        if faults.crash.swap(false, Ordering::SeqCst) {
+        if faults.take_crash() {
             // A crash mid-transaction: no commit, no abort. The next instance's init fences it.
             let began = history.now();
             drop(p);
-            producer = init_until_ready(config, &tid, history, stop);
+            producer = init_until_ready(&config.bootstrap, &tid, history, stop);
             let outcome = if producer.is_some() { Outcome::Aborted } else { Outcome::Unknown };
             history.txn(record(outcome, false));
             history.fault(FaultWindow {
@@ -194,11 +205,11 @@ fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, 
             });
             continue;
         }
-        if faults.hijack.swap(false, Ordering::SeqCst) {
+        if faults.take_hijack() {
             // Another process takes the transactional id: this producer is fenced, and its
             // commit must fail; whatever it is told is recorded and checked.
             let began = history.now();
-            let hijacker = init_until_ready(config, &tid, history, stop);
+            let hijacker = init_until_ready(&config.bootstrap, &tid, history, stop);
             let outcome = match p.commit_transaction(CALL_TIMEOUT) {
                 Ok(()) => Outcome::Committed,
                 Err(_) => Outcome::Aborted,
@@ -392,7 +403,7 @@ pub(super) fn commit(p: &FutureProducer, history: &History) -> (Outcome, bool) {
 /// from 0 again, in one session (seen with `debug=fetch,topic`: "outdated offset response:
 /// (re)starting offset query timer for offset BEGINNING"). A client bug, not the broker's;
 /// the checker reported it as non-monotonic polls.
-const FROM_START: Offset = Offset::Offset(0);
+pub const FROM_START: Offset = Offset::Offset(0);
 
 fn reader(r: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, sessions: &AtomicU64) {
     let mut rng = StdRng::seed_from_u64(config.seed.wrapping_add(1_000_003 + r as u64));

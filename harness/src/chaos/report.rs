@@ -12,6 +12,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::checker::{QueueCounts, Violations};
+use super::copier::CopierCounts;
 use super::history::{Outcome, Snapshot};
 use super::run::RunOptions;
 use super::schedule::Planned;
@@ -48,6 +49,8 @@ pub struct Report {
     pub recovery: Vec<Recovery>,
     /// kind → (p50, max) in ms of the new-leader and first-commit times.
     pub recovery_summary: BTreeMap<String, RecoverySummary>,
+    /// The copier workload's own figures (input, output, instances, rebalances).
+    pub copier: Option<CopierCounts>,
     #[serde(skip)]
     snapshot: Snapshot,
 }
@@ -134,6 +137,7 @@ impl Report {
             allowed_anomalies,
             recovery,
             recovery_summary,
+            copier: None,
             snapshot,
         }
     }
@@ -166,6 +170,22 @@ impl Report {
             "reads: {} polled, {} in the final read; {} consistent cuts; {} client errors (retried)",
             c.polled, c.final_read, self.cuts_observed, self.client_errors
         );
+        if let Some(k) = &self.copier {
+            let drained = k.drained_ms.map_or("not drained".to_string(), |ms| format!("drained in {ms} ms"));
+            let _ = writeln!(
+                s,
+                "copier: {} input values acknowledged, {} in the input, {} in the output ({drained}); {} rebalances, {} assignments, {} instances started ({} closed on schedule, {} crashed, {} hijacked)",
+                k.input_acknowledged,
+                k.input_records,
+                k.output_records,
+                k.rebalances,
+                k.assignments,
+                k.instance_starts,
+                k.instance_stops,
+                k.crashes,
+                k.hijacks
+            );
+        }
         let faults: Vec<String> = self.faults_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(s, "faults: {}", if faults.is_empty() { "none".into() } else { faults.join(", ") });
         if self.violations.total() == 0 {

@@ -9,9 +9,11 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use super::bank::{self, Bank};
-use super::checker::{self, Violations};
+use super::checker::{self, QueueCounts, Violations};
+use super::copier::{self, Copier, CopierBug, CopierConfig, CopierCounts};
+use super::copier_check;
 use super::faults;
-use super::history::History;
+use super::history::{History, Snapshot};
 use super::queue::{self, ClientFaults, Queue, QueueConfig};
 use super::report::Report;
 use super::schedule::{self, FaultKind};
@@ -22,6 +24,7 @@ use crate::{Cluster, ClusterOptions};
 pub enum Workload {
     Queue,
     Bank,
+    Copier,
 }
 
 impl Workload {
@@ -29,6 +32,7 @@ impl Workload {
         match self {
             Workload::Queue => "queue",
             Workload::Bank => "bank",
+            Workload::Copier => "copier",
         }
     }
 }
@@ -45,6 +49,8 @@ pub struct RunOptions {
     pub readers: usize,
     pub partitions: i32,
     pub max_committed: usize,
+    /// A deliberately broken copier (copier workload only), to show its checker sees it.
+    pub copier_bug: Option<CopierBug>,
     /// Test-only broker flags (`ONELOG_FAULT_FLAGS`), e.g. a re-introduced bug.
     pub broker_flags: Vec<String>,
     /// How long the leader waits between acknowledging transactional writes and appending
@@ -68,6 +74,15 @@ pub const DISK_RESERVE_BYTES: u64 = 64 << 20;
 /// How long the final read may wait for transactions to end (longer than the writers'
 /// transaction timeout, 30 s, after which the broker aborts a transaction left open).
 const FINAL_READ_WAIT: Duration = Duration::from_secs(90);
+/// How long the copiers may take to commit the whole input once the feeder stopped.
+const COPIER_DRAIN_WAIT: Duration = Duration::from_secs(90);
+
+/// The workload running during the faults.
+enum Running {
+    Queue(Queue),
+    Bank(Bank),
+    Copier(Copier),
+}
 
 /// The broker's delay point behind `RunOptions::txn_write_delay_ms` (broker/src/leader/proposer.rs).
 pub const TXN_WRITE_DELAY_POINT: &str = "proposer.answered-before-write";
@@ -104,10 +119,85 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let topic = format!("chaos-{}", options.workload.name());
     let bootstrap = cluster.bootstrap();
-    rt.block_on(create_topics(&bootstrap, &[(&topic, options.partitions)]))?;
+    let p = options.partitions;
+    match options.workload {
+        Workload::Copier => rt.block_on(create_topics(
+            &bootstrap,
+            &[(copier::INPUT_TOPIC, p), (copier::OUTPUT_TOPIC, p), (copier::OBSERVER_TOPIC, 1)],
+        ))?,
+        _ => rt.block_on(create_topics(&bootstrap, &[(&topic, p)]))?,
+    }
+    let history = History::new();
+    let running = start_workload(cluster, options, &topic, &history);
+    let client_faults = match &running {
+        Running::Queue(q) => q.faults.clone(),
+        Running::Copier(c) => c.faults.clone(),
+        // The bank has no client-side faults (its writers are simpler).
+        Running::Bank(_) => std::sync::Arc::new(ClientFaults::default()),
+    };
+    let kinds: Vec<FaultKind> = options
+        .faults
+        .iter()
+        .copied()
+        .filter(|k| options.workload != Workload::Bank || !k.is_client_side())
+        .collect();
+    let plan = schedule::plan(options.seed, options.length, &kinds);
+    let fault_error = inject_plan(cluster, options, &plan, &history, &client_faults);
+
+    // Whole again: every node running, a leader, the workload stopped, then the final read.
+    // The copiers stop last: they drain the input once the cluster is whole.
+    let copier = match running {
+        Running::Queue(q) => {
+            q.stop();
+            None
+        }
+        Running::Bank(b) => {
+            b.stop();
+            None
+        }
+        Running::Copier(mut c) => {
+            c.stop_feeder();
+            Some(c)
+        }
+    };
+    if let Some(e) = fault_error {
+        if let Some(c) = copier {
+            c.drain_and_stop(Duration::ZERO);
+        }
+        return Err(e.context("injecting a fault"));
+    }
+    cluster.heal()?;
+    cluster.start_all()?;
+    cluster.wait_for_leader(faults::RECOVERY_TIMEOUT)?;
+    let copier_counts = copier.map(|c| c.drain_and_stop(COPIER_DRAIN_WAIT));
+    let snapshot = history.snapshot();
+    let (mut violations, allowed, counts, copier_counts) = match copier_counts {
+        Some(k) => {
+            let (violations, counts, k) = check_copier_run(&bootstrap, options, &snapshot, k)?;
+            (violations, Violations::default(), counts, k)
+        }
+        None => {
+            let (final_read, unstable) = queue::final_read(&bootstrap, &topic, p, FINAL_READ_WAIT)?;
+            let (mut violations, counts) = checker::check_queue(&snapshot, &final_read);
+            violations.merge(checker::check_stable(&unstable, FINAL_READ_WAIT));
+            if options.workload == Workload::Bank {
+                violations.merge(bank::check_bank(&snapshot.cuts, &final_read));
+            }
+            (violations, checker::write_cycles(&snapshot, &final_read), counts, None)
+        }
+    };
+    violations.merge(replicas_agree(cluster));
+    let mut report = Report::new(options, &plan, snapshot, counts, violations, allowed);
+    report.copier = copier_counts;
+    report.write(&options.out_dir)?;
+    Ok(report)
+}
+
+fn start_workload(cluster: &Cluster, options: &RunOptions, topic: &str, history: &History) -> Running {
+    let bootstrap = cluster.bootstrap();
     let config = QueueConfig {
         bootstrap: bootstrap.clone(),
-        topic: topic.clone(),
+        topic: topic.to_string(),
         partitions: options.partitions,
         writers: options.writers,
         plain_writers: if options.workload == Workload::Queue { options.plain_writers } else { 0 },
@@ -116,34 +206,39 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
         max_committed: options.max_committed,
         seed: options.seed,
     };
-    let history = History::new();
-    // The bank's cut reader observes the log directly, not through the client links it may cut.
-    let kafka_addrs: Vec<_> = cluster.ids().into_iter().map(|id| cluster.kafka_listen_addr(id)).collect();
-    let (queue, bank, client_faults) = match options.workload {
-        Workload::Queue => {
-            let q = Queue::start(config.clone(), history.clone());
-            let faults = q.faults.clone();
-            (Some(q), None, faults)
+    match options.workload {
+        Workload::Queue => Running::Queue(Queue::start(config, history.clone())),
+        Workload::Bank => {
+            // The bank's cut reader observes the log directly, not through the client links
+            // it may cut.
+            let kafka_addrs = cluster.ids().into_iter().map(|id| cluster.kafka_listen_addr(id)).collect();
+            Running::Bank(Bank::start(config, kafka_addrs, history.clone()))
         }
-        Workload::Bank => (
-            None,
-            Some(Bank::start(config.clone(), kafka_addrs, history.clone())),
-            std::sync::Arc::new(ClientFaults::default()),
-        ),
-    };
+        Workload::Copier => Running::Copier(Copier::start(
+            CopierConfig {
+                bootstrap,
+                partitions: options.partitions,
+                instances: options.writers.max(2),
+                seed: options.seed,
+                bug: options.copier_bug,
+            },
+            history.clone(),
+        )),
+    }
+}
 
-    // The faults, on schedule; the bank has no client-side faults (its writers are simpler).
-    let kinds: Vec<FaultKind> = options
-        .faults
-        .iter()
-        .copied()
-        .filter(|k| options.workload == Workload::Queue || !k.is_client_side())
-        .collect();
-    let plan = schedule::plan(options.seed, options.length, &kinds);
+/// The faults, on schedule, until the run's length or operation bound; the first failure to
+/// inject one ends the run.
+fn inject_plan(
+    cluster: &mut Cluster,
+    options: &RunOptions,
+    plan: &[schedule::Planned],
+    history: &History,
+    client_faults: &ClientFaults,
+) -> Option<anyhow::Error> {
     let mut rng = StdRng::seed_from_u64(options.seed ^ 0x5eed);
     let started = Instant::now();
-    let mut fault_error = None;
-    for planned in &plan {
+    for planned in plan {
         if history.committed() >= options.max_committed {
             break;
         }
@@ -151,47 +246,34 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
             std::thread::sleep(wait);
         }
         println!("chaos: {:>7.1}s {} ({:?})", history.now().as_secs_f64(), planned.kind, planned.length);
-        match faults::inject(cluster, planned, &history, &client_faults, &mut rng) {
+        match faults::inject(cluster, planned, history, client_faults, &mut rng) {
             Ok(Some(window)) => history.fault(window),
             Ok(None) => {}
-            Err(e) => {
-                fault_error = Some(e);
-                break;
-            }
+            Err(e) => return Some(e),
         }
     }
-    while fault_error.is_none()
-        && started.elapsed() < options.length
-        && history.committed() < options.max_committed
-    {
+    while started.elapsed() < options.length && history.committed() < options.max_committed {
         std::thread::sleep(Duration::from_millis(200));
     }
+    None
+}
 
-    // Whole again: every node running, a leader, the workload stopped, then the final read.
-    if let Some(q) = queue {
-        q.stop();
-    }
-    if let Some(b) = bank {
-        b.stop();
-    }
-    if let Some(e) = fault_error {
-        return Err(e.context("injecting a fault"));
-    }
-    cluster.heal()?;
-    cluster.start_all()?;
-    cluster.wait_for_leader(faults::RECOVERY_TIMEOUT)?;
-    let (final_read, unstable) = queue::final_read(&bootstrap, &topic, options.partitions, FINAL_READ_WAIT)?;
-    let snapshot = history.snapshot();
-    let (mut violations, counts) = checker::check_queue(&snapshot, &final_read);
-    violations.merge(checker::check_stable(&unstable, FINAL_READ_WAIT));
-    if options.workload == Workload::Bank {
-        violations.merge(bank::check_bank(&snapshot.cuts, &final_read));
-    }
-    violations.merge(replicas_agree(cluster));
-    let allowed = checker::write_cycles(&snapshot, &final_read);
-    let report = Report::new(options, &plan, snapshot, counts, violations, allowed);
-    report.write(&options.out_dir)?;
-    Ok(report)
+/// The copier's final read and its checker; its figures completed with what the read holds.
+fn check_copier_run(
+    bootstrap: &str,
+    options: &RunOptions,
+    snapshot: &Snapshot,
+    mut k: CopierCounts,
+) -> Result<(Violations, QueueCounts, Option<CopierCounts>)> {
+    let read = copier_check::final_read(bootstrap, options.partitions, FINAL_READ_WAIT)?;
+    let mut violations = copier_check::check_copier(&snapshot.inputs, &read);
+    violations.merge(checker::check_stable(&read.unstable, FINAL_READ_WAIT));
+    let mut counts = checker::txn_counts(snapshot);
+    k.input_acknowledged = snapshot.inputs.len();
+    k.input_records = read.input.values().map(Vec::len).sum();
+    k.output_records = read.output.values().map(Vec::len).sum();
+    counts.final_read = k.output_records;
+    Ok((violations, counts, Some(k)))
 }
 
 /// Every replica's digest equal once the cluster is whole and quiet (the harness waits for
