@@ -23,6 +23,11 @@ COLORS = {
     "pause-follower": "#aec7e8",
     "client-crash": "#2ca02c",
     "txn-hijack": "#98df8a",
+    "isolate-leader": "#9467bd",
+    "isolate-follower": "#c5b0d5",
+    "one-way-leader": "#e377c2",
+    "client-link-leader": "#bcbd22",
+    "disk-full": "#17becf",
 }
 
 
