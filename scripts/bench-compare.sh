@@ -22,7 +22,9 @@
 # Full mode writes results/<date>/; --quick (a smoke test: few iterations, sweep 1,10 only,
 # no 1 MiB payload) writes results/quick-<date>/, which git ignores. DIR/raw/<system>/ holds,
 # per client variant (4.x, 2.x, rust), <bench>.txt (MEASURES: sorted latencies in ns) and
-# <bench>.json (the bench's JSON summary); sweep/ and payload/ hold the same per run, logs/
+# <bench>.json (the bench's JSON summary, plus cpu_us_per_tx_per_node: each broker node's CPU
+# over the run, from /proc, per transaction; the report's concurrency table shows it for
+# TxWritesBench); sweep/ and payload/ hold the same per run, logs/
 # each run's output. DIR/meta.json records the machine, settings, command and failures.
 #
 # Settings (environment; defaults full / --quick):
@@ -231,6 +233,23 @@ create_topics() {
 
 # run SYSTEM CLIENT BENCH WARMUP TXES OUTBASE [ENV=VALUE...]: one bench run; its summary goes
 # to OUTBASE.json, its latencies to OUTBASE.txt, its output to logs/.
+# CPU time (utime + stime, clock ticks) of each node of the running system, space-separated,
+# from /proc: what a bench run costs the brokers (issue 17 asks for CPU per transaction).
+system_cpu_ticks() {
+    local pattern id pid
+    case "$current" in
+        onelog) pattern="$onelog_dir/node-%s/onelog.pid" ;;
+        kafka-*) pattern="$kafka_dir/node-%s/kafka.pid" ;;
+        *) return 0 ;;
+    esac
+    for id in 1 2 3; do
+        # shellcheck disable=SC2059
+        pid="$(cat "$(printf "$pattern" "$id")" 2>/dev/null || true)"
+        # Fields 14 and 15 after the command name, which may hold spaces: cut at its ')'.
+        { [ -n "$pid" ] && sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}'; } || echo 0
+    done | paste -sd' '
+}
+
 run_bench() {
     local s="$1" client="$2" bench="$3" warmup="$4" txes="$5" base="$6" label="$7"
     shift 7
@@ -242,12 +261,29 @@ run_bench() {
     rm -f "$base.json" "$base.txt"
     local -a cmd
     bench_command "$client" "$bench"
+    local cpu_before
+    cpu_before="$(system_cpu_ticks)"
     env KAFKA_CONNECTION="$(bootstrap_of "$s")" WARMUP="$warmup" TXES="$txes" MEASURES="$base.txt" \
         SUMMARY_FILE="$base.json" TX_ID="$bench-$client-$(basename "$base")" GROUP="$bench-$client-$(basename "$base")" \
         "$@" timeout "$RUN_TIMEOUT" "${cmd[@]}" >"$logf" 2>&1 || rc=$?
     if [ "$rc" -eq 0 ] && [ -s "$base.json" ]; then
-        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("p50 %.2f ms  p99 %.2f ms  %.0f tps  (%ds)" % (d["p50_ms"], d["p99_ms"], d["tps"], int(sys.argv[2])))' \
-            "$base.json" "$((SECONDS - t0))"
+        # Broker CPU per transaction per node: the nodes' CPU over the whole run (client start,
+        # warm-up and measured transactions) divided by every transaction the run made, so an
+        # upper bound; added to the bench's summary as cpu_us_per_tx_per_node.
+        python3 - "$base.json" "$((SECONDS - t0))" "$cpu_before" "$(system_cpu_ticks)" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+path, seconds, before, after, hz = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+d = json.load(open(path))
+cpu = ""
+b, a = [int(x) for x in before.split()], [int(x) for x in after.split()]
+txs = d.get("count", 0) + d.get("warmup", 0)
+if len(a) == len(b) == 3 and txs > 0:
+    per_node = [(y - x) / hz * 1e6 / txs for x, y in zip(b, a)]
+    d["cpu_us_per_tx_per_node"] = [round(v) for v in per_node]
+    json.dump(d, open(path, "w"))
+    cpu = "  cpu %.0f us/tx/node" % (sum(per_node) / 3)
+print("p50 %.2f ms  p99 %.2f ms  %.0f tps%s  (%ds)" % (d["p50_ms"], d["p99_ms"], d["tps"], cpu, seconds))
+PY
     else
         local why
         why="$(grep -m1 -E 'Exception|Error|failed' "$logf" | cut -c1-240 || true)"

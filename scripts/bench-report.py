@@ -203,9 +203,16 @@ def main():
                     r = sweeps[s].get((b, n))
                     row += [fmt_tps(field(r, "tps")),
                             "failed" if r is None else f"{fmt_ms(r['p50_ms'])} / {fmt_ms(r['p99_ms'])}"]
+                tx = sweeps[s].get(("TxWritesBench", n)) or {}
+                cpu = tx.get("cpu_us_per_tx_per_node")
+                row.append("–" if not cpu else " / ".join(f"{v:,}" for v in cpu))
                 rows.append(row)
         md.append(table(["system", "producers", "TxWrites TPS", "TxWrites p50 / p99 ms", "BaseWrites TPS",
-                         "BaseWrites p50 / p99 ms"], rows))
+                         "BaseWrites p50 / p99 ms", "TxWrites broker CPU µs per tx, nodes 1 / 2 / 3"], rows))
+        md.append("")
+        md.append("Broker CPU: utime + stime of each node from /proc over the whole run (client start, "
+                  "warm-up and measured transactions) divided by every transaction of the run, "
+                  "so an upper bound; 10 ms clock ticks.\n")
         md.append("")
         if "onelog" in systems:
             rows = []
