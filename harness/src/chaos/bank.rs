@@ -25,11 +25,12 @@ use rdkafka::producer::{FutureProducer, Producer};
 
 use super::checker::{FinalRead, Violations};
 use super::history::{Cut, History, Outcome, Txn};
-use super::queue::{commit, init_until_ready, read_to, send_all, transactional_producer, QueueConfig};
+use super::queue::{
+    commit, init_until_ready, read_to, send_all, transactional_producer, QueueConfig, CALL_TIMEOUT,
+};
 use crate::raw_ops::topic_name;
 use crate::RawClient;
 
-const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 const CUT_EVERY: Duration = Duration::from_millis(1_500);
 
 pub struct Bank {

@@ -36,13 +36,16 @@ use rand::{Rng, SeedableRng};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::Serialize;
 
 use super::copier_check::{committed_offsets, input_ends, offsets_match};
-use super::history::{FaultWindow, History, Outcome, Txn};
-use super::queue::{commit, init_until_ready, send_all, transactional_producer, ClientFaults};
+use super::history::{History, Outcome, Txn};
+use super::queue::{
+    commit, crash, hijack, idempotent_producer, init_until_ready, send_all, send_each,
+    transactional_producer, ClientFaults, CALL_TIMEOUT,
+};
 use crate::kafka::client_config;
 
 pub const INPUT_TOPIC: &str = "chaos-copier-in";
@@ -52,7 +55,6 @@ pub const OUTPUT_TOPIC: &str = "chaos-copier-out";
 pub const OBSERVER_TOPIC: &str = "chaos-copier-observer";
 pub(super) const GROUP: &str = "chaos-copier";
 
-pub(super) const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 /// One transaction in this many is aborted on purpose: the abort-and-rewind path runs in every
 /// run, faults or not.
 const ABORT_ONE_IN: u32 = 8;
@@ -280,32 +282,22 @@ fn group_consumer(shared: &Arc<Shared>, topic: &str, observer: bool) -> Result<G
 /// once acknowledged. A failed delivery leaves its value unknown (it may be in the input).
 fn feed(config: &CopierConfig, history: &History, stop: &AtomicBool) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    let create = || -> Result<FutureProducer, KafkaError> {
-        client_config(&config.bootstrap)
-            .set("enable.idempotence", "true")
-            .set("acks", "all")
-            .set("message.timeout.ms", "25000")
-            .set("linger.ms", "5")
-            .create()
-    };
+    let create = || idempotent_producer(&config.bootstrap, 5);
     let Ok(mut producer) = create() else { return history.client_error() };
     let mut seq = vec![0u64; config.partitions.max(0) as usize];
     while !stop.load(Ordering::SeqCst) {
-        let mut pending = Vec::new();
-        for (p, next) in seq.iter_mut().enumerate() {
-            *next += 1;
-            let value = format!("{p}-{next}");
-            let record =
-                FutureRecord::to(INPUT_TOPIC).partition(p as i32).key(value.as_str()).payload(value.as_str());
-            pending.push((p as i32, value.clone(), producer.send_result(record).ok()));
-        }
+        let values: Vec<(i32, String)> = seq
+            .iter_mut()
+            .enumerate()
+            .map(|(p, next)| {
+                *next += 1;
+                (p as i32, format!("{p}-{next}"))
+            })
+            .collect();
         let mut failed = false;
-        for (p, value, delivery) in pending {
-            let acked = delivery.is_some_and(|d| {
-                rt.block_on(async { matches!(tokio::time::timeout(CALL_TIMEOUT, d).await, Ok(Ok(Ok(_)))) })
-            });
+        for ((p, value), acked) in values.iter().zip(send_each(&rt, &producer, INPUT_TOPIC, &values)) {
             if acked {
-                history.input(p, value);
+                history.input(*p, value.clone());
             } else {
                 failed = true;
             }
@@ -592,16 +584,13 @@ impl Instance<'_> {
     }
 
     /// `client-crash`: the instance is dropped mid-transaction, no commit, no abort; the
-    /// slot's next producer initialises at once and must fence it.
+    /// slot's next producer initialises at once and must fence it (`queue::crash`).
     fn crash(self, values: Vec<(i32, String)>, started: Duration) -> (End, Option<FutureProducer>) {
         let shared = self.shared;
         let history = &shared.history;
-        let began = history.now();
         shared.stats.crashes.fetch_add(1, Ordering::SeqCst);
-        drop(self.producer);
         drop(self.consumer);
-        let next = init_until_ready(&shared.config.bootstrap, self.tid, history, &shared.stop);
-        let outcome = if next.is_some() { Outcome::Aborted } else { Outcome::Unknown };
+        let (outcome, next) = crash(self.producer, &shared.config.bootstrap, self.tid, history, &shared.stop);
         history.txn(Txn {
             writer: format!("c{}", self.slot),
             values,
@@ -610,27 +599,16 @@ impl Instance<'_> {
             started,
             ended: history.now(),
         });
-        history.fault(client_fault("client-crash", began, history));
         (End::Crashed, next)
     }
 
     /// `txn-hijack`: a second producer takes the transactional.id; this instance's commit must
-    /// then fail. What it is told is recorded; the instance ends either way.
+    /// then fail (`queue::hijack`). What it is told is recorded; the instance ends either way.
     fn hijack(&self, record: impl FnOnce(Outcome)) {
-        let history = &self.shared.history;
-        let began = history.now();
-        self.shared.stats.hijacks.fetch_add(1, Ordering::SeqCst);
-        let hijacker = init_until_ready(&self.shared.config.bootstrap, self.tid, history, &self.shared.stop);
-        let outcome = match self.producer.commit_transaction(CALL_TIMEOUT) {
-            Ok(()) => Outcome::Committed,
-            Err(_) => Outcome::Aborted,
-        };
+        let shared = self.shared;
+        shared.stats.hijacks.fetch_add(1, Ordering::SeqCst);
+        let (outcome, _hijacker) =
+            hijack(&self.producer, &shared.config.bootstrap, self.tid, &shared.history, &shared.stop);
         record(outcome);
-        history.fault(client_fault("txn-hijack", began, history));
-        drop(hijacker);
     }
-}
-
-fn client_fault(kind: &str, began: Duration, history: &History) -> FaultWindow {
-    FaultWindow { kind: kind.into(), node: None, began, ended: history.now(), new_leader_after: None }
 }

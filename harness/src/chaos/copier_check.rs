@@ -10,8 +10,9 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::checker::{FinalRead, Unstable, Violations};
-use super::copier::{CALL_TIMEOUT, GROUP, INPUT_TOPIC, OUTPUT_TOPIC};
+use super::copier::{GROUP, INPUT_TOPIC, OUTPUT_TOPIC};
 use super::queue;
+use super::queue::CALL_TIMEOUT;
 use crate::kafka::client_config;
 
 /// The input topic's end offsets (high watermarks; it holds no transactions).

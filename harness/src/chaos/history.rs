@@ -58,6 +58,13 @@ pub struct FaultWindow {
     pub new_leader_after: Option<Duration>,
 }
 
+impl FaultWindow {
+    /// A client-side fault (a crash or a hijack a workload carried out): no node, no election.
+    pub fn client(kind: &str, began: Duration, ended: Duration) -> FaultWindow {
+        FaultWindow { kind: kind.into(), node: None, began, ended, new_leader_after: None }
+    }
+}
+
 /// A consistent cut a bank reader observed (LSO equal to the log end on every partition) and
 /// the read_committed sum it read up to it.
 #[derive(Debug, Clone, Serialize)]

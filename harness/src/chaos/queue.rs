@@ -80,7 +80,8 @@ pub struct Queue {
     pub faults: Arc<ClientFaults>,
 }
 
-const CALL_TIMEOUT: Duration = Duration::from_secs(20);
+/// Bounds every transactional call (begin, commit, abort, send offsets) of every workload.
+pub(super) const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// A reader starts a new session after this long (drawn up to twice it).
 const SESSION: Duration = Duration::from_secs(8);
@@ -190,38 +191,14 @@ fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, 
         };
 
         if faults.take_crash() {
-            // A crash mid-transaction: no commit, no abort. The next instance's init fences it.
-            let began = history.now();
-            drop(p);
-            producer = init_until_ready(&config.bootstrap, &tid, history, stop);
-            let outcome = if producer.is_some() { Outcome::Aborted } else { Outcome::Unknown };
+            let (outcome, next) = crash(p, &config.bootstrap, &tid, history, stop);
             history.txn(record(outcome, false));
-            history.fault(FaultWindow {
-                kind: "client-crash".into(),
-                node: None,
-                began,
-                ended: history.now(),
-                new_leader_after: None,
-            });
+            producer = next;
             continue;
         }
         if faults.take_hijack() {
-            // Another process takes the transactional id: this producer is fenced, and its
-            // commit must fail; whatever it is told is recorded and checked.
-            let began = history.now();
-            let hijacker = init_until_ready(&config.bootstrap, &tid, history, stop);
-            let outcome = match p.commit_transaction(CALL_TIMEOUT) {
-                Ok(()) => Outcome::Committed,
-                Err(_) => Outcome::Aborted,
-            };
+            let (outcome, hijacker) = hijack(&p, &config.bootstrap, &tid, history, stop);
             history.txn(record(outcome, false));
-            history.fault(FaultWindow {
-                kind: "txn-hijack".into(),
-                node: None,
-                began,
-                ended: history.now(),
-                new_leader_after: None,
-            });
             producer = hijacker;
             continue;
         }
@@ -291,14 +268,7 @@ fn plain_writer(w: usize, config: &QueueConfig, history: &History, stop: &Atomic
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let mut rng = StdRng::seed_from_u64(config.seed.wrapping_add(77_777 + w as u64));
     let name = format!("p{w}");
-    let create = || -> Result<FutureProducer, KafkaError> {
-        client_config(&config.bootstrap)
-            .set("enable.idempotence", "true")
-            .set("acks", "all")
-            .set("message.timeout.ms", "25000")
-            .set("linger.ms", "1")
-            .create()
-    };
+    let create = || idempotent_producer(&config.bootstrap, 1);
     let Ok(mut producer) = create() else { return history.client_error() };
     let mut seq = 0u64;
     while !stop.load(Ordering::SeqCst) && history.committed() < config.max_committed {
@@ -309,22 +279,9 @@ fn plain_writer(w: usize, config: &QueueConfig, history: &History, stop: &Atomic
                 (rng.gen_range(0..config.partitions), format!("{name}-{seq}"))
             })
             .collect();
-        let mut pending = Vec::new();
-        for (partition, value) in &values {
-            let record = FutureRecord::to(&config.topic)
-                .partition(*partition)
-                .key(value.as_str())
-                .payload(value.as_str());
-            pending.push(producer.send_result(record).ok());
-        }
+        let acks = send_each(&rt, &producer, &config.topic, &values);
         let mut failed = false;
-        for ((partition, value), delivery) in values.into_iter().zip(pending) {
-            let acked = match delivery {
-                Some(d) => rt.block_on(async {
-                    matches!(tokio::time::timeout(DELIVERY_TIMEOUT, d).await, Ok(Ok(Ok(_))))
-                }),
-                None => false,
-            };
+        for ((partition, value), acked) in values.into_iter().zip(acks) {
             let outcome = if acked { Outcome::Committed } else { Outcome::Unknown };
             if !acked {
                 history.client_error();
@@ -393,6 +350,79 @@ pub(super) fn commit(p: &FutureProducer, history: &History) -> (Outcome, bool) {
             }
         }
     }
+}
+
+/// `client-crash` on a transactional producer in the middle of its transaction: dropped, no
+/// commit, no abort; the next instance with its id initialises at once and must fence it.
+/// Returns the dropped transaction's outcome (aborted by that fencing, unknown if no instance
+/// came up before the run stopped) and the next instance; records the fault's window.
+pub(super) fn crash(
+    p: FutureProducer,
+    bootstrap: &str,
+    tid: &str,
+    history: &History,
+    stop: &AtomicBool,
+) -> (Outcome, Option<FutureProducer>) {
+    let began = history.now();
+    drop(p);
+    let next = init_until_ready(bootstrap, tid, history, stop);
+    history.fault(FaultWindow::client("client-crash", began, history.now()));
+    (if next.is_some() { Outcome::Aborted } else { Outcome::Unknown }, next)
+}
+
+/// `txn-hijack`: another process takes the transactional id while `p` is in a transaction, so
+/// `p`'s commit must fail; returns what the commit was told (checked like any outcome) and the
+/// hijacker; records the fault's window.
+pub(super) fn hijack(
+    p: &FutureProducer,
+    bootstrap: &str,
+    tid: &str,
+    history: &History,
+    stop: &AtomicBool,
+) -> (Outcome, Option<FutureProducer>) {
+    let began = history.now();
+    let hijacker = init_until_ready(bootstrap, tid, history, stop);
+    let outcome = match p.commit_transaction(CALL_TIMEOUT) {
+        Ok(()) => Outcome::Committed,
+        Err(_) => Outcome::Aborted,
+    };
+    history.fault(FaultWindow::client("txn-hijack", began, history.now()));
+    (outcome, hijacker)
+}
+
+/// An idempotent producer (acks=all) outside transactions, as the plain writer and the
+/// copier's feeder use.
+pub(super) fn idempotent_producer(bootstrap: &str, linger_ms: u32) -> Result<FutureProducer, KafkaError> {
+    client_config(bootstrap)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("message.timeout.ms", "25000")
+        .set("linger.ms", linger_ms.to_string())
+        .create()
+}
+
+/// Sends every value at once; the iterator then waits for each delivery report in turn, as it
+/// is advanced (so a caller can note when each one was acknowledged): whether it was (false
+/// for a refused send, a failed delivery or one not reported in time).
+pub(super) fn send_each<'a>(
+    rt: &'a tokio::runtime::Runtime,
+    p: &FutureProducer,
+    topic: &str,
+    values: &[(i32, String)],
+) -> impl Iterator<Item = bool> + 'a {
+    let pending: Vec<_> = values
+        .iter()
+        .map(|(partition, value)| {
+            let record =
+                FutureRecord::to(topic).partition(*partition).key(value.as_str()).payload(value.as_str());
+            p.send_result(record).ok()
+        })
+        .collect();
+    pending.into_iter().map(move |delivery| {
+        delivery.is_some_and(|d| {
+            rt.block_on(async { matches!(tokio::time::timeout(DELIVERY_TIMEOUT, d).await, Ok(Ok(Ok(_)))) })
+        })
+    })
 }
 
 /// Where readers start: offset 0 itself (nothing is deleted in a run), not the logical
