@@ -794,8 +794,12 @@ impl Cluster {
         out
     }
 
+    /// Whether any node's whole log holds `text`: a start-up error's message comes before
+    /// its backtrace, which pushes it out of the tail (a port taken was not retried so).
     fn any_log_mentions(&self, text: &str) -> bool {
-        self.ids().into_iter().any(|id| self.log_tail(id, LOG_TAIL_LINES).contains(text))
+        self.ids()
+            .into_iter()
+            .any(|id| std::fs::read_to_string(self.log_path(id)).is_ok_and(|l| l.contains(text)))
     }
 
     /// Returns the value, or panics with the error so that `Drop` prints every node's log tail
