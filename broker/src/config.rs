@@ -278,6 +278,7 @@ impl Settings {
             log_append_time_default: self.log_append_time,
             node_id: node_id as i32,
             bug_ack_before_commit: crate::fault::flag("bug.ack-before-commit"),
+            bug_ack_txn_before_commit: crate::fault::flag("bug.ack-txn-before-commit"),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! `ONELOG_FAULT=<name>` makes the process abort — like a kill -9, no destructors, no flushes —
 //! when execution reaches the point of that name; a `panic_point` panics there instead, the
 //! way a failed invariant would. With `ONELOG_FAULT_ARMED_BY=<path>` neither fires before that
-//! file exists (`raft_store::fault`, which also holds the log store's failed-fsync point). `ONELOG_FAULT_DELAY=<name>:<ms>` makes a `delay` point wait;
+//! file exists (`raft_store::fault`, which also holds the log store's failed-fsync point). `ONELOG_FAULT_DELAY=<name>:<ms>` makes a `delay` point wait (also held back by the armed file);
 //! `ONELOG_FAULT_FLAGS=<name>,…` turns on a `flag` for the whole run.
 
 /// Aborts the process here if `ONELOG_FAULT` names this point.
@@ -32,12 +32,15 @@ pub fn panic_point(name: &str) {
 pub fn panic_point(_name: &str) {}
 
 /// Waits here if `ONELOG_FAULT_DELAY` is `<name>:<milliseconds>`: widens a race window so a
-/// test can show what a slow step used to let through.
+/// test can show what a slow step used to let through. With `ONELOG_FAULT_ARMED_BY` set it
+/// waits only while that file exists, so a test can hold one leader there and let the next
+/// one (with the same environment) pass.
 #[cfg(feature = "fault-injection")]
 pub async fn delay(name: &str) {
     let Ok(v) = std::env::var("ONELOG_FAULT_DELAY") else { return };
     let Some((point, ms)) = v.split_once(':') else { return };
-    if point == name {
+    let armed = std::env::var_os("ONELOG_FAULT_ARMED_BY").map_or(true, |p| std::path::Path::new(&p).exists());
+    if point == name && armed {
         if let Ok(ms) = ms.parse::<u64>() {
             tracing::warn!(point = name, ms, "fault injection: delaying");
             tokio::time::sleep(std::time::Duration::from_millis(ms)).await;

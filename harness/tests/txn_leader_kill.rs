@@ -10,10 +10,14 @@
 //! (init_transactions fences the old instance and aborts whatever it left open) and retries.
 //! Each attempt is recorded as committed, aborted or unknown.
 //!
-//! Under read_committed (DESIGN §4, §5): every attempt the client saw commit is present exactly
+//! Under read_committed (DESIGN §5): every attempt the client saw commit is present exactly
 //! once with both parts; no attempt appears with one part only; no attempt the client saw
 //! aborted appears; an attempt of unknown outcome appears whole or not at all. The replicas end
 //! with identical digests.
+//!
+//! And (issue 17) the leader kill aborts nothing: every attempt commits, none is aborted and
+//! none ends unknown, and no producer is recreated. Before issue 17 the new leader aborted the
+//! transactions open at takeover, and their producers saw abortable errors.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -123,7 +127,16 @@ async fn leader_kill(cluster: &mut Cluster) -> Result<()> {
         summary(&runs)
     );
     cluster.assert_digests_equal()?;
-    verify(&bootstrap, &runs, &faults)
+    verify(&bootstrap, &runs, &faults)?;
+    let not_committed = attempts.iter().filter(|a| a.outcome != Outcome::Committed).count();
+    let inits: usize = runs.iter().map(|r| r.inits).sum();
+    ensure!(
+        not_committed == 0 && inits == PRODUCERS,
+        "the leader kill ended {not_committed} transactions without a commit and {} producers were          recreated: a leader change must abort nothing; {}",
+        inits - PRODUCERS,
+        summary(&runs)
+    );
+    Ok(())
 }
 
 /// Kills the leader after `KILL_AFTER_COMMITS` commits and restarts it after

@@ -21,12 +21,11 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::ApiKey;
 
 use crate::command::{
-    AbortTxnsOp, Command, LeaderStamp, Op, OpResult, PartitionAppend, PartitionProduced, ProduceOp,
-    ReplicatedLimits,
+    Command, LeaderStamp, Op, OpResult, PartitionAppend, PartitionProduced, ProduceOp, ReplicatedLimits,
 };
 use crate::producers::{BatchMeta, BatchSeq, Pending, Verdict};
 use crate::txn_errors;
-use crate::txns::{BrokerAbort, ProducerIdEpoch, TxnState};
+use crate::txns::{ProducerIdEpoch, TxnState};
 use crate::BrokerState;
 
 /// A produce op before the leader has stamped it.
@@ -86,12 +85,11 @@ pub fn produce_entry_bytes(appends: &[UnstampedAppend]) -> usize {
 pub enum Proposal {
     Op(Op),
     Produce(Vec<UnstampedAppend>),
-    /// Transactional batches only: answered once stamped, before the entry is committed
-    /// (DESIGN §1, §4), when the transaction is already open in the committed state (see
-    /// [`txn_is_open`]). Safe because nothing of a transaction becomes visible before its
-    /// EndTxn entry, which this leader proposes after this one, so it commits only with it; and
-    /// if this leader's term ends first, the next leader aborts the open transaction (the
-    /// takeover abort, [`takeover_ops`]) and the client's EndTxn fails with an abortable error.
+    /// Transactional batches only. Answered, like every acks=all write, once its entry is
+    /// committed and applied (issue 17): everything a client was told about a transaction is
+    /// then in the log, so a new leader carries the transaction on instead of aborting it.
+    /// Kept apart from `Produce` for one request being one proposal whatever its size, and
+    /// for the chaos checker's own test ([`EntryOptions::bug_ack_txn_before_commit`]).
     ProduceTransactional(Vec<UnstampedAppend>),
 }
 
@@ -127,6 +125,11 @@ pub struct EntryOptions {
     /// crash loses acknowledged writes. Only a test-only flag of the fault-injection build
     /// sets it.
     pub bug_ack_before_commit: bool,
+    /// The same for transactional writes of a transaction already open in the committed
+    /// state: what onelog did before issue 17, when a new leader aborted every open
+    /// transaction. With that abort gone, a leader crash then commits a transaction without
+    /// a write its client was told about; the chaos checker must see it (lost, torn).
+    pub bug_ack_txn_before_commit: bool,
 }
 
 /// The answer to one proposal.
@@ -153,6 +156,10 @@ pub enum Decision {
 pub struct Entry {
     pub command: Command,
     pub decisions: Vec<Decision>,
+    /// The entry carries writes of a transaction already open in the committed state (see
+    /// [`txn_is_open`]): where the fault-injection build's `proposer.before-txn-write` delay
+    /// point holds the leader.
+    pub open_txn_writes: bool,
 }
 
 /// Builds one entry from the queued proposals, in queue order, against `state` (the applied
@@ -165,11 +172,12 @@ pub fn build_entry(
 ) -> Entry {
     let mut entry = EntryBuilder::new(state, stamp, options);
     let mut decisions = Vec::with_capacity(proposals.len());
+    let mut open_txn_writes = false;
     // Ops that could make a produce op of the entry fail its checks on apply go after every
     // produce op (`Op::changes_produce_checks`): a marker takes the next offset of its
     // partitions, which would shift the offsets stamped into a later produce op; a topic
-    // deletion or an expired transactional id would refuse it. A transactional produce may
-    // already have been answered with its stamp, so it must apply as stamped. The proposals
+    // deletion or an expired transactional id would refuse it. (Only the checker's test bugs
+    // answer a produce with its stamp before commit; then it must also apply as stamped.) The proposals
     // were queued together, unanswered, so either order is one the clients could have seen.
     let mut deferred = Vec::new();
     for proposal in proposals {
@@ -203,15 +211,17 @@ pub fn build_entry(
             Proposal::ProduceTransactional(appends) => {
                 let open = appends.iter().flat_map(|a| &a.batches).all(|b| txn_is_open(state, &b.header));
                 let slots = entry.add_produce(appends);
+                let duplicate_in_entry = slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. }));
                 if slots.iter().all(|s| matches!(s, Slot::Decided(_))) {
                     // Nothing goes into the entry for it, so nothing would answer it later.
                     Decision::Answered(Answer::Produced(slots.into_iter().map(|s| s.answer(&[])).collect()))
-                } else if !open || slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. })) {
-                    // A retry queued behind its original is answered only with the original's op.
-                    Decision::Waiting(Waiting::Produce(slots))
-                } else {
+                } else if open && options.bug_ack_txn_before_commit && !duplicate_in_entry {
+                    open_txn_writes = true;
                     let stamped = slots.into_iter().map(|s| entry.stamped_answer(s)).collect();
                     Decision::Answered(Answer::Produced(stamped))
+                } else {
+                    open_txn_writes |= open;
+                    Decision::Waiting(Waiting::Produce(slots))
                 }
             }
         };
@@ -221,33 +231,25 @@ pub fn build_entry(
         entry.ops.push(op);
         decisions[index] = Decision::Waiting(Waiting::Op(entry.ops.len() - 1));
     }
-    Entry { command: Command { stamp, ops: entry.ops }, decisions }
+    Entry { command: Command { stamp, ops: entry.ops }, decisions, open_txn_writes }
 }
 
 /// What a new leader proposes, as its own entry, before anything else in its term: its limits
-/// when the replicated ones differ, and (DESIGN §4) the abort of every transaction still open
-/// once every entry of earlier terms is applied. Such a transaction may have writes
-/// acknowledged by an earlier leader that never reached this log; one whose EndTxn made it into
-/// the log is complete and left alone. Its own entry: the abort markers move log ends that
-/// later stamping must see.
+/// when the replicated ones differ. Open transactions are left open (issue 17): every write a
+/// client was told about is in the log, so their producers carry on with this leader.
 pub fn takeover_ops(state: &BrokerState, limits: &ReplicatedLimits) -> Vec<Op> {
-    let mut ops = Vec::new();
     if state.limits != *limits {
-        ops.push(Op::SetLimits(*limits));
+        vec![Op::SetLimits(*limits)]
+    } else {
+        Vec::new()
     }
-    let open = state.txns.open();
-    if !open.is_empty() {
-        ops.push(Op::AbortTxns(AbortTxnsOp { reason: BrokerAbort::Takeover, transactions: open }));
-    }
-    ops
 }
 
-/// Whether the batch's transaction is already open in the applied (committed) state. Only
-/// then may its produce be answered before commit: a new leader aborts every transaction the
-/// log shows open, but one whose only writes never reached the log looks like the previous,
-/// completed transaction of the same epoch (transactions v1), and the client's EndTxn(commit)
-/// would be taken for a retry and succeed without its data. So the first write of every
-/// transaction waits for its entry to commit; the ones after it are answered once stamped.
+/// Whether the batch's transaction is already open in the applied (committed) state at the
+/// batch's epoch: a write after the transaction's first. Before issue 17 such writes were
+/// answered once stamped; now only the chaos checker's test bug does that
+/// ([`EntryOptions::bug_ack_txn_before_commit`]), and the fault-injection build holds their
+/// entries at a delay point so that a test can kill their leader with them in flight.
 pub fn txn_is_open(state: &BrokerState, header: &BatchHeader) -> bool {
     state.txns.by_producer(header.producer_id).is_some_and(|(_, meta)| {
         meta.state == TxnState::Ongoing && meta.producer_epoch == header.producer_epoch

@@ -5,10 +5,10 @@
 //! topics applies all-or-nothing (DRMQ's atomic write). acks=0 gets no response; acks=1 and
 //! acks=all both reply after the entry is committed and applied — stronger than Kafka's acks=1.
 //!
-//! Transactional batches are answered as soon as the leader has stamped them, before their
-//! entry commits (DESIGN §1, §4: the EndTxn entry is the transaction's durable round), so only
-//! a leader holding the read lease takes them; any other write needs only Raft leadership
-//! (`Leadership::may_propose`): a leader descheduled for a moment keeps taking them.
+//! Transactional batches too are answered once their entry is committed (issue 17: a leader
+//! change then loses nothing a client was told about, and transactions carry on with the next
+//! leader). Writes need only Raft leadership (`Leadership::may_propose`), not the read lease:
+//! a leader descheduled for a moment keeps taking them.
 //!
 //! Idempotent batches (KIP-98) are sequence-checked by the proposer; each partition's answer
 //! (its error, its offset, or a duplicate's original offset) comes back per partition.
@@ -343,14 +343,8 @@ fn check_transactional(
     let Some(header) = batches.iter().map(|b| &b.header).find(|h| h.is_transactional()) else {
         return Ok(());
     };
-    // Answered once stamped, before its entry commits: a deposed leader that does not know it
-    // yet could otherwise acknowledge a write no log will hold, in a transaction a newer leader
-    // then commits. The lease rules that out; writes answered from their committed entry need
-    // only `may_propose` (checked in `check_request`).
-    if !ctx.is_leader() {
-        let message = "transactional writes need the leader's lease, which lapsed; retry".to_string();
-        return Err((error_code::NOT_LEADER_OR_FOLLOWER, Some(message)));
-    }
+    // Answered from its committed entry like any acks=all write (issue 17), so only Raft
+    // leadership is needed (`may_propose`, checked in `check_request`), not the read lease.
     let id = ProducerIdEpoch { producer_id: header.producer_id, producer_epoch: header.producer_epoch };
     let implicit_add = version >= IMPLICIT_ADD_FROM_VERSION;
     ctx.txns.admit_write(id, topic, partition, implicit_add).map_err(|refusal| {

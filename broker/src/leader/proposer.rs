@@ -9,7 +9,8 @@
 //!
 //! Before its first entry of a term, after every entry of earlier terms is applied, the
 //! proposer proposes the takeover entry (`entry::takeover_ops`: the leader's replicated limits
-//! if they changed, and the abort of transactions left open, DESIGN §4).
+//! if they changed). Transactions open at the takeover stay open (issue 17): every write a
+//! client was told about is in the log, so their producers carry on with this leader.
 //!
 //! Entries are bounded by construction (issue 13): the proposer never takes a proposal into an
 //! entry that would pass `limits::ENTRY_BYTES_MAX`, keeps it for the next entry instead, and
@@ -117,9 +118,9 @@ impl Proposer {
         self.submit(op).await?.await
     }
 
-    /// Queues one produce request's partitions; the future answers each, in order. A
-    /// transactional request (every batch transactional) may be answered once stamped (see
-    /// `entry::Proposal::ProduceTransactional`) and is one proposal, whatever its size.
+    /// Queues one produce request's partitions; the future answers each, in order, once
+    /// committed. A transactional request (every batch transactional) is one proposal,
+    /// whatever its size (`entry::Proposal::ProduceTransactional`).
     ///
     /// A non-transactional request larger than one entry (`limits::ENTRY_BYTES_MAX`) is split
     /// by partition into proposals that each fit (`entry::split_for_entries`), queued one after
@@ -162,7 +163,7 @@ impl Proposer {
         })
     }
 
-    /// Makes sure this term's takeover entry (DESIGN §4) is in the log, without proposing
+    /// Makes sure this term's takeover entry is in the log, without proposing
     /// anything else.
     pub async fn take_over(&self) -> Result<(), ProposeError> {
         let (reply, rx) = oneshot::channel();
@@ -188,7 +189,7 @@ struct Sequencer {
     options: ProposerOptions,
     /// Term in which the applied state was last known complete.
     term: u64,
-    /// Term whose takeover entry is in the log (DESIGN §4).
+    /// Term whose takeover entry is in the log.
     takeover_term: u64,
 }
 
@@ -313,13 +314,9 @@ impl Sequencer {
             return;
         }
         let mut waiting = Vec::new();
-        let mut answered_writes = false;
         for (decision, reply) in built.decisions.into_iter().zip(replies) {
             match decision {
-                Decision::Answered(answer) => {
-                    answered_writes |= matches!(answer, Answer::Produced(_));
-                    drop(reply.send(Ok(answer)));
-                }
+                Decision::Answered(answer) => drop(reply.send(Ok(answer))),
                 Decision::Waiting(w) => waiting.push((w, reply)),
             }
         }
@@ -327,12 +324,13 @@ impl Sequencer {
             assert!(waiting.is_empty(), "only proposals with ops in the entry wait for it");
             return;
         }
-        if answered_writes {
-            // Transactional writes are acknowledged and not yet in any log (DESIGN §4): a leader
-            // lost now loses them, and only the takeover abort keeps their transaction from
-            // committing without them. The chaos run widens this window (issue 14,
-            // `--txn-write-delay-ms`) so that its leader faults land inside it.
-            crate::fault::delay("proposer.answered-before-write").await;
+        if built.open_txn_writes {
+            // Writes of an open transaction, unanswered unless the checker's test bug answered
+            // them already: the fault-injection build can hold the leader here so that a test
+            // kills it with them in flight (`harness/tests/txn_leader_change.rs`; the chaos
+            // run's `--txn-write-delay-ms`). Their producer must then carry the transaction on
+            // with the next leader.
+            crate::fault::delay("proposer.before-txn-write").await;
         }
         let op_count = built.command.ops.len();
         // A leader cut off from the quorum cannot commit this entry; its callers are answered
@@ -372,19 +370,15 @@ impl Sequencer {
         }
     }
 
-    /// DESIGN §4: the takeover entry, before anything else of this term is proposed.
+    /// The takeover entry, before anything else of this term is proposed: the leader's limits
+    /// when the replicated ones differ (`entry::takeover_ops`). Open transactions stay open.
     async fn take_over(&mut self, term: u64) -> Result<(), ProposeError> {
-        let mut ops: Vec<Op> =
+        let ops: Vec<Op> =
             self.options.applied.state(|state| entry::takeover_ops(state, &self.options.limits));
-        // The chaos checker's own test (issue 14): a new leader that leaves the transactions
-        // open at takeover open. Only a test-only flag sets it.
-        if crate::fault::flag("bug.skip-takeover-abort") {
-            ops.retain(|op| !matches!(op, Op::AbortTxns(_)));
-        }
         if ops.is_empty() {
             return Ok(());
         }
-        tracing::info!(term, ops = ops.len(), "proposing the takeover entry (limits, open transactions)");
+        tracing::info!(term, ops = ops.len(), "proposing the takeover entry (limits)");
         let command = Command { stamp: LeaderStamp { now_ms: wall_clock_ms(), term: term as i32 }, ops };
         self.options.raft.client_write(command).await.map(|_| ()).map_err(propose_error)
     }

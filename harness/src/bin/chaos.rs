@@ -6,7 +6,7 @@
 //!   chaos --workload copier --seconds 60 --copier-bug skip-rewind      (its checker must catch it)
 //!   chaos --workload queue --seconds 60 --bug read-committed-to-hw    (the checker must catch it)
 //!   chaos --workload queue --seconds 60 --faults kill-leader --writers 1 --plain-writers 0 \
-//!         --txn-write-delay-ms 300 --bug skip-takeover-abort             (likewise)
+//!         --txn-write-delay-ms 300 --bug ack-txn-before-commit           (likewise)
 //!
 //! Prints the seed and the exact command that repeats the run, stops by itself after
 //! `--seconds` (or `--max-committed` committed transactions), writes the report under `--out`
@@ -53,11 +53,11 @@ struct Args {
     #[arg(long, default_value_t = 1_000_000)]
     max_committed: usize,
     /// Re-introduce a known bug in the broker (test-only flag of the fault-injection build):
-    /// read-committed-to-hw, skip-takeover-abort, ack-before-commit.
+    /// read-committed-to-hw, ack-txn-before-commit, ack-before-commit.
     #[arg(long, value_delimiter = ',')]
     bug: Vec<String>,
-    /// Milliseconds the leader waits between acknowledging transactional writes and appending
-    /// their entry (fault-injection build): leader faults then land inside that window.
+    /// Milliseconds the leader waits before appending an entry with writes of an open
+    /// transaction (fault-injection build): leader faults then land while they are in flight.
     #[arg(long)]
     txn_write_delay_ms: Option<u64>,
     /// Break the copier on purpose (copier workload only): commit-offsets-outside-txn (the
@@ -69,7 +69,7 @@ struct Args {
     out: Option<PathBuf>,
 }
 
-const BUGS: &[&str] = &["read-committed-to-hw", "skip-takeover-abort", "ack-before-commit"];
+const BUGS: &[&str] = &["read-committed-to-hw", "ack-txn-before-commit", "ack-before-commit"];
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();

@@ -34,8 +34,8 @@ pub struct Report {
     pub nodes: u64,
     pub seconds: f64,
     pub broker_flags: Vec<String>,
-    /// `RunOptions::txn_write_delay_ms`: the widened window of acknowledged, unwritten
-    /// transactional writes.
+    /// `RunOptions::txn_write_delay_ms`: the widened window of unwritten writes of open
+    /// transactions.
     pub txn_write_delay_ms: Option<u64>,
     pub planned_faults: usize,
     pub counts: QueueCounts,
@@ -155,10 +155,7 @@ impl Report {
             let _ = writeln!(s, "broker flags (re-introduced bugs): {}", self.broker_flags.join(","));
         }
         if let Some(ms) = self.txn_write_delay_ms {
-            let _ = writeln!(
-                s,
-                "the leader waits {ms} ms between acknowledging transactional writes and appending them"
-            );
+            let _ = writeln!(s, "the leader waits {ms} ms before appending writes of an open transaction");
         }
         let _ = writeln!(
             s,

@@ -53,10 +53,11 @@ pub struct RunOptions {
     pub copier_bug: Option<CopierBug>,
     /// Test-only broker flags (`ONELOG_FAULT_FLAGS`), e.g. a re-introduced bug.
     pub broker_flags: Vec<String>,
-    /// How long the leader waits between acknowledging transactional writes and appending
-    /// their entry (the fault-injection build's `proposer.answered-before-write` delay point):
-    /// widens the window in which a leader fault loses acknowledged writes of an open
-    /// transaction, which only the takeover abort (DESIGN §4) keeps from committing.
+    /// How long the leader waits before appending an entry with writes of an open transaction
+    /// (the fault-injection build's `proposer.before-txn-write` delay point): widens the window
+    /// in which a leader fault finds them in flight. Their producers must then carry the
+    /// transaction on with the next leader; with `--bug ack-txn-before-commit` they were
+    /// already acknowledged, and the checker must see them lost.
     pub txn_write_delay_ms: Option<u64>,
     pub out_dir: PathBuf,
     /// The command line that repeats this run, printed first and kept in the report.
@@ -85,7 +86,7 @@ enum Running {
 }
 
 /// The broker's delay point behind `RunOptions::txn_write_delay_ms` (broker/src/leader/proposer.rs).
-pub const TXN_WRITE_DELAY_POINT: &str = "proposer.answered-before-write";
+pub const TXN_WRITE_DELAY_POINT: &str = "proposer.before-txn-write";
 
 pub fn run(options: &RunOptions) -> Result<Report> {
     println!("chaos: seed {} — repeat with: {}", options.seed, options.command);

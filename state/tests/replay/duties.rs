@@ -216,6 +216,8 @@ impl Sim {
         let stale = i16::from(self.rng.gen_bool(0.3));
         let seen =
             ProducerIdEpoch { producer_id: meta.producer_id, producer_epoch: meta.producer_epoch - stale };
+        // Takeover aborts are no longer proposed (issue 17), but logs written before still hold
+        // them, and they must apply as before.
         let reason = if self.rng.gen_bool(0.8) { BrokerAbort::Admin } else { BrokerAbort::Takeover };
         q.duty(Op::AbortTxns(AbortTxnsOp { reason, transactions: vec![(tid.clone(), seen)] }));
     }

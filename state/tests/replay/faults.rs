@@ -27,12 +27,17 @@ pub(crate) enum Fault {
     LossyCheckpoint {
         from_step: u64,
     },
+    /// Not a replica's fault but every leader's: writes of an open transaction answered once
+    /// stamped, what onelog did before issue 17 (`EntryOptions::bug_ack_txn_before_commit`).
+    /// With no takeover abort, a lost entry then lets a transaction commit without a write
+    /// its client was told about.
+    AckTxnAtStamping,
 }
 
 impl Fault {
     pub(crate) fn first_step(self) -> Option<u64> {
         match self {
-            Fault::None => None,
+            Fault::None | Fault::AckTxnAtStamping => None,
             Fault::DropEffect { from_step }
             | Fault::SkipOp { from_step }
             | Fault::MoveLogEnd { from_step }

@@ -174,6 +174,21 @@ fn a_broken_replica_is_caught_at_the_step_it_breaks() {
     }
 }
 
+/// The leader-side check is not blind either (issue 17): leaders that answer writes of an
+/// open transaction once stamped, with no takeover abort to cover for them, commit a
+/// transaction without a write lost with its entry, and the harness says so.
+#[test]
+fn a_leader_answering_transactional_writes_before_commit_is_caught() {
+    match run(7, 10_000, Fault::AckTxnAtStamping) {
+        Ok(stats) => panic!("the harness missed writes answered at stamping and lost: {}", stats.summary()),
+        Err(divergence) => {
+            let message = divergence.to_string();
+            assert!(message.contains("although a write it was told succeeded was lost"), "{message}");
+            println!("caught at step {}", divergence.step);
+        }
+    }
+}
+
 fn env_usize(name: &str) -> Option<usize> {
     let value = std::env::var(name).ok()?;
     Some(value.trim().parse().unwrap_or_else(|_| panic!("{name}={value:?} is not a number")))
@@ -219,6 +234,7 @@ impl fmt::Display for Divergence {
 /// Runs one seed until `target_ops` ops are applied; `fault` breaks replica `FAULTY`.
 fn run(seed: u64, target_ops: usize, fault: Fault) -> Result<Stats, Divergence> {
     let mut sim = Sim::new(seed);
+    sim.leader_bug = matches!(fault, Fault::AckTxnAtStamping);
     let mut cluster = Cluster::new(fault);
     let mut step = 0u64;
     let mut takeover = true;

@@ -35,6 +35,8 @@ pub(crate) struct Sim {
     pub(crate) idem: Vec<IdemClient>,
     pub(crate) txn: Vec<TxnClient>,
     pub(crate) stats: Stats,
+    /// Every leader answers writes of an open transaction once stamped (`Fault::AckTxnAtStamping`).
+    pub(crate) leader_bug: bool,
 }
 
 impl Sim {
@@ -70,6 +72,7 @@ impl Sim {
             idem: Vec::new(),
             txn,
             stats: Stats::default(),
+            leader_bug: false,
         }
     }
 
@@ -91,6 +94,7 @@ impl Sim {
             log_append_time_default: self.rng.gen_bool(0.25),
             node_id: 1,
             bug_ack_before_commit: false,
+            bug_ack_txn_before_commit: self.leader_bug,
         };
         self.stats.terms += 1;
     }

@@ -150,7 +150,6 @@ impl Stats {
             ("duplicates answered from the log", self.duplicates, 80),
             ("in-entry duplicates", self.duplicates_in_entry, 60),
             ("out-of-order refusals", self.out_of_order, 20),
-            ("writes answered at stamping", self.early_txn_answers, 500),
             ("idempotent InitProducerId", self.idempotent_inits, 50),
             ("transactional InitProducerId", self.txn_inits, 100),
             ("commits", self.txn_commits, 100),
@@ -159,7 +158,9 @@ impl Stats {
             ("v2 EndTxn", self.v2_end_txns, 150),
             ("fencing aborts", self.fencing_aborts, 30),
             ("timeout aborts", self.timeout_aborts, 40),
-            ("takeover aborts", self.takeover_aborts, 15),
+            // No longer proposed by a leader (issue 17); the admin duty replays a few as logs
+            // written before hold them.
+            ("takeover aborts", self.takeover_aborts, 1),
             ("admin aborts", self.admin_aborts, 1),
             ("fenced requests", self.fenced, 70),
             ("told aborted by the broker", self.aborted_by_broker, 50),

@@ -4,7 +4,8 @@
 //!
 //! Both are decided from the applied state and proposed as log entries; the entry's stamp is
 //! the clock apply uses, so every replica aborts and forgets the same transactions at the same
-//! point.
+//! point. A transaction's start is in the log (`TxnMeta::start_ms`), so the timeout holds
+//! across leader changes: a transaction a new leader carries on still ends at its timeout.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,10 +23,8 @@ pub fn start(ctx: Arc<DutyCtx>, txns: Arc<TxnCoordinator>) {
     tokio::spawn(expire_transactional_ids(ctx));
 }
 
-/// A new leader aborts the transactions open at the takeover before its first proposal (see
-/// `leader::proposer`); this makes that happen at once instead of at the first client
-/// request, so read_committed consumers are not held at the old transactions' last stable
-/// offset.
+/// A new leader's takeover entry (its limits, see `leader::proposer`) goes in at once instead
+/// of with the first client request.
 async fn take_over(ctx: Arc<DutyCtx>) {
     let mut metrics = ctx.leadership.metrics();
     let mut done_term = 0;

@@ -1,13 +1,19 @@
 //! Leader memory of what open transactions have added (DESIGN §1): AddPartitionsToTxn and
 //! AddOffsetsToTxn are checked against the applied state and recorded here, not in the log.
 //!
-//! It is safe to lose: it belongs to one leader term. A new leader starts empty and aborts
-//! every transaction the log shows open (DESIGN §4), so nothing recorded by an earlier term
-//! is ever needed. Produce consults it for KIP-890 part 1: a transactional batch for a
-//! partition the transaction has not added is refused, so a late batch of an ended
-//! transaction cannot open a hanging one.
+//! It belongs to one leader term, and losing it never loses a transaction: the markers an
+//! EndTxn writes come from what the log shows the transaction wrote, not from here. Produce
+//! consults it for KIP-890 part 1: a transactional batch for a partition the transaction has
+//! not added is refused, so a late batch of an ended transaction cannot open one nobody ends.
+//!
+//! A new leader starts empty while the transactions open under its predecessor go on (issue
+//! 17); their producers do not add again what they added before. So the refusal holds only
+//! for a transaction this term has seen begin: one whose previous transaction ended here, or
+//! whose producer was initialised here ([`TxnMemory::clear`] marks the id). Until then a
+//! batch at the current epoch is taken as added under an earlier term (see
+//! `TxnCoordinator::admit_write`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 use onelog_state::txns::ProducerIdEpoch;
@@ -31,16 +37,24 @@ pub struct TxnMemory {
 struct Inner {
     term: u64,
     open: HashMap<String, Added>,
+    /// Transactional ids whose transactions this term has seen end (or whose producer was
+    /// initialised in it): `open` holds everything their current transaction added.
+    complete: HashSet<String>,
 }
 
 impl TxnMemory {
-    fn with<R>(&self, term: u64, f: impl FnOnce(&mut HashMap<String, Added>) -> R) -> R {
+    fn with_inner<R>(&self, term: u64, f: impl FnOnce(&mut Inner) -> R) -> R {
         let mut inner = self.inner.lock().expect("txn memory lock");
         if inner.term != term {
             inner.term = term;
             inner.open.clear();
+            inner.complete.clear();
         }
-        f(&mut inner.open)
+        f(&mut inner)
+    }
+
+    fn with<R>(&self, term: u64, f: impl FnOnce(&mut HashMap<String, Added>) -> R) -> R {
+        self.with_inner(term, |inner| f(&mut inner.open))
     }
 
     fn entry<'a>(
@@ -84,19 +98,30 @@ impl TxnMemory {
         });
     }
 
-    /// KIP-890 part 1: whether the transaction of `producer` added this partition.
-    pub fn has_partition(
+    /// KIP-890 part 1: whether a transactional batch of `producer` for this partition is
+    /// admitted. It is if the transaction added the partition in this term; otherwise only
+    /// while this term has not seen the transaction begin (it may have been added under an
+    /// earlier leader), and then the partition is recorded as added.
+    pub fn admit_partition(
         &self,
         term: u64,
         transactional_id: &str,
         producer: ProducerIdEpoch,
         topic: &str,
         partition: i32,
+        now_ms: i64,
     ) -> bool {
-        self.with(term, |open| {
-            open.get(transactional_id).is_some_and(|a| {
-                a.producer == producer && a.partitions.contains(&(topic.to_string(), partition))
-            })
+        let key = (topic.to_string(), partition);
+        self.with_inner(term, |inner| {
+            let added = inner.open.get(transactional_id);
+            if added.is_some_and(|a| a.producer == producer && a.partitions.contains(&key)) {
+                return true;
+            }
+            if inner.complete.contains(transactional_id) {
+                return false;
+            }
+            Self::entry(&mut inner.open, transactional_id, producer, now_ms).partitions.insert(key);
+            true
         })
     }
 
@@ -105,9 +130,13 @@ impl TxnMemory {
         self.with(term, |open| open.clone())
     }
 
-    /// The transaction ended (or was fenced): forget what it added.
+    /// The transaction ended (or was fenced): forget what it added. From now on this term
+    /// sees every add of the id's next transaction, so Produce holds it to them.
     pub fn clear(&self, term: u64, transactional_id: &str) {
-        self.with(term, |open| open.remove(transactional_id));
+        self.with_inner(term, |inner| {
+            inner.open.remove(transactional_id);
+            inner.complete.insert(transactional_id.to_string());
+        });
     }
 
     /// Forgets transactions that added but never wrote for longer than their timeout; the
@@ -116,5 +145,28 @@ impl TxnMemory {
         self.with(term, |open| {
             open.retain(|id, a| timeout_ms(id).is_some_and(|t| now_ms - a.started_ms < t));
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TERM: u64 = 7;
+    const ID: ProducerIdEpoch = ProducerIdEpoch { producer_id: 1, producer_epoch: 0 };
+
+    /// Issue 17: a new leader admits the writes of a transaction begun under its predecessor
+    /// (whose adds it never saw), and holds a transaction it saw begin to what it added.
+    #[test]
+    fn a_partition_added_under_an_earlier_term_is_admitted_until_this_term_sees_the_transaction_begin() {
+        let memory = TxnMemory::default();
+        assert!(memory.admit_partition(TERM, "tx", ID, "t", 0, 0), "added under the previous leader, maybe");
+        assert!(memory.added(TERM)["tx"].partitions.contains(&("t".to_string(), 0)), "recorded as added");
+        memory.clear(TERM, "tx");
+        assert!(!memory.admit_partition(TERM, "tx", ID, "t", 0, 0), "a late batch after the end seen here");
+        memory.add_partitions(TERM, "tx", ID, [("t".to_string(), 1)], 0);
+        assert!(memory.admit_partition(TERM, "tx", ID, "t", 1, 0), "added in this term");
+        assert!(!memory.admit_partition(TERM, "tx", ID, "t", 0, 0), "not added to this transaction");
+        assert!(memory.admit_partition(TERM + 1, "tx", ID, "t", 0, 0), "the next term starts over");
     }
 }

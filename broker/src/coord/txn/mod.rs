@@ -5,8 +5,10 @@
 //! changes), checks requests against the applied state, proposes the transaction ops and keeps
 //! the memory in step with what they decide: a transaction that ends by EndTxn, by fencing in
 //! InitProducerId, or by a broker abort (timeout, `kafka-transactions.sh abort`) is forgotten
-//! here in one place. Its duties (`duties`) abort timed-out transactions and expire idle ids;
-//! the takeover abort of a new leader is the proposer's first entry of a term (DESIGN §4).
+//! here in one place. Its duties (`duties`) abort timed-out transactions and expire idle ids.
+//! A leader change ends no transaction (issue 17): every write and offset commit of one is
+//! answered once committed, its start and timeout are in the log, and a new leader lets its
+//! producer carry on (`admit_write`).
 //!
 //! Handlers get typed outcomes ([`TxnFailure`]) and map them to Kafka codes with the errors
 //! module's table.
@@ -132,6 +134,14 @@ impl TxnCoordinator {
     /// current epoch of its transactional id and go to a partition the transaction added
     /// (KIP-890 part 1), so a late batch of an ended transaction can never open a new one that
     /// nobody will end. `implicit_add` (Produce v12+, KIP-890 part 2) adds the partition.
+    ///
+    /// After a leader change the partitions added under the previous leader are not in this
+    /// term's memory, and the producer does not add them again: until this term sees the
+    /// transaction begin, a batch at the current epoch counts as added (`memory`). What that
+    /// lets through is a late batch of a transactions-v1 producer whose earlier transaction
+    /// ended with the batch unwritten and whose epoch did not move (clients bump it after such
+    /// a timeout, KIP-360). It would open a transaction in the log, which the timeout duty
+    /// aborts after `transaction.timeout.ms`: held, never hanging for good.
     pub fn admit_write(
         &self,
         producer: ProducerIdEpoch,
@@ -149,7 +159,7 @@ impl TxnCoordinator {
                 [(topic.to_string(), partition)],
                 wall_clock_ms(),
             );
-        } else if !self.memory.has_partition(term, &tid, producer, topic, partition) {
+        } else if !self.memory.admit_partition(term, &tid, producer, topic, partition, wall_clock_ms()) {
             return Err(WriteRefusal::NotAdded { transactional_id: tid });
         }
         Ok(())
