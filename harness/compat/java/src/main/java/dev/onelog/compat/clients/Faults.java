@@ -118,11 +118,12 @@ final class Faults {
     /**
      * A transactional producer commits transactions in a loop (each: begin, one record to each of
      * three partitions, commit) for FLOW; then the Raft leader is killed -9 while it runs, and the
-     * loop goes on for FLOW after the cluster is whole again. The kill is sure to land inside an
-     * open transaction with an acknowledged write: the loop's next transaction, once its record to
-     * partition 0 is acknowledged, waits until COMPAT_KILL_LEADER has returned before it sends the
-     * other two and commits (a transaction free-running past the kill is mostly between
-     * transactions or not yet durable on the killed leader, and proves little). A leader kill must
+     * loop goes on through the election and the node's restart, and for FLOW after the cluster is
+     * whole again. The kill is sure to land inside an open transaction with an acknowledged write:
+     * the loop's next transaction, once its record to partition 0 is acknowledged, waits until the
+     * leader has been killed -9 (Compat.killLeaderAt) before it sends the other two and commits (a
+     * kill at a random moment mostly falls between transactions, or before the open one's first
+     * write is in the log, and proves little). A leader kill must
      * not abort a transaction: any error from begin, send or commit fails the scenario (the
      * timeouts are long, so a slow election is a wait, not an error). Every committed
      * transaction's records must read back exactly once under read_committed, in order per
@@ -161,7 +162,7 @@ final class Faults {
                                 holding.countDown();
                                 step = "waiting for the kill";
                                 release.await();
-                                step = "send to partition 1, after the kill";
+                                step = "send to partition 1, after the kill -9";
                             }
                         }
                         step = "commit";
@@ -194,8 +195,7 @@ final class Faults {
                     + failedIn.get() + ": " + describeCrash(crash.get()));
             committedBefore = committed.size();
             check(committedBefore > 0, "no transaction committed in " + FLOW.toMillis() + " ms before the kill");
-            killStart = System.nanoTime();
-            compat.killLeader();
+            killStart = compat.killLeaderAt(release::countDown);
             killReturned = System.nanoTime();
         } finally {
             release.countDown();
@@ -210,14 +210,16 @@ final class Faults {
         }
         long killMs = (killReturned - killStart) / 1_000_000;
         check(crash.get() == null, failedIn.get() + " failed (" + txns.size() + " committed, " + committedBefore
-                + " before the kill, kill+restart " + killMs + " ms, transaction " + heldTxn.get()
-                + " held open across it): " + describeCrash(crash.get()));
+                + " before the kill, transaction " + heldTxn.get() + " open across it; the kill took "
+                + killMs + " ms to a whole cluster): " + describeCrash(crash.get()));
+        int duringKill = 0;
         int afterKill = 0;
         long longestCommit = 0;
         Txn held = null;
         for (Txn t : txns) {
             if (t.n == heldTxn.get()) held = t;
             else if (t.begin > killReturned) afterKill++;
+            else if (t.end > killStart) duringKill++;
             longestCommit = Math.max(longestCommit, t.end - t.commitStart);
         }
         check(held != null, "the transaction held open across the kill (" + heldTxn.get() + ") did not commit");
@@ -241,12 +243,12 @@ final class Faults {
                         + sample(extra) + (got.size() == new HashSet<>(got).size() ? "" : ", duplicates"));
             }
         }
-        return txns.size() + " transactions committed, none aborted (" + committedBefore + " before the kill, "
-                + "transaction " + held.n + " held open across it committed "
-                + (held.end - killReturned) / 1_000_000 + " ms after the kill returned, " + afterKill
-                + " after); read_committed read each exactly once (" + read.size() + " records); longest "
-                + "transaction but the held one " + longestOther(txns, held) / 1_000_000 + " ms, longest commit "
-                + longestCommit / 1_000_000 + " ms; kill+restart took " + killMs + " ms";
+        return txns.size() + " transactions committed, none aborted: " + committedBefore + " before the kill, "
+                + "transaction " + held.n + " open across it (committed " + (held.end - killStart) / 1_000_000
+                + " ms after the kill -9), " + duringKill + " more before the cluster was whole again ("
+                + killMs + " ms after the kill), " + afterKill + " after; read_committed read each exactly once ("
+                + read.size() + " records); longest commit " + longestCommit / 1_000_000 + " ms, longest "
+                + "transaction but the held one " + longestOther(txns, held) / 1_000_000 + " ms";
     }
 
     private static long longestOther(List<Txn> txns, Txn held) {
