@@ -67,7 +67,7 @@ public final class StreamsDriver {
     private static final long LINE_EVERY_MS = 10;
     /** streams_kill_leader: how often the app's committed input offsets are read. */
     private static final long OFFSETS_EVERY_MS = 100;
-    /** streams_kill_leader: input keeps flowing this long after a stall ends, before the next kill. */
+    /** streams_kill_leader: input keeps flowing this long after the app commits, before a kill. */
     private static final long SETTLE_MS = 1000;
 
     private static String line(int i) {
@@ -249,8 +249,15 @@ public final class StreamsDriver {
 
         OffsetsMonitor(String group, String input) {
             java.util.Properties p = kit.common();
-            p.put("request.timeout.ms", "2000");
-            p.put("default.api.timeout.ms", "3000");
+            // Short timeouts and backoffs: a reading stuck on the killed node gives up within a
+            // second and the next tick asks again, so the first reading after a kill shows when
+            // the cluster answers again, apart from the app's own clients' (default) settings.
+            p.put("request.timeout.ms", "800");
+            p.put("default.api.timeout.ms", "1000");
+            p.put("retry.backoff.ms", "50");
+            p.put("retry.backoff.max.ms", "100");
+            p.put("reconnect.backoff.ms", "50");
+            p.put("reconnect.backoff.max.ms", "100");
             thread = new Thread(() -> {
                 try (Admin admin = Admin.create(p)) {
                     while (!stop.get()) {
@@ -258,7 +265,7 @@ public final class StreamsDriver {
                         try {
                             Map<TopicPartition, OffsetAndMetadata> offsets =
                                     admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata()
-                                            .get(3, TimeUnit.SECONDS);
+                                            .get(2, TimeUnit.SECONDS);
                             long sum = 0;
                             for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
                                 if (e.getKey().topic().equals(input) && e.getValue() != null) sum += e.getValue().offset();
@@ -297,9 +304,9 @@ public final class StreamsDriver {
         String timeline(long from, long to) {
             StringBuilder b = new StringBuilder();
             synchronized (samples) {
-                long last = Long.MIN_VALUE;
+                Long last = null;
                 for (Sample s : samples) {
-                    if (s.answered < from || s.answered > to || s.sum == last) continue;
+                    if (s.answered < from || s.answered > to || (last != null && s.sum == last)) continue;
                     b.append(b.length() == 0 ? "" : ", ").append('+').append((s.answered - from) / 1_000_000)
                             .append(" ms ").append(s.sum == FAILED ? "failed" : Long.toString(s.sum));
                     last = s.sum;
@@ -353,6 +360,7 @@ public final class StreamsDriver {
         AtomicBoolean stopInput = new AtomicBoolean();
         long[] stallMs = new long[LEADER_KILLS];
         long[] killMs = new long[LEADER_KILLS];
+        long[] readableMs = new long[LEADER_KILLS];
         int lines;
         Map<String, Long> expected;
         Thread producer = null;
@@ -386,11 +394,11 @@ public final class StreamsDriver {
             long since = System.nanoTime();
             long above = 0;
             for (int k = 0; k < LEADER_KILLS; k++) {
-                // Before each kill: the app has committed input offsets since the previous one,
-                // and input flowed for a while after that.
+                // Before each kill: the app has committed input offsets since the previous one (or
+                // since it started), and input flowed for SETTLE_MS after that.
                 Sample progress;
                 while ((progress = committed.firstAbove(since, above)) == null
-                        || System.nanoTime() - progress.answered < TimeUnit.MILLISECONDS.toNanos(k == 0 ? 0 : SETTLE_MS)) {
+                        || System.nanoTime() - progress.answered < TimeUnit.MILLISECONDS.toNanos(SETTLE_MS)) {
                     check(System.nanoTime() < deadline, "the app committed no input offsets "
                             + (k == 0 ? "before the first kill" : "after kill " + k) + " (committed sum "
                             + committed.lastSum() + ", " + sent.get() + " lines sent)");
@@ -411,6 +419,7 @@ public final class StreamsDriver {
                     poll(out, latest, sentCounts);
                 }
                 long before = at.sum;
+                readableMs[k] = (at.answered - kill) / 1_000_000;
                 Sample advanced;
                 while ((advanced = committed.firstAbove(kill, before)) == null) {
                     check(System.nanoTime() < deadline, "the app's committed input offsets did not advance past "
@@ -447,8 +456,9 @@ public final class StreamsDriver {
             deleteTree(stateDir);
         }
         return "Raft leader killed -9 " + LEADER_KILLS + " times while " + lines + " input lines were produced; "
-                + "stall after kill 1: " + stallMs[0] + " ms, after kill 2: " + stallMs[1] + " ms (kill+restart "
-                + killMs[0] + " ms, " + killMs[1] + " ms); Streams ran without stopping (default handlers); "
+                + "stall after kill 1: " + stallMs[0] + " ms, after kill 2: " + stallMs[1] + " ms (first offsets read "
+                + "after the kill at " + readableMs[0] + " ms, " + readableMs[1] + " ms; kill+restart " + killMs[0]
+                + " ms, " + killMs[1] + " ms); Streams ran without stopping (default handlers); "
                 + "final counts exact " + expected;
     }
 
