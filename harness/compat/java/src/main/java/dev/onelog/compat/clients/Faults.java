@@ -123,11 +123,11 @@ final class Faults {
      * the loop's next transaction, once its record to partition 0 is acknowledged, waits until the
      * leader has been killed -9 (Compat.killLeaderAt) before it sends the other two and commits (a
      * kill at a random moment mostly falls between transactions, or before the open one's first
-     * write is in the log, and proves little). A leader kill must
-     * not abort a transaction: any error from begin, send or commit fails the scenario (the
-     * timeouts are long, so a slow election is a wait, not an error). Every committed
-     * transaction's records must read back exactly once under read_committed, in order per
-     * partition, and transactions must commit after the kill.
+     * write is in the log, and proves little). A leader kill must not abort a transaction: any
+     * error from begin, send or commit fails the scenario (the timeouts are long, so a slow
+     * election is a wait, not an error). Every committed transaction's records must read back
+     * exactly once under read_committed, in order per partition, and transactions must commit
+     * after the kill.
      */
     String txnLeaderKill() throws Exception {
         String topic = compat.prefix + "-txn-leader-kill";
@@ -185,9 +185,9 @@ final class Faults {
         long killStart;
         long killReturned;
         int committedBefore;
+        boolean killed = false;
         try {
             Thread.sleep(FLOW.toMillis());
-            committedBefore = committed.size();
             holdNext.set(true);
             check(holding.await(30, TimeUnit.SECONDS) || crash.get() != null,
                     "no transaction reached its first acknowledged write within 30 s");
@@ -197,8 +197,11 @@ final class Faults {
             check(committedBefore > 0, "no transaction committed in " + FLOW.toMillis() + " ms before the kill");
             killStart = compat.killLeaderAt(release::countDown);
             killReturned = System.nanoTime();
+            killed = true;
         } finally {
             release.countDown();
+            // A failure before or in the kill: the loop must not outlive the scenario.
+            if (!killed) stop.set(true);
         }
         Thread.sleep(FLOW.toMillis());
         stop.set(true);
