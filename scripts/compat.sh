@@ -41,8 +41,8 @@ OTHER_CLIENTS=(rdkafka-rust confluent-kafka-python franz-go sarama kafka-python 
 # The scenario ids of the client drivers (the JVM-only lists come from their drivers' lines).
 SCENARIOS=(create_topic produce_consume compression consume_earliest consume_latest seek_timestamp
     group_rebalance member_leave_rejoin idempotent_produce txn_commit_abort consume_process_produce
-    txn_fencing alter_config delete_records leader_kill err_unknown_topic err_offset_out_of_range
-    err_stale_generation err_fenced_producer)
+    txn_fencing alter_config delete_records leader_kill txn_leader_kill err_unknown_topic
+    err_offset_out_of_range err_stale_generation err_fenced_producer)
 STREAMS_SCENARIOS=(streams_eos_wordcount streams_kill_streams streams_kill_leader)
 CLI_SCENARIOS=(kafka-topics kafka-console-producer-consumer kafka-consumer-groups-describe
     kafka-consumer-groups-reset-offsets kafka-consumer-groups-delete kafka-configs-describe
@@ -55,10 +55,10 @@ CI_QUICK=(create_topic produce_consume compression consume_earliest seek_timesta
     idempotent_produce txn_commit_abort consume_process_produce txn_fencing alter_config
     delete_records err_offset_out_of_range err_fenced_producer)
 declare -A CI_SLOW=(
-    [java-4.1.1]="leader_kill err_unknown_topic"
+    [java-4.1.1]="leader_kill err_unknown_topic txn_leader_kill"
     [java-3.9.1]="member_leave_rejoin"
     [java-2.8.2]="err_stale_generation consume_latest"
-    [rdkafka-rust]="leader_kill consume_latest"
+    [rdkafka-rust]="leader_kill consume_latest txn_leader_kill"
     [confluent-kafka-python]="err_unknown_topic"
     [franz-go]="group_rebalance"
     [sarama]="member_leave_rejoin"

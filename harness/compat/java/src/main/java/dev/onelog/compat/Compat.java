@@ -149,14 +149,43 @@ public final class Compat {
 
     /** Runs COMPAT_KILL_LEADER through sh and waits; throws if it is missing or fails. */
     public void killLeader() throws Exception {
+        killLeaderAt(() -> {});
+    }
+
+    /**
+     * killLeader(), answering when the kill -9 took effect (System.nanoTime()): when the command
+     * printed scripts/cluster.sh's "killed with SIGKILL" line, else when the command started.
+     * `onKilled` runs once, as soon as that line appears (while the command still waits for the
+     * new leader and restarts the node), or when the command ends if it never does.
+     */
+    public long killLeaderAt(Runnable onKilled) throws Exception {
         check(!killLeader.isEmpty(), "COMPAT_KILL_LEADER is not set");
-        // Its stdout goes to stderr: the driver's stdout carries only the JSON lines.
-        Process p = new ProcessBuilder("sh", "-c", "(" + killLeader + ") 1>&2")
-                .redirectOutput(ProcessBuilder.Redirect.INHERIT)
-                .redirectError(ProcessBuilder.Redirect.INHERIT)
+        // Its output goes to stderr, line by line: the driver's stdout carries only the JSON lines.
+        long started = System.nanoTime();
+        Process p = new ProcessBuilder("sh", "-c", killLeader)
+                .redirectErrorStream(true)
                 .start();
         p.getOutputStream().close();
-        check(p.waitFor(timeoutS, TimeUnit.SECONDS), "COMPAT_KILL_LEADER did not return in " + timeoutS + " s");
+        java.util.concurrent.atomic.AtomicLong killed = new java.util.concurrent.atomic.AtomicLong();
+        Thread copy = new Thread(() -> {
+            try (java.io.BufferedReader r = new java.io.BufferedReader(
+                    new java.io.InputStreamReader(p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8))) {
+                for (String l; (l = r.readLine()) != null; ) {
+                    if (l.contains("killed with SIGKILL") && killed.compareAndSet(0, System.nanoTime())) onKilled.run();
+                    System.err.println(l);
+                }
+            } catch (java.io.IOException e) {
+                System.err.println("COMPAT_KILL_LEADER output: " + e);
+            }
+        }, "kill-leader-output");
+        copy.setDaemon(true);
+        copy.start();
+        boolean returned = p.waitFor(timeoutS, TimeUnit.SECONDS);
+        copy.join(5000);
+        if (killed.get() == 0) onKilled.run();
+        if (!returned) p.destroyForcibly();
+        check(returned, "COMPAT_KILL_LEADER did not return in " + timeoutS + " s");
         check(p.exitValue() == 0, "COMPAT_KILL_LEADER exited " + p.exitValue());
+        return killed.get() != 0 ? killed.get() : started;
     }
 }

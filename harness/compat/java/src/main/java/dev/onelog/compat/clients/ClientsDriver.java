@@ -1,4 +1,4 @@
-// The kafka-clients driver of the compatibility matrix: one JVM runs the 19 contract scenarios
+// The kafka-clients driver of the compatibility matrix: one JVM runs the 20 contract scenarios
 // with the kafka-clients version it was built against (run.sh builds 4.1.1, 3.9.1 and 2.8.2 from
 // this one source). Usage: ClientsDriver <client id>, environment as in dev.onelog.compat.Compat.
 package dev.onelog.compat.clients;
@@ -33,6 +33,7 @@ public final class ClientsDriver {
         compat.run("alter_config", basics::alterConfig);
         compat.run("delete_records", basics::deleteRecords);
         compat.run("leader_kill", faults::leaderKill);
+        compat.run("txn_leader_kill", faults::txnLeaderKill);
         compat.run("err_unknown_topic", faults::unknownTopic);
         compat.run("err_offset_out_of_range", faults::offsetOutOfRange);
         compat.run("err_stale_generation", groups::staleGeneration);

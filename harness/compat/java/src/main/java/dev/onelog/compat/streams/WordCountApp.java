@@ -1,7 +1,8 @@
 // The Kafka Streams application of the compatibility matrix: an exactly_once_v2 word count from
 // the input topic to the output topic (word -> count). It runs in its own JVM, started by
-// StreamsDriver, because two scenarios kill -9 it. It exits with EXIT_STOPPED when Streams stops
-// on its own (state ERROR or NOT_RUNNING), so the driver can tell a stop from a kill.
+// StreamsDriver, because a scenario kills -9 it. It sets no exception handler (Streams' defaults)
+// and exits with EXIT_STOPPED when Streams stops on its own (state ERROR or NOT_RUNNING), so the
+// driver can tell a stop from a kill.
 // Usage: WordCountApp <bootstrap> <application.id> <input> <output> <state.dir>
 package dev.onelog.compat.streams;
 
@@ -32,7 +33,13 @@ public final class WordCountApp {
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "200");
+        // Each transaction's first write reaches the log at once (linger 5 ms, not Streams' 100)
+        // and the transaction stays open until the next commit, half a second later: a leader
+        // kill then nearly always lands inside an open transaction with a durable write, the case
+        // streams_kill_leader is about (a leader that aborts such transactions at takeover stops
+        // Streams, whose default production exception handler fails on the abort).
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "500");
+        p.put(StreamsConfig.producerPrefix("linger.ms"), "5");
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, Short.toString(Kit.REPLICATION_FACTOR));
         // Internal topics too get the small segment size the matrix's cluster needs.
         p.put(StreamsConfig.topicPrefix("segment.bytes"), Kit.SEGMENT_BYTES);
