@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -121,10 +122,13 @@ func WaitFor(ctx context.Context, what string, cond func() bool) error {
 }
 
 // txn_leader_kill: transactions run for TxnBefore, then across COMPAT_KILL_LEADER, then
-// TxnAfter more; each writes one record to each of TxnPartitions partitions. Every client step
+// TxnAfter more; each writes one record to each of TxnPartitions partitions. The kill starts
+// while one transaction is held open with its records acknowledged (TxnHold before its commit),
+// so it always lands inside an open transaction, never by chance between two. Every client step
 // has TxnCall, so a slow election is waited out inside the client, not taken for an abort.
 const (
 	TxnBefore     = 2 * time.Second
+	TxnHold       = time.Second
 	TxnAfter      = 3 * time.Second
 	TxnPartitions = 3
 	TxnCall       = 60 * time.Second
@@ -149,18 +153,37 @@ type TxnRun struct {
 	Failure              error
 	KillBegan, KillEnded time.Time
 
+	// HeldSeq is the transaction held open across the kill (-1 before one is).
+	HeldSeq int
+
 	mu         sync.Mutex
 	currentSeq int
 	currentAt  time.Time
+	killWanted atomic.Bool
+	holding    atomic.Bool
+	held       chan struct{}
 }
 
-// OneTxn runs transaction seq and answers when its commit call started.
-type OneTxn func(seq int) (commitStarted time.Time, err error)
+// Hold is called by a transaction once its records are acknowledged, before its commit: the
+// first to get here once the kill is wanted stays open TxnHold, and the kill starts meanwhile.
+func (r *TxnRun) Hold(seq int) {
+	if r.killWanted.Load() && r.holding.CompareAndSwap(false, true) {
+		r.mu.Lock()
+		r.HeldSeq = seq
+		r.mu.Unlock()
+		close(r.held)
+		time.Sleep(TxnHold)
+	}
+}
+
+// OneTxn runs transaction seq (calling run.Hold(seq) once its records are acknowledged) and
+// answers when its commit call started.
+type OneTxn func(seq int, run *TxnRun) (commitStarted time.Time, err error)
 
 // TxnLoopAcrossKill runs one transaction after another on a goroutine for TxnBefore, then
 // COMPAT_KILL_LEADER, then TxnAfter; the loop stops at the first failed transaction.
 func TxnLoopAcrossKill(ctx context.Context, one OneTxn) (*TxnRun, error) {
-	run := &TxnRun{}
+	run := &TxnRun{HeldSeq: -1, held: make(chan struct{})}
 	started := time.Now()
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -176,7 +199,7 @@ func TxnLoopAcrossKill(ctx context.Context, one OneTxn) (*TxnRun, error) {
 			run.mu.Lock()
 			run.currentSeq, run.currentAt = seq, began
 			run.mu.Unlock()
-			commitStarted, err := one(seq)
+			commitStarted, err := one(seq, run)
 			now := time.Now()
 			run.mu.Lock()
 			if err != nil {
@@ -189,6 +212,22 @@ func TxnLoopAcrossKill(ctx context.Context, one OneTxn) (*TxnRun, error) {
 		}
 	}()
 	time.Sleep(TxnBefore)
+	run.killWanted.Store(true)
+	select {
+	case <-run.held:
+	case <-done:
+		close(stop)
+		if run.Failure != nil {
+			return nil, fmt.Errorf("transaction %d failed before the kill: %v", run.FailedSeq, run.Failure)
+		}
+		return nil, errors.New("the transaction loop ended before the kill")
+	case <-time.After(TxnCall / 4):
+		close(stop)
+		run.mu.Lock()
+		defer run.mu.Unlock()
+		return nil, fmt.Errorf("no transaction got its records acknowledged in %v: transaction %d began %.1f s ago; %d committed",
+			TxnCall/4, run.currentSeq, time.Since(run.currentAt).Seconds(), len(run.Committed))
+	}
 	run.KillBegan = time.Now()
 	killErr := KillLeader(ctx)
 	run.KillEnded = time.Now()
@@ -228,8 +267,17 @@ func (r *TxnRun) Summary() string { return r.summaryLocked() }
 
 func (r *TxnRun) summaryLocked() string {
 	before, during, after := r.counts()
-	return fmt.Sprintf("%d committed: %d before the kill, %d during it (%.1f s), %d after",
-		len(r.Committed), before, during, r.KillEnded.Sub(r.KillBegan).Seconds(), after)
+	held := ""
+	if r.HeldSeq >= 0 {
+		held = fmt.Sprintf("; transaction %d held open across the kill", r.HeldSeq)
+		for _, c := range r.Committed {
+			if c.Seq == r.HeldSeq {
+				held += fmt.Sprintf(", its commit took %d ms", c.CommitLasted.Milliseconds())
+			}
+		}
+	}
+	return fmt.Sprintf("%d committed: %d before the kill, %d during it (%.1f s), %d after%s",
+		len(r.Committed), before, during, r.KillEnded.Sub(r.KillBegan).Seconds(), after, held)
 }
 
 // Check fails for a failed transaction step or for no commit before or after the kill.
@@ -242,6 +290,9 @@ func (r *TxnRun) Check() error {
 		return fmt.Errorf("transaction %d failed %s: %v; %s", r.FailedSeq, when, r.Failure, r.Summary())
 	}
 	before, _, after := r.counts()
+	if r.HeldSeq < 0 {
+		return fmt.Errorf("no transaction was held open across the kill; %s", r.Summary())
+	}
 	if before == 0 {
 		return fmt.Errorf("no transaction committed before the kill; %s", r.Summary())
 	}

@@ -786,7 +786,7 @@ func txnLeaderKill(ctx context.Context) (string, error) {
 	cl := txnClient(name("txn_leader_kill", ""), kgo.RetryTimeout(compat.TxnCall),
 		kgo.RecordDeliveryTimeout(compat.TxnCall), kgo.RequiredAcks(kgo.AllISRAcks()))
 	defer cl.Close()
-	run, err := compat.TxnLoopAcrossKill(ctx, func(seq int) (time.Time, error) {
+	run, err := compat.TxnLoopAcrossKill(ctx, func(seq int, run *compat.TxnRun) (time.Time, error) {
 		if err := cl.BeginTransaction(); err != nil {
 			return time.Time{}, fmt.Errorf("begin: %w", err)
 		}
@@ -800,6 +800,7 @@ func txnLeaderKill(ctx context.Context) (string, error) {
 		if err := cl.ProduceSync(sctx, recs...).FirstErr(); err != nil {
 			return time.Time{}, fmt.Errorf("produce: %w", err)
 		}
+		run.Hold(seq)
 		commitStarted := time.Now()
 		if err := cl.EndTransaction(sctx, kgo.TryCommit); err != nil {
 			return commitStarted, fmt.Errorf("commit after %d ms: %w", time.Since(commitStarted).Milliseconds(), err)
