@@ -415,6 +415,9 @@ async def s_txn_leader_kill():
         run.step("send")
         futures = [await p.send(name, key=c.txn_value(seq, part), value=c.txn_value(seq, part), partition=part)
                    for part in range(c.TXN_PARTITIONS)]
+        for f in futures:
+            await asyncio.wait_for(f, c.TXN_CALL_S)
+        await run.hold_async(seq)
         commit_started = time.monotonic()
         run.step("commit")
         try:
@@ -422,8 +425,6 @@ async def s_txn_leader_kill():
         except KafkaError as e:
             raise AssertionError("commit after %d ms: %r (retriable: %s)" % (
                 (time.monotonic() - commit_started) * 1000, e, getattr(e, "retriable", None)))
-        for f in futures:
-            await f
         run.record(seq, began, commit_started)
 
     try:

@@ -100,9 +100,12 @@ def kill_leader():
 
 
 # txn_leader_kill: transactions run for TXN_BEFORE_S, then across COMPAT_KILL_LEADER, then
-# TXN_AFTER_S more; each writes one record to each of TXN_PARTITIONS partitions. Every client
-# step has TXN_CALL_S, so a slow election is waited out inside the client, not taken for an abort.
+# TXN_AFTER_S more; each writes one record to each of TXN_PARTITIONS partitions. The kill starts
+# while one transaction is held open with its records acknowledged (TXN_HOLD_S before its commit),
+# so it always lands inside an open transaction, never by chance between two. Every client step
+# has TXN_CALL_S, so a slow election is waited out inside the client, not taken for an abort.
 TXN_BEFORE_S = 2.0
+TXN_HOLD_S = 1.0
 TXN_AFTER_S = 3.0
 TXN_PARTITIONS = 3
 TXN_CALL_S = 60
@@ -122,6 +125,34 @@ class TxnRun:
         self.kill_began = self.kill_ended = None
         # The transaction under way: (seq, began, step); one_txn may name its step.
         self.current = None
+        # The loop holds one transaction open once the kill is wanted; the kill starts then.
+        self.kill_wanted, self.held = threading.Event(), threading.Event()
+        self.held_seq = None
+
+    def hold(self, seq):
+        """one_txn calls this once its records are acknowledged, before committing: the first
+        transaction to get here after the kill is wanted stays open TXN_HOLD_S across the kill."""
+        if self.kill_wanted.is_set() and not self.held.is_set():
+            self.step("held open")
+            self.held_seq = seq
+            self.held.set()
+            time.sleep(TXN_HOLD_S)
+
+    async def hold_async(self, seq):
+        if self.kill_wanted.is_set() and not self.held.is_set():
+            self.step("held open")
+            self.held_seq = seq
+            self.held.set()
+            await asyncio.sleep(TXN_HOLD_S)
+
+    def await_held(self):
+        """Sets kill_wanted and waits until a transaction is held open (or the loop failed)."""
+        self.kill_wanted.set()
+        deadline = time.monotonic() + TXN_CALL_S / 4
+        while not self.held.is_set() and self.failure is None:
+            expect(time.monotonic() < deadline, "no transaction got its records acknowledged in %d s; %s" % (
+                TXN_CALL_S / 4, self.stuck()))
+            time.sleep(0.005)
 
     def step(self, what):
         seq, began, _ = self.current
@@ -136,6 +167,9 @@ class TxnRun:
 
     def stuck(self):
         seq, began, step = self.current
+        if self.kill_began is None:
+            return "transaction %d stuck in %s, %.1f s after it began, before the kill; %d committed" % (
+                seq, step, time.monotonic() - began, len(self.committed))
         return "transaction %d stuck in %s, %.1f s after it began (%.1f s after the kill began); %s" % (
             seq, step, time.monotonic() - began, time.monotonic() - self.kill_began, self.summary())
 
@@ -147,8 +181,12 @@ class TxnRun:
 
     def summary(self):
         before, during, after = self.counts()
-        return "%d committed: %d before the kill, %d during it (%.1f s), %d after" % (
-            len(self.committed), before, during, self.kill_ended - self.kill_began, after)
+        held = [c for seq, _b, _d, c in self.committed if seq == self.held_seq]
+        held_text = "; transaction %s held open across the kill%s" % (
+            self.held_seq, ", its commit took %d ms" % (held[0] * 1000) if held else "")
+        return "%d committed: %d before the kill, %d during it (%.1f s), %d after%s" % (
+            len(self.committed), before, during, self.kill_ended - self.kill_began, after,
+            held_text if self.held_seq is not None else "")
 
     def check(self):
         """Raises for a failed transaction step or no commit before or after the kill."""
@@ -160,6 +198,7 @@ class TxnRun:
                 when = "%.1f s before the kill" % (self.kill_began - at)
             raise AssertionError("transaction %d failed %s: %s; %s" % (seq, when, text, self.summary()))
         before, _during, after = self.counts()
+        expect(self.held_seq is not None, "no transaction was held open across the kill; " + self.summary())
         expect(before > 0, "no transaction committed before the kill; " + self.summary())
         expect(after > 0, "no transaction committed after the kill; " + self.summary())
 
@@ -196,8 +235,9 @@ def exactly_once(what, have, want):
 
 
 def txn_loop_across_kill(one_txn):
-    """Runs one_txn(seq, run) in a loop on a thread (it must call run.record on commit) for
-    TXN_BEFORE_S, then COMPAT_KILL_LEADER, then TXN_AFTER_S; stops at the first exception."""
+    """Runs one_txn(seq, run) in a loop on a thread for TXN_BEFORE_S, then COMPAT_KILL_LEADER
+    (once a transaction is held open: one_txn calls run.hold once its records are acknowledged,
+    and run.record on commit), then TXN_AFTER_S; stops at the first exception."""
     run, stop, started = TxnRun(), threading.Event(), time.monotonic()
 
     def loop():
@@ -215,6 +255,9 @@ def txn_loop_across_kill(one_txn):
     worker = threading.Thread(target=loop, daemon=True)
     worker.start()
     time.sleep(TXN_BEFORE_S)
+    run.await_held()
+    if run.failure is not None:
+        raise AssertionError("transaction %d failed before the kill: %s" % (run.failure[0], run.failure[2]))
     run.kill_began = time.monotonic()
     try:
         kill_leader()
@@ -248,6 +291,14 @@ async def txn_loop_across_kill_async(one_txn):
     started = time.monotonic()
     worker = asyncio.create_task(loop())
     await asyncio.sleep(TXN_BEFORE_S)
+    run.kill_wanted.set()
+    deadline = time.monotonic() + TXN_CALL_S / 4
+    while not run.held.is_set() and run.failure is None:
+        expect(time.monotonic() < deadline, "no transaction got its records acknowledged in %d s; %s" % (
+            TXN_CALL_S / 4, run.stuck()))
+        await asyncio.sleep(0.005)
+    if run.failure is not None:
+        raise AssertionError("transaction %d failed before the kill: %s" % (run.failure[0], run.failure[2]))
     run.kill_began = time.monotonic()
     try:
         await asyncio.get_running_loop().run_in_executor(None, kill_leader)

@@ -417,6 +417,8 @@ def s_txn_leader_kill():
         run.step("send")
         for part in range(c.TXN_PARTITIONS):
             p.produce(name, key=c.txn_value(seq, part), value=c.txn_value(seq, part), partition=part)
+        c.expect_eq(p.flush(c.TXN_CALL_S), 0, "records unflushed after %d s" % c.TXN_CALL_S)
+        run.hold(seq)
         commit_started = time.monotonic()
         run.step("commit")
         try:

@@ -406,6 +406,9 @@ def s_txn_leader_kill():
         run.step("send")
         futures = [p.send(name, key=c.txn_value(seq, part), value=c.txn_value(seq, part), partition=part)
                    for part in range(c.TXN_PARTITIONS)]
+        for f in futures:
+            f.get(c.TXN_CALL_S)
+        run.hold(seq)
         commit_started = time.monotonic()
         run.step("commit")
         try:
@@ -413,8 +416,6 @@ def s_txn_leader_kill():
         except KafkaError as e:
             raise AssertionError("commit after %d ms: %r (retriable: %s)" % (
                 (time.monotonic() - commit_started) * 1000, e, getattr(e, "retriable", None)))
-        for f in futures:
-            f.get(c.TXN_CALL_S)
         run.record(seq, began, commit_started)
 
     run = c.txn_loop_across_kill(one_txn)
