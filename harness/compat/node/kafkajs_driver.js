@@ -417,6 +417,8 @@ const scenarios = {
     let failure = null;
     let current = null;
     let stop = false;
+    let killWanted = false;
+    let heldSeq = null;
     const loop = (async () => {
       for (let seq = 0; !stop; seq++) {
         const began = performance.now();
@@ -425,6 +427,12 @@ const scenarios = {
         try {
           const txn = await p.transaction();
           await txn.send({ topic: t, acks: -1, messages: Array.from({ length: TXN_PARTITIONS }, (_, i) => ({ key: txnValue(seq, i), value: txnValue(seq, i), partition: i })) });
+          if (killWanted && heldSeq === null) {
+            // Held open, its records acknowledged, while the kill starts.
+            heldSeq = seq;
+            current.step = 'held open';
+            await sleep(TXN_HOLD_MS);
+          }
           commitStarted = performance.now();
           current.step = 'commit';
           await txn.commit();
@@ -439,6 +447,16 @@ const scenarios = {
       }
     })();
     await sleep(TXN_BEFORE_MS);
+    killWanted = true;
+    const heldBy = performance.now() + 15000;
+    while (heldSeq === null && !failure) {
+      expect(performance.now() < heldBy, `no transaction got its records acknowledged in 15 s: transaction ${current.seq} in ${current.step}; ${committed.length} committed`);
+      await sleep(5);
+    }
+    if (failure) {
+      stop = true;
+      throw new Error(`transaction ${failure.seq} failed before the kill: ${failure.text}`);
+    }
     const killBegan = performance.now();
     let killErr = null;
     try {
@@ -463,7 +481,8 @@ const scenarios = {
     const before = committed.filter((c) => c.done < killBegan).length;
     const during = committed.filter((c) => c.done >= killBegan && c.done < killEnded).length;
     const after = committed.length - before - during;
-    const counts = `${committed.length} committed: ${before} before the kill, ${during} during it (${((killEnded - killBegan) / 1000).toFixed(1)} s), ${after} after`;
+    const held = committed.find((c) => c.seq === heldSeq);
+    const counts = `${committed.length} committed: ${before} before the kill, ${during} during it (${((killEnded - killBegan) / 1000).toFixed(1)} s), ${after} after; transaction ${heldSeq} held open across the kill${held ? `, its commit took ${Math.round(held.commit)} ms` : ''}`;
     if (failure) {
       const when = failure.at >= killBegan ? `${((failure.at - killBegan) / 1000).toFixed(1)} s after the kill began` : `${((killBegan - failure.at) / 1000).toFixed(1)} s before the kill`;
       throw new Error(`transaction ${failure.seq} failed ${when}: ${failure.text}; ${counts}`);
@@ -573,8 +592,11 @@ const scenarios = {
 };
 
 // txn_leader_kill: transactions run for TXN_BEFORE_MS, then across COMPAT_KILL_LEADER, then
-// TXN_AFTER_MS more; each writes one record to each of TXN_PARTITIONS partitions.
+// TXN_AFTER_MS more; each writes one record to each of TXN_PARTITIONS partitions. The kill starts
+// while one transaction is held open with its records acknowledged (TXN_HOLD_MS before its
+// commit), so it always lands inside an open transaction, never by chance between two.
 const TXN_BEFORE_MS = 2000;
+const TXN_HOLD_MS = 1000;
 const TXN_AFTER_MS = 3000;
 const TXN_PARTITIONS = 3;
 const txnValue = (seq, partition) => `tlk-${seq}-p${partition}`;
