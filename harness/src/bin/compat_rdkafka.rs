@@ -535,6 +535,9 @@ struct Committed {
 /// Budget of one transaction step in txn_leader_kill: long enough that a slow election is
 /// waited out inside the client, never taken for a failure.
 const TXN_CALL: Duration = Duration::from_secs(60);
+/// How long txn_leader_kill holds one transaction open, its records acknowledged, while the
+/// kill starts.
+const TXN_HOLD: Duration = Duration::from_secs(1);
 
 fn kill_leader() -> Result<Duration> {
     let kill = std::env::var("COMPAT_KILL_LEADER").context("COMPAT_KILL_LEADER is not set")?;
@@ -546,7 +549,8 @@ fn kill_leader() -> Result<Duration> {
 }
 
 /// Transactions (begin, one record to each of 3 partitions, commit) in a loop for 2 s, across
-/// COMPAT_KILL_LEADER and 3 s after it. Passes only if no transaction step failed, every
+/// COMPAT_KILL_LEADER (started while one transaction is held open, its records acknowledged)
+/// and 3 s after it. Passes only if no transaction step failed, every
 /// committed transaction's records read back exactly once, in order, under read_committed, and
 /// transactions committed after the kill.
 fn txn_leader_kill() -> Result<String> {
@@ -562,9 +566,15 @@ fn txn_leader_kill() -> Result<String> {
     let stop = Arc::new(AtomicBool::new(false));
     // The transaction under way (number, start) and the committed count, for a stuck loop's error.
     let current = Arc::new(Mutex::new((0usize, Instant::now(), 0usize)));
+    // Once the kill is wanted, the next transaction to have its records acknowledged is held
+    // open TXN_HOLD (its number goes in `held`) and the kill starts meanwhile: the kill always
+    // lands inside an open transaction, never by chance between two.
+    let kill_wanted = Arc::new(AtomicBool::new(false));
+    let held = Arc::new(Mutex::new(None::<usize>));
     let (tx, rx) = mpsc::channel();
     {
         let (stop, t, current) = (stop.clone(), t.clone(), current.clone());
+        let (kill_wanted, held) = (kill_wanted.clone(), held.clone());
         std::thread::spawn(move || {
             let mut done = Vec::new();
             let mut seq = 0;
@@ -582,6 +592,11 @@ fn txn_leader_kill() -> Result<String> {
                         p.send(BaseRecord::to(&t).partition(partition).key(&v).payload(&v))
                             .map_err(|(e, _)| e)
                             .context("send")?;
+                    }
+                    p.flush(TXN_CALL).context("flush")?;
+                    if kill_wanted.load(Ordering::Relaxed) && held.lock().expect("lock").is_none() {
+                        *held.lock().expect("lock") = Some(seq);
+                        std::thread::sleep(TXN_HOLD);
                     }
                     let at = Instant::now();
                     let r = p.commit_transaction(TXN_CALL);
@@ -607,6 +622,26 @@ fn txn_leader_kill() -> Result<String> {
         });
     }
     std::thread::sleep(Duration::from_secs(2));
+    kill_wanted.store(true, Ordering::Relaxed);
+    let deadline = Instant::now() + TXN_CALL / 4;
+    let held_seq = loop {
+        if let Some(seq) = *held.lock().expect("lock") {
+            break seq;
+        }
+        if let Ok((_, failure)) = rx.try_recv() {
+            let (seq, _, e) = failure.context("the transaction loop ended before the kill")?;
+            bail!("transaction {seq} failed before the kill: {e}");
+        }
+        if Instant::now() > deadline {
+            let (seq, began, n) = *current.lock().expect("lock");
+            bail!(
+                "no transaction got its records acknowledged in {:?}: transaction {seq} began {:.1} s ago; {n} committed",
+                TXN_CALL / 4,
+                began.elapsed().as_secs_f64()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
     let kill_began = Instant::now();
     let killed = kill_leader();
     let kill_ended = Instant::now();
@@ -630,8 +665,13 @@ fn txn_leader_kill() -> Result<String> {
     let before = committed.iter().filter(|c| c.done < kill_began).count();
     let during = committed.iter().filter(|c| c.done >= kill_began && c.done < kill_ended).count();
     let after = committed.len() - before - during;
+    let held_commit = committed
+        .iter()
+        .find(|c| c.seq == held_seq)
+        .map(|c| format!(", its commit took {} ms", c.commit.as_millis()))
+        .unwrap_or_default();
     let counts = format!(
-        "{} committed: {before} before the kill, {during} during it ({:.1} s), {after} after",
+        "{} committed: {before} before the kill, {during} during it ({:.1} s), {after} after; transaction {held_seq} held open across the kill{held_commit}",
         committed.len(),
         took.as_secs_f64()
     );
