@@ -15,7 +15,7 @@ const SCENARIOS = [
   'create_topic', 'produce_consume', 'compression', 'consume_earliest', 'consume_latest',
   'seek_timestamp', 'group_rebalance', 'member_leave_rejoin', 'idempotent_produce',
   'txn_commit_abort', 'consume_process_produce', 'txn_fencing', 'alter_config', 'delete_records',
-  'leader_kill', 'err_unknown_topic', 'err_offset_out_of_range', 'err_stale_generation',
+  'leader_kill', 'txn_leader_kill', 'err_unknown_topic', 'err_offset_out_of_range', 'err_stale_generation',
   'err_fenced_producer',
 ];
 const BOOTSTRAP = (process.env.COMPAT_BOOTSTRAP || '127.0.0.1:19092').split(',');
@@ -104,7 +104,7 @@ async function readAll(t, n, opts = {}) {
   const out = [];
   try {
     await cons.subscribe({ topics: [t], fromBeginning: true });
-    await cons.run({ autoCommit: false, eachMessage: async ({ message }) => { out.push(message); } });
+    await cons.run({ autoCommit: false, eachMessage: async ({ partition, message }) => { out.push(Object.assign(message, { partition })); } });
     const deadline = Date.now() + (TIMEOUT_S * 1000) / 3;
     while (out.length < n && Date.now() < deadline) await sleep(100);
     expect(out.length >= n, `read ${out.length} of ${n}: ${JSON.stringify(out.map((m) => m.value.toString())).slice(0, 300)}`);
@@ -402,6 +402,103 @@ const scenarios = {
     return `${acked.length} acked, all read back (${errors.length} failed sends)`;
   },
 
+  // Transactions (one record to each of 3 partitions, then commit) across a kill of the Raft
+  // leader: none may fail, and read_committed must give every committed one once, in order.
+  async txn_leader_kill() {
+    const t = await topic('txn_leader_kill', TXN_PARTITIONS);
+    // Retries worth about a minute at every step: an election is waited out inside kafkajs.
+    const p = kafka.producer({
+      transactionalId: name('txn_leader_kill'), idempotent: true, maxInFlightRequests: 1,
+      transactionTimeout: 60000, retry: { retries: 20, initialRetryTime: 200, maxRetryTime: 3000 },
+    });
+    await p.connect();
+    const started = performance.now();
+    const committed = [];
+    let failure = null;
+    let current = null;
+    let stop = false;
+    let killWanted = false;
+    let heldSeq = null;
+    const loop = (async () => {
+      for (let seq = 0; !stop; seq++) {
+        const began = performance.now();
+        current = { seq, began, step: 'send' };
+        let commitStarted = null;
+        try {
+          const txn = await p.transaction();
+          await txn.send({ topic: t, acks: -1, messages: Array.from({ length: TXN_PARTITIONS }, (_, i) => ({ key: txnValue(seq, i), value: txnValue(seq, i), partition: i })) });
+          if (killWanted && heldSeq === null) {
+            // Held open, its records acknowledged, while the kill starts.
+            heldSeq = seq;
+            current.step = 'held open';
+            await sleep(TXN_HOLD_MS);
+          }
+          commitStarted = performance.now();
+          current.step = 'commit';
+          await txn.commit();
+        } catch (e) {
+          const at = commitStarted === null ? 'send' : `commit after ${Math.round(performance.now() - commitStarted)} ms`;
+          failure = { seq, at: performance.now(), text: `${at}: ${e.name}${e.type ? ` ${e.type}` : ''}: ${e.message}${e.retriable === undefined ? '' : ` (retriable: ${e.retriable})`}` };
+          process.stderr.write(`${e.stack}\n`);
+          return;
+        }
+        const done = performance.now();
+        committed.push({ seq, began, done, commit: done - commitStarted });
+      }
+    })();
+    await sleep(TXN_BEFORE_MS);
+    killWanted = true;
+    const heldBy = performance.now() + 15000;
+    while (heldSeq === null && !failure) {
+      expect(performance.now() < heldBy, `no transaction got its records acknowledged in 15 s: transaction ${current.seq} in ${current.step}; ${committed.length} committed`);
+      await sleep(5);
+    }
+    if (failure) {
+      stop = true;
+      throw new Error(`transaction ${failure.seq} failed before the kill: ${failure.text}`);
+    }
+    const killBegan = performance.now();
+    let killErr = null;
+    try {
+      await killLeader();
+    } catch (e) {
+      killErr = e;
+    }
+    const killEnded = performance.now();
+    await sleep(TXN_AFTER_MS);
+    stop = true;
+    // Leave the reading-back a third of the scenario's budget.
+    let timer;
+    const stuck = new Promise((resolve) => { timer = setTimeout(() => resolve(true), Math.max(1000, (TIMEOUT_S * 1000 * 2) / 3 - (performance.now() - started))); });
+    const hung = await Promise.race([loop.then(() => false), stuck]);
+    clearTimeout(timer);
+    if (hung) {
+      const now = performance.now();
+      throw new Error(`transaction ${current.seq} stuck in ${current.step}, ${((now - current.began) / 1000).toFixed(1)} s after it began (${((now - killBegan) / 1000).toFixed(1)} s after the kill began); ${committed.length} committed`);
+    }
+    await p.disconnect();
+    if (killErr) throw killErr;
+    const before = committed.filter((c) => c.done < killBegan).length;
+    const during = committed.filter((c) => c.done >= killBegan && c.done < killEnded).length;
+    const after = committed.length - before - during;
+    const held = committed.find((c) => c.seq === heldSeq);
+    const counts = `${committed.length} committed: ${before} before the kill, ${during} during it (${((killEnded - killBegan) / 1000).toFixed(1)} s), ${after} after; transaction ${heldSeq} held open across the kill${held ? `, its commit took ${Math.round(held.commit)} ms` : ''}`;
+    if (failure) {
+      const when = failure.at >= killBegan ? `${((failure.at - killBegan) / 1000).toFixed(1)} s after the kill began` : `${((killBegan - failure.at) / 1000).toFixed(1)} s before the kill`;
+      throw new Error(`transaction ${failure.seq} failed ${when}: ${failure.text}; ${counts}`);
+    }
+    expect(before > 0, `no transaction committed before the kill; ${counts}`);
+    expect(after > 0, `no transaction committed after the kill; ${counts}`);
+    const got = await readAll(t, committed.length * TXN_PARTITIONS);
+    for (let i = 0; i < TXN_PARTITIONS; i++) {
+      const have = got.filter((m) => m.partition === i).map((m) => m.value.toString());
+      exactlyOnce(`partition ${i} under read_committed`, have, committed.map((c) => txnValue(c.seq, i)));
+    }
+    const longest = Math.max(...committed.map((c) => c.done - c.began));
+    const longestCommit = Math.max(...committed.map((c) => c.commit));
+    return `${counts}; all ${committed.length * TXN_PARTITIONS} records read back once under read_committed; longest transaction ${Math.round(longest)} ms (commit call ${Math.round(longestCommit)} ms)`;
+  },
+
   async err_unknown_topic() {
     const p = kafka.producer({ allowAutoTopicCreation: false, retry: { retries: 2, maxRetryTime: 2000 } });
     await p.connect();
@@ -493,6 +590,41 @@ const scenarios = {
     throw new Error('the fenced producer committed another transaction');
   },
 };
+
+// txn_leader_kill: transactions run for TXN_BEFORE_MS, then across COMPAT_KILL_LEADER, then
+// TXN_AFTER_MS more; each writes one record to each of TXN_PARTITIONS partitions. The kill starts
+// while one transaction is held open with its records acknowledged (TXN_HOLD_MS before its
+// commit), so it always lands inside an open transaction, never by chance between two.
+const TXN_BEFORE_MS = 2000;
+const TXN_HOLD_MS = 1000;
+const TXN_AFTER_MS = 3000;
+const TXN_PARTITIONS = 3;
+const txnValue = (seq, partition) => `tlk-${seq}-p${partition}`;
+
+// Runs COMPAT_KILL_LEADER: kill -9 the Raft leader, wait for a new one, restart the node.
+function killLeader() {
+  expect(KILL_LEADER, 'COMPAT_KILL_LEADER is not set');
+  return new Promise((resolve, reject) => exec(KILL_LEADER, (e, _o, se) => {
+    process.stderr.write(se);
+    return e ? reject(e) : resolve();
+  }));
+}
+
+// Throws unless have is exactly want (each value once, in order), counting what differs.
+function exactlyOnce(what, have, want) {
+  if (JSON.stringify(have) === JSON.stringify(want)) return;
+  const wanted = new Set(want);
+  const seen = new Set();
+  let dups = 0;
+  for (const v of have) {
+    if (seen.has(v)) dups++;
+    seen.add(v);
+  }
+  const missing = want.filter((v) => !seen.has(v));
+  const extra = have.filter((v) => !wanted.has(v));
+  const order = !missing.length && !dups && !extra.length ? ', out of order' : '';
+  throw new Error(`${what}: ${have.length} records, want ${want.length}; ${missing.length} missing (e.g. ${missing.slice(0, 3)}), ${dups} duplicated, ${extra.length} unexpected (e.g. ${extra.slice(0, 3)})${order}`);
+}
 
 function txnProducer(transactionalId) {
   return kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, retry: { retries: 3, maxRetryTime: 3000 } });

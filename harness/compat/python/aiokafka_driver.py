@@ -404,6 +404,44 @@ async def s_leader_kill():
     return "%d acked, all read back (%d errors)" % (len(acked), len(errors))
 
 
+async def s_txn_leader_kill():
+    name = await topic("txn_leader_kill", c.TXN_PARTITIONS)
+    p = await producer(transactional_id=c.name(CLIENT, "txn_leader_kill"), enable_idempotence=True, acks="all",
+                       transaction_timeout_ms=c.TXN_CALL_S * 1000, request_timeout_ms=30000)
+
+    async def one_txn(seq, run):
+        began = time.monotonic()
+        await p.begin_transaction()
+        run.step("send")
+        futures = [await p.send(name, key=c.txn_value(seq, part), value=c.txn_value(seq, part), partition=part)
+                   for part in range(c.TXN_PARTITIONS)]
+        for f in futures:
+            await asyncio.wait_for(f, c.TXN_CALL_S)
+        await run.hold_async(seq)
+        commit_started = time.monotonic()
+        run.step("commit")
+        try:
+            await asyncio.wait_for(p.commit_transaction(), c.TXN_CALL_S)
+        except KafkaError as e:
+            raise AssertionError("commit after %d ms: %r (retriable: %s)" % (
+                (time.monotonic() - commit_started) * 1000, e, getattr(e, "retriable", None)))
+        run.record(seq, began, commit_started)
+
+    try:
+        run = await c.txn_loop_across_kill_async(one_txn)
+    finally:
+        await p.stop()
+    run.check()
+    cons = await consumer(isolation_level="read_committed")
+    tps = [TopicPartition(name, part) for part in range(c.TXN_PARTITIONS)]
+    cons.assign(tps)
+    await cons.seek_to_beginning(*tps)
+    by_partition = {}
+    for m in await read(cons, run.total()):
+        by_partition.setdefault(m.partition, []).append(m.value)
+    return run.check_read(by_partition)
+
+
 async def s_err_unknown_topic():
     p = await producer(request_timeout_ms=5000)
     try:

@@ -32,6 +32,7 @@ SCENARIOS = [
     "alter_config",
     "delete_records",
     "leader_kill",
+    "txn_leader_kill",
     "err_unknown_topic",
     "err_offset_out_of_range",
     "err_stale_generation",
@@ -96,6 +97,220 @@ def kill_leader():
     expect(KILL_LEADER, "COMPAT_KILL_LEADER is not set")
     done = subprocess.run(KILL_LEADER, shell=True, stdout=sys.stderr, stderr=sys.stderr, timeout=120)
     expect_eq(done.returncode, 0, "COMPAT_KILL_LEADER exit code")
+
+
+# txn_leader_kill: transactions run for TXN_BEFORE_S, then across COMPAT_KILL_LEADER, then
+# TXN_AFTER_S more; each writes one record to each of TXN_PARTITIONS partitions. The kill starts
+# while one transaction is held open with its records acknowledged (TXN_HOLD_S before its commit),
+# so it always lands inside an open transaction, never by chance between two. Every client step
+# has TXN_CALL_S, so a slow election is waited out inside the client, not taken for an abort.
+TXN_BEFORE_S = 2.0
+TXN_HOLD_S = 1.0
+TXN_AFTER_S = 3.0
+TXN_PARTITIONS = 3
+TXN_CALL_S = 60
+
+
+def txn_value(seq, partition):
+    return ("tlk-%d-p%d" % (seq, partition)).encode()
+
+
+class TxnRun:
+    """What a txn_leader_kill loop saw: the committed transactions (seq, began, done, commit
+    call seconds), the first failure (seq, at, text) and when the kill began and ended."""
+
+    def __init__(self):
+        self.committed = []
+        self.failure = None
+        self.kill_began = self.kill_ended = None
+        # The transaction under way: (seq, began, step); one_txn may name its step.
+        self.current = None
+        # The loop holds one transaction open once the kill is wanted; the kill starts then.
+        self.kill_wanted, self.held = threading.Event(), threading.Event()
+        self.held_seq = None
+
+    def hold(self, seq):
+        """one_txn calls this once its records are acknowledged, before committing: the first
+        transaction to get here after the kill is wanted stays open TXN_HOLD_S across the kill."""
+        if self.kill_wanted.is_set() and not self.held.is_set():
+            self.step("held open")
+            self.held_seq = seq
+            self.held.set()
+            time.sleep(TXN_HOLD_S)
+
+    async def hold_async(self, seq):
+        if self.kill_wanted.is_set() and not self.held.is_set():
+            self.step("held open")
+            self.held_seq = seq
+            self.held.set()
+            await asyncio.sleep(TXN_HOLD_S)
+
+    def await_held(self):
+        """Sets kill_wanted and waits until a transaction is held open (or the loop failed)."""
+        self.kill_wanted.set()
+        deadline = time.monotonic() + TXN_CALL_S / 4
+        while not self.held.is_set() and self.failure is None:
+            expect(time.monotonic() < deadline, "no transaction got its records acknowledged in %d s; %s" % (
+                TXN_CALL_S / 4, self.stuck()))
+            time.sleep(0.005)
+
+    def step(self, what):
+        seq, began, _ = self.current
+        self.current = (seq, began, what)
+
+    def record(self, seq, began, commit_started):
+        now = time.monotonic()
+        self.committed.append((seq, began, now, now - commit_started))
+
+    def fail(self, seq, err):
+        self.failure = (seq, time.monotonic(), "%s: %s" % (type(err).__name__, err))
+
+    def stuck(self):
+        seq, began, step = self.current
+        if self.kill_began is None:
+            return "transaction %d stuck in %s, %.1f s after it began, before the kill; %d committed" % (
+                seq, step, time.monotonic() - began, len(self.committed))
+        return "transaction %d stuck in %s, %.1f s after it began (%.1f s after the kill began); %s" % (
+            seq, step, time.monotonic() - began, time.monotonic() - self.kill_began, self.summary())
+
+    def counts(self):
+        before = sum(1 for _s, _b, done, _c in self.committed if done < self.kill_began)
+        during = sum(1 for _s, _b, done, _c in self.committed if self.kill_began <= done < self.kill_ended)
+        after = len(self.committed) - before - during
+        return before, during, after
+
+    def summary(self):
+        before, during, after = self.counts()
+        held = [c for seq, _b, _d, c in self.committed if seq == self.held_seq]
+        held_text = "; transaction %s held open across the kill%s" % (
+            self.held_seq, ", its commit took %d ms" % (held[0] * 1000) if held else "")
+        return "%d committed: %d before the kill, %d during it (%.1f s), %d after%s" % (
+            len(self.committed), before, during, self.kill_ended - self.kill_began, after,
+            held_text if self.held_seq is not None else "")
+
+    def check(self):
+        """Raises for a failed transaction step or no commit before or after the kill."""
+        if self.failure is not None:
+            seq, at, text = self.failure
+            if at >= self.kill_began:
+                when = "%.1f s after the kill began" % (at - self.kill_began)
+            else:
+                when = "%.1f s before the kill" % (self.kill_began - at)
+            raise AssertionError("transaction %d failed %s: %s; %s" % (seq, when, text, self.summary()))
+        before, _during, after = self.counts()
+        expect(self.held_seq is not None, "no transaction was held open across the kill; " + self.summary())
+        expect(before > 0, "no transaction committed before the kill; " + self.summary())
+        expect(after > 0, "no transaction committed after the kill; " + self.summary())
+
+    def wanted(self, partition):
+        return [txn_value(seq, partition) for seq, _b, _d, _c in self.committed]
+
+    def total(self):
+        return len(self.committed) * TXN_PARTITIONS
+
+    def check_read(self, by_partition):
+        """by_partition: {partition: [values in offset order]} read under read_committed."""
+        for p in range(TXN_PARTITIONS):
+            exactly_once("partition %d under read_committed" % p, by_partition.get(p, []), self.wanted(p))
+        longest = max(done - began for _s, began, done, _c in self.committed)
+        longest_commit = max(c for _s, _b, _d, c in self.committed)
+        return "%s; all %d records read back once under read_committed; longest transaction %d ms (commit call %d ms)" % (
+            self.summary(), self.total(), longest * 1000, longest_commit * 1000)
+
+
+def exactly_once(what, have, want):
+    """Raises unless have is exactly want (each value once, in order), counting what differs."""
+    if have == want:
+        return
+    wanted = set(want)
+    seen, dups = set(), 0
+    for v in have:
+        dups += v in seen
+        seen.add(v)
+    missing = [v for v in want if v not in seen]
+    extra = [v for v in have if v not in wanted]
+    order = ", out of order" if not missing and not dups and not extra else ""
+    raise AssertionError("%s: %d records, want %d; %d missing (e.g. %s), %d duplicated, %d unexpected (e.g. %s)%s" % (
+        what, len(have), len(want), len(missing), missing[:3], dups, len(extra), extra[:3], order))
+
+
+def txn_loop_across_kill(one_txn):
+    """Runs one_txn(seq, run) in a loop on a thread for TXN_BEFORE_S, then COMPAT_KILL_LEADER
+    (once a transaction is held open: one_txn calls run.hold once its records are acknowledged,
+    and run.record on commit), then TXN_AFTER_S; stops at the first exception."""
+    run, stop, started = TxnRun(), threading.Event(), time.monotonic()
+
+    def loop():
+        seq = 0
+        while not stop.is_set():
+            run.current = (seq, time.monotonic(), "begin")
+            try:
+                one_txn(seq, run)
+            except Exception as e:  # noqa: BLE001 - the first failure is the scenario's result
+                log(traceback.format_exc())
+                run.fail(seq, e)
+                return
+            seq += 1
+
+    worker = threading.Thread(target=loop, daemon=True)
+    worker.start()
+    time.sleep(TXN_BEFORE_S)
+    run.await_held()
+    if run.failure is not None:
+        raise AssertionError("transaction %d failed before the kill: %s" % (run.failure[0], run.failure[2]))
+    run.kill_began = time.monotonic()
+    try:
+        kill_leader()
+    finally:
+        run.kill_ended = time.monotonic()
+    time.sleep(TXN_AFTER_S)
+    stop.set()
+    # Leave the reading-back a third of the scenario's budget.
+    worker.join(max(1.0, TIMEOUT_S * 2 / 3 - (time.monotonic() - started)))
+    if worker.is_alive():
+        raise AssertionError(run.stuck())
+    return run
+
+
+async def txn_loop_across_kill_async(one_txn):
+    """txn_loop_across_kill for an asyncio client: one_txn is a coroutine function."""
+    run, stop = TxnRun(), asyncio.Event()
+
+    async def loop():
+        seq = 0
+        while not stop.is_set():
+            run.current = (seq, time.monotonic(), "begin")
+            try:
+                await one_txn(seq, run)
+            except Exception as e:  # noqa: BLE001
+                log(traceback.format_exc())
+                run.fail(seq, e)
+                return
+            seq += 1
+
+    started = time.monotonic()
+    worker = asyncio.create_task(loop())
+    await asyncio.sleep(TXN_BEFORE_S)
+    run.kill_wanted.set()
+    deadline = time.monotonic() + TXN_CALL_S / 4
+    while not run.held.is_set() and run.failure is None:
+        expect(time.monotonic() < deadline, "no transaction got its records acknowledged in %d s; %s" % (
+            TXN_CALL_S / 4, run.stuck()))
+        await asyncio.sleep(0.005)
+    if run.failure is not None:
+        raise AssertionError("transaction %d failed before the kill: %s" % (run.failure[0], run.failure[2]))
+    run.kill_began = time.monotonic()
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, kill_leader)
+    finally:
+        run.kill_ended = time.monotonic()
+    await asyncio.sleep(TXN_AFTER_S)
+    stop.set()
+    try:
+        await asyncio.wait_for(worker, max(1.0, TIMEOUT_S * 2 / 3 - (time.monotonic() - started)))
+    except asyncio.TimeoutError:
+        raise AssertionError(run.stuck()) from None
+    return run
 
 
 def emit(client, version, scenario, result, detail):

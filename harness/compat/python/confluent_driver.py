@@ -407,6 +407,39 @@ def s_leader_kill():
     return "%d acked, all read back (%d delivery errors)" % (len(acked), len(errors))
 
 
+def s_txn_leader_kill():
+    name = topic("txn_leader_kill", c.TXN_PARTITIONS)
+    p = txn_producer(c.name(CLIENT, "txn_leader_kill"), **{"message.timeout.ms": 60000})
+
+    def one_txn(seq, run):
+        began = time.monotonic()
+        p.begin_transaction()
+        run.step("send")
+        for part in range(c.TXN_PARTITIONS):
+            p.produce(name, key=c.txn_value(seq, part), value=c.txn_value(seq, part), partition=part)
+        c.expect_eq(p.flush(c.TXN_CALL_S), 0, "records unflushed after %d s" % c.TXN_CALL_S)
+        run.hold(seq)
+        commit_started = time.monotonic()
+        run.step("commit")
+        try:
+            p.commit_transaction(c.TXN_CALL_S)
+        except KafkaException as e:
+            err = e.args[0]
+            raise AssertionError("commit after %d ms: %s (requires abort: %s, retriable: %s, fatal: %s)" % (
+                (time.monotonic() - commit_started) * 1000, err, err.txn_requires_abort(), err.retriable(), err.fatal()))
+        run.record(seq, began, commit_started)
+
+    run = c.txn_loop_across_kill(one_txn)
+    run.check()
+    cons = consumer(c.name(CLIENT, "txn_leader_kill", "-read"), **{"isolation.level": "read_committed"})
+    cons.assign([TopicPartition(name, part, confluent_kafka.OFFSET_BEGINNING) for part in range(c.TXN_PARTITIONS)])
+    by_partition = {}
+    for m in read(cons, run.total()):
+        by_partition.setdefault(m.partition(), []).append(m.value())
+    cons.close()
+    return run.check_read(by_partition)
+
+
 def s_err_unknown_topic():
     p = producer(**{"message.timeout.ms": 5000})
     errs = []

@@ -393,6 +393,45 @@ def s_leader_kill():
     return "%d acked, all read back (%d errors)" % (len(acked), len(errors))
 
 
+def s_txn_leader_kill():
+    name = topic("txn_leader_kill", c.TXN_PARTITIONS)
+    p = producer(transactional_id=c.name(CLIENT, "txn_leader_kill"), enable_idempotence=True, acks="all",
+                 transaction_timeout_ms=c.TXN_CALL_S * 1000, delivery_timeout_ms=c.TXN_CALL_S * 1000,
+                 max_block_ms=c.TXN_CALL_S * 1000)
+    p.init_transactions()
+
+    def one_txn(seq, run):
+        began = time.monotonic()
+        p.begin_transaction()
+        run.step("send")
+        futures = [p.send(name, key=c.txn_value(seq, part), value=c.txn_value(seq, part), partition=part)
+                   for part in range(c.TXN_PARTITIONS)]
+        for f in futures:
+            f.get(c.TXN_CALL_S)
+        run.hold(seq)
+        commit_started = time.monotonic()
+        run.step("commit")
+        try:
+            p.commit_transaction()
+        except KafkaError as e:
+            raise AssertionError("commit after %d ms: %r (retriable: %s)" % (
+                (time.monotonic() - commit_started) * 1000, e, getattr(e, "retriable", None)))
+        run.record(seq, began, commit_started)
+
+    run = c.txn_loop_across_kill(one_txn)
+    run.check()
+    cons = consumer(isolation_level="read_committed")
+    tps = [TopicPartition(name, part) for part in range(c.TXN_PARTITIONS)]
+    cons.assign(tps)
+    cons.seek_to_beginning(*tps)
+    by_partition = {}
+    for m in read(cons, run.total()):
+        by_partition.setdefault(m.partition, []).append(m.value)
+    cons.close()
+    p.close()
+    return run.check_read(by_partition)
+
+
 def s_err_unknown_topic():
     p = producer(max_block_ms=5000)
     try:

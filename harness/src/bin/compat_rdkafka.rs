@@ -21,7 +21,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
 const CLIENT: &str = "rdkafka-rust";
-const SCENARIOS: [&str; 19] = [
+const SCENARIOS: [&str; 20] = [
     "create_topic",
     "produce_consume",
     "compression",
@@ -37,6 +37,7 @@ const SCENARIOS: [&str; 19] = [
     "alter_config",
     "delete_records",
     "leader_kill",
+    "txn_leader_kill",
     "err_unknown_topic",
     "err_offset_out_of_range",
     "err_stale_generation",
@@ -522,6 +523,220 @@ fn leader_kill() -> Result<String> {
     Ok(format!("{} acked, all read back", acked.len()))
 }
 
+/// One committed transaction of txn_leader_kill: its number, when it began and when its commit
+/// returned, and how long the commit call took.
+struct Committed {
+    seq: usize,
+    began: Instant,
+    done: Instant,
+    commit: Duration,
+}
+
+/// Budget of one transaction step in txn_leader_kill: long enough that a slow election is
+/// waited out inside the client, never taken for a failure.
+const TXN_CALL: Duration = Duration::from_secs(60);
+/// How long txn_leader_kill holds one transaction open, its records acknowledged, while the
+/// kill starts.
+const TXN_HOLD: Duration = Duration::from_secs(1);
+
+fn kill_leader() -> Result<Duration> {
+    let kill = std::env::var("COMPAT_KILL_LEADER").context("COMPAT_KILL_LEADER is not set")?;
+    let started = Instant::now();
+    let status =
+        std::process::Command::new("sh").arg("-c").arg(&kill).stdout(std::process::Stdio::null()).status()?;
+    ensure!(status.success(), "COMPAT_KILL_LEADER failed: {status}");
+    Ok(started.elapsed())
+}
+
+/// Transactions (begin, one record to each of 3 partitions, commit) in a loop for 2 s, across
+/// COMPAT_KILL_LEADER (started while one transaction is held open, its records acknowledged)
+/// and 3 s after it. Passes only if no transaction step failed, every
+/// committed transaction's records read back exactly once, in order, under read_committed, and
+/// transactions committed after the kill.
+fn txn_leader_kill() -> Result<String> {
+    let t = topic("txn_leader_kill", 3, "")?;
+    let id = name("txn_leader_kill", "");
+    let p = producer(&[
+        ("transactional.id", id.as_str()),
+        ("transaction.timeout.ms", "60000"),
+        ("message.timeout.ms", "60000"),
+    ])?;
+    p.init_transactions(TXN_CALL)?;
+    let started = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    // The transaction under way (number, start) and the committed count, for a stuck loop's error.
+    let current = Arc::new(Mutex::new((0usize, Instant::now(), 0usize)));
+    // Once the kill is wanted, the next transaction to have its records acknowledged is held
+    // open TXN_HOLD (its number goes in `held`) and the kill starts meanwhile: the kill always
+    // lands inside an open transaction, never by chance between two.
+    let kill_wanted = Arc::new(AtomicBool::new(false));
+    let held = Arc::new(Mutex::new(None::<usize>));
+    let (tx, rx) = mpsc::channel();
+    {
+        let (stop, t, current) = (stop.clone(), t.clone(), current.clone());
+        let (kill_wanted, held) = (kill_wanted.clone(), held.clone());
+        std::thread::spawn(move || {
+            let mut done = Vec::new();
+            let mut seq = 0;
+            let failure = loop {
+                if stop.load(Ordering::Relaxed) {
+                    break None;
+                }
+                let began = Instant::now();
+                *current.lock().expect("lock") = (seq, began, done.len());
+                let mut commit = Duration::ZERO;
+                let step = (|| -> Result<()> {
+                    p.begin_transaction().context("begin")?;
+                    for partition in 0..3 {
+                        let v = format!("tlk-{seq}-p{partition}");
+                        p.send(BaseRecord::to(&t).partition(partition).key(&v).payload(&v))
+                            .map_err(|(e, _)| e)
+                            .context("send")?;
+                    }
+                    p.flush(TXN_CALL).context("flush")?;
+                    if kill_wanted.load(Ordering::Relaxed) && held.lock().expect("lock").is_none() {
+                        *held.lock().expect("lock") = Some(seq);
+                        std::thread::sleep(TXN_HOLD);
+                    }
+                    let at = Instant::now();
+                    let r = p.commit_transaction(TXN_CALL);
+                    commit = at.elapsed();
+                    r.map_err(|e| match &e {
+                        KafkaError::Transaction(te) => anyhow!(
+                            "commit after {} ms: {e} (requires abort: {}, retriable: {}, fatal: {})",
+                            commit.as_millis(),
+                            te.txn_requires_abort(),
+                            te.is_retriable(),
+                            te.is_fatal()
+                        ),
+                        _ => anyhow!("commit after {} ms: {e}", commit.as_millis()),
+                    })
+                })();
+                if let Err(e) = step {
+                    break Some((seq, Instant::now(), format!("{e:#}")));
+                }
+                done.push(Committed { seq, began, done: Instant::now(), commit });
+                seq += 1;
+            };
+            let _ = tx.send((done, failure));
+        });
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    kill_wanted.store(true, Ordering::Relaxed);
+    let deadline = Instant::now() + TXN_CALL / 4;
+    let held_seq = loop {
+        if let Some(seq) = *held.lock().expect("lock") {
+            break seq;
+        }
+        if let Ok((_, failure)) = rx.try_recv() {
+            let (seq, _, e) = failure.context("the transaction loop ended before the kill")?;
+            bail!("transaction {seq} failed before the kill: {e}");
+        }
+        if Instant::now() > deadline {
+            let (seq, began, n) = *current.lock().expect("lock");
+            bail!(
+                "no transaction got its records acknowledged in {:?}: transaction {seq} began {:.1} s ago; {n} committed",
+                TXN_CALL / 4,
+                began.elapsed().as_secs_f64()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let kill_began = Instant::now();
+    let killed = kill_leader();
+    let kill_ended = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::Relaxed);
+    // Leave the reading-back a third of the scenario's budget.
+    let wait = (env().timeout * 2 / 3).saturating_sub(started.elapsed()).max(Duration::from_secs(1));
+    let (committed, failure) = match rx.recv_timeout(wait) {
+        Ok(r) => r,
+        Err(mpsc::RecvTimeoutError::Disconnected) => bail!("transaction thread panicked"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            let (seq, began, n) = *current.lock().expect("lock");
+            bail!(
+                "transaction {seq} stuck {:.1} s after it began ({:.1} s after the kill began); {n} committed",
+                began.elapsed().as_secs_f64(),
+                kill_began.elapsed().as_secs_f64()
+            );
+        }
+    };
+    let took = killed?;
+    let before = committed.iter().filter(|c| c.done < kill_began).count();
+    let during = committed.iter().filter(|c| c.done >= kill_began && c.done < kill_ended).count();
+    let after = committed.len() - before - during;
+    let held_commit = committed
+        .iter()
+        .find(|c| c.seq == held_seq)
+        .map(|c| format!(", its commit took {} ms", c.commit.as_millis()))
+        .unwrap_or_default();
+    let counts = format!(
+        "{} committed: {before} before the kill, {during} during it ({:.1} s), {after} after; transaction {held_seq} held open across the kill{held_commit}",
+        committed.len(),
+        took.as_secs_f64()
+    );
+    if let Some((seq, at, e)) = failure {
+        let when = if at >= kill_began {
+            format!("{:.1} s after the kill began", (at - kill_began).as_secs_f64())
+        } else {
+            format!("{:.1} s before the kill", (kill_began - at).as_secs_f64())
+        };
+        bail!("transaction {seq} failed {when}: {e}; {counts}");
+    }
+    ensure!(before > 0, "no transaction committed before the kill; {counts}");
+    ensure!(after > 0, "no transaction committed after the kill; {counts}");
+    let longest = committed.iter().map(|c| c.done - c.began).max().unwrap_or_default();
+    let longest_commit = committed.iter().map(|c| c.commit).max().unwrap_or_default();
+
+    let group = name("txn_leader_kill", "-read");
+    let c: BaseConsumer = config(&[
+        ("group.id", group.as_str()),
+        ("enable.auto.commit", "false"),
+        ("isolation.level", "read_committed"),
+    ])
+    .create()?;
+    let mut tpl = TopicPartitionList::new();
+    for partition in 0..3 {
+        tpl.add_partition_offset(&t, partition, Offset::Beginning)?;
+    }
+    c.assign(&tpl)?;
+    let got = read(&c, committed.len() * 3)?;
+    for partition in 0..3 {
+        let want: Vec<String> = committed.iter().map(|c| format!("tlk-{}-p{partition}", c.seq)).collect();
+        let have: Vec<String> =
+            got.iter().filter(|m| m.partition() == partition).map(|m| triple(m).1).collect();
+        exactly_once(&format!("partition {partition} under read_committed"), &have, &want)?;
+    }
+    Ok(format!(
+        "{counts}; all {} records read back once under read_committed; longest transaction {} ms (commit call {} ms)",
+        committed.len() * 3,
+        longest.as_millis(),
+        longest_commit.as_millis()
+    ))
+}
+
+/// Whether `have` is exactly `want` (each once, in order); the error counts what differs.
+fn exactly_once(what: &str, have: &[String], want: &[String]) -> Result<()> {
+    if have == want {
+        return Ok(());
+    }
+    let wanted: BTreeSet<&String> = want.iter().collect();
+    let mut seen = BTreeSet::new();
+    let dups = have.iter().filter(|v| !seen.insert(*v)).count();
+    let missing: Vec<&String> = want.iter().filter(|v| !seen.contains(v)).collect();
+    let extra: Vec<&String> = have.iter().filter(|v| !wanted.contains(v)).collect();
+    bail!(
+        "{what}: {} records, want {}; {} missing (e.g. {:?}), {dups} duplicated, {} unexpected (e.g. {:?}){}",
+        have.len(),
+        want.len(),
+        missing.len(),
+        missing.iter().take(3).collect::<Vec<_>>(),
+        extra.len(),
+        extra.iter().take(3).collect::<Vec<_>>(),
+        if missing.is_empty() && dups == 0 && extra.is_empty() { ", out of order" } else { "" }
+    )
+}
+
 fn err_unknown_topic() -> Result<String> {
     struct Collect(Mutex<Option<KafkaError>>);
     impl rdkafka::ClientContext for Collect {}
@@ -628,6 +843,7 @@ fn scenario(id: &str) -> fn() -> Result<String> {
         "alter_config" => alter_config,
         "delete_records" => delete_records,
         "leader_kill" => leader_kill,
+        "txn_leader_kill" => txn_leader_kill,
         "err_unknown_topic" => err_unknown_topic,
         "err_offset_out_of_range" => err_offset_out_of_range,
         "err_stale_generation" => err_stale_generation,

@@ -776,6 +776,60 @@ func leaderKill(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%d acked, all read back (%d failed sends)", len(acked), failed), nil
 }
 
+// txnLeaderKill: transactions (one record to each of 3 partitions, then commit) across a kill
+// of the Raft leader; none may fail, and read_committed must give every committed one once.
+func txnLeaderKill(ctx context.Context) (string, error) {
+	t, err := topic(ctx, "txn_leader_kill", compat.TxnPartitions, "")
+	if err != nil {
+		return "", err
+	}
+	cl := txnClient(name("txn_leader_kill", ""), kgo.RetryTimeout(compat.TxnCall),
+		kgo.RecordDeliveryTimeout(compat.TxnCall), kgo.RequiredAcks(kgo.AllISRAcks()))
+	defer cl.Close()
+	run, err := compat.TxnLoopAcrossKill(ctx, func(seq int, run *compat.TxnRun) (time.Time, error) {
+		if err := cl.BeginTransaction(); err != nil {
+			return time.Time{}, fmt.Errorf("begin: %w", err)
+		}
+		recs := make([]*kgo.Record, compat.TxnPartitions)
+		for p := range recs {
+			v := []byte(compat.TxnValue(seq, p))
+			recs[p] = &kgo.Record{Topic: t, Partition: int32(p), Key: v, Value: v}
+		}
+		sctx, cancel := context.WithTimeout(ctx, compat.TxnCall)
+		defer cancel()
+		if err := cl.ProduceSync(sctx, recs...).FirstErr(); err != nil {
+			return time.Time{}, fmt.Errorf("produce: %w", err)
+		}
+		run.Hold(seq)
+		commitStarted := time.Now()
+		if err := cl.EndTransaction(sctx, kgo.TryCommit); err != nil {
+			return commitStarted, fmt.Errorf("commit after %d ms: %w", time.Since(commitStarted).Milliseconds(), err)
+		}
+		return commitStarted, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := run.Check(); err != nil {
+		return "", err
+	}
+	at := map[string]map[int32]kgo.Offset{t: {}}
+	for p := int32(0); p < compat.TxnPartitions; p++ {
+		at[t][p] = kgo.NewOffset().AtStart()
+	}
+	rd := newClient(kgo.ConsumePartitions(at), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	defer rd.Close()
+	got, err := poll(ctx, rd, run.Total())
+	if err != nil {
+		return "", err
+	}
+	byPartition := map[int32][]string{}
+	for _, r := range got {
+		byPartition[r.Partition] = append(byPartition[r.Partition], string(r.Value))
+	}
+	return run.CheckRead(byPartition)
+}
+
 func errUnknownTopic(ctx context.Context) (string, error) {
 	cl := newClient(kgo.UnknownTopicRetries(2))
 	defer cl.Close()
@@ -859,6 +913,6 @@ func errStaleGeneration(ctx context.Context) (string, error) {
 func main() {
 	compat.Run(client, compat.ModuleVersion("github.com/twmb/franz-go"), []compat.Scenario{
 		// In the order of compat.Scenarios.
-		createTopic, produceConsume, compression, consumeEarliest, consumeLatest, seekTimestamp, groupRebalance, memberLeaveRejoin, idempotentProduce, txnCommitAbort, consumeProcessProduce, txnFencing, alterConfig, deleteRecords, leaderKill, errUnknownTopic, errOffsetOutOfRange, errStaleGeneration, errFencedProducer,
+		createTopic, produceConsume, compression, consumeEarliest, consumeLatest, seekTimestamp, groupRebalance, memberLeaveRejoin, idempotentProduce, txnCommitAbort, consumeProcessProduce, txnFencing, alterConfig, deleteRecords, leaderKill, txnLeaderKill, errUnknownTopic, errOffsetOutOfRange, errStaleGeneration, errFencedProducer,
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -813,6 +815,111 @@ func leaderKill(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%d acked, all read back (%d failed sends)", len(acked), failed), nil
 }
 
+// txnLeaderKill: transactions (one record to each of 3 partitions, then commit) across a kill
+// of the Raft leader; none may fail, and read_committed must give every committed one once.
+func txnLeaderKill(ctx context.Context) (string, error) {
+	t, err := topic("txn_leader_kill", compat.TxnPartitions, "")
+	if err != nil {
+		return "", err
+	}
+	c := config()
+	idempotent(c)
+	c.Producer.Transaction.ID = name("txn_leader_kill", "")
+	c.Producer.Transaction.Timeout = compat.TxnCall
+	// Retries worth TxnCall for the transaction and produce steps: an election is waited out
+	// inside sarama. Metadata keeps sarama's default retries: while the coordinator is not
+	// available sarama looks up partition 0 of __transaction_state, which onelog does not
+	// have, and a refresh of an unknown topic retries Metadata.Retry.Max times before the
+	// transaction step retries at all (at 300 retries, a minute).
+	retries := int(compat.TxnCall / (200 * time.Millisecond))
+	c.Producer.Transaction.Retry.Max, c.Producer.Transaction.Retry.Backoff = retries, 200*time.Millisecond
+	c.Producer.Retry.Max, c.Producer.Retry.Backoff = retries, 200*time.Millisecond
+	p, err := sarama.NewSyncProducer(compat.Bootstrap, c)
+	if err != nil {
+		return "", err
+	}
+	defer p.Close()
+	run, err := compat.TxnLoopAcrossKill(ctx, func(seq int, run *compat.TxnRun) (time.Time, error) {
+		if err := p.BeginTxn(); err != nil {
+			return time.Time{}, fmt.Errorf("begin: %w", err)
+		}
+		msgs := make([]*sarama.ProducerMessage, compat.TxnPartitions)
+		for i := range msgs {
+			v := sarama.StringEncoder(compat.TxnValue(seq, i))
+			msgs[i] = &sarama.ProducerMessage{Topic: t, Partition: int32(i), Key: v, Value: v}
+		}
+		if err := p.SendMessages(msgs); err != nil {
+			return time.Time{}, fmt.Errorf("send (transaction status %v): %w", p.TxnStatus(), err)
+		}
+		run.Hold(seq)
+		commitStarted := time.Now()
+		if err := p.CommitTxn(); err != nil {
+			return commitStarted, fmt.Errorf("commit after %d ms (transaction status %v): %w",
+				time.Since(commitStarted).Milliseconds(), p.TxnStatus(), err)
+		}
+		return commitStarted, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := run.Check(); err != nil {
+		return "", err
+	}
+	byPartition := map[int32][]string{}
+	rc := config()
+	rc.Consumer.IsolationLevel = sarama.ReadCommitted
+	cons, err := sarama.NewConsumer(compat.Bootstrap, rc)
+	if err != nil {
+		return "", err
+	}
+	defer cons.Close()
+	msgs := make(chan *sarama.ConsumerMessage)
+	errs := make(chan error, compat.TxnPartitions)
+	finished := make(chan struct{})
+	defer close(finished)
+	for i := int32(0); i < compat.TxnPartitions; i++ {
+		pc, err := cons.ConsumePartition(t, i, sarama.OffsetOldest)
+		if err != nil {
+			return "", err
+		}
+		defer pc.Close()
+		go func() {
+			for {
+				select {
+				case m := <-pc.Messages():
+					select {
+					case msgs <- m:
+					case <-finished:
+						return
+					}
+				case e := <-pc.Errors():
+					errs <- e
+					return
+				case <-finished:
+					return
+				}
+			}
+		}()
+	}
+	n, want := 0, run.Total()
+	var quiet <-chan time.Time
+	for {
+		select {
+		case m := <-msgs:
+			byPartition[m.Partition] = append(byPartition[m.Partition], string(m.Value))
+			if n++; n == want {
+				quiet = time.After(time.Second)
+			}
+		case e := <-errs:
+			return "", e
+		case <-quiet:
+			return run.CheckRead(byPartition)
+		case <-ctx.Done():
+			return "", fmt.Errorf("read %d of %d: %w", n, want, ctx.Err())
+		}
+	}
+}
+
 func errUnknownTopic(context.Context) (string, error) {
 	c := config()
 	c.Metadata.Retry.Max = 2
@@ -904,8 +1011,12 @@ func errStaleGeneration(ctx context.Context) (string, error) {
 }
 
 func main() {
+	// COMPAT_DEBUG (any value): sarama's own log on stderr, for a scenario that hangs.
+	if os.Getenv("COMPAT_DEBUG") != "" {
+		sarama.Logger = log.New(os.Stderr, "[sarama] ", log.LstdFlags|log.Lmicroseconds)
+	}
 	compat.Run(client, compat.ModuleVersion("github.com/IBM/sarama"), []compat.Scenario{
 		// In the order of compat.Scenarios.
-		createTopic, produceConsume, compression, consumeEarliest, consumeLatest, seekTimestamp, groupRebalance, memberLeaveRejoin, idempotentProduce, txnCommitAbort, consumeProcessProduce, txnFencing, alterConfig, deleteRecords, leaderKill, errUnknownTopic, errOffsetOutOfRange, errStaleGeneration, errFencedProducer,
+		createTopic, produceConsume, compression, consumeEarliest, consumeLatest, seekTimestamp, groupRebalance, memberLeaveRejoin, idempotentProduce, txnCommitAbort, consumeProcessProduce, txnFencing, alterConfig, deleteRecords, leaderKill, txnLeaderKill, errUnknownTopic, errOffsetOutOfRange, errStaleGeneration, errFencedProducer,
 	})
 }
