@@ -14,8 +14,8 @@
 //! A test-only flag (`ONELOG_FAULT_FLAGS=lease.lapsed`) makes the lease never hold on any node
 //! of a three-node cluster. Then: Produce outside a transaction (acks=all), OffsetCommit and
 //! CreateTopics succeed on the leader; Fetch, ListOffsets and OffsetFetch are served after a
-//! quorum round; a transactional Produce, which is answered before its entry commits, is
-//! refused NOT_LEADER_OR_FOLLOWER: only a lease lets the leader vouch for it.
+//! quorum round; a transactional Produce, answered from its committed entry since issue 17,
+//! is not refused for the lease either (it meets the transaction checks).
 
 use anyhow::{ensure, Result};
 use harness::batch::{encode_batch, TestRecord};
@@ -34,7 +34,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
 const TOPIC: &str = "lease";
 
 #[tokio::test(flavor = "multi_thread")]
@@ -102,13 +102,18 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     );
     println!("fetch, list offsets and offset fetch served after a quorum round");
 
-    // A transactional batch is answered once stamped, before it commits: it needs the lease.
+    // Since issue 17 a transactional batch too is answered from its committed entry, so it
+    // needs no lease either: it reaches the transaction checks, which refuse this made-up
+    // producer id (INVALID_PRODUCER_ID_MAPPING) instead of the lease refusing it.
     let mut txn_records = encode_batch(&records)?.to_vec();
     set_transactional(&mut txn_records);
     let txn_batch = BatchFor { topic: TOPIC.into(), partition: 0, records: txn_records.into() };
     let results = produce_results(&produce(&mut client, -1, &[txn_batch]).await?);
-    ensure!(results[0].2 == NOT_LEADER_OR_FOLLOWER, "transactional produce without the lease: {results:?}");
-    println!("a transactional produce refused without the lease");
+    ensure!(
+        results[0].2 == INVALID_PRODUCER_ID_MAPPING,
+        "transactional produce without the lease: {results:?}, expected the transaction's own refusal"
+    );
+    println!("a transactional produce without the lease reaches the transaction checks");
     Ok(())
 }
 

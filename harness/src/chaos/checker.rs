@@ -75,6 +75,9 @@ pub struct QueueCounts {
     pub txns: usize,
     pub committed: usize,
     pub aborted: usize,
+    /// Of `aborted`, the workload's deliberate aborts; the rest followed an error (a fault
+    /// the client saw: a crash, a hijack, a failed send). Issue 17: no leader fault causes one.
+    pub aborted_on_purpose: usize,
     pub unknown: usize,
     pub unknown_visible: usize,
     pub values_acknowledged: usize,
@@ -115,7 +118,10 @@ pub fn txn_counts(history: &Snapshot) -> QueueCounts {
                 counts.committed += 1;
                 counts.values_acknowledged += t.values.len();
             }
-            Outcome::Aborted => counts.aborted += 1,
+            Outcome::Aborted => {
+                counts.aborted += 1;
+                counts.aborted_on_purpose += usize::from(t.deliberate_abort);
+            }
             Outcome::Unknown => counts.unknown += 1,
         }
     }

@@ -159,8 +159,8 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "operations: {} attempted, {} acknowledged (committed), {} aborted, {} unknown ({} of them visible); {} values acknowledged",
-            c.txns, c.committed, c.aborted, c.unknown, c.unknown_visible, c.values_acknowledged
+            "operations: {} attempted, {} acknowledged (committed), {} aborted ({} on purpose, {} after an error), {} unknown ({} of them visible); {} values acknowledged",
+            c.txns, c.committed, c.aborted, c.aborted_on_purpose, c.aborted - c.aborted_on_purpose, c.unknown, c.unknown_visible, c.values_acknowledged
         );
         let _ = writeln!(
             s,
