@@ -226,6 +226,38 @@ async fn topic_config_scenario(cluster: &mut Cluster) -> Result<()> {
     Ok(())
 }
 
+/// Regression (sarama's alter_config cell in issue 17's CI run): a topic config change the
+/// leader had answered was described by a follower that had not applied it yet, so the
+/// describe showed the old value. The follower's Raft link is delayed here so that it lags
+/// for certain (250 ms, under the election timeout); it must answer with the new value.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follower_describes_a_config_change_the_leader_just_answered() {
+    let options = ClusterOptions::new(3).config("log.segment.bytes", SEGMENT_BYTES).link_proxies();
+    let mut cluster = Cluster::start_with(options).expect("starting cluster");
+    let result = read_your_config_write(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn read_your_config_write(cluster: &mut Cluster) -> Result<()> {
+    let (leader, _) = cluster.wait_for_leader(Duration::from_secs(30))?;
+    let admin: Admin = config(&cluster.bootstrap()).create()?;
+    create_topic(&admin, "lagging", 3).await?;
+    let follower = cluster.followers()?[0];
+    cluster.delay_link(leader, follower, Duration::from_millis(250))?;
+    for (round, value) in ["3600000", "7200000", "10800000"].into_iter().enumerate() {
+        let code = alter_raw(cluster, leader, "lagging", "retention.ms", value).await?;
+        ensure!(code == 0, "AlterConfigs on the leader: error {code}");
+        let (described, _) = describe_on(cluster, follower, "lagging", "retention.ms").await?;
+        ensure!(
+            described == value,
+            "round {round}: follower {follower} described retention.ms = {described} right after the \
+             leader answered {value}"
+        );
+    }
+    cluster.heal()?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn delete_records_moves_the_low_watermark() {
     let options = ClusterOptions::new(3).config("log.segment.bytes", SEGMENT_BYTES);

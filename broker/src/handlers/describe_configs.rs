@@ -17,6 +17,7 @@ use super::HandlerResult;
 use crate::config::BrokerConfig;
 use crate::config_admin::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::ctx::SharedCtx;
+use crate::net::forward;
 use onelog_state::configs::{
     client_metrics_entries, group_entries, DynamicConfigs, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER,
@@ -190,6 +191,21 @@ fn entries_of(ctx: &SharedCtx, resource_type: i8, name: &str) -> Result<Vec<Conf
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DescribeConfigs(body) = req.body else { anyhow::bail!("not a DescribeConfigs body") };
+    // Read your writes through any node: a follower may not have applied a change the leader
+    // has already answered (AlterConfigs goes to the controller, the leader; clients such as
+    // sarama describe through another broker right after). Cluster-wide resources (topics,
+    // groups, client metrics) are answered by the leader; a broker resource stays here, where
+    // this node's static configs are. If the leader cannot be asked, this node answers.
+    let cluster_wide =
+        !body.resources.is_empty() && body.resources.iter().all(|r| r.resource_type != RESOURCE_BROKER);
+    if cluster_wide && !ctx.may_propose() && !forward::is_forwarded(&req.header) {
+        let asked = RequestKind::DescribeConfigs(body.clone());
+        match forward::to_leader(&ctx, KEY, req.api_version, asked).await {
+            Ok(response @ ResponseKind::DescribeConfigs(_)) => return Ok(Some(response)),
+            Ok(_) => tracing::debug!("the leader answered DescribeConfigs with another response"),
+            Err(e) => tracing::debug!(error = %format!("{e:#}"), "forwarding DescribeConfigs failed"),
+        }
+    }
     let mut results = Vec::with_capacity(body.resources.len());
     for resource in &body.resources {
         let entries = entries_of(&ctx, resource.resource_type, resource.resource_name.as_str());

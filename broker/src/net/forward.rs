@@ -4,7 +4,9 @@
 //! coordinator to move to on NOT_COORDINATOR), and the controller's requests (CreateTopics,
 //! DeleteTopics, CreatePartitions, config and quota changes): Kafka 4.x brokers forward those
 //! to the controller (KIP-590), so clients whose cached controller is a follower, as after a
-//! failover, are served instead of refused with NOT_CONTROLLER.
+//! failover, are served instead of refused with NOT_CONTROLLER. DescribeConfigs of cluster-wide
+//! resources is asked of the leader too, so a describe through a follower sees a change the
+//! leader has just answered.
 
 use std::time::Duration;
 
