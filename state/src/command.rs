@@ -55,7 +55,8 @@ pub enum Op {
     TxnOffsetCommit(TxnOffsetCommitOp),
     /// EndTxn: the one durable round of a transaction (DESIGN §1).
     EndTxn(EndTxnOp),
-    /// The leader aborts open transactions: timed out, or open when it took over (DESIGN §4).
+    /// The leader aborts open transactions: timed out, or by an operator. (Before issue 17 also
+    /// those open when it took over; logs written then still hold such entries.)
     AbortTxns(AbortTxnsOp),
     /// The leader's `transactional.id.expiration.ms` duty.
     ExpireTransactionalIds(ExpireTransactionalIdsOp),

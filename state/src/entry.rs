@@ -2,11 +2,10 @@
 //! was in flight into one [`Command`], and decides how each request is answered.
 //!
 //! The proposer (in the broker) hands over the queue, the applied state, which is complete
-//! because only one entry is in flight and a leader first applies every entry of earlier terms
-//! (DESIGN §4), and the entry's [`LeaderStamp`]. This module stamps every produce batch with its
+//! because only one entry is in flight and a leader first applies every entry of earlier terms,
+//! and the entry's [`LeaderStamp`]. This module stamps every produce batch with its
 //! offset and the leader's term, and returns a [`Decision`] per request: answered now (an error,
-//! a duplicate of a committed batch, a transactional write whose stamp is its answer), or once
-//! the entry applies. It sends nothing; the proposer delivers the answers.
+//! a duplicate of a committed batch), or once the entry applies. It sends nothing; the proposer delivers the answers.
 //!
 //! Idempotent batches (KIP-98) are checked here against the applied producer state plus what
 //! earlier ops of the same entry append (`producers::Pending`): a duplicate is answered with its

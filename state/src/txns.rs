@@ -10,8 +10,8 @@
 //! The epoch rules follow Kafka's `TransactionCoordinator`: InitProducerId bumps the epoch and
 //! aborts the open transaction of the previous instance (fencing); a request with an older epoch
 //! is fenced; `last_producer_epoch` recognises a retry of the request that bumped (KIP-360). A
-//! transaction the broker aborted (its timeout expired, a new leader took over, DESIGN §4, or
-//! an administrator asked for it) has its epoch bumped too, but the client of the aborted epoch
+//! transaction the broker aborted (its timeout expired, or an administrator asked for it; before
+//! issue 17 also a new leader's takeover) has its epoch bumped too, but the client of the aborted epoch
 //! gets an error it can abort and carry on from, not the fencing error
 //! ([`TxnError::AbortedByBroker`]).
 
@@ -70,7 +70,8 @@ pub enum EpochBump {
 pub enum BrokerAbort {
     /// `transaction.timeout.ms` expired.
     Timeout,
-    /// A new leader took over while it was open (DESIGN §4).
+    /// A new leader took over while it was open: no longer proposed (issue 17), kept so that
+    /// logs written before still apply.
     Takeover,
     /// An administrator aborted it: `kafka-transactions.sh abort`, which sends WriteTxnMarkers
     /// (`handlers::write_txn_markers`).
@@ -384,23 +385,12 @@ impl Transactions {
         Some(ended)
     }
 
-    /// Transactional ids with an open transaction.
-    /// Every open transaction, as (transactional id, producer id and epoch): what a new leader
-    /// aborts at takeover (DESIGN §4).
-    pub fn open(&self) -> Vec<(String, ProducerIdEpoch)> {
-        self.open_where(|_| true)
-    }
-
     /// The open transactions whose `transaction.timeout.ms` has passed at `now_ms`: what the
     /// leader's timeout duty aborts.
     pub fn timed_out(&self, now_ms: i64) -> Vec<(String, ProducerIdEpoch)> {
-        self.open_where(|m| now_ms - m.start_ms > i64::from(m.timeout_ms))
-    }
-
-    fn open_where(&self, include: impl Fn(&TxnMeta) -> bool) -> Vec<(String, ProducerIdEpoch)> {
         self.by_id
             .iter()
-            .filter(|(_, m)| m.state == TxnState::Ongoing && include(m))
+            .filter(|(_, m)| m.state == TxnState::Ongoing && now_ms - m.start_ms > i64::from(m.timeout_ms))
             .map(|(id, m)| (id.clone(), current(m)))
             .collect()
     }

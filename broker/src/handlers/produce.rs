@@ -72,9 +72,8 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     let Checks { mut slots, appends, owners } =
         off_the_worker_if(heavy, || check_request(&ctx, topic_data, acks, req.api_version));
     let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64).max(Duration::from_millis(1));
-    // A request whose every batch is transactional is answered once stamped (DESIGN §1: a
-    // transactional produce is not a durable round on the client's path); any other waits
-    // for the commit.
+    // A request whose every batch is transactional is one proposal whatever its size
+    // (`Proposer::submit_produce`); every request is answered once its entry commits.
     let transactional = appends.iter().all(|a| a.batches.iter().all(|b| b.header.is_transactional()));
     let (appends, owners) = refuse_oversized(&mut slots, appends, owners, transactional);
     let append_time = log_append_times(&ctx, &appends);
