@@ -30,6 +30,8 @@ use kafka_protocol::protocol::StrBytes;
 const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 const INVALID_CONFIG: i16 = 40;
 const MEMBER_ID_REQUIRED: i16 = 79;
+const NOT_COORDINATOR: i16 = 16;
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const INVALID_RECORD: i16 = 87;
 const MAX_TIMESTAMP: i64 = -3;
 /// Partition segments of 1 MiB (Kafka's minimum `segment.bytes`): these tests write little.
@@ -62,7 +64,16 @@ fn join_request(member_id: &StrBytes) -> JoinGroupRequest {
 async fn join(client: &mut RawClient, member_id: &StrBytes) -> Result<JoinGroupResponse> {
     let mut id = member_id.clone();
     if id.is_empty() {
-        let first = client.request(9, &join_request(&id)).await?;
+        // Right after start the node may not act as coordinator yet; clients retry these
+        // (seen once in a fresh-clone CI run: NOT_COORDINATOR on the very first join).
+        let mut first = client.request(9, &join_request(&id)).await?;
+        for _ in 0..50 {
+            if first.error_code != NOT_COORDINATOR && first.error_code != COORDINATOR_NOT_AVAILABLE {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            first = client.request(9, &join_request(&id)).await?;
+        }
         ensure!(first.error_code == MEMBER_ID_REQUIRED, "first join: {first:?}");
         id = first.member_id;
     }
