@@ -1,4 +1,0 @@
-//!  # FAQ
-#![doc = include_str!("faq-toc.md")]
-
-#![doc = include_str!("faq.md")]

@@ -1,1 +1,0 @@
-mod vec_progress_update;
