@@ -33,6 +33,9 @@ pub struct Status {
     pub term: u64,
     /// openraft's server state: "Leader", "Follower", "Candidate", "Learner", "Shutdown".
     pub role: String,
+    /// Whether this node leads and has applied an entry of its own term: it takes writes.
+    #[serde(default)]
+    pub serving: bool,
     #[serde(default)]
     pub last_log_index: Value,
     #[serde(default)]

@@ -629,8 +629,14 @@ impl Cluster {
         let describe = || format!("{views:?}");
         match named.into_iter().collect::<Vec<_>>().as_slice() {
             [Some(leader)] if live.contains(leader) && views.values().all(|v| v.is_ok()) => {
-                if self.has_admin && !self.status(*leader).is_ok_and(|s| s.is_leader()) {
-                    return Err(format!("{leader} is named but does not say it leads; {}", describe()));
+                // Named and leading is not yet taking writes: until the new leader has applied
+                // its own term's first entry it refuses them (NOT_CONTROLLER), which a test's
+                // first raw CreateTopics would not retry.
+                if self.has_admin && !self.status(*leader).is_ok_and(|s| s.is_leader() && s.serving) {
+                    return Err(format!(
+                        "{leader} is named but does not say it leads and serves; {}",
+                        describe()
+                    ));
                 }
                 Ok(*leader)
             }

@@ -71,6 +71,9 @@ async fn open_across_kill(cluster: &mut Cluster) -> Result<()> {
         resumed.elapsed()
     );
     cluster.start_node(leader)?;
+    // The restarted node names no leader until it hears from the new one, and librdkafka's
+    // watermark query does not retry the partition error its Metadata then carries.
+    cluster.wait_for_leader(Duration::from_secs(30))?;
     let live = cluster.live_bootstrap();
     let committed = sorted(read_values(&live, TOPIC, 2, READ_COMMITTED)?);
     ensure!(
@@ -127,6 +130,9 @@ async fn in_flight_write(cluster: &mut Cluster, arm: &Path) -> Result<()> {
     );
     producer.commit_transaction(COMMIT_TIMEOUT).context("the commit after the leader change")?;
     cluster.start_node(leader)?;
+    // The restarted node names no leader until it hears from the new one, and librdkafka's
+    // watermark query does not retry the partition error its Metadata then carries.
+    cluster.wait_for_leader(Duration::from_secs(30))?;
     let live = cluster.live_bootstrap();
     let uncommitted = sorted(read_values(&live, TOPIC, 2, READ_UNCOMMITTED).context("read_uncommitted")?);
     let committed = sorted(read_values(&live, TOPIC, 2, READ_COMMITTED).context("read_committed")?);
