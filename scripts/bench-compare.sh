@@ -14,8 +14,14 @@
 # kafka-clients 4.1.1 (transactions v2) and 2.8.2 (transactions v1), and with their Rust port
 # (`txbench`, harness/src/bench/suite: librdkafka through rdkafka), the concurrency sweep
 # (TxWritesBench and BaseWritesBench with PRODUCERS=1,10,50,100) and the payload modes
-# (both writes benches with 100 B, 1 KiB and 1 MiB records), then stops it and wipes its data
-# before the next. Finally scripts/bench-report.py writes report.md and the PNG plots.
+# (both writes benches with 100 B, 1 KiB and 1 MiB records) and the raw throughput (issue 17:
+# Kafka 4.1.1's own ProducerPerformance, kafka-producer-perf-test, with 1 KiB records, acks=all,
+# enable.idempotence=true and --throughput -1 into topic raw-throughput, replication factor 3,
+# as 1 process and then 8 started together, each with its share of RAW_RECORDS; then one
+# ConsumerPerformance reading the whole topic; per producer run also the brokers' disk writes,
+# write_bytes of /proc/PID/io summed over the three nodes, and their CPU, per byte and per MB
+# produced), then stops it and wipes its data before the next. Finally
+# scripts/bench-report.py writes report.md and the PNG plots.
 #
 #   scripts/bench-compare.sh [--quick] [--out DIR] [--systems onelog,kafka-flush1,kafka-default]
 #
@@ -25,7 +31,11 @@
 # <bench>.json (the bench's JSON summary, plus cpu_us_per_tx_per_node: each broker node's CPU
 # over the run, from /proc, per transaction; the report's concurrency table shows it for
 # TxWritesBench); sweep/ and payload/ hold the same per run, logs/
-# each run's output. DIR/meta.json records the machine, settings, command and failures.
+# each run's output. raw-throughput/ holds producer-p<N>-<i>.txt (producer i's output, the
+# tool's last line its totals and whole-ms percentiles) and producer-p<N>.json (the run's
+# summary: MB/s summed over its producers, each percentile's worst producer, disk bytes and CPU
+# per node), consumer.txt and consumer.json, warmup.* when RAW_WARMUP_RECORDS > 0.
+# DIR/meta.json records the machine, settings, sections, command and failures.
 #
 # Settings (environment; defaults full / --quick):
 #   WARMUP, TXES                main benches, per run              100, 500 / 20, 50
@@ -40,15 +50,38 @@
 #   SYSTEM_WARMUP               iterations in all of the unrecorded warm-up of each freshly
 #                               started system (BaseWritesBench, then TxWritesBench with a
 #                               fifth as many, 10 producers)        500 / 50
+#   RAW_RECORDS                 raw throughput: 1 KiB records per producer run, split over
+#                               its producers                      300000 / 5000
+#   RAW_PRODUCERS               producer processes of each run     1,8 / 1,2
+#   RAW_WARMUP_RECORDS          an unrecorded one-producer run into raw-warmup before them
+#                               (for BENCH_SECTIONS=raw: otherwise the main benches have
+#                               warmed the brokers up)             50000 / 0
+#   RAW_PARTITIONS              partitions of raw-throughput       1
+#   RAW_JVM_OPTS                the perf tools' JVM options        -Xmx512m / -Xmx256m
+#                               -XX:TieredStopAtLevel=1 (quick figures are not to be quoted)
 #   RUN_TIMEOUT                 seconds per bench run              900 / 300
+#   BENCH_SECTIONS              the sections run against each system, a comma-separated subset
+#                               of main (the system warm-up and the main benches), sweep,
+#                               payload, raw; e.g. BENCH_SECTIONS=raw for the raw throughput
+#                               alone. The report leaves out the sections not run.
+#                               Default main,sweep,payload,raw
 # The full defaults are small because Kafka is slow here: on 2 shared cores its transactional
 # streaming iteration takes about 0.22 s. Measured here: full 16.5 minutes, --quick 3.75 minutes
 # with warm caches (Maven's first download of the clients and the broker, about 106 MB, and the
-# matplotlib install add under a minute; building the broker is not counted).
+# matplotlib install add under a minute; building the broker is not counted). The raw
+# throughput section, measured on 2026-12-02 on 2 cores shared with a CI run and another
+# engineer's cluster (load average 9 to 25, so slower than an idle machine): full 92 s against
+# onelog, 449 s against kafka-flush1 and 291 s against kafka-default (BENCH_SECTIONS=raw, with
+# the systems' start and stop: 15.8 minutes); --quick 29 s against onelog and 42 s against
+# kafka-flush1 (BENCH_SECTIONS=raw, so against cold brokers), most of it the tools' JVM starts.
 #   ONELOG_BIN, TXBENCH_BIN     the broker binary and the Rust benches (else both are built
 #                               with cargo build --release; CARGO_TARGET_DIR is honoured)
 #   BENCH_PORT_BASE             onelog's Kafka ports (default 19092..19094; Raft +100,
-#                               admin +200); Kafka keeps kafka-reference.sh's 29092..29094
+#                               admin +200)
+#   KAFKA_REF_PORT, KAFKA_REF_CONTROLLER_PORT  Kafka's ports, read by kafka-reference.sh too
+#                               (default 29092..29094, 29192..29194)
+#   BENCH_WORK_DIR              the running system's data (default .bench-compare), wiped
+#                               after each system
 # A failed run is logged, recorded in meta.json and shown in the report; the others go on.
 set -euo pipefail
 
@@ -61,8 +94,10 @@ systems="onelog,kafka-flush1,kafka-default"
 # The command as run, with any settings given in the environment in front.
 command_line=""
 for v in WARMUP TXES SWEEP_TXES SWEEP_WARMUP SWEEP_MIN_TXES SWEEP_PRODUCERS PAYLOADS PAYLOAD_TXES PAYLOAD_WARMUP \
-    PAYLOAD_MIB_TXES PAYLOAD_MIB_WARMUP SYSTEM_WARMUP RUN_TIMEOUT ONELOG_BIN TXBENCH_BIN BENCH_PORT_BASE; do
-    [ -n "${!v:-}" ] && command_line+="$v=${!v} "
+    PAYLOAD_MIB_TXES PAYLOAD_MIB_WARMUP SYSTEM_WARMUP RUN_TIMEOUT ONELOG_BIN TXBENCH_BIN BENCH_PORT_BASE \
+    RAW_RECORDS RAW_PRODUCERS RAW_WARMUP_RECORDS RAW_PARTITIONS RAW_JVM_OPTS BENCH_SECTIONS BENCH_WORK_DIR KAFKA_REF_PORT \
+    KAFKA_REF_CONTROLLER_PORT; do
+    [ -n "${!v:-}" ] && command_line+="$v=$(printf %q "${!v}") "
 done
 command_line+="scripts/bench-compare.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
@@ -80,14 +115,19 @@ if [ "$quick" = 1 ]; then
     : "${WARMUP:=20}" "${TXES:=50}" "${SWEEP_TXES:=50}" "${SWEEP_WARMUP:=20}" "${SWEEP_MIN_TXES:=5}"
     : "${SWEEP_PRODUCERS:=1,10}" "${PAYLOAD_TXES:=30}" "${PAYLOAD_WARMUP:=10}" "${PAYLOADS:=100,1024}"
     : "${PAYLOAD_MIB_TXES:=20}" "${PAYLOAD_MIB_WARMUP:=5}" "${SYSTEM_WARMUP:=50}" "${RUN_TIMEOUT:=300}"
+    : "${RAW_RECORDS:=5000}" "${RAW_WARMUP_RECORDS:=0}" "${RAW_JVM_OPTS:=-Xmx256m -XX:TieredStopAtLevel=1}"
+    # Two producers, not eight: the smoke run is in CI's 30-minute budget, and eight tool JVMs
+    # starting on two cores cost about a minute per system there.
+    : "${RAW_PRODUCERS:=1,2}"
     mode=quick
 else
     : "${WARMUP:=100}" "${TXES:=500}" "${SWEEP_TXES:=500}" "${SWEEP_WARMUP:=100}" "${SWEEP_MIN_TXES:=20}"
     : "${SWEEP_PRODUCERS:=1,10,50,100}" "${PAYLOAD_TXES:=200}" "${PAYLOAD_WARMUP:=50}"
     : "${PAYLOADS:=100,1024,1048576}" "${PAYLOAD_MIB_TXES:=50}" "${PAYLOAD_MIB_WARMUP:=10}" "${SYSTEM_WARMUP:=500}"
-    : "${RUN_TIMEOUT:=900}"
+    : "${RUN_TIMEOUT:=900}" "${RAW_RECORDS:=300000}" "${RAW_WARMUP_RECORDS:=50000}" "${RAW_JVM_OPTS:=-Xmx512m}"
     mode=full
 fi
+: "${RAW_PRODUCERS:=1,8}" "${RAW_PARTITIONS:=1}" "${BENCH_SECTIONS:=main,sweep,payload,raw}"
 date_tag="$(date -u +%Y-%m-%d)"
 if [ -z "$out" ]; then
     if [ "$quick" = 1 ]; then out="results/quick-$date_tag"; else out="results/$date_tag"; fi
@@ -98,7 +138,8 @@ rm -rf "$out/raw"
 mkdir -p "$out/raw"
 
 port_base="${BENCH_PORT_BASE:-19092}"   # below the ephemeral port range
-work="$repo/.bench-compare"          # the systems' data, wiped after each
+work="${BENCH_WORK_DIR:-$repo/.bench-compare}"   # the systems' data, wiped after each
+case "$work" in /*) ;; *) work="$repo/$work" ;; esac
 onelog_dir="$work/onelog"
 kafka_dir="$work/kafka"
 benches=(BaseWritesBench TxWritesBench BaseStreamingBench TxStreamingBench)
@@ -106,9 +147,18 @@ clients=(4.x 2.x rust)
 IFS=, read -r -a system_list <<<"$systems"
 IFS=, read -r -a sweep_list <<<"$SWEEP_PRODUCERS"
 IFS=, read -r -a payload_list <<<"$PAYLOADS"
+IFS=, read -r -a raw_producer_list <<<"$RAW_PRODUCERS"
+IFS=, read -r -a section_list <<<"$BENCH_SECTIONS"
 for s in "${system_list[@]}"; do
     case "$s" in onelog | kafka-flush1 | kafka-default) ;; *) echo "bench-compare.sh: unknown system '$s'" >&2; exit 2 ;; esac
 done
+for s in "${section_list[@]}"; do
+    case "$s" in main | sweep | payload | raw) ;; *) echo "bench-compare.sh: unknown section '$s' (main, sweep, payload, raw)" >&2; exit 2 ;; esac
+done
+for p in "${raw_producer_list[@]}"; do
+    [[ "$p" =~ ^[1-9][0-9]*$ ]] || { echo "bench-compare.sh: RAW_PRODUCERS: '$p' is not a count" >&2; exit 2; }
+done
+has_section() { [[ ",$BENCH_SECTIONS," == *",$1,"* ]]; }
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*"; }
 die() { echo "bench-compare.sh: $*" >&2; exit 1; }
@@ -118,7 +168,7 @@ t_start=$SECONDS
 log "building the Java benches (kafka-clients 4.1.1 and 2.8.2) and resolving Kafka 4.1.1"
 cp_4="$(scripts/java-build.sh)" || die "building harness/java failed"
 cp_2="$(scripts/java-build.sh --variant kafka2 -Dkafka2)" || die "building harness/java (kafka2) failed"
-KAFKA_REF_DIR="$kafka_dir" scripts/kafka-reference.sh classpath >/dev/null || die "resolving Kafka failed"
+kafka_cp_file="$(KAFKA_REF_DIR="$kafka_dir" scripts/kafka-reference.sh classpath)" || die "resolving Kafka failed"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 case "$target" in /*) ;; *) target="$repo/$target" ;; esac
 build=()
@@ -143,7 +193,11 @@ bench_command() {
 }
 
 # ---- the runs --------------------------------------------------------------------------------
-per_system=$(( 2 + ${#benches[@]} * ${#clients[@]} + 2 * ${#sweep_list[@]} + 2 * ${#payload_list[@]} ))
+per_system=0
+has_section main && per_system=$((per_system + 2 + ${#benches[@]} * ${#clients[@]}))
+has_section sweep && per_system=$((per_system + 2 * ${#sweep_list[@]}))
+has_section payload && per_system=$((per_system + 2 * ${#payload_list[@]}))
+has_section raw && per_system=$((per_system + ${#raw_producer_list[@]} + 1 + (RAW_WARMUP_RECORDS > 0 ? 1 : 0)))
 total=$(( per_system * ${#system_list[@]} ))
 step=0
 failures=()
@@ -154,7 +208,8 @@ bootstrap_of() {
     if [ "$1" = onelog ]; then
         echo "127.0.0.1:$port_base,127.0.0.1:$((port_base + 1)),127.0.0.1:$((port_base + 2))"
     else
-        echo "127.0.0.1:29092,127.0.0.1:29093,127.0.0.1:29094"
+        local k="${KAFKA_REF_PORT:-29092}"
+        echo "127.0.0.1:$k,127.0.0.1:$((k + 1)),127.0.0.1:$((k + 2))"
     fi
 }
 
@@ -198,8 +253,9 @@ stop_system() {
             ;;
         kafka-*)
             for id in 1 2 3; do
-                [ -f "$kafka_dir/node-$id/kafka.log" ] && grep -E ' (WARN|ERROR) ' "$kafka_dir/node-$id/kafka.log" |
-                    tail -n 200 >"$out/raw/$s/logs/node-$id.warn.log" || true
+                if [ -f "$kafka_dir/node-$id/kafka.log" ]; then
+                    grep -E ' (WARN|ERROR) ' "$kafka_dir/node-$id/kafka.log" | tail -n 200 >"$out/raw/$s/logs/node-$id.warn.log" || true
+                fi
             done
             KAFKA_REF_DIR="$kafka_dir" scripts/kafka-reference.sh down --wipe >>"$logf" 2>&1 || true
             ;;
@@ -218,10 +274,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# create_topics SYSTEM [ENV=VALUE...]: topic1 and topic2, or what TOPICS=... says.
 create_topics() {
-    local s="$1" attempt
-    for attempt in 1 2 3 4 5; do
-        if KAFKA_CONNECTION="$(bootstrap_of "$s")" REPLICATION_FACTOR=3 TOPIC_CONFIG=max.message.bytes=2097152 \
+    local s="$1"
+    shift
+    for _ in 1 2 3 4 5; do
+        if env KAFKA_CONNECTION="$(bootstrap_of "$s")" REPLICATION_FACTOR=3 TOPIC_CONFIG=max.message.bytes=2097152 "$@" \
             timeout 120 java -cp "$cp_4_path" dev.onelog.bench.CreateTopics >>"$out/raw/$s/logs/create-topics.log" 2>&1; then
             return 0
         fi
@@ -294,10 +352,227 @@ PY
     fi
 }
 
+# ---- raw throughput (issue 17): Kafka's own perf tools ----------------------------------------
+# ProducerPerformance and ConsumerPerformance from the Kafka 4.1.1 classpath of
+# kafka-reference.sh, with RAW_JVM_OPTS: in full mode the heap Kafka's
+# kafka-producer-perf-test.sh gives them and the full JIT (C1 alone would make the client the
+# bottleneck); --quick stops at C1, as kafka-reference.sh's `tool` does, because there the
+# start of nine JVMs on two cores is most of the section's time.
+raw_java() {
+    local -a opts
+    read -r -a opts <<<"$RAW_JVM_OPTS"
+    raw_cmd=(java "${opts[@]}" -Djava.awt.headless=true -Dlog4j2.configurationFile="$raw_log4j" -cp "$kafka_cp")
+}
+
+write_raw_log4j() {
+    mkdir -p "$work"
+    raw_log4j="$work/log4j2-tools.properties"
+    cat >"$raw_log4j" <<'LOG4J'
+status = warn
+appender.err.type = Console
+appender.err.name = err
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.err.ref = err
+LOG4J
+}
+
+# Per node of the running system, space-separated: FIELD (write_bytes or wchar) of
+# /proc/PID/io. write_bytes counts what the process sends towards the disk when it dirties a
+# page-cache folio, the whole folio each time a clean one is dirtied again: after an fsync,
+# a 1 KiB append into a file pre-written in 1 MiB writes (onelog's Raft log segments) counts
+# 1 MiB on this kernel (6.18, ext4 large folios), while the disk gets about 4 KiB. wchar
+# counts the bytes of write calls, sockets included (the JVM's sends, not onelog's).
+system_io_bytes() {
+    local id pid
+    for id in 1 2 3; do
+        pid="$(cat "$(node_pid_file "$id")" 2>/dev/null || true)"
+        { [ -n "$pid" ] && awk -v f="$1:" '$1 == f { print $2 }' "/proc/$pid/io" 2>/dev/null; } || echo 0
+    done | paste -sd' '
+}
+# Per node, the disk space its data directory takes (allocated blocks, not apparent sizes:
+# onelog's partition segments are sparse).
+system_stored_bytes() {
+    local id
+    for id in 1 2 3; do
+        du -s --block-size=1 "$(node_data_dir "$id")" 2>/dev/null | awk '{ print $1 }' || echo 0
+    done | paste -sd' '
+}
+node_pid_file() {
+    case "$current" in onelog) echo "$onelog_dir/node-$1/onelog.pid" ;; *) echo "$kafka_dir/node-$1/kafka.pid" ;; esac
+}
+node_data_dir() {
+    case "$current" in onelog) echo "$onelog_dir/node-$1" ;; *) echo "$kafka_dir/node-$1/data" ;; esac
+}
+
+# raw_produce SYSTEM PRODUCERS TOPIC RECORDS NAME: PRODUCERS ProducerPerformance processes
+# started together, RECORDS in all split between them; each one's output in
+# raw-throughput/NAME-<i>.txt, the run's summary (with the brokers' disk writes and CPU over
+# it) in raw-throughput/NAME.json. Prints one line; a failure is recorded in failures.
+raw_produce() {
+    local s="$1" n="$2" topic="$3" records="$4" name="$5"
+    local dir="$out/raw/$s/raw-throughput" t0=$SECONDS i per rc=0 why=""
+    step=$((step + 1))
+    printf '%s [%d/%d] %-13s %-18s %-4s %s ... ' "$(date +%H:%M:%S)" "$step" "$total" "$s" ProducerPerformance 4.1.1 \
+        "$name: $n producer(s), $records x 1 KiB"
+    rm -f "$dir/$name".* "$dir/$name"-*
+    local -a raw_cmd pids=()
+    raw_java
+    local io0 wchar0 cpu0 stored0
+    io0="$(system_io_bytes write_bytes)" wchar0="$(system_io_bytes wchar)" cpu0="$(system_cpu_ticks)"
+    stored0="$(system_stored_bytes)"
+    for ((i = 1; i <= n; i++)); do
+        per=$((records / n + (i <= records % n ? 1 : 0)))
+        {
+            timeout "$RUN_TIMEOUT" "${raw_cmd[@]}" org.apache.kafka.tools.ProducerPerformance --topic "$topic" \
+                --num-records "$per" --record-size 1024 --throughput -1 \
+                --producer-props bootstrap.servers="$(bootstrap_of "$s")" acks=all enable.idempotence=true \
+                client.id="$name-$i" >"$dir/$name-$i.txt" 2>&1
+            echo "$? $per $(date +%s.%N)" >"$dir/$name-$i.exit"
+        } &
+        pids+=($!)
+    done
+    wait "${pids[@]}" || true
+    local result
+    result="$(python3 - "$dir" "$name" "$s" "$n" "$records" "$((SECONDS - t0))" "$io0" "$(system_io_bytes write_bytes)" \
+        "$wchar0" "$(system_io_bytes wchar)" "$cpu0" "$(system_cpu_ticks)" "$stored0" "$(system_stored_bytes)" \
+        "$(getconf CLK_TCK)" "$RUN_TIMEOUT" 2>&1 <<'PY'
+import json, os, re, sys
+(dirname, name, system, n, records, seconds, io0, io1, wc0, wc1, cpu0, cpu1, st0, st1, hz, limit) = sys.argv[1:]
+n, records, seconds, hz = int(n), int(records), int(seconds), int(hz)
+ints = lambda v: [int(x) for x in v.split()]
+final = re.compile(r"(\d+) records sent, ([0-9.]+) records/sec \(([0-9.]+) MB/sec\), ([0-9.]+) ms avg latency, "
+                   r"([0-9.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th")
+runs, errors = [], []
+for i in range(1, n + 1):
+    base = os.path.join(dirname, f"{name}-{i}")
+    rc, want, end = open(base + ".exit").read().split()
+    text = open(base + ".txt", errors="replace").read()
+    m = final.findall(text)
+    if rc != "0" or not m or int(m[-1][0]) != int(want):
+        first = next((l for l in text.splitlines() if re.search(r"Exception|Error|ERROR", l)), "")
+        got = f"{m[-1][0]} of {want} records" if m else "no final line"
+        errors.append(f"producer {i}: exit {rc}" + (" (timed out after %ss)" % limit if rc == "124" else "")
+                      + f", {got}" + (f": {first[:200]}" if first else ""))
+        continue
+    v = m[-1]
+    runs.append({"producer": i, "records": int(v[0]), "records_per_s": float(v[1]), "tool_mib_per_s": float(v[2]),
+                 "avg_ms": float(v[3]), "max_ms": float(v[4]), "p50_ms": int(v[5]), "p95_ms": int(v[6]),
+                 "p99_ms": int(v[7]), "p999_ms": int(v[8]), "end_unix_s": float(end)})
+if errors:
+    print("FAILED (%ds): %s" % (seconds, "; ".join(errors)))
+    sys.exit(1)
+produced = records * 1024
+io = [b - a for a, b in zip(ints(io0), ints(io1))]
+wchar = [b - a for a, b in zip(ints(wc0), ints(wc1))]
+cpu = [(b - a) / hz for a, b in zip(ints(cpu0), ints(cpu1))]
+stored = [b - a for a, b in zip(ints(st0), ints(st1))]
+# Each producer's own rate over its own sending time, summed; and the group's: all bytes over
+# the span from the first producer's start (its end less its own elapsed time) to the last end.
+start = min(r["end_unix_s"] - r["records"] / r["records_per_s"] for r in runs)
+span = max(r["end_unix_s"] for r in runs) - start
+d = {
+    "system": system, "producers": n, "records": records, "record_bytes": 1024,
+    "mb_per_s": round(sum(r["records_per_s"] for r in runs) * 1024 / 1e6, 2),
+    "mb_per_s_span": round(produced / span / 1e6, 2),
+    # ProducerPerformance prints whole-ms percentiles of its own records; over several
+    # producers the worst of each is taken (they cannot be merged from the printed figures).
+    "latency_over_producers": "max" if n > 1 else "single",
+    **{k: max(r[k] for r in runs) for k in ("p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")},
+    "disk_write_bytes_per_node": io,
+    "disk_bytes_per_byte": round(sum(io) / produced, 3),
+    "write_call_bytes_per_node": wchar,
+    "stored_bytes_delta_per_node": stored,
+    "stored_bytes_per_byte": round(sum(stored) / produced, 3),
+    "cpu_s_per_node": [round(c, 2) for c in cpu],
+    "cpu_s_per_mb": round(sum(cpu) / (produced / 1e6), 4),
+    "seconds": seconds,
+    "runs": runs,
+}
+json.dump(d, open(os.path.join(dirname, name + ".json"), "w"))
+print("%.1f MB/s  p50 %d  p99 %d  p99.9 %d ms%s  disk %.2f B/B  cpu %.3f s/MB  (%ds)" % (
+    d["mb_per_s"], d["p50_ms"], d["p99_ms"], d["p999_ms"], " (max over producers)" if n > 1 else "",
+    d["disk_bytes_per_byte"], d["cpu_s_per_mb"], seconds))
+PY
+)" || rc=$?
+    echo "$result"
+    [ "$rc" -eq 0 ] || failures+=("$s raw-throughput $name: ${result#FAILED } (raw/$s/raw-throughput/$name-*.txt)")
+}
+
+# raw_consume SYSTEM TOPIC MESSAGES: one ConsumerPerformance reading the whole topic, its
+# output in raw-throughput/consumer.txt and summary in consumer.json.
+raw_consume() {
+    local s="$1" topic="$2" messages="$3" t0=$SECONDS rc=0
+    local dir="$out/raw/$s/raw-throughput"
+    step=$((step + 1))
+    printf '%s [%d/%d] %-13s %-18s %-4s %s ... ' "$(date +%H:%M:%S)" "$step" "$total" "$s" ConsumerPerformance 4.1.1 \
+        "$messages x 1 KiB"
+    rm -f "$dir"/consumer.*
+    local -a raw_cmd
+    raw_java
+    timeout "$RUN_TIMEOUT" "${raw_cmd[@]}" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$(bootstrap_of "$s")" \
+        --topic "$topic" --messages "$messages" --timeout 60000 --group "raw-consumer-$(date +%s)" \
+        >"$dir/consumer.txt" 2>&1 || rc=$?
+    local result
+    result="$(python3 - "$dir" "$s" "$messages" "$rc" "$((SECONDS - t0))" 2>&1 <<'PY'
+import json, os, sys
+dirname, system, messages, rc, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+text = open(os.path.join(dirname, "consumer.txt"), errors="replace").read()
+lines = text.splitlines()
+head = next((i for i, l in enumerate(lines) if l.startswith("start.time")), None)
+cols = lines[head + 1].split(", ") if head is not None and head + 1 < len(lines) else []
+short = "Exiting before consuming the expected number" in text
+if rc != "0" or len(cols) < 10 or int(cols[4]) != messages or short:
+    why = "timed out" if rc == "124" else ("consumed %s of %d" % (cols[4], messages) if len(cols) >= 10 else "no result line")
+    print("FAILED (exit %s, %ds): %s%s" % (rc, seconds, why, "; the tool gave up before the expected count" if short else ""))
+    sys.exit(1)
+# The tools' "MB" is MiB; reported here in MB (10^6 bytes) like the producer figures.
+mib = 1048576 / 1e6
+d = {"system": system, "messages": messages, "record_bytes": 1024,
+     "mb_per_s": round(float(cols[3]) * mib, 2), "fetch_mb_per_s": round(float(cols[8]) * mib, 2),
+     "rebalance_ms": int(cols[6]), "fetch_ms": int(cols[7]), "seconds": seconds, "tool_line": lines[head + 1]}
+json.dump(d, open(os.path.join(dirname, "consumer.json"), "w"))
+print("%.1f MB/s (%.1f MB/s fetching, %d ms joining the group)  (%ds)" % (d["mb_per_s"], d["fetch_mb_per_s"],
+                                                                       d["rebalance_ms"], seconds))
+PY
+)" || rc=$?
+    echo "$result"
+    [ "$rc" -eq 0 ] || failures+=("$s raw-throughput consumer: ${result#FAILED } (raw/$s/raw-throughput/consumer.txt)")
+}
+
+# The raw-throughput section of one system: topic raw-throughput (RAW_PARTITIONS partitions,
+# replication factor 3), an unrecorded warm-up into raw-warmup, then each RAW_PRODUCERS run
+# into raw-throughput, then one consumer over everything the runs wrote.
+raw_section() {
+    local s="$1" p consumed=0
+    mkdir -p "$out/raw/$s/raw-throughput"
+    if ! create_topics "$s" TOPICS=raw-throughput,raw-warmup PARTITIONS="$RAW_PARTITIONS" TOPIC_CONFIG=; then
+        failures+=("$s raw-throughput: CreateTopics failed (raw/$s/logs/create-topics.log)")
+        step=$((step + ${#raw_producer_list[@]} + 1 + (RAW_WARMUP_RECORDS > 0 ? 1 : 0)))
+        return
+    fi
+    [ "$RAW_WARMUP_RECORDS" -gt 0 ] && raw_produce "$s" 1 raw-warmup "$RAW_WARMUP_RECORDS" warmup
+    for p in "${raw_producer_list[@]}"; do
+        raw_produce "$s" "$p" raw-throughput "$RAW_RECORDS" "producer-p$p"
+        [ -s "$out/raw/$s/raw-throughput/producer-p$p.json" ] && consumed=$((consumed + RAW_RECORDS))
+    done
+    if [ "$consumed" -gt 0 ]; then
+        raw_consume "$s" raw-throughput "$consumed"
+    else
+        step=$((step + 1))
+        failures+=("$s raw-throughput consumer: not run, no producer run succeeded")
+    fi
+}
+
 cp_4_path="$(cat "$cp_4")"
+kafka_cp="$(cat "$kafka_cp_file")"
+write_raw_log4j
 log "$mode run: ${system_list[*]}; $total bench runs; results in ${out#"$repo/"}"
 log "main benches WARMUP=$WARMUP TXES=$TXES; sweep producers $SWEEP_PRODUCERS (SWEEP_TXES=$SWEEP_TXES in all);" \
-    "payloads $PAYLOADS; system warm-up $SYSTEM_WARMUP"
+    "payloads $PAYLOADS; system warm-up $SYSTEM_WARMUP; raw throughput RAW_RECORDS=$RAW_RECORDS per run," \
+    "producers $RAW_PRODUCERS; sections $BENCH_SECTIONS"
 for s in "${system_list[@]}"; do
     t_sys=$SECONDS
     log "starting $s"
@@ -317,33 +592,45 @@ for s in "${system_list[@]}"; do
         system_seconds+=("$s=$((SECONDS - t_sys))")
         continue
     fi
-    # Unrecorded: a fresh JVM broker runs interpreted code at first.
-    run_bench "$s" 4.x BaseWritesBench 0 $((SYSTEM_WARMUP / 10)) "$out/raw/$s/warmup/BaseWritesBench" "system warm-up" PRODUCERS=10
-    run_bench "$s" 4.x TxWritesBench 0 $((SYSTEM_WARMUP / 50 > 0 ? SYSTEM_WARMUP / 50 : 1)) "$out/raw/$s/warmup/TxWritesBench" \
-        "system warm-up" PRODUCERS=10
-    for client in "${clients[@]}"; do
-        for bench in "${benches[@]}"; do
-            run_bench "$s" "$client" "$bench" "$WARMUP" "$TXES" "$out/raw/$s/$client/$bench" ""
+    if has_section main; then
+        # Unrecorded: a fresh JVM broker runs interpreted code at first.
+        run_bench "$s" 4.x BaseWritesBench 0 $((SYSTEM_WARMUP / 10)) "$out/raw/$s/warmup/BaseWritesBench" "system warm-up" PRODUCERS=10
+        run_bench "$s" 4.x TxWritesBench 0 $((SYSTEM_WARMUP / 50 > 0 ? SYSTEM_WARMUP / 50 : 1)) "$out/raw/$s/warmup/TxWritesBench" \
+            "system warm-up" PRODUCERS=10
+        for client in "${clients[@]}"; do
+            for bench in "${benches[@]}"; do
+                run_bench "$s" "$client" "$bench" "$WARMUP" "$TXES" "$out/raw/$s/$client/$bench" ""
+            done
         done
-    done
-    for bench in TxWritesBench BaseWritesBench; do
-        for p in "${sweep_list[@]}"; do
-            per=$((SWEEP_TXES / p)); [ "$per" -lt "$SWEEP_MIN_TXES" ] && per=$SWEEP_MIN_TXES
-            warm=$((SWEEP_WARMUP / p)); [ "$warm" -lt 5 ] && warm=5
-            run_bench "$s" 4.x "$bench" "$warm" "$per" "$out/raw/$s/sweep/$bench-p$p" "producers=$p" PRODUCERS="$p"
+    fi
+    if has_section sweep; then
+        for bench in TxWritesBench BaseWritesBench; do
+            for p in "${sweep_list[@]}"; do
+                per=$((SWEEP_TXES / p)); [ "$per" -lt "$SWEEP_MIN_TXES" ] && per=$SWEEP_MIN_TXES
+                warm=$((SWEEP_WARMUP / p)); [ "$warm" -lt 5 ] && warm=5
+                run_bench "$s" 4.x "$bench" "$warm" "$per" "$out/raw/$s/sweep/$bench-p$p" "producers=$p" PRODUCERS="$p"
+            done
         done
-    done
-    for bench in TxWritesBench BaseWritesBench; do
-        for bytes in "${payload_list[@]}"; do
-            if [ "$bytes" -ge 1048576 ]; then tx=$PAYLOAD_MIB_TXES wu=$PAYLOAD_MIB_WARMUP; else tx=$PAYLOAD_TXES wu=$PAYLOAD_WARMUP; fi
-            run_bench "$s" 4.x "$bench" "$wu" "$tx" "$out/raw/$s/payload/$bench-b$bytes" "payload=${bytes}B" PAYLOAD_BYTES="$bytes"
+    fi
+    if has_section payload; then
+        for bench in TxWritesBench BaseWritesBench; do
+            for bytes in "${payload_list[@]}"; do
+                if [ "$bytes" -ge 1048576 ]; then tx=$PAYLOAD_MIB_TXES wu=$PAYLOAD_MIB_WARMUP; else tx=$PAYLOAD_TXES wu=$PAYLOAD_WARMUP; fi
+                run_bench "$s" 4.x "$bench" "$wu" "$tx" "$out/raw/$s/payload/$bench-b$bytes" "payload=${bytes}B" PAYLOAD_BYTES="$bytes"
+            done
         done
-    done
+    fi
+    if has_section raw; then
+        t_raw=$SECONDS
+        raw_section "$s"
+        log "$s raw throughput in $((SECONDS - t_raw)) s"
+    fi
     log "stopping $s (and wiping its data)"
     stop_system "$s"
     system_seconds+=("$s=$((SECONDS - t_sys))")
     log "$s done in $((SECONDS - t_sys)) s"
 done
+rm -f "$raw_log4j"
 rmdir "$work" 2>/dev/null || true
 t_runs=$SECONDS
 
@@ -356,13 +643,16 @@ META_MODE="$mode" META_COMMAND="$command_line" META_SYSTEMS="$systems" META_SECO
     WARMUP="$WARMUP" TXES="$TXES" SWEEP_TXES="$SWEEP_TXES" SWEEP_WARMUP="$SWEEP_WARMUP" SWEEP_MIN_TXES="$SWEEP_MIN_TXES" \
     SWEEP_PRODUCERS="$SWEEP_PRODUCERS" PAYLOADS="$PAYLOADS" PAYLOAD_TXES="$PAYLOAD_TXES" PAYLOAD_WARMUP="$PAYLOAD_WARMUP" \
     PAYLOAD_MIB_TXES="$PAYLOAD_MIB_TXES" PAYLOAD_MIB_WARMUP="$PAYLOAD_MIB_WARMUP" SYSTEM_WARMUP="$SYSTEM_WARMUP" \
+    RAW_RECORDS="$RAW_RECORDS" RAW_PRODUCERS="$RAW_PRODUCERS" RAW_WARMUP_RECORDS="$RAW_WARMUP_RECORDS" \
+    RAW_PARTITIONS="$RAW_PARTITIONS" RAW_JVM_OPTS="$RAW_JVM_OPTS" BENCH_SECTIONS="$BENCH_SECTIONS" \
     python3 - "$out/meta.json" "$out/raw/failures.txt" <<'EOF'
 import json, os, platform, sys, time
 e = os.environ
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 mem_kib = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal"))
 keys = ["WARMUP", "TXES", "SWEEP_TXES", "SWEEP_WARMUP", "SWEEP_MIN_TXES", "SWEEP_PRODUCERS", "PAYLOADS",
-        "PAYLOAD_TXES", "PAYLOAD_WARMUP", "PAYLOAD_MIB_TXES", "PAYLOAD_MIB_WARMUP", "SYSTEM_WARMUP"]
+        "PAYLOAD_TXES", "PAYLOAD_WARMUP", "PAYLOAD_MIB_TXES", "PAYLOAD_MIB_WARMUP", "SYSTEM_WARMUP",
+        "RAW_RECORDS", "RAW_PRODUCERS", "RAW_WARMUP_RECORDS", "RAW_PARTITIONS", "RAW_JVM_OPTS"]
 json.dump({
     "mode": e["META_MODE"],
     "command": e["META_COMMAND"],
@@ -377,6 +667,7 @@ json.dump({
     "onelog_bin": e["META_BIN"],
     "settings": {k: e[k] for k in keys},
     "systems": e["META_SYSTEMS"].split(","),
+    "sections": e["BENCH_SECTIONS"].split(","),
     "seconds": {"build": int(e["META_BUILD"]), "runs": int(e["META_RUNS"]),
                 "per_system": {k: int(v) for k, v in (kv.split("=", 1) for kv in e["META_SECONDS"].split())}},
     "failures": [l for l in open(sys.argv[2]).read().splitlines() if l],

@@ -5,7 +5,9 @@
 
 Reads DIR/meta.json and DIR/raw/<system>/...: <client>/<bench>.json and .txt (the main
 benches: JSON summary and sorted latencies in ns), sweep/<bench>-p<N>.json (concurrency) and
-payload/<bench>-b<bytes>.json. The plots need matplotlib (bench-compare.sh installs it into
+payload/<bench>-b<bytes>.json, and raw-throughput/producer-p<N>.json and consumer.json (Kafka's
+ProducerPerformance and ConsumerPerformance). Sections not run (meta.json's "sections", from
+BENCH_SECTIONS) are left out. The plots need matplotlib (bench-compare.sh installs it into
 .venv-bench); without it the report is written without them.
 """
 import json
@@ -94,6 +96,7 @@ def main():
     payloads = {s: runs_by_number(s, "payload", "-b") for s in systems}
     settings = meta.get("settings", {})
     quick = meta.get("mode") == "quick"
+    sections = meta.get("sections", ["main", "sweep", "payload", "raw"])
 
     md = []
     title = "onelog against Apache Kafka: transaction benchmarks"
@@ -117,12 +120,8 @@ def main():
         }[s]
         md.append(f"- **{SYSTEMS[s]}** — {desc}")
     md.append("")
-    md.append(
-        f"Main benches: WARMUP={settings.get('WARMUP')} then TXES={settings.get('TXES')} iterations, one producer, "
-        "run one after another, with kafka-clients 4.1.1 (transactions v2 against Kafka 4.1) and 2.8.2 "
-        "(transactions v1)" + (", and with the Rust port of the benches (`txbench`: librdkafka through rdkafka, "
-                               "no JVM)" if "rust" in clients else "") + ". Latency of one iteration in ms; TPS = iterations per second of the measured part. "
-        "No compensation for coordinated omission (as in kafka-tx-performance).\n")
+    if "main" in sections:
+        main_intro(md, settings, clients)
 
     failures = meta.get("failures", [])
     if failures:
@@ -130,63 +129,8 @@ def main():
         md += [f"- {f}" for f in failures]
         md.append("")
 
-    md.append("## Latency and throughput per bench\n")
-    for b in BENCHES:
-        md.append(f"### {b}\n")
-        rows = []
-        for s in systems:
-            for c in clients:
-                r = main_runs[s, c, b]
-                if r is None:
-                    rows.append([SYSTEMS[s], CLIENTS[c]] + ["failed"] + ["–"] * 5)
-                    continue
-                rows.append([SYSTEMS[s], CLIENTS[c]] + [fmt_ms(r[k]) for k in
-                            ("p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")] + [fmt_tps(r["tps"])])
-        md.append(table(["system", "client", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "TPS"], rows,
-                        ["---", "---"] + ["---:"] * 6))
-        md.append("")
-
-    if "onelog" in systems and any(k in systems for k in KAFKAS):
-        md.append("## onelog / Kafka\n")
-        md.append("Below 1× for latency (above 1× for TPS) means onelog is faster.\n")
-        header = ["bench", "client"]
-        for k in KAFKAS:
-            if k in systems:
-                header += [f"p50 vs {SHORT[k]}", f"p99 vs {SHORT[k]}", f"TPS vs {SHORT[k]}"]
-        rows = []
-        for b in BENCHES:
-            for c in clients:
-                o = main_runs["onelog", c, b]
-                row = [b, CLIENTS[c]]
-                for k in KAFKAS:
-                    if k in systems:
-                        q = main_runs[k, c, b]
-                        row += [fmt_ratio(ratio(field(o, "p50_ms"), field(q, "p50_ms"))),
-                                fmt_ratio(ratio(field(o, "p99_ms"), field(q, "p99_ms"))),
-                                fmt_ratio(ratio(field(o, "tps"), field(q, "tps")))]
-                rows.append(row)
-        md.append(table(header, rows, ["---", "---"] + ["---:"] * (len(header) - 2)))
-        md.append("")
-
-    drmq_table(md, systems, main_runs, sweeps, payloads)
-
-    md.append("## Transaction overhead (transactional / baseline)\n")
-    md.append("TxWritesBench / BaseWritesBench and TxStreamingBench / BaseStreamingBench, same system and client "
-              "(the seed measured 30–50× and 40–120× on Kafka 2.7).\n")
-    rows = []
-    for s in systems:
-        for c in clients:
-            row = [SYSTEMS[s], CLIENTS[c]]
-            for tx, base in (("TxWritesBench", "BaseWritesBench"), ("TxStreamingBench", "BaseStreamingBench")):
-                t, bb = main_runs[s, c, tx], main_runs[s, c, base]
-                row += [fmt_ratio(ratio(field(t, "p50_ms"), field(bb, "p50_ms"))),
-                        fmt_ratio(ratio(field(t, "p99_ms"), field(bb, "p99_ms"))),
-                        fmt_ratio(ratio(field(bb, "tps"), field(t, "tps")))]
-            rows.append(row)
-    md.append(table(["system", "client", "writes p50", "writes p99", "writes TPS base/tx",
-                     "streaming p50", "streaming p99", "streaming TPS base/tx"], rows,
-                    ["---", "---"] + ["---:"] * 6))
-    md.append("")
+    if "main" in sections:
+        main_sections(md, systems, clients, main_runs, sweeps, payloads)
 
     if any(sweeps.values()):
         md.append("## Concurrency: TPS against producers\n")
@@ -249,6 +193,9 @@ def main():
                          "BaseWrites p50 / p99 ms", "BaseWrites TPS", "BaseWrites MB/s"], rows))
         md.append("")
 
+    if "raw" in sections:
+        raw_table(md, raw, systems, settings)
+
     pngs = plots(d, raw, systems, clients, sweeps)
     if pngs:
         md.append("## Plots\n")
@@ -266,6 +213,157 @@ def main():
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(md))
     print(os.path.join(d, "report.md"))
+
+
+def raw_table(md, raw, systems, settings):
+    """Kafka's ProducerPerformance and ConsumerPerformance against each system, side by side."""
+    runs = {}  # system -> {producers: summary or None}
+    consumers = {}
+    for s in systems:
+        p = os.path.join(raw, s, "raw-throughput")
+        if not os.path.isdir(p):
+            continue
+        names = os.listdir(p)
+        counts = {int(n[len("producer-p"):].split("-")[0].split(".")[0]) for n in names if n.startswith("producer-p")}
+        runs[s] = {n: load_json(os.path.join(p, f"producer-p{n}.json")) for n in counts}
+        consumers[s] = load_json(os.path.join(p, "consumer.json"))
+    if not runs:
+        return
+    shown = [s for s in systems if s in runs]
+    counts = sorted({n for s in shown for n in runs[s]} or
+                    {int(x) for x in str(settings.get("RAW_PRODUCERS", "1,8")).split(",")})
+    md.append("## Raw throughput\n")
+    md.append(f"Kafka 4.1.1's own `ProducerPerformance` (kafka-producer-perf-test) and `ConsumerPerformance` "
+              f"(kafka-consumer-perf-test) against each system: {settings.get('RAW_RECORDS', '?')} records of 1 KiB "
+              f"per producer run, `--throughput -1`, acks=all, enable.idempotence=true, the tool's other producer "
+              f"defaults (batch.size 16384, linger.ms 5), into one topic of {settings.get('RAW_PARTITIONS', '?')} "
+              "partition(s) with replication factor 3. N producers are N processes started together, each with "
+              "its share of the records; MB/s is the sum of their own rates (MB = 10^6 bytes; the tools print "
+              "MiB). Latency is the tool's, send to acknowledgement per record in whole ms, so under "
+              "`--throughput -1` mostly the wait in the producer's buffer; for several producers the table "
+              "shows the worst producer's value of each percentile (the printed percentiles cannot be merged). "
+              "Then one consumer reads the whole topic (every run's records); MB/s over its whole run with the "
+              "group join, and over fetching alone.\n")
+    md.append("Disk writes: the sum over the three broker processes of `write_bytes` in /proc/PID/io across the "
+              "producer run, divided by the bytes produced (records × 1024), broker logs included, the file "
+              "system's journal not. The kernel counts it when a page-cache folio is dirtied, the whole folio "
+              "each time a clean one is dirtied again: after an fsync, a 1 KiB append into a file pre-written in "
+              "1 MiB writes (onelog's Raft log segments) counts 1 MiB on kernel 6.18 with ext4's large folios, "
+              "while the disk gets about 4 KiB; so it is an upper bound, far above the device's writes for a "
+              "system that fsyncs small appends into pre-written files. Disk space: the growth of the allocated "
+              "blocks of the three data directories over the run (onelog's Raft log segments are zero-filled "
+              "whole, 64 MiB each, and purged only after a checkpoint). CPU: utime + stime of the three broker "
+              "processes across the producer run (JVM start of the tools included), per MB produced.\n")
+
+    def cell(s, fn):
+        return fn(runs[s]) if s in runs else "–"
+
+    def prod(n, fn):
+        def f(rs):
+            r = rs.get(n, "missing")
+            if r == "missing":
+                return "not run"
+            return "failed" if r is None else fn(r)
+        return f
+
+    rows = []
+    for n in counts:
+        who = "1 producer" if n == 1 else f"{n} producers"
+        rows.append([f"{who}: MB/s" + (" (sum)" if n > 1 else "")] +
+                    [cell(s, prod(n, lambda r: f"{r['mb_per_s']:.1f}")) for s in shown])
+        rows.append([f"{who}: p50 / p99 / p99.9 ms" + (" (worst producer)" if n > 1 else "")] +
+                    [cell(s, prod(n, lambda r: f"{r['p50_ms']} / {r['p99_ms']} / {r['p999_ms']}")) for s in shown])
+    con = []
+    for s in shown:
+        c = consumers.get(s)
+        con.append("failed" if c is None else f"{c['mb_per_s']:.1f} ({c['fetch_mb_per_s']:.1f} fetching)")
+    rows.append(["consumer: MB/s"] + con)
+    label = " / ".join(str(n) for n in counts)
+    rows.append([f"disk bytes written (write_bytes) per byte produced ({label} producers)"] +
+                [cell(s, lambda rs: " / ".join("failed" if rs.get(n) is None else f"{rs[n]['disk_bytes_per_byte']:.2f}"
+                                               for n in counts)) for s in shown])
+    rows.append([f"disk space taken per byte produced ({label} producers)"] +
+                [cell(s, lambda rs: " / ".join("failed" if rs.get(n) is None else f"{rs[n]['stored_bytes_per_byte']:.2f}"
+                                               for n in counts)) for s in shown])
+    rows.append([f"broker CPU s per MB produced ({label} producers)"] +
+                [cell(s, lambda rs: " / ".join("failed" if rs.get(n) is None else f"{rs[n]['cpu_s_per_mb']:.3f}"
+                                               for n in counts)) for s in shown])
+    md.append(table(["metric"] + [SYSTEMS[s] for s in shown], rows))
+    md.append("")
+    md.append("Raw outputs and summaries: `raw/<system>/raw-throughput/` (`producer-p<N>-<i>.txt` each producer's "
+              "output, `producer-p<N>.json` with per-node disk writes, stored bytes and CPU, `consumer.txt`, "
+              "`consumer.json`).\n")
+
+
+def main_intro(md, settings, clients):
+    """The paragraph on the main benches' settings."""
+    md.append(
+        f"Main benches: WARMUP={settings.get('WARMUP')} then TXES={settings.get('TXES')} iterations, one producer, "
+        "run one after another, with kafka-clients 4.1.1 (transactions v2 against Kafka 4.1) and 2.8.2 "
+        "(transactions v1)" + (", and with the Rust port of the benches (`txbench`: librdkafka through rdkafka, "
+                               "no JVM)" if "rust" in clients else "") + ". Latency of one iteration in ms; TPS = iterations per second of the measured part. "
+        "No compensation for coordinated omission (as in kafka-tx-performance).\n")
+
+
+def main_sections(md, systems, clients, main_runs, sweeps, payloads):
+    """The main benches' tables: per bench, onelog / Kafka, the DRMQ table, transaction overhead."""
+    md.append("## Latency and throughput per bench\n")
+    for b in BENCHES:
+        md.append(f"### {b}\n")
+        rows = []
+        for s in systems:
+            for c in clients:
+                r = main_runs[s, c, b]
+                if r is None:
+                    rows.append([SYSTEMS[s], CLIENTS[c]] + ["failed"] + ["–"] * 5)
+                    continue
+                rows.append([SYSTEMS[s], CLIENTS[c]] + [fmt_ms(r[k]) for k in
+                            ("p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")] + [fmt_tps(r["tps"])])
+        md.append(table(["system", "client", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "TPS"], rows,
+                        ["---", "---"] + ["---:"] * 6))
+        md.append("")
+
+    if "onelog" in systems and any(k in systems for k in KAFKAS):
+        md.append("## onelog / Kafka\n")
+        md.append("Below 1× for latency (above 1× for TPS) means onelog is faster.\n")
+        header = ["bench", "client"]
+        for k in KAFKAS:
+            if k in systems:
+                header += [f"p50 vs {SHORT[k]}", f"p99 vs {SHORT[k]}", f"TPS vs {SHORT[k]}"]
+        rows = []
+        for b in BENCHES:
+            for c in clients:
+                o = main_runs["onelog", c, b]
+                row = [b, CLIENTS[c]]
+                for k in KAFKAS:
+                    if k in systems:
+                        q = main_runs[k, c, b]
+                        row += [fmt_ratio(ratio(field(o, "p50_ms"), field(q, "p50_ms"))),
+                                fmt_ratio(ratio(field(o, "p99_ms"), field(q, "p99_ms"))),
+                                fmt_ratio(ratio(field(o, "tps"), field(q, "tps")))]
+                rows.append(row)
+        md.append(table(header, rows, ["---", "---"] + ["---:"] * (len(header) - 2)))
+        md.append("")
+
+    drmq_table(md, systems, main_runs, sweeps, payloads)
+
+    md.append("## Transaction overhead (transactional / baseline)\n")
+    md.append("TxWritesBench / BaseWritesBench and TxStreamingBench / BaseStreamingBench, same system and client "
+              "(the seed measured 30–50× and 40–120× on Kafka 2.7).\n")
+    rows = []
+    for s in systems:
+        for c in clients:
+            row = [SYSTEMS[s], CLIENTS[c]]
+            for tx, base in (("TxWritesBench", "BaseWritesBench"), ("TxStreamingBench", "BaseStreamingBench")):
+                t, bb = main_runs[s, c, tx], main_runs[s, c, base]
+                row += [fmt_ratio(ratio(field(t, "p50_ms"), field(bb, "p50_ms"))),
+                        fmt_ratio(ratio(field(t, "p99_ms"), field(bb, "p99_ms"))),
+                        fmt_ratio(ratio(field(bb, "tps"), field(t, "tps")))]
+            rows.append(row)
+    md.append(table(["system", "client", "writes p50", "writes p99", "writes TPS base/tx",
+                     "streaming p50", "streaming p99", "streaming TPS base/tx"], rows,
+                    ["---", "---"] + ["---:"] * 6))
+    md.append("")
 
 
 # The DRMQ article's table (seeds/drmq-single-raft-transactions.txt: Kafka's transactional
