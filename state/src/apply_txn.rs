@@ -33,7 +33,7 @@ pub fn init_txn_producer(
         }
         id
     });
-    state.txns.assert_invariants();
+    state.txns.assert_invariants_of([&op.transactional_id]);
     OpResult::Txn(result)
 }
 
@@ -58,7 +58,7 @@ pub fn txn_offset_commit(state: &mut BrokerState, now_ms: i64, op: &TxnOffsetCom
             None => Err(TxnError::InvalidProducerIdMapping),
         }
     };
-    state.txns.assert_invariants();
+    state.txns.assert_invariants_of([&op.transactional_id]);
     OpResult::TxnOffsets(outcome)
 }
 
@@ -86,7 +86,7 @@ pub fn end_txn(
         }
         id
     });
-    state.txns.assert_invariants();
+    state.txns.assert_invariants_of([&op.transactional_id]);
     OpResult::Txn(result)
 }
 
@@ -108,7 +108,7 @@ pub fn abort_txns(
             write_end(state, ended, *stamp, effects);
         }
     }
-    state.txns.assert_invariants();
+    state.txns.assert_invariants_of(op.transactions.iter().map(|(id, _)| id));
     OpResult::Done
 }
 

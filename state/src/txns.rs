@@ -435,19 +435,42 @@ impl Transactions {
         }
     }
 
-    /// Checked after every change, in release builds too.
+    /// Checked after every change of `transactional_ids`, in release builds too: the indexes
+    /// agree in size, and each changed id's entry agrees with the producer id index and holds
+    /// partitions or offsets only while open. Costs O(changed ids × log ids), so apply does not
+    /// grow with every transactional id the log has seen (issue 17: a full scan per EndTxn was
+    /// ~6% of the leader's CPU at 100 producers, and grows with the ids until they expire).
+    /// Debug builds (the tests) also check every id ([`Self::assert_invariants`]).
+    pub fn assert_invariants_of<'a>(&self, transactional_ids: impl IntoIterator<Item = &'a String>) {
+        assert_eq!(self.by_id.len(), self.by_producer_id.len(), "one producer id per transactional id");
+        for id in transactional_ids {
+            let Some(meta) = self.by_id.get(id) else { continue };
+            let indexed = self.by_producer_id.get(&meta.producer_id);
+            assert_eq!(indexed, Some(id), "{id}: producer id {} index out of step", meta.producer_id);
+            assert_meta(id, meta);
+        }
+        if cfg!(debug_assertions) {
+            self.assert_invariants();
+        }
+    }
+
+    /// Every id checked: the producer id index and the transactions agree one to one, and only
+    /// an open transaction holds partitions or offsets. O(ids × log ids).
     pub fn assert_invariants(&self) {
         assert_eq!(self.by_id.len(), self.by_producer_id.len(), "one producer id per transactional id");
         for (pid, id) in &self.by_producer_id {
             let meta = &self.by_id[id];
             assert_eq!(meta.producer_id, *pid, "{id}: producer id index out of step");
-            assert!(
-                meta.state == TxnState::Ongoing
-                    || (meta.partitions.is_empty() && meta.pending_offsets.is_empty()),
-                "{id}: only an open transaction holds partitions or offsets"
-            );
+            assert_meta(id, meta);
         }
     }
+}
+
+fn assert_meta(id: &str, meta: &TxnMeta) {
+    assert!(
+        meta.state == TxnState::Ongoing || (meta.partitions.is_empty() && meta.pending_offsets.is_empty()),
+        "{id}: only an open transaction holds partitions or offsets"
+    );
 }
 
 fn current(meta: &TxnMeta) -> ProducerIdEpoch {
