@@ -334,7 +334,8 @@ path, seconds, before, after, hz = sys.argv[1], int(sys.argv[2]), sys.argv[3], s
 d = json.load(open(path))
 cpu = ""
 b, a = [int(x) for x in before.split()], [int(x) for x in after.split()]
-txs = d.get("count", 0) + d.get("warmup", 0)
+# count is every producer's recorded iterations; warmup is per producer.
+txs = d.get("count", 0) + d.get("warmup", 0) * max(1, d.get("producers", 1))
 if len(a) == len(b) == 3 and txs > 0:
     per_node = [(y - x) / hz * 1e6 / txs for x, y in zip(b, a)]
     d["cpu_us_per_tx_per_node"] = [round(v) for v in per_node]
