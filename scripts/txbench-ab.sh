@@ -27,7 +27,7 @@ one() {
             rm -f "$work/summary.json"
             PRODUCERS=$p WARMUP=300 TXES=$txes SUMMARY_FILE="$work/summary.json" "$txbench" "$bench" >/dev/null 2>&1 ||
                 { echo "$label producers=$p $bench failed"; continue; }
-            python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(f"{sys.argv[2]:4} producers={sys.argv[3]:3} {sys.argv[4]:16} tps {d["tps"]:8.1f}  p50 {d["p50_ms"]:6.2f}  p99 {d["p99_ms"]:6.2f} ms")' \
+            python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("{:4} producers={:3} {:16} tps {:8.1f}  p50 {:6.2f}  p99 {:6.2f} ms".format(sys.argv[2], sys.argv[3], sys.argv[4], d["tps"], d["p50_ms"], d["p99_ms"]))' \
                 "$work/summary.json" "$label" "$p" "$bench"
         done
     done
