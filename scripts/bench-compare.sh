@@ -168,7 +168,7 @@ t_start=$SECONDS
 log "building the Java benches (kafka-clients 4.1.1 and 2.8.2) and resolving Kafka 4.1.1"
 cp_4="$(scripts/java-build.sh)" || die "building harness/java failed"
 cp_2="$(scripts/java-build.sh --variant kafka2 -Dkafka2)" || die "building harness/java (kafka2) failed"
-kafka_cp_file="$(KAFKA_REF_DIR="$kafka_dir" scripts/kafka-reference.sh classpath)" || die "resolving Kafka failed"
+KAFKA_REF_DIR="$kafka_dir" scripts/kafka-reference.sh classpath >/dev/null || die "resolving Kafka failed"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 case "$target" in /*) ;; *) target="$repo/$target" ;; esac
 build=()
@@ -359,25 +359,11 @@ PY
 # kafka-producer-perf-test.sh gives them and the full JIT (C1 alone would make the client the
 # bottleneck); --quick stops at C1, as kafka-reference.sh's `tool` does, because there the
 # start of nine JVMs on two cores is most of the section's time.
+# The tools run through `kafka-reference.sh tool` (its classpath and quiet log4j config), in
+# a directory of their own so that wiping a Kafka system's data does not remove the config.
+raw_tools_dir="$work/tools"
 raw_java() {
-    local -a opts
-    read -r -a opts <<<"$RAW_JVM_OPTS"
-    raw_cmd=(java "${opts[@]}" -Djava.awt.headless=true -Dlog4j2.configurationFile="$raw_log4j" -cp "$kafka_cp")
-}
-
-write_raw_log4j() {
-    mkdir -p "$work"
-    raw_log4j="$work/log4j2-tools.properties"
-    cat >"$raw_log4j" <<'LOG4J'
-status = warn
-appender.err.type = Console
-appender.err.name = err
-appender.err.target = SYSTEM_ERR
-appender.err.layout.type = PatternLayout
-appender.err.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = warn
-rootLogger.appenderRef.err.ref = err
-LOG4J
+    raw_cmd=(env KAFKA_REF_DIR="$raw_tools_dir" KAFKA_REF_TOOL_JVM_OPTS="$RAW_JVM_OPTS" scripts/kafka-reference.sh tool)
 }
 
 # Per node of the running system, space-separated: FIELD (write_bytes or wchar) of
@@ -568,8 +554,6 @@ raw_section() {
 }
 
 cp_4_path="$(cat "$cp_4")"
-kafka_cp="$(cat "$kafka_cp_file")"
-write_raw_log4j
 log "$mode run: ${system_list[*]}; $total bench runs; results in ${out#"$repo/"}"
 log "main benches WARMUP=$WARMUP TXES=$TXES; sweep producers $SWEEP_PRODUCERS (SWEEP_TXES=$SWEEP_TXES in all);" \
     "payloads $PAYLOADS; system warm-up $SYSTEM_WARMUP; raw throughput RAW_RECORDS=$RAW_RECORDS per run," \
@@ -631,7 +615,7 @@ for s in "${system_list[@]}"; do
     system_seconds+=("$s=$((SECONDS - t_sys))")
     log "$s done in $((SECONDS - t_sys)) s"
 done
-rm -f "$raw_log4j"
+rm -rf "$raw_tools_dir"
 rmdir "$work" 2>/dev/null || true
 t_runs=$SECONDS
 

@@ -13,7 +13,8 @@
 #                                  (Kafka's own console tools and producer-perf-test)
 #   scripts/kafka-reference.sh tool CLASS ARGS...   run a Kafka tool class from the same
 #                                  classpath, e.g. org.apache.kafka.tools.TopicCommand --list
-#                                  --bootstrap-server 127.0.0.1:29092
+#                                  --bootstrap-server 127.0.0.1:29092; JVM options from
+#                                  KAFKA_REF_TOOL_JVM_OPTS (default -Xmx256m -XX:TieredStopAtLevel=1)
 #   scripts/kafka-reference.sh classpath       print the path of the classpath file
 #
 # Broker: org.apache.kafka:kafka_2.13 (main class kafka.Kafka) with kafka-tools and a log4j2
@@ -134,10 +135,19 @@ rootLogger.appenderRef.err.ref = err
 EOF
 }
 
-run_tool() { # run_tool CLASS ARGS...: a Kafka tool or the storage tool, small heap
+# tool_cmd: the java command of a Kafka tool or the storage tool (CLASS ARGS follow), with
+# KAFKA_REF_TOOL_JVM_OPTS (default a small heap and C1 only: most of a tool's run is its start).
+tool_command() {
     [ -f "$ref_dir/log4j2-tools.properties" ] || { mkdir -p "$ref_dir" && write_log4j_configs; }
-    java -Xmx256m -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
-        -Dlog4j2.configurationFile="$ref_dir/log4j2-tools.properties" -cp "$(classpath)" "$@"
+    local -a opts
+    read -r -a opts <<<"${KAFKA_REF_TOOL_JVM_OPTS:--Xmx256m -XX:TieredStopAtLevel=1}"
+    tool_cmd=(java "${opts[@]}" -Djava.awt.headless=true
+        -Dlog4j2.configurationFile="$ref_dir/log4j2-tools.properties" -cp "$(classpath)")
+}
+
+run_tool() { # run_tool CLASS ARGS...
+    tool_command
+    "${tool_cmd[@]}" "$@"
 }
 
 write_server_properties() {
@@ -360,7 +370,8 @@ case "${1:-}" in
     down) shift; cmd_down "$@" ;;
     status) cmd_status ;;
     check) cmd_check ;;
-    tool) shift; [ $# -ge 1 ] || die "tool CLASS ARGS..."; run_tool "$@" ;;
+    # exec, so that a caller's timeout or kill reaches the JVM, not a shell waiting for it.
+    tool) shift; [ $# -ge 1 ] || die "tool CLASS ARGS..."; tool_command; exec "${tool_cmd[@]}" "$@" ;;
     classpath) classpath_file ;;
     *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2 ;;
 esac
