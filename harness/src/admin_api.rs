@@ -33,7 +33,7 @@ pub struct Status {
     pub term: u64,
     /// openraft's server state: "Leader", "Follower", "Candidate", "Learner", "Shutdown".
     pub role: String,
-    /// Whether this node leads and has applied an entry of its own term: it takes writes.
+    /// Whether this node leads and has applied an entry of its own term (so it takes writes).
     #[serde(default)]
     pub serving: bool,
     #[serde(default)]

@@ -70,11 +70,7 @@ async fn open_across_kill(cluster: &mut Cluster) -> Result<()> {
          commit took {:?}",
         resumed.elapsed()
     );
-    cluster.start_node(leader)?;
-    // The restarted node names no leader until it hears from the new one, and librdkafka's
-    // watermark query does not retry the partition error its Metadata then carries.
-    cluster.wait_for_leader(Duration::from_secs(30))?;
-    let live = cluster.live_bootstrap();
+    let live = restart(cluster, leader)?;
     let committed = sorted(read_values(&live, TOPIC, 2, READ_COMMITTED)?);
     ensure!(
         committed == ["after-0", "after-1", "before-0", "before-1"],
@@ -129,11 +125,7 @@ async fn in_flight_write(cluster: &mut Cluster, arm: &Path) -> Result<()> {
         "the in-flight write failed with the leader change: {delivered:?}"
     );
     producer.commit_transaction(COMMIT_TIMEOUT).context("the commit after the leader change")?;
-    cluster.start_node(leader)?;
-    // The restarted node names no leader until it hears from the new one, and librdkafka's
-    // watermark query does not retry the partition error its Metadata then carries.
-    cluster.wait_for_leader(Duration::from_secs(30))?;
-    let live = cluster.live_bootstrap();
+    let live = restart(cluster, leader)?;
     let uncommitted = sorted(read_values(&live, TOPIC, 2, READ_UNCOMMITTED).context("read_uncommitted")?);
     let committed = sorted(read_values(&live, TOPIC, 2, READ_COMMITTED).context("read_committed")?);
     ensure!(
@@ -144,6 +136,15 @@ async fn in_flight_write(cluster: &mut Cluster, arm: &Path) -> Result<()> {
     ensure!(uncommitted == committed, "the log holds {uncommitted:?} beside the commit");
     cluster.assert_digests_equal()?;
     Ok(())
+}
+
+/// Starts the killed node again and returns every live node's bootstrap address once all of
+/// them name the leader: the restarted node names none until it hears from the new one, and
+/// librdkafka's watermark query does not retry the partition error its Metadata then carries.
+fn restart(cluster: &mut Cluster, id: u64) -> Result<String> {
+    cluster.start_node(id)?;
+    cluster.wait_for_leader(Duration::from_secs(30))?;
+    Ok(cluster.live_bootstrap())
 }
 
 fn wait_for_log(cluster: &Cluster, id: u64, text: &str, timeout: Duration) -> bool {

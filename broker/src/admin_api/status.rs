@@ -37,14 +37,6 @@ fn node_json(id: u64, addr: &NodeAddr) -> Value {
     json!({ "id": id, "raft": addr.raft, "kafka": addr.kafka })
 }
 
-/// Whether this node leads and has applied an entry of its own term, the point from which it
-/// takes writes (`Leadership::may_propose`): an elected leader names itself before that, and a
-/// client that writes to it in between is refused NOT_CONTROLLER or NOT_LEADER_OR_FOLLOWER.
-fn serving(metrics: &RaftMetrics<u64, NodeAddr>) -> bool {
-    metrics.state == ServerState::Leader
-        && metrics.last_applied.is_some_and(|applied| applied.leader_id.term == metrics.current_term)
-}
-
 pub fn status(ctx: &AdminCtx) -> Value {
     let metrics: RaftMetrics<u64, NodeAddr> = ctx.raft.metrics().borrow().clone();
     let membership = membership_json(&metrics.membership_config);
@@ -53,7 +45,9 @@ pub fn status(ctx: &AdminCtx) -> Value {
         "leader": metrics.current_leader,
         "term": metrics.current_term,
         "role": role(metrics.state),
-        "serving": serving(&metrics),
+        // An elected leader names itself before this; a client that writes to it in between
+        // is refused NOT_CONTROLLER or NOT_LEADER_OR_FOLLOWER.
+        "serving": crate::raft::leads_with_own_term_applied(&metrics),
         "last_log_index": metrics.last_log_index,
         "last_applied": metrics.last_applied.map(|l| l.index),
         "checkpoint_index": metrics.snapshot.map(|l| l.index),

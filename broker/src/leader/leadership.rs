@@ -163,14 +163,10 @@ impl Leadership {
         self.is_raft_leader() && !self.is_shutting_down() && self.applied_own_term()
     }
 
-    /// Raft §8: a new leader knows which entries of earlier terms are committed only once an
-    /// entry of its own term (openraft's blank entry) is committed. Until it has also applied
-    /// that entry its state may lag what the previous leader already served — a committed
-    /// offset or high watermark read there could go backwards — so it serves nothing.
+    /// See [`crate::raft::leads_with_own_term_applied`]: before it, a committed offset or high
+    /// watermark read here could go backwards, so this node serves nothing.
     fn applied_own_term(&self) -> bool {
-        let metrics = self.raft.metrics();
-        let m = metrics.borrow();
-        m.last_applied.is_some_and(|applied| applied.leader_id.term == m.current_term)
+        crate::raft::leads_with_own_term_applied(&self.raft.metrics().borrow())
     }
 
     /// The current Raft term.

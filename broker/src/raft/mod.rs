@@ -28,6 +28,17 @@ openraft::declare_raft_types!(
 pub type Raft = openraft::Raft<TypeConfig>;
 pub type LogId = openraft::LogId<u64>;
 pub type StoredMembership = openraft::StoredMembership<u64, NodeAddr>;
+pub type Metrics = openraft::RaftMetrics<u64, NodeAddr>;
+
+/// Raft §8: a new leader knows which entries of earlier terms are committed only once an
+/// entry of its own term (openraft's blank entry) is committed; until it has also applied that
+/// entry its state may lag what the previous leader already served. Whether the node whose
+/// `metrics` these are leads and has got that far: the point from which it takes writes
+/// (`Leadership::may_propose`) and `/status` says `serving`.
+pub fn leads_with_own_term_applied(metrics: &Metrics) -> bool {
+    metrics.state == openraft::ServerState::Leader
+        && metrics.last_applied.is_some_and(|applied| applied.leader_id.term == metrics.current_term)
+}
 
 /// What the membership records about a node: where its Raft peers and Kafka clients reach it.
 /// Kept in the replicated membership so every node can list every broker in Metadata.
