@@ -108,7 +108,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         },
     )
     .await?;
-    wait_until_caught_up(&raft).await;
+    wait_until_caught_up(&raft, args.node_id).await;
 
     let ctx = Arc::new(Ctx {
         node_id: args.node_id,
@@ -163,13 +163,20 @@ fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, NodeAddr>> {
 
 /// Waits until a leader is known and every entry that was in the log at start is applied,
 /// so the first Fetch never sees a high watermark lower than what was acknowledged before.
-async fn wait_until_caught_up(raft: &Raft) {
+/// A node that is its cluster's only voter also waits until it takes writes: nothing else can
+/// serve them, and a client's first Produce would otherwise meet NOT_LEADER_OR_FOLLOWER in the
+/// moment between its election and applying its term's first entry. Kafka too opens its
+/// listeners only once the broker has started.
+async fn wait_until_caught_up(raft: &Raft, node_id: u64) {
     let mut metrics = raft.metrics();
     let target = metrics.borrow().last_log_index;
     loop {
         let ready = {
             let m = metrics.borrow();
-            m.current_leader.is_some() && m.last_applied.map(|l| l.index) >= target
+            let sole_voter = m.membership_config.voter_ids().eq([node_id]);
+            m.current_leader.is_some()
+                && m.last_applied.map(|l| l.index) >= target
+                && (!sole_voter || crate::raft::leads_with_own_term_applied(&m))
         };
         if ready {
             return;

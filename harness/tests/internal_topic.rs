@@ -1,13 +1,13 @@
 //! `__consumer_offsets` as Kafka's clients expect it, on the wire against a real onelog
 //! process: Metadata lists it as internal (by name, by id, and among all topics), a Metadata
 //! request naming it with auto-create on does not create a real topic, it cannot be created,
-//! produced to or deleted, and reads find an empty partition. franz-go's `TestConsumeRegex`
+//! produced to (on any node) or deleted, and reads find an empty partition. franz-go's `TestConsumeRegex`
 //! (scripts/kgo-suite.sh) checks the same with a regex consumer.
 
 use anyhow::{ensure, Context, Result};
 use harness::batch::{encode_batch, TestRecord};
 use harness::raw_ops::{end_offsets, fetch_request, fetch_results, produce, topic_name, BatchFor};
-use harness::{Broker, BrokerOptions, RawClient};
+use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
@@ -105,5 +105,28 @@ async fn scenario(broker: &Broker) -> Result<()> {
     ensure!(deleted.responses[0].error_code == INVALID_TOPIC_EXCEPTION, "delete: {deleted:?}");
     let after = metadata(&mut client, None).await?;
     ensure!(internal_of(&after).len() == 1, "still listed: {after:?}");
+    Ok(())
+}
+
+/// Regression: a follower answered a Produce to `__consumer_offsets` NOT_LEADER_OR_FOLLOWER,
+/// so a client went looking for a leader of a topic it may not write; Kafka refuses an append
+/// to an internal topic before it looks for the partition's leader, and so does onelog now.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follower_refuses_a_produce_to_the_internal_topic_as_invalid() {
+    let options = ClusterOptions::new(3).config("log.segment.bytes", 1 << 20);
+    let mut cluster = Cluster::start_with(options).expect("starting the cluster");
+    let result = follower_scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn follower_scenario(cluster: &mut Cluster) -> Result<()> {
+    let leader = cluster.leader()?;
+    let follower = cluster.ids().into_iter().find(|id| *id != leader).context("a follower")?;
+    let mut client = RawClient::connect_negotiated(cluster.kafka_addr(follower)).await?;
+    let batch = encode_batch(&[TestRecord::new("k", "offsets", 1)])?;
+    let batches = [BatchFor { topic: NAME.to_string(), partition: 0, records: batch }];
+    let produced = produce(&mut client, -1, &batches).await?;
+    let code = produced.responses[0].partition_responses[0].error_code;
+    ensure!(code == INVALID_TOPIC_EXCEPTION, "produce on follower {follower}: {produced:?}");
     Ok(())
 }

@@ -165,7 +165,10 @@ fn check_request(ctx: &Ctx, topic_data: Vec<TopicProduceData>, acks: i16, versio
                 log_start_offset: -1,
                 log_append_time: -1,
             };
-            let checked = if not_leader {
+            // Kafka refuses an append to an internal topic before it looks for the leader.
+            let checked = if let Some(refused) = internal_refusal(ctx, &name) {
+                Err(refused)
+            } else if not_leader {
                 Err(Refused::from((error_code::NOT_LEADER_OR_FOLLOWER, None)))
             } else if !(acks == 0 || acks == 1 || acks == -1) {
                 Err(Refused::from((error_code::INVALID_REQUIRED_ACKS, None)))
@@ -239,6 +242,17 @@ fn record_quota(ctx: &Ctx, header: &RequestHeader, body: &ProduceRequest) -> i32
     ctx.quotas.record_for(&ctx.applied, QuotaKind::Produce, client_id, bytes)
 }
 
+/// The refusal of an append to the virtual `__consumer_offsets`, unless a real topic of that
+/// name shadows it (`internal_topic`).
+fn internal_refusal(ctx: &Ctx, topic: &str) -> Option<Refused> {
+    let virtual_internal = crate::internal_topic::is_internal(topic)
+        && !ctx.applied.state(|state| state.topics.contains_key(topic));
+    virtual_internal.then(|| {
+        let message = format!("Cannot append to internal topic {topic}");
+        Refused::from((error_code::INVALID_TOPIC_EXCEPTION, Some(message)))
+    })
+}
+
 type Checked = Result<Vec<kafka_compat::batch::ValidBatch>, Refused>;
 
 /// Why a partition's batches were refused: the code, the message, and which records.
@@ -266,10 +280,6 @@ fn check_partition(
         .applied
         .state(|state| {
             let Some(t) = state.topics.get(topic) else {
-                if crate::internal_topic::is_internal(topic) {
-                    let message = format!("Cannot append to internal topic {topic}");
-                    return Err((error_code::INVALID_TOPIC_EXCEPTION, Some(message)));
-                }
                 return Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(format!("unknown topic {topic}"))));
             };
             if partition < 0 || partition as usize >= t.partitions.len() {

@@ -388,6 +388,10 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let mut last_index = None;
         for entry in entries {
             last_index = Some(entry.log_id.index);
+            if matches!(entry.payload, EntryPayload::Blank) {
+                // Widens the moment a new leader leads but takes no writes yet (tests).
+                crate::fault::delay("apply.blank").await;
+            }
             responses.push(self.apply_entry(entry)?);
         }
         if let Some(index) = last_index {
