@@ -11,7 +11,7 @@ use anyhow::Context;
 use raft_store::{LogStore, LogStoreOptions};
 use tokio::net::TcpListener;
 
-use crate::config::{Args, BrokerConfig};
+use crate::config::{Args, BrokerConfig, NodeSettings};
 use crate::coord::group::Coordinator as GroupCoordinator;
 use crate::coord::txn::TxnCoordinator;
 use crate::ctx::Ctx;
@@ -49,30 +49,43 @@ fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let config = Arc::new(BrokerConfig::from_overrides(&args.configs)?.with_node_id(args.node_id));
-    let _lock = lock_data_dir(&args.data_dir)?;
-    let advertised = args.advertised_kafka.clone().unwrap_or_else(|| args.kafka_listen.to_string());
-    let (host, port) = advertised.rsplit_once(':').context("--advertised-kafka must be host:port")?;
-    let port: i32 = port.parse().context("--advertised-kafka port")?;
-    let peers = parse_peers(&args.peers)?;
-    if !peers.is_empty() && args.raft_listen.is_none() {
-        anyhow::bail!("--peers needs --raft-listen: peers must be able to reach this node");
+    let config = Arc::new(BrokerConfig::load(&args)?);
+    tracing::info!(configs = %config.describe_set(), "configuration");
+    let node: NodeSettings = config.node.clone();
+    let _lock = lock_data_dir(&node.data_dir)?;
+    let advertised = node.advertised_kafka.clone();
+    let (host, port) =
+        advertised.rsplit_once(':').context("advertised.listeners (--advertised-kafka) must be host:port")?;
+    let port: i32 = port.parse().context("advertised.listeners (--advertised-kafka): the port")?;
+    let peers = parse_peers(&node.peers)?;
+    if !peers.is_empty() && node.raft_listen.is_none() {
+        anyhow::bail!("onelog.peers (--peers) needs onelog.raft.listener (--raft-listen): peers must be able to reach this node");
+    }
+    // A taken port is reported before the data directory is touched; the Kafka listener itself
+    // is bound only once the node can serve (see the end of this function).
+    std::net::TcpListener::bind(node.kafka_listen)
+        .with_context(|| format!("the Kafka listener {} (listeners)", node.kafka_listener))?;
+    if let Some(admin) = node.admin_listen {
+        std::net::TcpListener::bind(admin)
+            .with_context(|| format!("the admin API listener {admin} (onelog.admin.listener)"))?;
     }
 
     let mut log_store =
-        LogStore::<TypeConfig>::open(&args.data_dir.join("raft-log"), LogStoreOptions::default())?;
+        LogStore::<TypeConfig>::open(&node.data_dir.join("raft-log"), LogStoreOptions::default())?;
     let log_purged =
         openraft::storage::RaftLogStorage::get_log_state(&mut log_store).await?.last_purged_log_id;
     let (state_machine, applied) =
-        sm_store::open(args.data_dir.join("state"), config.clone(), log_purged.map(|l| l.index))?;
+        sm_store::open(node.data_dir.join("state"), config.clone(), log_purged.map(|l| l.index))?;
     let raft =
-        Raft::new(args.node_id, Arc::new(raft_config()?), Network::default(), log_store, state_machine)
+        Raft::new(node.node_id, Arc::new(raft_config()?), Network::default(), log_store, state_machine)
             .await?;
     // A one-node cluster has no peers to hear from; the Raft listener is bound when asked for
     // (or when peers exist), so many single-node brokers can share a machine.
-    let raft_addr = match args.raft_listen {
+    let raft_addr = match node.raft_listen {
         Some(addr) => {
-            let listener = TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+            let listener = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding the Raft listener {addr} (onelog.raft.listener)"))?;
             tokio::spawn(crate::raft::transport::serve_raft(listener, raft.clone()));
             addr.to_string()
         }
@@ -81,38 +94,38 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let me = NodeAddr { raft: raft_addr, kafka: advertised.clone() };
     // A fresh cluster is initialized by its lowest-id voter only, with every voter's
     // addresses; the others learn the membership from its first AppendEntries.
-    let lowest = peers.keys().next().is_none_or(|id| args.node_id < *id);
+    let lowest = peers.keys().next().is_none_or(|id| node.node_id < *id);
     if !raft.is_initialized().await? && lowest {
         let mut members = peers.clone();
-        members.insert(args.node_id, me);
-        tracing::info!(node_id = args.node_id, voters = members.len(), "initializing a new cluster");
+        members.insert(node.node_id, me);
+        tracing::info!(node_id = node.node_id, voters = members.len(), "initializing a new cluster");
         raft.initialize(members).await?;
     }
     let leadership =
-        Arc::new(Leadership::new(args.node_id, raft.clone(), applied.clone(), (host.to_string(), port)));
+        Arc::new(Leadership::new(node.node_id, raft.clone(), applied.clone(), (host.to_string(), port)));
     let proposer = Proposer::start(ProposerOptions {
         leadership: leadership.clone(),
-        node_id: args.node_id,
+        node_id: node.node_id,
         raft: raft.clone(),
         applied: applied.clone(),
         limits: config.settings.replicated_limits(),
-        entry: config.settings.entry_options(args.node_id),
+        entry: config.settings.entry_options(node.node_id),
     });
     crate::admin_api::start(
-        args.admin_listen,
+        node.admin_listen,
         crate::admin_api::AdminCtx {
-            node_id: args.node_id,
+            node_id: node.node_id,
             raft: raft.clone(),
             applied: applied.clone(),
             kafka: advertised.clone(),
         },
     )
     .await?;
-    wait_until_caught_up(&raft, args.node_id).await;
+    wait_until_caught_up(&raft, node.node_id).await;
 
     let ctx = Arc::new(Ctx {
-        node_id: args.node_id,
-        data_dir: std::fs::canonicalize(&args.data_dir).unwrap_or_else(|_| args.data_dir.clone()),
+        node_id: node.node_id,
+        data_dir: std::fs::canonicalize(&node.data_dir).unwrap_or_else(|_| node.data_dir.clone()),
         leadership: leadership.clone(),
         applied: applied.clone(),
         config: config.clone(),
@@ -122,7 +135,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         quotas: Default::default(),
     });
     let duty = Arc::new(duties::DutyCtx {
-        node_id: args.node_id,
+        node_id: node.node_id,
         leadership: leadership.clone(),
         applied,
         proposer,
@@ -131,10 +144,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     duties::start(duty.clone(), raft.clone());
     crate::coord::group::duties::start(duty.clone(), ctx.groups.clone());
     crate::coord::txn::duties::start(duty, ctx.txns.clone());
-    let listener = TcpListener::bind(args.kafka_listen)
+    let listener = TcpListener::bind(node.kafka_listen)
         .await
-        .with_context(|| format!("binding {}", args.kafka_listen))?;
-    tracing::info!(kafka = %args.kafka_listen, advertised = %advertised, node_id = args.node_id, "onelog ready");
+        .with_context(|| format!("binding the Kafka listener {} (listeners)", node.kafka_listener))?;
+    tracing::info!(kafka = %node.kafka_listen, advertised = %advertised, node_id = node.node_id, "onelog ready");
     tokio::select! {
         () = listener::serve(listener, ctx) => {}
         _ = shutdown_signal() => tracing::info!("shutting down"),
@@ -142,7 +155,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     leadership.begin_shutdown();
     // Kafka requests are refused from here (`Leadership::is_leader`); the entries in
     // flight replicate, then the most caught-up follower takes over.
-    crate::raft::transport::handover::hand_over(&raft, args.node_id, Duration::from_secs(2)).await;
+    crate::raft::transport::handover::hand_over(&raft, node.node_id, Duration::from_secs(2)).await;
     raft.shutdown().await.ok();
     Ok(())
 }

@@ -34,6 +34,10 @@ pub struct BrokerOptions {
     pub configs: Vec<(String, String)>,
     /// Extra environment variables (e.g. `ONELOG_FAULT`).
     pub env: Vec<(String, String)>,
+    /// Extra command-line arguments, after the harness's own (e.g. `--config-file PATH`).
+    pub args: Vec<String>,
+    /// The process's working directory (where it looks for `onelog.toml`); inherited if `None`.
+    pub current_dir: Option<PathBuf>,
     /// Node directory; a fresh temporary one when `None`.
     pub dir: Option<PathBuf>,
     /// The `onelog` binary; [`onelog_binary`] when `None`.
@@ -48,6 +52,8 @@ impl Default for BrokerOptions {
             node_id: 1,
             configs: Vec::new(),
             env: Vec::new(),
+            args: Vec::new(),
+            current_dir: None,
             dir: None,
             binary: None,
             open_files_max: None,
@@ -65,6 +71,18 @@ impl BrokerOptions {
     /// Adds an environment variable.
     pub fn env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Adds a command-line argument.
+    pub fn arg(mut self, arg: impl ToString) -> Self {
+        self.args.push(arg.to_string());
+        self
+    }
+
+    /// Runs the process in `dir`.
+    pub fn current_dir(mut self, dir: &Path) -> Self {
+        self.current_dir = Some(dir.to_path_buf());
         self
     }
 }
@@ -157,6 +175,10 @@ impl Broker {
             .arg(&listen);
         for (key, value) in &self.options.configs {
             command.arg("--config").arg(format!("{key}={value}"));
+        }
+        command.args(&self.options.args);
+        if let Some(dir) = &self.options.current_dir {
+            command.current_dir(dir);
         }
         command.envs(self.options.env.iter().map(|(k, v)| (k, v)));
         if let Some(max) = self.options.open_files_max {

@@ -74,7 +74,9 @@ pub struct AdminCtx {
 /// address. A bind failure stops the node: asked-for admin access must not silently lack.
 pub async fn start(listen: Option<SocketAddr>, ctx: AdminCtx) -> anyhow::Result<Option<SocketAddr>> {
     let Some(listen) = listen else { return Ok(None) };
-    let listener = TcpListener::bind(listen).await.with_context(|| format!("binding admin {listen}"))?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding the admin API listener {listen} (onelog.admin.listener)"))?;
     let bound = listener.local_addr()?;
     tracing::info!(admin = %bound, node_id = ctx.node_id, "serving the admin API");
     tokio::spawn(serve(listener, ctx));

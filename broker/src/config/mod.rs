@@ -1,13 +1,20 @@
 //! Command line and broker configuration.
 //!
-//! Flags cover what differs per node (ids, addresses, data directory); Kafka broker configs
-//! (`auto.create.topics.enable`, `message.max.bytes`, `log.retention.ms`, …) are given as
-//! repeated `--config key=value`, with Kafka's names, and reported by DescribeConfigs. They are
-//! parsed once at start-up into [`Settings`], typed fields the broker reads; the string keys
-//! appear only in this file (a misspelt key fails start-up, never a request).
+//! Kafka broker configs (`auto.create.topics.enable`, `message.max.bytes`, `log.retention.ms`,
+//! `listeners`, `node.id`, …) keep Kafka's names wherever Kafka has one and are reported by
+//! DescribeConfigs. Each comes from, later winning: its default, the TOML file (`sources`), an
+//! `ONELOG_*` variable, a flag (`--config key=value`, or the per-node flags `--node-id`,
+//! `--data-dir`, `--kafka-listen`, … which set `node.id`, `log.dirs`, `listeners`, …). They are
+//! parsed once at start-up into [`Settings`] and [`NodeSettings`], typed fields the broker
+//! reads; the string keys appear only in this module. An unknown key, a value of the wrong
+//! type or out of its range fails start-up with the key, the value, where it was set and what
+//! is allowed, never a request.
+
+mod defs;
+mod node_settings;
+pub mod sources;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
@@ -18,111 +25,98 @@ use onelog_state::entry::EntryOptions;
 use onelog_state::topic_config::{topic_config_def, ConfigType, TOPIC_CONFIGS};
 use onelog_state::BrokerState;
 
+use defs::{BrokerConfigDef, BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS, NODE_CONFIGS};
+pub use node_settings::NodeSettings;
+use sources::{Given, Origin};
+
 /// The broker synonym of a topic config (`retention.ms` → `log.retention.ms`).
 fn dynamic_broker_name(topic_key: &str) -> &'static str {
     topic_config_def(topic_key).map_or("", |d| d.broker_name)
 }
 
 /// onelog: a Kafka-compatible broker whose every write is an entry in one Raft log.
-#[derive(Debug, Clone, Parser)]
+///
+/// The per-node flags have no clap defaults: a flag given wins over the environment and the
+/// file, and the defaults live with the other configs' (`defs::NODE_CONFIGS`).
+#[derive(Debug, Clone, Default, Parser)]
 #[command(name = "onelog", version, about)]
 pub struct Args {
-    /// This node's id in the Raft group and its Kafka broker id.
-    #[arg(long, default_value_t = 1)]
-    pub node_id: u64,
-    /// Directory holding the Raft log, checkpoints and partition segment files.
-    #[arg(long, default_value = "./data")]
-    pub data_dir: PathBuf,
-    /// Address the Kafka listener binds.
-    #[arg(long, default_value = "127.0.0.1:9092")]
-    pub kafka_listen: SocketAddr,
-    /// host:port clients are told to connect to (Metadata); defaults to --kafka-listen.
+    /// TOML file of broker configs with Kafka's names (default: ./onelog.toml if it exists).
+    #[arg(long, value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
+    /// This node's id in the Raft group and its Kafka broker id (`node.id`, default 1).
+    #[arg(long)]
+    pub node_id: Option<u64>,
+    /// Directory holding the Raft log, checkpoints and partition segment files (`log.dirs`,
+    /// default ./data).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Address the Kafka listener binds (`listeners`, default 127.0.0.1:9092).
+    #[arg(long)]
+    pub kafka_listen: Option<String>,
+    /// host:port clients are told to connect to (`advertised.listeners`); defaults to the
+    /// listener's address.
     #[arg(long)]
     pub advertised_kafka: Option<String>,
-    /// Address for Raft traffic between nodes (not bound by a one-node cluster unless given).
+    /// Address for Raft traffic between nodes (`onelog.raft.listener`; not bound by a one-node
+    /// cluster unless given).
     #[arg(long)]
-    pub raft_listen: Option<SocketAddr>,
-    /// Other voters as id=raft_host:port@kafka_host:port, comma separated (multi-node clusters).
+    pub raft_listen: Option<String>,
+    /// Other voters as id=raft_host:port@kafka_host:port, comma separated (`onelog.peers`).
     #[arg(long, value_delimiter = ',')]
     pub peers: Vec<String>,
     /// Kafka broker config override, key=value (repeatable), e.g. auto.create.topics.enable=false.
     #[arg(long = "config", value_name = "KEY=VALUE")]
     pub configs: Vec<String>,
-    /// Address of the HTTP admin API (status, digest, membership); not bound when absent.
+    /// Address of the HTTP admin API (`onelog.admin.listener`: status, digest, membership);
+    /// not bound when absent.
     #[arg(long)]
-    pub admin_listen: Option<SocketAddr>,
+    pub admin_listen: Option<String>,
 }
 
-/// Broker-only configs and their defaults (topic-level defaults come from TOPIC_CONFIGS).
-///
-/// None of these is dynamic (IncrementalAlterConfigs / AlterConfigs answer INVALID_REQUEST
-/// "Cannot update these configs dynamically", as Kafka does for its read-only configs): Kafka
-/// marks every one read-only except `producer.id.expiration.ms`. In onelog that one is a
-/// replicated limit, written only by a new leader's takeover entry (`Op::SetLimits`); changing
-/// it at run time would need its own op, so it stays static here. The dynamic broker configs are
-/// the broker synonyms of the topic configs (`log.retention.ms`, `message.max.bytes`,
-/// `log.segment.bytes`, …), as Kafka's `DynamicLogConfig` has them; see [`BrokerConfig::dynamic_int`].
-const BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
-    ("auto.create.topics.enable", "true", ConfigType::Boolean),
-    ("num.partitions", "1", ConfigType::Int),
-    ("default.replication.factor", "1", ConfigType::Int),
-    ("socket.request.max.bytes", "104857600", ConfigType::Int),
-    // The Kafka listener (`net/`). Kafka's `queued.max.request.bytes` defaults to -1 (no
-    // bound); onelog bounds request memory by default, and -1 lifts the bound. Kafka can alter
-    // `max.connections*` dynamically; here they are read-only like the rest of this list.
-    ("connections.max.idle.ms", "600000", ConfigType::Long),
-    ("max.connections", "2147483647", ConfigType::Int),
-    ("max.connections.per.ip", "2147483647", ConfigType::Int),
-    ("queued.max.request.bytes", "536870912", ConfigType::Long),
-    // onelog's own (Kafka has none): how long one request frame may take to arrive, from its
-    // first byte to its last. The default is Kafka clients' `request.timeout.ms`: a client
-    // has given up on a request by then.
-    ("onelog.request.read.timeout.ms", "30000", ConfigType::Long),
-    ("log.retention.check.interval.ms", "300000", ConfigType::Long),
-    ("delete.topic.enable", "true", ConfigType::Boolean),
-    // KIP-98: how long an idle producer id keeps its state, and how often the leader looks.
-    ("producer.id.expiration.ms", "86400000", ConfigType::Int),
-    ("producer.id.expiration.check.interval.ms", "600000", ConfigType::Int),
-    // KIP-98: the longest transaction.timeout.ms a producer may ask for (else
-    // INVALID_TRANSACTION_TIMEOUT), how long an idle transactional id is kept, and how often
-    // the leader looks for expired transactions.
-    ("transaction.max.timeout.ms", "900000", ConfigType::Int),
-    ("transactional.id.expiration.ms", "604800000", ConfigType::Int),
-    ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", ConfigType::Int),
-    ("transaction.remove.expired.transaction.cleanup.interval.ms", "3600000", ConfigType::Int),
-    // KIP-134: how long the first rebalance of an empty group waits for more members.
-    ("group.initial.rebalance.delay.ms", "3000", ConfigType::Int),
-    // The session timeouts a JoinGroup may ask for (else INVALID_SESSION_TIMEOUT).
-    ("group.min.session.timeout.ms", "6000", ConfigType::Int),
-    ("group.max.session.timeout.ms", "1800000", ConfigType::Int),
-    // KIP-389: members per group (else GROUP_MAX_SIZE_REACHED).
-    ("group.max.size", "2147483647", ConfigType::Int),
-];
+/// A listener flag's host:port as Kafka writes a listener (`PLAINTEXT://host:port`).
+fn with_protocol(at: &str) -> String {
+    if at.contains("://") {
+        at.to_string()
+    } else {
+        format!("PLAINTEXT://{at}")
+    }
+}
 
-/// Broker-only configs that may change at run time (IncrementalAlterConfigs / AlterConfigs on
-/// a broker id or the cluster default), read per request through [`BrokerConfig::dynamic_int`].
-const DYNAMIC_BROKER_CONFIGS: &[(&str, &str, ConfigType)] = &[
-    // Free bytes the data directory's file system must keep: below it the leader refuses
-    // Produce with KAFKA_STORAGE_ERROR (see `storage::free_space`). onelog's own name (Kafka
-    // has no such guard; it takes the log dir offline on the first failed write). 1 GiB keeps
-    // room for the Raft log's two preallocated 64 MiB segments, checkpoints and retention; 0
-    // turns the guard off.
-    ("log.dir.free.bytes.min", "1073741824", ConfigType::Long),
-];
+impl Args {
+    /// The per-node flags given, as the configs they set.
+    fn node_flags(&self) -> Vec<Given> {
+        let data_dir = self.data_dir.as_ref().map(|d| d.to_string_lossy().into_owned());
+        let peers = (!self.peers.is_empty()).then(|| self.peers.join(","));
+        [
+            ("node.id", self.node_id.map(|n| n.to_string())),
+            ("log.dirs", data_dir),
+            ("listeners", self.kafka_listen.as_deref().map(with_protocol)),
+            ("advertised.listeners", self.advertised_kafka.as_deref().map(with_protocol)),
+            ("onelog.raft.listener", self.raft_listen.clone()),
+            ("onelog.peers", peers),
+            ("onelog.admin.listener", self.admin_listen.clone()),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| Some(Given { key: key.to_string(), value: value?, origin: Origin::Flag }))
+        .collect()
+    }
+}
 
-/// Effective broker configuration: every known key with its value and whether it was set
+/// Effective broker configuration: every known key with its value and where it was set
 /// (for DescribeConfigs), and the same values typed.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     values: Values,
     pub settings: Settings,
+    pub node: NodeSettings,
     /// This node's broker id: whose dynamic broker configs (`DynamicConfigs::brokers`) apply.
     pub node_id: i32,
 }
 
-/// key → (value, explicitly set, type).
+/// key → (value, where it was set, type).
 #[derive(Debug, Clone)]
-struct Values(BTreeMap<String, (String, bool, ConfigType)>);
+struct Values(BTreeMap<String, (String, Origin, ConfigType)>);
 
 /// The broker configs the broker acts on, parsed once at start-up.
 #[derive(Debug, Clone)]
@@ -183,8 +177,9 @@ impl ListenerSettings {
         if queued_max_request_bytes < socket_request_max_bytes {
             // A frame is read only once its memory is reserved: a largest frame must fit.
             bail!(
-                "queued.max.request.bytes={queued} is below socket.request.max.bytes={socket_request_max_bytes}: \
-                 a frame of the largest allowed size could never be read"
+                "queued.max.request.bytes={queued} ({}) is below socket.request.max.bytes={socket_request_max_bytes}: \
+                 a frame of the largest allowed size could never be read",
+                c.origin("queued.max.request.bytes")
             );
         }
         Ok(ListenerSettings {
@@ -216,7 +211,8 @@ fn message_max_bytes(c: &Values) -> anyhow::Result<i64> {
     let max = onelog_state::limits::MESSAGE_BYTES_MAX;
     if value > i64::from(max) {
         anyhow::bail!(
-            "message.max.bytes={value} is above {max}: one batch must fit one Raft entry (64 MiB with its framing)"
+            "message.max.bytes={value} ({}) is above {max}: one batch must fit one Raft entry (64 MiB with its framing)",
+            c.origin("message.max.bytes")
         );
     }
     Ok(value)
@@ -284,34 +280,69 @@ impl Settings {
 }
 
 impl BrokerConfig {
+    /// The configuration a node starts with: defaults, then the TOML file, then `ONELOG_*`
+    /// variables, then flags.
+    pub fn load(args: &Args) -> anyhow::Result<Self> {
+        let mut given = Vec::new();
+        if let Some(path) = sources::file_to_read(args.config_file.as_deref())? {
+            given.extend(sources::read_file(&path)?);
+        }
+        let keys: Vec<&str> = known_defaults().map(|(key, _, _)| key).collect();
+        given.extend(sources::from_env(keys.into_iter(), |name| std::env::var(name).ok()));
+        given.extend(args.node_flags());
+        given.extend(sources::from_flags(&args.configs)?);
+        Self::from_given(given)
+    }
+
+    /// Defaults and `--config key=value` items only: for tests and tools.
     pub fn from_overrides(overrides: &[String]) -> anyhow::Result<Self> {
+        Self::from_given(sources::from_flags(overrides)?)
+    }
+
+    fn from_given(given: Vec<Given>) -> anyhow::Result<Self> {
         let mut values = BTreeMap::new();
-        for (key, default, ty) in BROKER_CONFIGS.iter().chain(DYNAMIC_BROKER_CONFIGS) {
-            values.insert(key.to_string(), (default.to_string(), false, *ty));
+        for (key, default, ty) in known_defaults() {
+            values.insert(key.to_string(), (default.to_string(), Origin::Default, ty));
         }
-        for def in TOPIC_CONFIGS {
-            values.insert(def.broker_name.to_string(), (def.default.to_string(), false, def.config_type));
-        }
-        for item in overrides {
-            let (key, value) =
-                item.split_once('=').with_context(|| format!("--config {item}: expected key=value"))?;
-            let Some(entry) = values.get_mut(key) else { bail!("--config {key}: unknown broker config") };
-            *entry = (value.to_string(), true, entry.2);
+        for Given { key, value, origin } in given {
+            let Some(entry) = values.get_mut(&key) else {
+                bail!("{key} ({origin}): unknown broker config{}", suggestion(&key));
+            };
+            *entry = (value, origin, entry.2);
         }
         let values = Values(values);
         values.check()?;
         let settings = Settings::parse(&values)?;
-        Ok(BrokerConfig { values, settings, node_id: 0 })
+        let node = NodeSettings::parse(&values)?;
+        let node_id = node.node_id as i32;
+        Ok(BrokerConfig { values, settings, node, node_id })
     }
 
     pub fn with_node_id(self, node_id: u64) -> Self {
         BrokerConfig { node_id: node_id as i32, ..self }
     }
 
+    /// One line per config set other than by default, with its origin, for the start-up log
+    /// (Kafka logs its whole `KafkaConfig`; the defaults are in DescribeConfigs and the docs).
+    pub fn describe_set(&self) -> String {
+        let set: Vec<String> = self
+            .values
+            .0
+            .iter()
+            .filter(|(_, (_, origin, _))| *origin != Origin::Default)
+            .map(|(key, (value, origin, _))| format!("{key}={value} ({origin})"))
+            .collect();
+        if set.is_empty() {
+            "every config at its default".to_string()
+        } else {
+            set.join("; ")
+        }
+    }
+
     /// Whether `name` is a broker config onelog knows and cannot change at run time (see
     /// [`BROKER_CONFIGS`]): the refusal Kafka gives, checked with `scripts/kafka-reference.sh`.
     pub fn read_only_problem(name: &str) -> Option<(i16, String)> {
-        BROKER_CONFIGS.iter().any(|(k, _, _)| *k == name).then(|| {
+        BROKER_CONFIGS.iter().chain(NODE_CONFIGS).any(|d| d.name == name).then(|| {
             (
                 kafka_compat::error_code::INVALID_REQUEST,
                 format!("Cannot update these configs dynamically: Set({name})"),
@@ -351,42 +382,80 @@ impl BrokerConfig {
         self.values.get(key)
     }
 
-    /// Whether `key` was given on the command line (STATIC_BROKER_CONFIG).
+    /// Whether `key` was set by the file, the environment or a flag (STATIC_BROKER_CONFIG).
     pub fn is_set(&self, key: &str) -> bool {
-        self.values.0.get(key).is_some_and(|(_, set, _)| *set)
+        self.values.0.get(key).is_some_and(|(_, origin, _)| *origin != Origin::Default)
     }
 
     /// The built-in default of a known broker config (DEFAULT_CONFIG).
     pub fn default_of(&self, key: &str) -> Option<&'static str> {
-        BROKER_CONFIGS
-            .iter()
-            .chain(DYNAMIC_BROKER_CONFIGS)
-            .find(|(k, _, _)| *k == key)
-            .map(|(_, d, _)| *d)
-            .or_else(|| TOPIC_CONFIGS.iter().find(|d| d.broker_name == key).map(|d| d.default))
+        known_defaults().find(|(k, _, _)| *k == key).map(|(_, d, _)| d)
     }
 
     /// (value, explicitly set, type) for DescribeConfigs.
     pub fn entries(&self) -> impl Iterator<Item = (&str, &str, bool, ConfigType)> {
-        self.values.0.iter().map(|(k, (v, set, ty))| (k.as_str(), v.as_str(), *set, *ty))
+        self.values
+            .0
+            .iter()
+            .map(|(k, (v, origin, ty))| (k.as_str(), v.as_str(), *origin != Origin::Default, *ty))
     }
 }
 
+/// Every known config: (name, default, type); node and broker configs, then the broker
+/// synonyms of the topic configs.
+fn known_defaults() -> impl Iterator<Item = (&'static str, &'static str, ConfigType)> {
+    let own = NODE_CONFIGS.iter().chain(BROKER_CONFIGS).chain(DYNAMIC_BROKER_CONFIGS);
+    own.map(|d| (d.name, d.default, d.config_type))
+        .chain(TOPIC_CONFIGS.iter().map(|d| (d.broker_name, d.default, d.config_type)))
+}
+
+fn own_def(key: &str) -> Option<&'static BrokerConfigDef> {
+    NODE_CONFIGS.iter().chain(BROKER_CONFIGS).chain(DYNAMIC_BROKER_CONFIGS).find(|d| d.name == key)
+}
+
+/// ", did you mean …?" when a known key differs from `key` by a character or two.
+fn suggestion(key: &str) -> String {
+    let close = known_defaults().map(|(k, _, _)| k).min_by_key(|k| edit_distance(key, k));
+    match close {
+        Some(k) if edit_distance(key, k) <= 2 => format!(", did you mean {k}?"),
+        _ => String::new(),
+    }
+}
+
+/// Levenshtein distance, for [`suggestion`] on keys of a few dozen characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb)).min(row[j] + 1).min(above + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 impl Values {
+    /// Every value's type, and the range of onelog's own integer configs.
     fn check(&self) -> anyhow::Result<()> {
-        for (key, (value, _, ty)) in &self.0 {
-            let ok = match ty {
-                ConfigType::Boolean => value == "true" || value == "false",
-                ConfigType::Int => value.parse::<i32>().is_ok(),
-                ConfigType::Long => value.parse::<i64>().is_ok(),
-                ConfigType::Double => value.parse::<f64>().is_ok(),
-                ConfigType::String | ConfigType::List => true,
+        for (key, (value, origin, ty)) in &self.0 {
+            let problem = match own_def(key) {
+                Some(def) => defs::value_problem(def, value),
+                None => type_problem(*ty, value),
             };
-            if !ok {
-                bail!("--config {key}={value}: not a valid {ty:?}");
+            if let Some(problem) = problem {
+                bail!("{key}={value} ({origin}): {problem}");
             }
         }
         Ok(())
+    }
+
+    /// Where `key` was set, for an error about its value.
+    fn origin(&self, key: &str) -> String {
+        self.0.get(key).map_or_else(|| "unknown".to_string(), |(_, origin, _)| origin.to_string())
     }
 
     fn get(&self, key: &str) -> Option<&str> {
@@ -403,13 +472,81 @@ impl Values {
 
     fn int(&self, key: &str) -> anyhow::Result<i64> {
         let value = self.text(key)?;
-        value.parse().with_context(|| format!("broker config {key}={value} is not an integer"))
+        value.trim().parse().with_context(|| format!("broker config {key}={value} is not an integer"))
     }
+}
+
+/// Why `value` is not of type `ty` (the topic configs' broker synonyms; their ranges are
+/// checked where a topic's config is, `onelog_state::topic_config`).
+fn type_problem(ty: ConfigType, value: &str) -> Option<String> {
+    let ok = match ty {
+        ConfigType::Boolean => value == "true" || value == "false",
+        ConfigType::Int => value.trim().parse::<i32>().is_ok(),
+        ConfigType::Long => value.trim().parse::<i64>().is_ok(),
+        ConfigType::Double => value.trim().parse::<f64>().is_ok(),
+        ConfigType::String | ConfigType::List => true,
+    };
+    (!ok).then(|| format!("not a valid {ty:?}"))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use super::sources::{self, Given, Origin};
     use super::BrokerConfig;
+
+    /// The example in `config/onelog.toml` loads, and each value it shows is the default, so
+    /// that it documents the defaults truly.
+    #[test]
+    fn the_example_file_loads_and_shows_the_defaults() {
+        let path = Path::new("../config/onelog.toml");
+        let given = sources::read_file(path).expect("the example parses");
+        assert!(given.len() > 20, "{given:?}");
+        let config = BrokerConfig::from_given(given.clone()).expect("the example loads");
+        for Given { key, value, .. } in &given {
+            assert_eq!(
+                config.default_of(key),
+                Some(value.as_str()),
+                "{key} in the example is not its default"
+            );
+        }
+        assert_eq!(config.node.kafka_listen.to_string(), "127.0.0.1:9092");
+        assert_eq!(config.node.advertised_kafka, "127.0.0.1:9092");
+    }
+
+    #[test]
+    fn later_sources_win_and_describe_set_names_them() {
+        let at =
+            |key: &str, value: &str, origin: Origin| Given { key: key.into(), value: value.into(), origin };
+        let file = Origin::File { path: "f.toml".into(), line: 3 };
+        let config = BrokerConfig::from_given(vec![
+            at("num.partitions", "3", file.clone()),
+            at("log.retention.ms", "10", file),
+            at("num.partitions", "5", Origin::Env("ONELOG_NUM_PARTITIONS".into())),
+            at("node.id", "7", Origin::Flag),
+        ])
+        .expect("loads");
+        assert_eq!(config.settings.num_partitions, 5);
+        assert_eq!(config.settings.log_retention_ms, 10);
+        assert_eq!(config.node_id, 7);
+        assert!(config.is_set("num.partitions") && !config.is_set("delete.topic.enable"));
+        let described = config.describe_set();
+        assert!(described.contains("num.partitions=5 (environment ONELOG_NUM_PARTITIONS)"), "{described}");
+        assert!(described.contains("log.retention.ms=10 (f.toml line 3)"), "{described}");
+    }
+
+    #[test]
+    fn a_bad_value_names_the_key_the_origin_and_the_range() {
+        let err = BrokerConfig::from_overrides(&["group.max.size=0".into()]).unwrap_err().to_string();
+        assert_eq!(err, "group.max.size=0 (command line): must be in [1, 2147483647]");
+        let err = BrokerConfig::from_overrides(&["num.partitions=x".into()]).unwrap_err().to_string();
+        assert_eq!(err, "num.partitions=x (command line): must be an integer in [1, 2147483647]");
+        let err = BrokerConfig::from_overrides(&["log.retention.mss=1".into()]).unwrap_err().to_string();
+        assert!(err.contains("unknown broker config, did you mean log.retention.ms?"), "{err}");
+        let err = BrokerConfig::from_overrides(&["log.dirs=/a,/b".into()]).unwrap_err().to_string();
+        assert!(err.contains("exactly one data directory"), "{err}");
+    }
 
     /// Issue 13, reproduction 1: a broker allowing batches larger than one Raft entry holds
     /// would exit on the first such batch; it refuses to start instead.

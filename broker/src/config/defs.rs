@@ -1,0 +1,144 @@
+//! The broker configs onelog knows beside the topic configs' broker synonyms
+//! (`onelog_state::topic_config::TOPIC_CONFIGS`): name, default, type and allowed range.
+//! Ranges are Kafka's validators (`atLeast(1)` and the like) where Kafka has one.
+
+use onelog_state::topic_config::ConfigType::{self, Boolean, Int, List, Long};
+
+const STRING: ConfigType = ConfigType::String;
+
+/// One broker config: its Kafka name, default, type, and the inclusive range of an integer.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokerConfigDef {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub config_type: ConfigType,
+    pub min: i64,
+    pub max: i64,
+}
+
+const fn def(name: &'static str, default: &'static str, config_type: ConfigType) -> BrokerConfigDef {
+    let max = match config_type {
+        Int => i32::MAX as i64,
+        _ => i64::MAX,
+    };
+    let min = match config_type {
+        Int => i32::MIN as i64,
+        _ => i64::MIN,
+    };
+    BrokerConfigDef { name, default, config_type, min, max }
+}
+
+/// [`def`] with a lowest value, as Kafka's `atLeast(min)`.
+const fn at_least(
+    name: &'static str,
+    default: &'static str,
+    config_type: ConfigType,
+    min: i64,
+) -> BrokerConfigDef {
+    BrokerConfigDef { min, ..def(name, default, config_type) }
+}
+
+/// [`def`] within `min..=max`, as Kafka's `between(min, max)`.
+const fn between(
+    name: &'static str,
+    default: &'static str,
+    config_type: ConfigType,
+    min: i64,
+    max: i64,
+) -> BrokerConfigDef {
+    BrokerConfigDef { min, max, ..def(name, default, config_type) }
+}
+
+/// What differs per node: its id, directory and addresses. Read once at start-up into
+/// `NodeSettings`; read-only, like every static broker config. Kafka's names where it has the
+/// config (`node.id`, `log.dirs`, `listeners`, `advertised.listeners`); onelog's own for the
+/// Raft listener, the other voters and the admin API.
+pub const NODE_CONFIGS: &[BrokerConfigDef] = &[
+    at_least("node.id", "1", Long, 0),
+    def("log.dirs", "./data", STRING),
+    def("listeners", "PLAINTEXT://127.0.0.1:9092", List),
+    def("advertised.listeners", "", List),
+    def("onelog.raft.listener", "", STRING),
+    // id=raft_host:port@kafka_host:port, comma separated.
+    def("onelog.peers", "", List),
+    def("onelog.admin.listener", "", STRING),
+];
+
+/// Broker-only configs and their defaults (topic-level defaults come from TOPIC_CONFIGS).
+///
+/// None of these is dynamic (IncrementalAlterConfigs / AlterConfigs answer INVALID_REQUEST
+/// "Cannot update these configs dynamically", as Kafka does for its read-only configs): Kafka
+/// marks every one read-only except `producer.id.expiration.ms`. In onelog that one is a
+/// replicated limit, written only by a new leader's takeover entry (`Op::SetLimits`); changing
+/// it at run time would need its own op, so it stays static here. The dynamic broker configs are
+/// the broker synonyms of the topic configs (`log.retention.ms`, `message.max.bytes`,
+/// `log.segment.bytes`, …), as Kafka's `DynamicLogConfig` has them; see `BrokerConfig::dynamic_int`.
+pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
+    def("auto.create.topics.enable", "true", Boolean),
+    at_least("num.partitions", "1", Int, 1),
+    between("default.replication.factor", "1", Int, 1, i16::MAX as i64),
+    at_least("socket.request.max.bytes", "104857600", Int, 1),
+    // The Kafka listener (`net/`). Kafka's `queued.max.request.bytes` defaults to -1 (no
+    // bound); onelog bounds request memory by default, and -1 lifts the bound. Kafka can alter
+    // `max.connections*` dynamically; here they are read-only like the rest of this list.
+    def("connections.max.idle.ms", "600000", Long),
+    at_least("max.connections", "2147483647", Int, 0),
+    at_least("max.connections.per.ip", "2147483647", Int, 0),
+    at_least("queued.max.request.bytes", "536870912", Long, -1),
+    // onelog's own (Kafka has none): how long one request frame may take to arrive, from its
+    // first byte to its last. The default is Kafka clients' `request.timeout.ms`: a client
+    // has given up on a request by then.
+    at_least("onelog.request.read.timeout.ms", "30000", Long, 1),
+    at_least("log.retention.check.interval.ms", "300000", Long, 1),
+    def("delete.topic.enable", "true", Boolean),
+    // KIP-98: how long an idle producer id keeps its state, and how often the leader looks.
+    at_least("producer.id.expiration.ms", "86400000", Int, 1),
+    at_least("producer.id.expiration.check.interval.ms", "600000", Int, 1),
+    // KIP-98: the longest transaction.timeout.ms a producer may ask for (else
+    // INVALID_TRANSACTION_TIMEOUT), how long an idle transactional id is kept, and how often
+    // the leader looks for expired transactions.
+    at_least("transaction.max.timeout.ms", "900000", Int, 1),
+    at_least("transactional.id.expiration.ms", "604800000", Int, 1),
+    at_least("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", Int, 1),
+    at_least("transaction.remove.expired.transaction.cleanup.interval.ms", "3600000", Int, 1),
+    // KIP-134: how long the first rebalance of an empty group waits for more members.
+    at_least("group.initial.rebalance.delay.ms", "3000", Int, 0),
+    // The session timeouts a JoinGroup may ask for (else INVALID_SESSION_TIMEOUT).
+    def("group.min.session.timeout.ms", "6000", Int),
+    def("group.max.session.timeout.ms", "1800000", Int),
+    // KIP-389: members per group (else GROUP_MAX_SIZE_REACHED).
+    at_least("group.max.size", "2147483647", Int, 1),
+];
+
+/// Broker-only configs that may change at run time (IncrementalAlterConfigs / AlterConfigs on
+/// a broker id or the cluster default), read per request through `BrokerConfig::dynamic_int`.
+pub const DYNAMIC_BROKER_CONFIGS: &[BrokerConfigDef] = &[
+    // Free bytes the data directory's file system must keep: below it the leader refuses
+    // Produce with KAFKA_STORAGE_ERROR (see `storage::free_space`). onelog's own name (Kafka
+    // has no such guard; it takes the log dir offline on the first failed write). 1 GiB keeps
+    // room for the Raft log's two preallocated 64 MiB segments, checkpoints and retention; 0
+    // turns the guard off.
+    at_least("log.dir.free.bytes.min", "1073741824", Long, 0),
+];
+
+/// Why `value` is not a valid `def`: its type, or for an integer its range.
+pub fn value_problem(def: &BrokerConfigDef, value: &str) -> Option<String> {
+    match def.config_type {
+        Boolean if value != "true" && value != "false" => Some("must be true or false".into()),
+        Int | Long => match value.trim().parse::<i64>() {
+            Err(_) => Some(format!("must be an integer in {}", range_text(def))),
+            Ok(v) if v < def.min || v > def.max => Some(format!("must be in {}", range_text(def))),
+            Ok(_) => None,
+        },
+        _ => None,
+    }
+}
+
+/// `[min, …]`, `[min, max]` as Kafka prints a range.
+fn range_text(def: &BrokerConfigDef) -> String {
+    let bound = |v: i64| match v {
+        v if v == i64::MAX || v == i64::MIN => "…".to_string(),
+        v => v.to_string(),
+    };
+    format!("[{}, {}]", bound(def.min), bound(def.max))
+}
