@@ -182,6 +182,11 @@ fi
 [ -x "$TXBENCH_BIN" ] || die "TXBENCH_BIN=$TXBENCH_BIN is not executable"
 export ONELOG_BIN
 t_built=$SECONDS
+# The tree the binaries were built from, taken now: edits made while the benches run are not
+# in them.
+built_commit="$(git rev-parse --short HEAD 2>/dev/null || echo ?)$(git diff --quiet HEAD -- broker raft-store kafka-compat state vendor 2>/dev/null || echo ' (modified)')"
+# A broker binary given from outside may be of any commit: the report says so.
+[ "$ONELOG_BIN" = "$target/release/onelog" ] || built_commit="given as ONELOG_BIN, tree at $built_commit"
 
 classpath_of() { if [ "$1" = 2.x ]; then cat "$cp_2"; else cat "$cp_4"; fi; }
 # bench_command CLIENT BENCH: sets cmd to the command line of one bench run of a client variant.
@@ -623,7 +628,7 @@ t_runs=$SECONDS
 printf '%s\n' "${failures[@]+"${failures[@]}"}" >"$out/raw/failures.txt"
 META_MODE="$mode" META_COMMAND="$command_line" META_SYSTEMS="$systems" META_SECONDS="${system_seconds[*]}" \
     META_BUILD=$((t_built - t_start)) META_RUNS=$((t_runs - t_built)) META_BIN="$ONELOG_BIN" \
-    META_COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo ?)$(git diff --quiet HEAD -- broker raft-store kafka-compat 2>/dev/null || echo ' (modified)')" \
+    META_COMMIT="$built_commit" \
     META_JAVA="$(java -version 2>&1 | head -n 1)" \
     WARMUP="$WARMUP" TXES="$TXES" SWEEP_TXES="$SWEEP_TXES" SWEEP_WARMUP="$SWEEP_WARMUP" SWEEP_MIN_TXES="$SWEEP_MIN_TXES" \
     SWEEP_PRODUCERS="$SWEEP_PRODUCERS" PAYLOADS="$PAYLOADS" PAYLOAD_TXES="$PAYLOAD_TXES" PAYLOAD_WARMUP="$PAYLOAD_WARMUP" \
