@@ -101,6 +101,16 @@ pub struct LoadReport {
     pub last_failure: Option<String>,
 }
 
+/// How long a sender waits after a failed send before its next.
+const FAILED_SEND_PAUSE: Duration = Duration::from_millis(20);
+
+/// A load dropped without [`ProduceLoad::stop`] (a test that failed first) stops its senders.
+impl Drop for ProduceLoad {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
 impl ProduceLoad {
     /// Starts the senders on the current tokio runtime.
     pub fn start(bootstrap: &str, options: LoadOptions) -> Result<Self> {
@@ -144,6 +154,11 @@ impl ProduceLoad {
                     Err((e, _)) => {
                         failures.fetch_add(1, Ordering::SeqCst);
                         *last_failure.lock().expect("failure lock") = Some(e.to_string());
+                        // A producer in a fatal state fails every send at once, and a send
+                        // that is ready at once never yields: without this pause the sender
+                        // spins on its worker thread, and a failed test's runtime can never
+                        // shut down (it hung CI's cluster_failover for an hour).
+                        tokio::time::sleep(FAILED_SEND_PAUSE).await;
                     }
                 }
                 seq += 1;
@@ -214,9 +229,9 @@ impl ProduceLoad {
     }
 
     /// Stops the senders (each finishes its send in flight) and returns what they got.
-    pub async fn stop(self) -> Result<LoadReport> {
+    pub async fn stop(mut self) -> Result<LoadReport> {
         self.stop.store(true, Ordering::SeqCst);
-        for task in self.tasks {
+        for task in std::mem::take(&mut self.tasks) {
             task.await.context("sender task")?;
         }
         let acked = std::mem::take(&mut *self.acked.lock().expect("acked lock"));
