@@ -39,7 +39,7 @@ pub fn panic_point(_name: &str) {}
 pub async fn delay(name: &str) {
     let Ok(v) = std::env::var("ONELOG_FAULT_DELAY") else { return };
     let Some((point, ms)) = v.split_once(':') else { return };
-    let armed = std::env::var_os("ONELOG_FAULT_ARMED_BY").map_or(true, |p| std::path::Path::new(&p).exists());
+    let armed = std::env::var_os("ONELOG_FAULT_ARMED_BY").is_none_or(|p| std::path::Path::new(&p).exists());
     if point == name && armed {
         if let Ok(ms) = ms.parse::<u64>() {
             tracing::warn!(point = name, ms, "fault injection: delaying");

@@ -248,6 +248,13 @@ pub const GROUP_ID_BYTES_MAX: usize = 255;
 pub const REMOVAL_NOTICE_MS_MAX: u64 = 60_000;
 pub const REMOVAL_NOTICE_RETRY_MS: u64 = 500;
 
+/// A node that starts with an empty log asks its peers how much log they hold
+/// (`raft::rejoin`): how long one answer may take (ms), the pause between rounds (ms), and
+/// every how many rounds it logs that it is still waiting (about every 10 s).
+pub const REJOIN_QUERY_TIMEOUT_MS: u64 = 1_000;
+pub const REJOIN_QUERY_RETRY_MS: u64 = 300;
+pub const REJOIN_LOG_EVERY_ROUNDS: u64 = 30;
+
 /// How long a node removed from the membership keeps running before it exits (ms), so that
 /// responses already in flight reach their clients.
 pub const REMOVED_NODE_EXIT_DELAY_MS: u64 = 1_000;

@@ -21,7 +21,9 @@ use crate::leader::proposer::{Proposer, ProposerOptions};
 use crate::limits;
 use crate::net::listener;
 use crate::raft::network::Network;
-use crate::raft::sm_store;
+use crate::raft::transport::vote_gate::VoteGate;
+use crate::raft::transport::RaftService;
+use crate::raft::{rejoin, sm_store};
 use crate::raft::{NodeAddr, Raft, TypeConfig};
 
 fn raft_config() -> anyhow::Result<openraft::Config> {
@@ -72,8 +74,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let mut log_store =
         LogStore::<TypeConfig>::open(&node.data_dir.join("raft-log"), LogStoreOptions::default())?;
-    let log_purged =
-        openraft::storage::RaftLogStorage::get_log_state(&mut log_store).await?.last_purged_log_id;
+    let log_state = openraft::storage::RaftLogStorage::get_log_state(&mut log_store).await?;
+    let log_purged = log_state.last_purged_log_id;
+    let log_reader = log_store.reader();
+    let start = rejoin::at_start(&node.data_dir, log_state.last_log_id.is_none(), !peers.is_empty())?;
+    let votes = Arc::new(VoteGate::new(start.votes()));
     let (state_machine, applied) =
         sm_store::open(node.data_dir.join("state"), config.clone(), log_purged.map(|l| l.index))?;
     let raft =
@@ -86,16 +91,42 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             let listener = TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("binding the Raft listener {addr} (onelog.raft.listener)"))?;
-            tokio::spawn(crate::raft::transport::serve_raft(listener, raft.clone()));
+            let service = RaftService { raft: raft.clone(), votes: votes.clone(), log: log_reader };
+            tokio::spawn(crate::raft::transport::serve_raft(listener, service));
             addr.to_string()
         }
         None => String::new(),
     };
     let me = NodeAddr { raft: raft_addr, kafka: advertised.clone() };
+    // Up before the rejoin decision, which can wait long, so `/status` shows the node waiting.
+    crate::admin_api::start(
+        node.admin_listen,
+        crate::admin_api::AdminCtx {
+            node_id: node.node_id,
+            raft: raft.clone(),
+            applied: applied.clone(),
+            kafka: advertised.clone(),
+            votes: votes.clone(),
+        },
+    )
+    .await?;
+    // A node with an empty log learns from its peers whether the cluster is new or one it lost
+    // its data in (`raft::rejoin`); only for a new one does the lowest id initialize it.
+    let catching_up = match start {
+        rejoin::Start::Normal => None,
+        rejoin::Start::CatchingUp(target) => Some(target),
+        rejoin::Start::Ask => match rejoin::decide(node.node_id, &peers, &node.data_dir, &votes).await? {
+            rejoin::Decision::NewCluster => None,
+            rejoin::Decision::Existing { target } => Some(target),
+        },
+    };
+    if let Some(target) = catching_up {
+        tokio::spawn(rejoin::open_when_caught_up(raft.clone(), target, node.data_dir.clone(), votes));
+    }
     // A fresh cluster is initialized by its lowest-id voter only, with every voter's
     // addresses; the others learn the membership from its first AppendEntries.
     let lowest = peers.keys().next().is_none_or(|id| node.node_id < *id);
-    if !raft.is_initialized().await? && lowest {
+    if catching_up.is_none() && !raft.is_initialized().await? && lowest {
         let mut members = peers.clone();
         members.insert(node.node_id, me);
         tracing::info!(node_id = node.node_id, voters = members.len(), "initializing a new cluster");
@@ -111,16 +142,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         limits: config.settings.replicated_limits(),
         entry: config.settings.entry_options(node.node_id),
     });
-    crate::admin_api::start(
-        node.admin_listen,
-        crate::admin_api::AdminCtx {
-            node_id: node.node_id,
-            raft: raft.clone(),
-            applied: applied.clone(),
-            kafka: advertised.clone(),
-        },
-    )
-    .await?;
     wait_until_caught_up(&raft, node.node_id).await;
 
     let ctx = Arc::new(Ctx {

@@ -57,6 +57,7 @@ use tokio::sync::Semaphore;
 
 use crate::limits;
 use crate::raft::applied::AppliedView;
+use crate::raft::transport::vote_gate::VoteGate;
 use crate::raft::Raft;
 
 /// What the admin API reads and drives. Not `Ctx`: that exists only once the node has caught
@@ -68,6 +69,8 @@ pub struct AdminCtx {
     pub applied: AppliedView,
     /// The advertised Kafka address, `host:port`.
     pub kafka: String,
+    /// The votes this node may cast (withheld while it rejoins after losing its log).
+    pub votes: Arc<VoteGate>,
 }
 
 /// Binds `listen` (if given) and serves the admin API in the background; returns the bound

@@ -17,6 +17,7 @@ use super::AdminCtx;
 use crate::config::BrokerConfig;
 use crate::raft::network::Network;
 use crate::raft::sm_store;
+use crate::raft::transport::vote_gate::{VoteGate, Votes};
 use crate::raft::{NodeAddr, Raft};
 use onelog_state::command::Command;
 
@@ -36,7 +37,13 @@ async fn node(dir: &tempfile::TempDir, id: u64) -> AdminCtx {
     let (state_machine, applied) =
         sm_store::open(dir.path().join("state"), broker_config, None).expect("state machine");
     let raft = Raft::new(id, config, Network::default(), log_store, state_machine).await.expect("raft");
-    AdminCtx { node_id: id, raft, applied, kafka: KAFKA.to_string() }
+    AdminCtx {
+        node_id: id,
+        raft,
+        applied,
+        kafka: KAFKA.to_string(),
+        votes: Arc::new(VoteGate::new(Votes::Open)),
+    }
 }
 
 /// A one-node cluster that has applied a topic and some produces.

@@ -56,6 +56,7 @@ pub fn status(ctx: &AdminCtx) -> Value {
         "learners": membership["learners"],
         "nodes": membership["nodes"],
         "membership_log_index": membership["log_index"],
+        "votes": ctx.votes.describe(),
         "kafka": ctx.kafka,
         "kafka_listener": crate::net::incidents::STATS.to_json(),
     })

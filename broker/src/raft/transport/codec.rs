@@ -3,7 +3,8 @@
 //! ```text
 //!   0   4  len          u32 LE: bytes after this 8-byte header (kind + request id + body)
 //!   4   4  crc32c       u32 LE: CRC32C of those `len` bytes
-//!   8   1  kind         Hello | AppendEntries | Vote | InstallSnapshot | TimeoutNow | Removed | Response
+//!   8   1  kind         Hello | AppendEntries | Vote | InstallSnapshot | TimeoutNow | Removed |
+//!                       LogState | Response
 //!   9   8  request id   u64 LE: chosen by the client, echoed in the Response
 //!  17   n  body         bincode 1.3 (fixint, no trailing bytes) of the request or the result
 //! ```
@@ -43,6 +44,8 @@ pub enum Kind {
     TimeoutNow = 5,
     /// The leader tells a node it removed from the membership, which it no longer replicates to.
     Removed = 6,
+    /// A node that starts with an empty log asks how much log a peer holds (`log_state`).
+    LogState = 7,
     /// `Result<response, RaftError>` of the request with the same id.
     Response = 0x80,
 }
@@ -58,6 +61,7 @@ impl TryFrom<u8> for Kind {
             4 => Kind::InstallSnapshot,
             5 => Kind::TimeoutNow,
             6 => Kind::Removed,
+            7 => Kind::LogState,
             0x80 => Kind::Response,
             other => return Err(FrameError::UnknownKind(other)),
         })

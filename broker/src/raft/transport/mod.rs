@@ -7,14 +7,18 @@
 //! - [`server`]: [`serve_raft`], answering peers' requests with the local `Raft`.
 //! - [`handover`]: leadership handover on graceful shutdown.
 //! - [`removal`]: the leader's notice to a node it removed from the membership.
+//! - [`log_state`]: asking a peer how much log it holds (a node that lost its log asks).
+//! - [`vote_gate`]: the votes a node that lost its log may cast until it has caught up.
 
 pub mod client;
 pub mod codec;
 pub mod handover;
+pub mod log_state;
 pub mod removal;
 pub mod server;
+pub mod vote_gate;
 
-pub use server::serve_raft;
+pub use server::{serve_raft, RaftService};
 
 #[cfg(test)]
 mod tests;

@@ -6,26 +6,39 @@
 //! writer task per connection, in completion order. A frame that fails its length or CRC
 //! check, or does not decode, closes the connection: the byte stream is no longer trusted, and
 //! the client fails its outstanding requests and reconnects. When the Raft node stops, the
-//! listener and every connection close, so peers see it as unreachable.
+//! listener and every connection close, so peers see it as unreachable. A Vote passes the
+//! node's [`VoteGate`] before openraft sees it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use openraft::error::RaftError;
+use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest, VoteResponse};
+use raft_store::LogReader;
 use serde::Serialize;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use super::codec::{self, Frame, FrameError, Hello, Kind, PROTOCOL_VERSION};
+use super::vote_gate::{self, VoteGate};
 use crate::limits;
 use crate::raft::{Raft, TypeConfig};
 
+/// What the server answers with: the local Raft node, the gate its votes pass, and a reader
+/// on its log (for `LogState`).
+#[derive(Clone)]
+pub struct RaftService {
+    pub raft: Raft,
+    pub votes: Arc<VoteGate>,
+    pub log: LogReader<TypeConfig>,
+}
+
 /// Serves Raft RPCs from peers until the local Raft node shuts down (then returns `Ok`).
 /// Accept errors (e.g. out of file descriptors) are logged and retried after a pause.
-// node.rs does not spawn it yet; drop this `allow` when it does.
-pub async fn serve_raft(listener: TcpListener, raft: Raft) -> anyhow::Result<()> {
+pub async fn serve_raft(listener: TcpListener, service: RaftService) -> anyhow::Result<()> {
+    let raft = service.raft.clone();
     let node_id = raft.metrics().borrow().id;
     // Dropped on return: every connection task sees it and closes.
     let (_stop, stop) = watch::channel(());
@@ -40,7 +53,7 @@ pub async fn serve_raft(listener: TcpListener, raft: Raft) -> anyhow::Result<()>
             }
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    tokio::spawn(serve_connection(stream, peer, raft.clone(), node_id, stop.clone()));
+                    tokio::spawn(serve_connection(stream, peer, service.clone(), node_id, stop.clone()));
                 }
                 Err(e) => {
                     tracing::warn!(node_id, error = %e, "raft listener accept failed");
@@ -61,7 +74,7 @@ async fn raft_stopped(raft: Raft) {
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
-    raft: Raft,
+    service: RaftService,
     node_id: u64,
     mut stop: watch::Receiver<()>,
 ) {
@@ -107,7 +120,7 @@ async fn serve_connection(
             Err(e) => Err(e),
         };
         match request {
-            Ok(request) => drop(tokio::spawn(handle(request, raft.clone(), responses.clone(), permit))),
+            Ok(request) => drop(tokio::spawn(handle(request, service.clone(), responses.clone(), permit))),
             Err(e) => break Err(e),
         }
     };
@@ -149,6 +162,7 @@ enum Request {
     InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
     TimeoutNow(super::handover::TimeoutNow),
     Removed(super::removal::Removed),
+    LogState(super::log_state::LogStateQuery),
 }
 
 impl Request {
@@ -160,6 +174,7 @@ impl Request {
             Kind::InstallSnapshot => Request::InstallSnapshot(frame.decode_body()?),
             Kind::TimeoutNow => Request::TimeoutNow(frame.decode_body()?),
             Kind::Removed => Request::Removed(frame.decode_body()?),
+            Kind::LogState => Request::LogState(frame.decode_body()?),
             Kind::Hello | Kind::Response => return Err(FrameError::Unexpected(frame.kind)),
         };
         Ok((frame.request_id, request))
@@ -170,16 +185,28 @@ impl Request {
 /// `RaftError`, for the client to map back.
 async fn handle(
     (request_id, request): (u64, Request),
-    raft: Raft,
+    service: RaftService,
     responses: mpsc::Sender<Vec<u8>>,
     _permit: Option<OwnedSemaphorePermit>,
 ) {
+    let raft = &service.raft;
     let frame = match request {
         Request::AppendEntries(req) => encode_response(request_id, &raft.append_entries(req).await),
-        Request::Vote(req) => encode_response(request_id, &raft.vote(req).await),
+        Request::Vote(req) if service.votes.admits(&req) => {
+            encode_response(request_id, &raft.vote(req).await)
+        }
+        Request::Vote(_) => {
+            let refused: Result<VoteResponse<u64>, RaftError<u64>> =
+                Ok(vote_gate::refusal(raft.metrics().borrow().vote));
+            encode_response(request_id, &refused)
+        }
         Request::InstallSnapshot(req) => encode_response(request_id, &raft.install_snapshot(req).await),
-        Request::TimeoutNow(req) => encode_response(request_id, &super::handover::on_timeout_now(&raft, req)),
-        Request::Removed(req) => encode_response(request_id, &super::removal::on_removed(&raft, req)),
+        Request::TimeoutNow(req) => encode_response(request_id, &super::handover::on_timeout_now(raft, req)),
+        Request::Removed(req) => encode_response(request_id, &super::removal::on_removed(raft, req)),
+        Request::LogState(query) => {
+            tracing::debug!(from = query.from, "a peer asks how much log this node holds");
+            encode_response(request_id, &super::log_state::on_log_state(raft, &service.log).await)
+        }
     };
     if let Some(frame) = frame {
         // The connection may be gone; then nobody is waiting for this response.

@@ -17,7 +17,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use super::codec::{self, Hello, Kind, PROTOCOL_VERSION};
-use super::serve_raft;
+use super::vote_gate::{VoteGate, Votes};
+use super::{serve_raft, RaftService};
 use crate::config::BrokerConfig;
 use crate::limits;
 use crate::raft::network::{Network, PeerClient};
@@ -58,8 +59,10 @@ async fn start_node(id: u64, config: Arc<openraft::Config>) -> anyhow::Result<Te
     let log_store = LogStore::<TypeConfig>::open(&dir.path().join("raft-log"), options)?;
     let (state_machine, _) =
         sm_store::open(dir.path().join("state"), BrokerConfig::from_overrides(&[])?.into(), None)?;
+    let log = log_store.reader();
     let raft = Raft::new(id, config, Network::default(), log_store, state_machine).await?;
-    let server = tokio::spawn(serve_raft(listener, raft.clone()));
+    let votes = Arc::new(VoteGate::new(Votes::Open));
+    let server = tokio::spawn(serve_raft(listener, RaftService { raft: raft.clone(), votes, log }));
     Ok(TestNode { id, raft, addr, server, _dir: dir })
 }
 
