@@ -54,7 +54,8 @@ const fn between(
 /// config (`node.id`, `log.dirs`, `listeners`, `advertised.listeners`); onelog's own for the
 /// Raft listener, the other voters and the admin API.
 pub const NODE_CONFIGS: &[BrokerConfigDef] = &[
-    at_least("node.id", "1", Long, 0),
+    // Kafka's broker ids are INT32 on the wire (Metadata, FindCoordinator).
+    between("node.id", "1", Long, 0, i32::MAX as i64),
     def("log.dirs", "./data", STRING),
     def("listeners", "PLAINTEXT://127.0.0.1:9092", List),
     def("advertised.listeners", "", List),

@@ -318,10 +318,6 @@ impl BrokerConfig {
         Ok(BrokerConfig { values, settings, node, node_id })
     }
 
-    pub fn with_node_id(self, node_id: u64) -> Self {
-        BrokerConfig { node_id: node_id as i32, ..self }
-    }
-
     /// One line per config set other than by default, with its origin, for the start-up log
     /// (Kafka logs its whole `KafkaConfig`; the defaults are in DescribeConfigs and the docs).
     pub fn describe_set(&self) -> String {
@@ -546,6 +542,9 @@ mod tests {
         assert!(err.contains("unknown broker config, did you mean log.retention.ms?"), "{err}");
         let err = BrokerConfig::from_overrides(&["log.dirs=/a,/b".into()]).unwrap_err().to_string();
         assert!(err.contains("exactly one data directory"), "{err}");
+        // A broker id is an INT32 on the wire: a larger one would wrap in Metadata.
+        let err = BrokerConfig::from_overrides(&["node.id=2147483648".into()]).unwrap_err().to_string();
+        assert_eq!(err, "node.id=2147483648 (command line): must be in [0, 2147483647]");
     }
 
     /// Issue 13, reproduction 1: a broker allowing batches larger than one Raft entry holds
