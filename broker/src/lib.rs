@@ -30,6 +30,7 @@ pub mod incident;
 pub mod internal_topic;
 pub mod leader;
 pub mod limits;
+pub mod metrics;
 pub mod net;
 pub mod node;
 pub mod quotas;

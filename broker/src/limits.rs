@@ -201,18 +201,23 @@ pub const FORWARD_TIMEOUT_MS: u64 = 5_000;
 /// Largest response a forwarded request may return.
 pub const FORWARD_RESPONSE_BYTES_MAX: usize = 1024 * 1024;
 
-/// Bytes of one admin API request head (request line and headers); a longer head gets 431.
-/// Admin requests carry their parameters in the query string and have no body.
+/// Bytes hyper buffers for one admin API request head (request line and headers; hyper's
+/// minimum is 8 KiB); a longer head gets 431. Admin requests carry their parameters in the
+/// query string and have no body.
 pub const ADMIN_REQUEST_HEAD_BYTES_MAX: usize = 8 * 1024;
 
 /// Header lines one admin API request may carry; more get 431.
 pub const ADMIN_REQUEST_HEADERS_MAX: usize = 64;
 
-/// Longest an admin client may take to send its request head (ms); then 408.
+/// Longest an admin client may take to send a request head, or stay idle between requests on
+/// a kept-alive connection (ms); then the connection is closed (hyper answers 408 to a head
+/// cut off mid-way).
 pub const ADMIN_REQUEST_READ_TIMEOUT_MS: u64 = 5_000;
 
-/// Longest writing one admin API response may take (ms); then the connection is dropped.
-pub const ADMIN_RESPONSE_WRITE_TIMEOUT_MS: u64 = 5_000;
+/// Longest one admin API connection may stay open (ms): bounds a client that stops reading
+/// its responses, which would otherwise hold a connection slot for ever. Longer than the
+/// slowest request (a membership change, below); scrapers reconnect.
+pub const ADMIN_CONNECTION_MS_MAX: u64 = 300_000;
 
 /// Admin API connections served at once; further accepts wait.
 pub const ADMIN_CONNECTIONS_MAX: usize = 16;
@@ -223,12 +228,6 @@ pub const ADMIN_MEMBERSHIP_CHANGE_TIMEOUT_MS: u64 = 120_000;
 
 /// Bytes read from a partition file at once while hashing it for the admin `/digest`.
 pub const ADMIN_DIGEST_READ_CHUNK_BYTES: usize = 1024 * 1024;
-
-/// After answering, an admin connection reads and discards what the client still sends (a
-/// refused body) for at most this long and this many bytes before closing, so closing with
-/// unread data does not reset the connection before the client reads the response.
-pub const ADMIN_CLOSE_DRAIN_MS: u64 = 1_000;
-pub const ADMIN_CLOSE_DRAIN_BYTES_MAX: usize = 64 * 1024;
 
 /// How often the pause watcher wakes (ms), and how late a wake-up must be to count as a
 /// pause of the process (ms), after which the leader lease is suspect.

@@ -52,6 +52,7 @@ fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let config = Arc::new(BrokerConfig::load(&args)?);
+    raft_store::set_fsync_observer(crate::metrics::recorded::observe_fsync);
     tracing::info!(configs = %config.describe_set(), "configuration");
     let node: NodeSettings = config.node.clone();
     let _lock = lock_data_dir(&node.data_dir)?;
@@ -99,6 +100,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let me = NodeAddr { raft: raft_addr, kafka: advertised.clone() };
     // Up before the rejoin decision, which can wait long, so `/status` shows the node waiting.
+    let serving = Arc::new(std::sync::OnceLock::new());
     crate::admin_api::start(
         node.admin_listen,
         crate::admin_api::AdminCtx {
@@ -107,6 +109,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             applied: applied.clone(),
             kafka: advertised.clone(),
             votes: votes.clone(),
+            serving: serving.clone(),
         },
     )
     .await?;
@@ -155,6 +158,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         txns: Arc::new(TxnCoordinator::new(leadership.clone(), applied.clone(), proposer.clone())),
         quotas: Default::default(),
     });
+    let _ = serving.set(ctx.clone());
     let duty = Arc::new(duties::DutyCtx {
         node_id: node.node_id,
         leadership: leadership.clone(),

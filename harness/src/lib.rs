@@ -24,6 +24,7 @@ pub mod probe;
 pub mod process;
 pub mod raw_client;
 pub mod raw_ops;
+pub mod scrape;
 pub mod txn;
 
 pub use cluster::{Cluster, ClusterOptions};

@@ -146,7 +146,12 @@ fn sync_files(files: &[Arc<File>], poison: &Poison) -> RoundResult {
         return Err((io::ErrorKind::Other, e.to_string()));
     }
     for file in files {
-        if let Err(e) = sync_data(file) {
+        let started = std::time::Instant::now();
+        let synced = sync_data(file);
+        if synced.is_ok() {
+            crate::observe::fsync_done(started.elapsed());
+        }
+        if let Err(e) = synced {
             let msg = format!("fdatasync of a raft log segment failed: {e}");
             tracing::error!(error = %e, "fatal: fdatasync of a raft log segment failed");
             poison.set(&msg);

@@ -14,7 +14,7 @@ use openraft::error::{ChangeMembershipError, ClientWriteError, RaftError};
 use openraft::{ChangeMembers, ServerState};
 use serde_json::{json, Value};
 
-use super::http::{HttpError, Query};
+use super::query::{HttpError, Query};
 use super::routes::Response;
 use super::status::membership_json;
 use super::AdminCtx;

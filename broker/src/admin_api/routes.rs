@@ -3,21 +3,31 @@
 
 use serde_json::{json, Value};
 
-use super::http::{HttpError, Query, Request};
+use super::query::{HttpError, Query, Request};
 use super::{digest, members, status, AdminCtx};
 
-/// One JSON response.
+/// One response: JSON for every endpoint but `/metrics`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
     pub status: u16,
-    pub body: Value,
+    pub body: Body,
     /// `Allow` header of a 405.
     pub allow: Option<&'static str>,
 }
 
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    Json(Value),
+    Text { content_type: &'static str, text: String },
+}
+
 impl Response {
     pub fn json(status: u16, body: Value) -> Self {
-        Response { status, body, allow: None }
+        Response { status, body: Body::Json(body), allow: None }
+    }
+
+    pub fn text(status: u16, content_type: &'static str, text: String) -> Self {
+        Response { status, body: Body::Text { content_type, text }, allow: None }
     }
 
     pub fn error(status: u16, message: impl Into<String>) -> Self {
@@ -34,6 +44,7 @@ impl From<HttpError> for Response {
 #[derive(Clone, Copy)]
 enum Endpoint {
     Status,
+    Metrics,
     Digest,
     AddLearner,
     Promote,
@@ -44,6 +55,7 @@ enum Endpoint {
 
 const ROUTES: &[(&str, &str, Endpoint)] = &[
     ("/status", "GET", Endpoint::Status),
+    ("/metrics", "GET", Endpoint::Metrics),
     ("/digest", "GET", Endpoint::Digest),
     ("/members/add-learner", "POST", Endpoint::AddLearner),
     ("/members/promote", "POST", Endpoint::Promote),
@@ -62,6 +74,7 @@ pub async fn route(ctx: &AdminCtx, request: &Request) -> Response {
     }
     let result = match endpoint {
         Endpoint::Status => get_status(ctx, &request.query),
+        Endpoint::Metrics => get_metrics(ctx, &request.query).await,
         Endpoint::Digest => get_digest(ctx, &request.query).await,
         Endpoint::AddLearner => members::add_learner(ctx, &request.query).await,
         Endpoint::Promote => members::promote(ctx, &request.query).await,
@@ -75,6 +88,13 @@ pub async fn route(ctx: &AdminCtx, request: &Request) -> Response {
 fn get_status(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
     query.allow_only(&[])?;
     Ok(Response::json(200, status::status(ctx)))
+}
+
+/// Prometheus' text exposition (`metrics`): what was recorded, and the node's state now.
+async fn get_metrics(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
+    query.allow_only(&[])?;
+    let snapshot = super::metrics::gather(ctx.metric_sources()).await;
+    Ok(Response::text(200, crate::metrics::CONTENT_TYPE, crate::metrics::render(Box::new(snapshot))))
 }
 
 async fn get_digest(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {

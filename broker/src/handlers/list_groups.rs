@@ -69,7 +69,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 
 /// (group id, state, protocol type): the coordinator's groups, then those known only from
 /// committed offsets, which are `Empty` with protocol type "consumer".
-fn listed(ctx: &Ctx) -> Vec<(String, &'static str, String)> {
+pub fn listed(ctx: &Ctx) -> Vec<(String, &'static str, String)> {
     let mut groups: BTreeMap<String, (&'static str, String)> = ctx
         .groups
         .list()

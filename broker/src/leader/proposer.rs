@@ -35,6 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::clock::wall_clock_ms;
 use crate::fatal;
 use crate::limits;
+use crate::metrics::METRICS;
 use crate::raft::applied::AppliedView;
 use crate::raft::Raft;
 
@@ -285,6 +286,7 @@ impl Sequencer {
     async fn propose_batch(&mut self, term: u64, queued: Vec<(Proposal, Reply)>) {
         let stamp = LeaderStamp { now_ms: wall_clock_ms(), term: term as i32 };
         let (proposals, replies): (Vec<Proposal>, Vec<Reply>) = queued.into_iter().unzip();
+        let replies_count = replies.len();
         let built = self
             .options
             .applied
@@ -333,6 +335,9 @@ impl Sequencer {
             crate::fault::delay("proposer.before-txn-write").await;
         }
         let op_count = built.command.ops.len();
+        METRICS.entry_proposals.observe(replies_count as f64);
+        METRICS.entry_bytes.observe(encoded as f64);
+        let proposed = std::time::Instant::now();
         // A leader cut off from the quorum cannot commit this entry; its callers are answered
         // now as if it had failed (its outcome is unknown: a new leader may still commit it,
         // which Kafka clients handle as after a timeout) instead of when the partition heals.
@@ -352,6 +357,7 @@ impl Sequencer {
         };
         match written {
             Ok(response) => {
+                METRICS.commit_duration.observe(proposed.elapsed().as_secs_f64());
                 let results = response.data.results;
                 assert_eq!(results.len(), op_count, "one result per proposed op");
                 for (w, reply) in waiting {

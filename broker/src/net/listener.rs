@@ -25,6 +25,7 @@ use crate::ctx::SharedCtx;
 use crate::fatal;
 use crate::handlers::{self, api_versions, HandlerFuture, Run};
 use crate::limits;
+use crate::metrics::{self, recorded::ListenerLabels, recorded::PLAINTEXT, METRICS};
 use crate::quotas;
 
 /// Accepts connections for as long as the node runs; once it stops on a fault, closes each
@@ -61,6 +62,7 @@ pub async fn serve(listener: TcpListener, ctx: SharedCtx) {
                 continue;
             }
         };
+        METRICS.connections_accepted.get_or_create(&LISTENER).inc();
         if fatal::is_stopping() {
             drop(stream);
             continue;
@@ -103,6 +105,9 @@ impl Reply {
     }
 }
 
+/// The `listener` label of this listener's metrics.
+const LISTENER: ListenerLabels = ListenerLabels { listener: PLAINTEXT };
+
 /// Until when the connection reads no request: Kafka mutes a throttled channel.
 type Mute = Arc<Mutex<Option<Instant>>>;
 
@@ -133,6 +138,8 @@ async fn serve_connection(
         if fatal::is_stopping() {
             break;
         }
+        // The frame and its 4-byte length prefix.
+        METRICS.request_bytes.get_or_create(&LISTENER).inc_by(frame.len() as u64 + 4);
         // A throttled connection's next request waits out the throttle (the bytes may already
         // be here; Kafka would leave them in the socket buffer).
         let muted_until = mute.lock().expect("mute lock").take();
@@ -227,7 +234,10 @@ async fn write_responses(
                     // A client that stops reading its responses is idle too: it would keep
                     // this response and the ones queued behind it in memory for ever.
                     match tokio::time::timeout(idle_timeout, writer.write_all(&bytes)).await {
-                        Ok(written) => written?,
+                        Ok(written) => {
+                            written?;
+                            METRICS.response_bytes.get_or_create(&LISTENER).inc_by(bytes.len() as u64);
+                        }
                         Err(_) => {
                             STATS.idle_connections_closed.record(|_| {
                                 tracing::debug!(%peer, "closing connection: responses not read (connections.max.idle.ms)");
@@ -274,6 +284,7 @@ async fn route(
     client_address: IpAddr,
 ) -> Result<Pending, Refused> {
     let malformed = |reason: String| Refused::Malformed(reason);
+    let received = Instant::now();
     let prefix = codec::peek_prefix(&frame).map_err(|e| malformed(e.to_string()))?;
     let Some(handler) = handlers::lookup(prefix.api_key) else {
         return Err(malformed(format!("unknown api key {}", prefix.api_key)));
@@ -314,6 +325,8 @@ async fn route(
     Ok(tokio::spawn(async move {
         let response = response.await?;
         drop(memory);
+        let errors = response.as_ref().map(metrics::error_codes::of).unwrap_or_default();
+        METRICS.request_answered(metrics::recorded::api_name(key), version, received.elapsed(), &errors);
         match response {
             Some(body) => Ok(Reply {
                 bytes: Some(codec::encode_response(key, version, corr, &body)?),

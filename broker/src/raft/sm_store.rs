@@ -165,6 +165,7 @@ impl StateMachineStore {
             EntryPayload::Membership(m) => applied.membership = StoredMembership::new(Some(entry.log_id), m),
             EntryPayload::Normal(command) => {
                 let mut bytes = 0u64;
+                let open_txns = crate::metrics::txn_outcomes::open_before(&applied.state, &command);
                 let state = &mut applied.state;
                 // A failed invariant inside the pure apply panics; the node stops here, with
                 // the locks still held, so no reader ever sees the half-applied state.
@@ -186,6 +187,7 @@ impl StateMachineStore {
                     Ok(result) => result.map_err(io_err)?,
                     Err(panic) => fatal::invariant(&panic_message(&panic)),
                 };
+                crate::metrics::txn_outcomes::count_ended(&applied.state, &open_txns);
                 self.shared.bytes_since_checkpoint.fetch_add(bytes, Ordering::Relaxed);
             }
         }

@@ -1,0 +1,355 @@
+//! `GET /metrics`' gauges, read from the node's state at each scrape: a [`Snapshot`],
+//! gathered by [`gather`] (async: the Raft commit index comes from the Raft core), then encoded
+//! as a collector beside the recorded metrics (`crate::metrics`). Nothing here is kept between
+//! scrapes.
+
+use std::sync::atomic::Ordering;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Unit;
+
+use crate::ctx::SharedCtx;
+use crate::metrics::recorded::PLAINTEXT;
+use crate::net::incidents::STATS;
+use crate::raft::applied::AppliedView;
+use crate::raft::transport::vote_gate::{VoteGate, Votes};
+use crate::raft::Raft;
+
+/// What a scrape reads from.
+pub struct Sources<'a> {
+    pub node_id: u64,
+    pub raft: &'a Raft,
+    pub applied: &'a AppliedView,
+    pub votes: &'a VoteGate,
+    /// The serving node's context, once it has caught up (the group coordinator lives there).
+    pub serving: Option<SharedCtx>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PartitionRow {
+    pub topic: String,
+    pub partition: i32,
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_end_offset: i64,
+    pub size_bytes: u64,
+}
+
+/// One scrape's reading of the node.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub node_id: u64,
+    pub term: u64,
+    /// The leader this node knows, or -1.
+    pub leader: i64,
+    pub is_leader: bool,
+    pub last_log_index: Option<u64>,
+    pub commit_index: Option<u64>,
+    pub applied_index: Option<u64>,
+    pub checkpoint_index: Option<u64>,
+    pub voters: usize,
+    pub learners: usize,
+    /// Leader only: entries each follower is behind the leader's last log index.
+    pub follower_lag: Vec<(u64, u64)>,
+    pub votes_withheld: bool,
+    pub partitions: Vec<PartitionRow>,
+    pub transactions_open: usize,
+    pub transactional_ids: usize,
+    /// Consumer groups by state (`Stable`, `Empty`, ...); only where the node coordinates.
+    pub groups: Vec<(&'static str, usize)>,
+    pub connections_open: u64,
+    pub request_memory_bytes: u64,
+    pub listener_incidents: Vec<(&'static str, u64)>,
+}
+
+pub async fn gather(sources: Sources<'_>) -> Snapshot {
+    let metrics = sources.raft.metrics().borrow().clone();
+    // The commit index is not in openraft's metrics; the Raft core answers it. `None` if the
+    // core has stopped.
+    let commit_index = sources.raft.with_raft_state(|st| st.committed.map(|l| l.index)).await.ok().flatten();
+    let membership = metrics.membership_config.membership();
+    let follower_lag = match (&metrics.replication, metrics.last_log_index) {
+        (Some(replication), Some(last)) => replication
+            .iter()
+            .filter(|(id, _)| **id != sources.node_id)
+            .map(|(id, matched)| {
+                let lag = matched.map_or(last + 1, |m| last.saturating_sub(m.index));
+                (*id, lag)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let (partitions, transactions_open, transactional_ids) =
+        sources.applied.with_partitions(|applied, logs| {
+            let state = &applied.state;
+            let mut rows = Vec::new();
+            for (name, topic) in &state.topics {
+                for (index, p) in topic.partitions.iter().enumerate() {
+                    let partition = index as i32;
+                    let size_bytes = logs
+                        .get(&topic.topic_id, partition)
+                        .map_or(0, |log| log.lock().expect("partition lock").total_bytes());
+                    rows.push(PartitionRow {
+                        topic: name.clone(),
+                        partition,
+                        log_start_offset: p.log_start_offset,
+                        high_watermark: p.high_watermark(),
+                        last_stable_offset: p.last_stable_offset(),
+                        // Only committed entries are applied, so a replica's log ends at the high
+                        // watermark; the two differ in Kafka, whose followers fetch ahead of it.
+                        log_end_offset: p.log_end_offset,
+                        size_bytes,
+                    });
+                }
+            }
+            let open = state
+                .txns
+                .by_id
+                .values()
+                .filter(|m| m.state == onelog_state::txns::TxnState::Ongoing)
+                .count();
+            (rows, open, state.txns.by_id.len())
+        });
+    let groups = match &sources.serving {
+        Some(ctx) if metrics.current_leader == Some(sources.node_id) => group_states(ctx),
+        _ => Vec::new(),
+    };
+    let incidents = [
+        ("malformed_request", STATS.malformed_requests.total()),
+        ("request_failure", STATS.request_failures.total()),
+        ("handler_panic", STATS.handler_panics.total()),
+        ("frame_read_timeout", STATS.frame_read_timeouts.total()),
+        ("idle_connection_closed", STATS.idle_connections_closed.total()),
+        ("connection_refused", STATS.connections_refused.total()),
+        ("accept_error", STATS.accept_errors.total()),
+        ("cut_off_close", STATS.cut_off_closes.total()),
+    ];
+    Snapshot {
+        node_id: sources.node_id,
+        term: metrics.current_term,
+        leader: metrics.current_leader.map_or(-1, |l| l as i64),
+        is_leader: metrics.current_leader == Some(sources.node_id),
+        last_log_index: metrics.last_log_index,
+        commit_index,
+        applied_index: metrics.last_applied.map(|l| l.index),
+        checkpoint_index: metrics.snapshot.map(|l| l.index),
+        voters: membership.voter_ids().count(),
+        learners: membership.learner_ids().count(),
+        follower_lag,
+        votes_withheld: sources.votes.votes() != Votes::Open,
+        partitions,
+        transactions_open,
+        transactional_ids,
+        groups,
+        connections_open: STATS.connections_open.load(Ordering::Relaxed),
+        request_memory_bytes: STATS.request_memory_bytes.load(Ordering::Relaxed),
+        listener_incidents: incidents.to_vec(),
+    }
+}
+
+fn group_states(ctx: &SharedCtx) -> Vec<(&'static str, usize)> {
+    let mut by_state = std::collections::BTreeMap::new();
+    for (_, state, _) in crate::handlers::list_groups::listed(ctx) {
+        *by_state.entry(state).or_insert(0) += 1;
+    }
+    by_state.into_iter().collect()
+}
+
+/// A gauge series: labels and value.
+type Series = Vec<(Vec<(&'static str, String)>, i64)>;
+
+fn gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    series: Series,
+) -> std::fmt::Result {
+    if series.is_empty() {
+        return Ok(());
+    }
+    let mut metric = encoder.encode_descriptor(name, help, unit, MetricType::Gauge)?;
+    for (labels, value) in series {
+        if labels.is_empty() {
+            // No `{}`: a series without labels is written bare.
+            ConstGauge::new(value).encode(metric)?;
+            return Ok(());
+        }
+        ConstGauge::new(value).encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+fn one(value: i64) -> Series {
+    vec![(Vec::new(), value)]
+}
+
+fn index(value: Option<u64>) -> Series {
+    // An index not yet known (an empty log) is left out rather than reported as 0.
+    value.map(|v| one(v as i64)).unwrap_or_default()
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let e = &mut encoder;
+        gauge(e, "node_id", "This node's id", None, one(self.node_id as i64))?;
+        gauge(e, "raft_term", "The Raft term this node is in", None, one(self.term as i64))?;
+        gauge(e, "raft_leader", "The leader this node knows (node id), or -1", None, one(self.leader))?;
+        gauge(
+            e,
+            "raft_is_leader",
+            "1 if this node is the Raft (and Kafka) leader",
+            None,
+            one(self.is_leader as i64),
+        )?;
+        gauge(
+            e,
+            "raft_last_log_index",
+            "Index of the last entry in this node's Raft log",
+            None,
+            index(self.last_log_index),
+        )?;
+        gauge(
+            e,
+            "raft_commit_index",
+            "Index of the last entry this node knows committed",
+            None,
+            index(self.commit_index),
+        )?;
+        gauge(
+            e,
+            "raft_applied_index",
+            "Index of the last entry applied to this node's state",
+            None,
+            index(self.applied_index),
+        )?;
+        let lag = match (self.commit_index, self.applied_index) {
+            (Some(c), a) => one(c.saturating_sub(a.unwrap_or(0)) as i64),
+            _ => Vec::new(),
+        };
+        gauge(e, "raft_apply_lag_entries", "Committed entries not yet applied on this node", None, lag)?;
+        gauge(
+            e,
+            "raft_checkpoint_index",
+            "Index the latest checkpoint (snapshot) covers",
+            None,
+            index(self.checkpoint_index),
+        )?;
+        gauge(e, "raft_voters", "Voters in the membership", None, one(self.voters as i64))?;
+        gauge(e, "raft_learners", "Learners in the membership", None, one(self.learners as i64))?;
+        let lag = self
+            .follower_lag
+            .iter()
+            .map(|(id, lag)| (vec![("follower", id.to_string())], *lag as i64))
+            .collect();
+        gauge(
+            e,
+            "raft_replication_lag_entries",
+            "Leader only: entries a follower is behind the leader's log",
+            None,
+            lag,
+        )?;
+        gauge(
+            e,
+            "raft_votes_withheld",
+            "1 while this node, having lost its log, withholds votes until caught up",
+            None,
+            one(self.votes_withheld as i64),
+        )?;
+        self.encode_partitions(e)?;
+        gauge(
+            e,
+            "transactions_open",
+            "Transactions written to and not yet decided",
+            None,
+            one(self.transactions_open as i64),
+        )?;
+        gauge(
+            e,
+            "transactional_ids",
+            "Transactional ids the log holds",
+            None,
+            one(self.transactional_ids as i64),
+        )?;
+        let groups =
+            self.groups.iter().map(|(state, n)| (vec![("state", state.to_string())], *n as i64)).collect();
+        gauge(e, "consumer_groups", "Leader only: consumer groups by state", None, groups)?;
+        let listener = || vec![("listener", PLAINTEXT.to_string())];
+        gauge(
+            e,
+            "kafka_connections_open",
+            "Client connections open",
+            None,
+            vec![(listener(), self.connections_open as i64)],
+        )?;
+        gauge(
+            e,
+            "kafka_request_memory",
+            "Request memory reserved now (queued.max.request.bytes)",
+            Some(&Unit::Bytes),
+            vec![(listener(), self.request_memory_bytes as i64)],
+        )?;
+        let mut incidents = e.encode_descriptor(
+            "kafka_listener_incidents",
+            "Listener incidents, by kind",
+            None,
+            MetricType::Counter,
+        )?;
+        for (kind, total) in &self.listener_incidents {
+            let labels = [("kind", *kind)];
+            ConstCounter::new(*total).encode(incidents.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+impl Snapshot {
+    fn encode_partitions(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
+        let labels =
+            |p: &PartitionRow| vec![("topic", p.topic.clone()), ("partition", p.partition.to_string())];
+        let series = |f: fn(&PartitionRow) -> i64| -> Series {
+            self.partitions.iter().map(|p| (labels(p), f(p))).collect()
+        };
+        gauge(
+            e,
+            "partition_log_start_offset",
+            "First offset of the partition",
+            None,
+            series(|p| p.log_start_offset),
+        )?;
+        gauge(
+            e,
+            "partition_high_watermark",
+            "High watermark: offsets below it are committed",
+            None,
+            series(|p| p.high_watermark),
+        )?;
+        gauge(
+            e,
+            "partition_last_stable_offset",
+            "Last stable offset: below it no transaction is undecided (read_committed reads to here)",
+            None,
+            series(|p| p.last_stable_offset),
+        )?;
+        gauge(
+            e,
+            "partition_log_end_offset",
+            "Offset the next record appended gets",
+            None,
+            series(|p| p.log_end_offset),
+        )?;
+        gauge(
+            e,
+            "partition_size",
+            "Record data in the partition's segment files",
+            Some(&Unit::Bytes),
+            series(|p| p.size_bytes as i64),
+        )?;
+        Ok(())
+    }
+}

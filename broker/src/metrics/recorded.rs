@@ -1,0 +1,191 @@
+//! Counters and histograms updated where their event happens (see `metrics`).
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use kafka_protocol::messages::ApiKey;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Registry, Unit};
+
+/// The process's one set of recorded metrics.
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiLabels {
+    /// Kafka's name of the API (`Produce`, `Fetch`, `EndTxn`, ...).
+    pub api: &'static str,
+    pub version: i16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    pub api: &'static str,
+    /// Kafka's numeric error code and its name (`6`, `NotLeaderOrFollower`).
+    pub error_code: i16,
+    pub error: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListenerLabels {
+    pub listener: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// `committed` or `aborted`.
+    pub outcome: &'static str,
+}
+
+/// The one listener's name in every `listener` label (the security issue adds more).
+pub const PLAINTEXT: &str = "PLAINTEXT";
+
+fn latency_buckets() -> Histogram {
+    // 50 µs to about 26 s, doubling: a loopback produce is ~0.1 ms, a long-poll Fetch seconds.
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 20))
+}
+
+fn count_buckets() -> Histogram {
+    // 1 to 4096 proposals per entry, doubling.
+    Histogram::new(exponential_buckets(1.0, 2.0, 13))
+}
+
+fn size_buckets() -> Histogram {
+    // 64 B to 64 MiB, by fours.
+    Histogram::new(exponential_buckets(64.0, 4.0, 11))
+}
+
+#[derive(Debug)]
+pub struct Metrics {
+    pub requests: Family<ApiLabels, Counter>,
+    pub request_duration: Family<ApiLabels, Histogram, fn() -> Histogram>,
+    pub request_errors: Family<ErrorLabels, Counter>,
+    pub request_bytes: Family<ListenerLabels, Counter>,
+    pub response_bytes: Family<ListenerLabels, Counter>,
+    pub connections_accepted: Family<ListenerLabels, Counter>,
+    pub entry_proposals: Histogram,
+    pub entry_bytes: Histogram,
+    pub commit_duration: Histogram,
+    pub log_fsync_duration: Histogram,
+    pub transactions: Family<OutcomeLabels, Counter>,
+}
+
+impl Metrics {
+    fn new() -> Self {
+        Metrics {
+            requests: Family::default(),
+            request_duration: Family::new_with_constructor(latency_buckets),
+            request_errors: Family::default(),
+            request_bytes: Family::default(),
+            response_bytes: Family::default(),
+            connections_accepted: Family::default(),
+            entry_proposals: count_buckets(),
+            entry_bytes: size_buckets(),
+            commit_duration: latency_buckets(),
+            log_fsync_duration: latency_buckets(),
+            transactions: Family::default(),
+        }
+    }
+
+    /// Adds every metric to `registry` (clones share their values).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "kafka_requests",
+            "Kafka requests answered, by API and version",
+            self.requests.clone(),
+        );
+        registry.register_with_unit(
+            "kafka_request_duration",
+            "Time from a Kafka request read to its response built, by API and version",
+            Unit::Seconds,
+            self.request_duration.clone(),
+        );
+        registry.register(
+            "kafka_request_errors",
+            "Error codes in Kafka responses (top level and per partition), by API and code",
+            self.request_errors.clone(),
+        );
+        registry.register_with_unit(
+            "kafka_request",
+            "Bytes of Kafka requests read, by listener",
+            Unit::Bytes,
+            self.request_bytes.clone(),
+        );
+        registry.register_with_unit(
+            "kafka_response",
+            "Bytes of Kafka responses written, by listener",
+            Unit::Bytes,
+            self.response_bytes.clone(),
+        );
+        registry.register(
+            "kafka_connections_accepted",
+            "Client connections accepted, by listener",
+            self.connections_accepted.clone(),
+        );
+        registry.register(
+            "raft_entry_proposals",
+            "Proposals (requests' writes) aggregated into each Raft entry this node proposed",
+            self.entry_proposals.clone(),
+        );
+        registry.register_with_unit(
+            "raft_entry",
+            "Encoded size of each Raft entry this node proposed",
+            Unit::Bytes,
+            self.entry_bytes.clone(),
+        );
+        registry.register_with_unit(
+            "raft_commit_duration",
+            "Time from proposing a Raft entry to its commit and apply on this leader",
+            Unit::Seconds,
+            self.commit_duration.clone(),
+        );
+        registry.register_with_unit(
+            "raft_log_fsync_duration",
+            "fdatasync of this node's Raft log segments; its count is the fsyncs done",
+            Unit::Seconds,
+            self.log_fsync_duration.clone(),
+        );
+        registry.register(
+            "transactions",
+            "Transactions ended at apply on this node (client decisions, timeouts, fencing, admin aborts)",
+            self.transactions.clone(),
+        );
+    }
+
+    /// One Kafka request answered: its latency and the error codes its response carries.
+    pub fn request_answered(&self, api: &'static str, version: i16, took: Duration, errors: &[i16]) {
+        let labels = ApiLabels { api, version };
+        self.requests.get_or_create(&labels).inc();
+        self.request_duration.get_or_create(&labels).observe(took.as_secs_f64());
+        for &code in errors {
+            let error = kafka_protocol::ResponseError::try_from_code(code)
+                .map_or_else(|| "NONE".to_string(), |e| format!("{e:?}"));
+            self.request_errors.get_or_create(&ErrorLabels { api, error_code: code, error }).inc();
+        }
+    }
+
+    pub fn transaction_ended(&self, committed: bool) {
+        let outcome = if committed { "committed" } else { "aborted" };
+        self.transactions.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+}
+
+/// Kafka's name of an API, as a label: built once for every key kafka-protocol knows, so that
+/// counting a request allocates nothing.
+pub fn api_name(key: ApiKey) -> &'static str {
+    static NAMES: LazyLock<HashMap<i16, &'static str>> = LazyLock::new(|| {
+        (0..=i16::from(u8::MAX))
+            .filter_map(|k| ApiKey::try_from(k).ok())
+            .map(|key| (key as i16, &*Box::leak(format!("{key:?}").into_boxed_str())))
+            .collect()
+    });
+    NAMES.get(&(key as i16)).copied().unwrap_or("Unknown")
+}
+
+/// raft-store's fsync observer (`raft_store::set_fsync_observer`).
+pub fn observe_fsync(took: Duration) {
+    METRICS.log_fsync_duration.observe(took.as_secs_f64());
+}
