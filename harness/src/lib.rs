@@ -1,7 +1,8 @@
 //! Test and benchmark tools for onelog: broker and cluster process control, a raw Kafka client
 //! for inputs real clients never send, rdkafka helpers, a producer load that runs through faults,
 //! the admin API client, on-disk footprint measurement, the atomic multi-topic write, transactional producers and readers,
-//! the Java scenario drivers, and the chaos runner with its checker (`chaos`).
+//! the Java scenario drivers, the chaos runner with its checker (`chaos`), and the demo
+//! programs' logic (`demo`).
 //!
 //! The integration tests in `tests/` and the `onelog-bench` binary are built from these parts;
 //! each test spawns its own broker processes with their own directories and ports.
@@ -14,6 +15,7 @@ pub mod chaos;
 pub mod check;
 pub mod cluster;
 pub mod codec;
+pub mod demo;
 pub mod disk;
 pub mod java;
 pub mod kafka;

@@ -1,17 +1,19 @@
 //! The copier workload: a consume-process-produce application built as Kafka Streams builds an
 //! exactly-once one (KIP-98, KIP-447), on stock librdkafka, and its checker.
 //!
-//! - A feeder (idempotent, acks=all) writes `<p>-<seq>` to each partition `p` of the input
-//!   topic; every acknowledged value is recorded as input.
+//! - A feeder (idempotent, acks=all) writes `<p>-<seq>` (after the run's value prefix, empty
+//!   in chaos runs) to each partition `p` of the input topic; every acknowledged value is
+//!   recorded as input.
 //! - Copier instances, one per slot, share one consumer group (read_committed, no auto
-//!   commit, eager assignment). Each owns a transactional producer (`chaos-copier-<slot>`):
-//!   poll a batch, begin, produce every record to the same partition of the output topic
-//!   (order per partition is kept), `send_offsets_to_transaction` with the consumer's group
+//!   commit, eager assignment). Each owns a transactional producer (`chaos-copier-<slot>`;
+//!   topics, group and ids are a [`CopierNames`], so `demo::pipeline` runs this copier too):
+//!   poll a batch, begin, produce every record (through the config's transform: unchanged in
+//!   chaos runs) to the same partition of the output topic (order per partition is kept), `send_offsets_to_transaction` with the consumer's group
 //!   metadata, commit. An abortable error (or one transaction in `ABORT_ONE_IN`, on purpose)
 //!   aborts and rewinds the consumer to the group's committed offsets, as Streams does; a
 //!   fenced or fatal producer ends the instance and a new one starts in its slot.
-//! - Instances stop and start on their own every few seconds, so the group rebalances all
-//!   through the run; an observer member (subscribed to a topic of its own in the same group)
+//! - With churn (chaos runs), instances stop and start on their own every few seconds, so the
+//!   group rebalances all through the run; an observer member (subscribed to a topic of its own in the same group)
 //!   counts the group's generations. The client-side faults land here: `client-crash` drops
 //!   an instance mid-transaction without abort (its slot's next instance fences it);
 //!   `txn-hijack` initialises a second producer with the instance's transactional.id before
@@ -48,12 +50,34 @@ use super::queue::{
 };
 use crate::kafka::client_config;
 
-pub const INPUT_TOPIC: &str = "chaos-copier-in";
-pub const OUTPUT_TOPIC: &str = "chaos-copier-out";
-/// The observer's own topic (one partition, never written): its subscription puts it in the
-/// copiers' group without taking any of their partitions.
-pub const OBSERVER_TOPIC: &str = "chaos-copier-observer";
-pub(super) const GROUP: &str = "chaos-copier";
+/// The topics, group and transactional ids one copier deployment uses: the chaos run's, or
+/// the exactly-once demo's (`demo::pipeline`), which runs this same copier under its own names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopierNames {
+    pub input: &'static str,
+    pub output: &'static str,
+    /// The observer's own topic (one partition, never written): its subscription puts it in
+    /// the copiers' group without taking any of their partitions.
+    pub observer: &'static str,
+    pub group: &'static str,
+    /// Slot `s`'s producer has `transactional.id` `<prefix>-<s>`.
+    pub transactional_id_prefix: &'static str,
+}
+
+impl CopierNames {
+    pub const CHAOS: CopierNames = CopierNames {
+        input: "chaos-copier-in",
+        output: "chaos-copier-out",
+        observer: "chaos-copier-observer",
+        group: "chaos-copier",
+        transactional_id_prefix: "chaos-copier",
+    };
+}
+
+/// The chaos copier copies values unchanged.
+pub fn copy_unchanged(value: &str) -> String {
+    value.to_owned()
+}
 
 /// One transaction in this many is aborted on purpose: the abort-and-rewind path runs in every
 /// run, faults or not.
@@ -65,6 +89,8 @@ const BATCH_WINDOW: Duration = Duration::from_millis(200);
 /// (ms, drawn) before the next one joins. Three slots give a rebalance every few seconds.
 const LIFETIME_MS: std::ops::Range<u64> = 5_000..15_000;
 const PAUSE_MS: std::ops::Range<u64> = 300..1_500;
+/// An instance's lifetime without churn: longer than any run.
+const NO_CHURN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The feeder's pause between two rounds (one value per partition each).
 const FEED_PAUSE: Duration = Duration::from_millis(10);
 /// Kafka's minimum session timeout (a dropped member leaves at once: close sends LeaveGroup).
@@ -113,11 +139,20 @@ impl FromStr for CopierBug {
 #[derive(Debug, Clone)]
 pub struct CopierConfig {
     pub bootstrap: String,
+    pub names: CopierNames,
     pub partitions: i32,
     /// Copier slots (at least 2).
     pub instances: usize,
     pub seed: u64,
     pub bug: Option<CopierBug>,
+    /// Instances close and restart every few seconds (`LIFETIME_MS`), so the group rebalances
+    /// all through the run; without churn an instance lives until the run stops (or breaks).
+    pub churn: bool,
+    /// Starts every input value (`<prefix><p>-<seq>`): a run's records told apart from an
+    /// earlier run's in the same topics.
+    pub value_prefix: String,
+    /// The output value of an input value (the "process" of consume-process-produce).
+    pub transform: fn(&str) -> String,
 }
 
 /// What the copiers did besides their transactions, for the report.
@@ -206,11 +241,12 @@ impl Copier {
     /// Lets the copiers commit the whole input (at most `wait`), then stops them.
     pub fn drain_and_stop(mut self, wait: Duration) -> CopierCounts {
         self.stop_feeder();
-        let (bootstrap, partitions) = (&self.shared.config.bootstrap, self.shared.config.partitions);
+        let config = &self.shared.config;
+        let (bootstrap, names, partitions) = (&config.bootstrap, &config.names, config.partitions);
         let started = Instant::now();
         let drained_ms = loop {
             let done = matches!(
-                (input_ends(bootstrap, partitions), committed_offsets(bootstrap, partitions)),
+                (input_ends(bootstrap, names, partitions), committed_offsets(bootstrap, names, partitions)),
                 (Ok(ends), Ok(committed)) if offsets_match(&committed, &ends)
             );
             if done {
@@ -264,7 +300,7 @@ type GroupConsumer = BaseConsumer<Tracking>;
 fn group_consumer(shared: &Arc<Shared>, topic: &str, observer: bool) -> Result<GroupConsumer, KafkaError> {
     let context = Tracking { shared: shared.clone(), observer, events: AtomicU64::new(0) };
     let consumer: GroupConsumer = client_config(&shared.config.bootstrap)
-        .set("group.id", GROUP)
+        .set("group.id", shared.config.names.group)
         .set("enable.auto.commit", "false")
         .set("isolation.level", "read_committed")
         .set("auto.offset.reset", "earliest")
@@ -291,11 +327,11 @@ fn feed(config: &CopierConfig, history: &History, stop: &AtomicBool) {
             .enumerate()
             .map(|(p, next)| {
                 *next += 1;
-                (p as i32, format!("{p}-{next}"))
+                (p as i32, format!("{}{p}-{next}", config.value_prefix))
             })
             .collect();
         let mut failed = false;
-        for ((p, value), acked) in values.iter().zip(send_each(&rt, &producer, INPUT_TOPIC, &values)) {
+        for ((p, value), acked) in values.iter().zip(send_each(&rt, &producer, config.names.input, &values)) {
             if acked {
                 history.input(*p, value.clone());
             } else {
@@ -319,7 +355,7 @@ fn feed(config: &CopierConfig, history: &History, stop: &AtomicBool) {
 /// A member of the copiers' group that owns no input partition and counts generations.
 fn observe(shared: &Arc<Shared>) {
     while !shared.stop.load(Ordering::SeqCst) {
-        let Ok(consumer) = group_consumer(shared, OBSERVER_TOPIC, true) else {
+        let Ok(consumer) = group_consumer(shared, shared.config.names.observer, true) else {
             shared.history.client_error();
             std::thread::sleep(Duration::from_millis(300));
             continue;
@@ -346,7 +382,7 @@ enum End {
 fn run_slot(slot: usize, shared: &Arc<Shared>) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let mut rng = StdRng::seed_from_u64(shared.config.seed.wrapping_add(0xc0 + slot as u64 * 6_151));
-    let tid = format!("chaos-copier-{slot}");
+    let tid = format!("{}-{slot}", shared.config.names.transactional_id_prefix);
     let (history, stop) = (&shared.history, &shared.stop);
     let mut producer: Option<FutureProducer> = None;
     let mut last = End::Closed;
@@ -356,7 +392,7 @@ fn run_slot(slot: usize, shared: &Arc<Shared>) {
         else {
             break;
         };
-        let consumer = match group_consumer(shared, INPUT_TOPIC, false) {
+        let consumer = match group_consumer(shared, shared.config.names.input, false) {
             Ok(c) => c,
             Err(_) => {
                 history.client_error();
@@ -367,7 +403,11 @@ fn run_slot(slot: usize, shared: &Arc<Shared>) {
         };
         shared.stats.starts.fetch_add(1, Ordering::SeqCst);
         let instance = Instance { slot, tid: &tid, shared, rt: &rt, consumer, producer: p };
-        let lifetime = Duration::from_millis(rng.gen_range(LIFETIME_MS));
+        let lifetime = if shared.config.churn {
+            Duration::from_millis(rng.gen_range(LIFETIME_MS))
+        } else {
+            NO_CHURN_LIFETIME
+        };
         let (end, next) = instance.run(lifetime, &mut rng);
         last = end;
         producer = next;
@@ -461,7 +501,8 @@ impl Instance<'_> {
             return Step::Broken;
         }
         let started = history.now();
-        let values: Vec<(i32, String)> = batch.iter().map(|r| (r.partition, r.value.clone())).collect();
+        let transform = self.shared.config.transform;
+        let values: Vec<(i32, String)> = batch.iter().map(|r| (r.partition, transform(&r.value))).collect();
         let record = |outcome: Outcome, deliberate_abort: bool| Txn {
             writer: format!("c{}", self.slot),
             values: values.clone(),
@@ -470,7 +511,7 @@ impl Instance<'_> {
             started,
             ended: history.now(),
         };
-        let delivered = self.rt.block_on(send_all(&self.producer, OUTPUT_TOPIC, &values));
+        let delivered = self.rt.block_on(send_all(&self.producer, self.shared.config.names.output, &values));
         let offsets = if delivered { self.send_offsets(batch) } else { Err(true) };
         if faults.take_crash() {
             return Step::Crash(values, started);
@@ -510,7 +551,9 @@ impl Instance<'_> {
         }
         let mut offsets = TopicPartitionList::new();
         for (p, o) in &next {
-            offsets.add_partition_offset(INPUT_TOPIC, *p, Offset::Offset(*o)).map_err(|_| true)?;
+            offsets
+                .add_partition_offset(self.shared.config.names.input, *p, Offset::Offset(*o))
+                .map_err(|_| true)?;
         }
         let history = &self.shared.history;
         if self.shared.config.bug == Some(CopierBug::CommitOffsetsOutsideTxn) {
@@ -566,7 +609,7 @@ impl Instance<'_> {
                     // Offset 0 itself, not the logical beginning (see `queue::FROM_START`).
                     _ => Offset::Offset(0),
                 };
-                seek.add_partition_offset(INPUT_TOPIC, e.partition(), offset)?;
+                seek.add_partition_offset(self.shared.config.names.input, e.partition(), offset)?;
             }
             for e in self.consumer.seek_partitions(seek, CALL_TIMEOUT)?.elements() {
                 e.error()?;

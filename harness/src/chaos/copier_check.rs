@@ -10,29 +10,36 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::checker::{FinalRead, Unstable, Violations};
-use super::copier::{GROUP, INPUT_TOPIC, OUTPUT_TOPIC};
+use super::copier::CopierNames;
 use super::queue;
 use super::queue::CALL_TIMEOUT;
 use crate::kafka::client_config;
 
 /// The input topic's end offsets (high watermarks; it holds no transactions).
-pub fn input_ends(bootstrap: &str, partitions: i32) -> anyhow::Result<Vec<i64>> {
-    let consumer: BaseConsumer = client_config(bootstrap).set("group.id", "chaos-copier-ends").create()?;
-    (0..partitions).map(|p| Ok(consumer.fetch_watermarks(INPUT_TOPIC, p, CALL_TIMEOUT)?.1)).collect()
+pub fn input_ends(bootstrap: &str, names: &CopierNames, partitions: i32) -> anyhow::Result<Vec<i64>> {
+    let group = format!("{}-ends", names.group);
+    let consumer: BaseConsumer = client_config(bootstrap).set("group.id", group).create()?;
+    (0..partitions).map(|p| Ok(consumer.fetch_watermarks(names.input, p, CALL_TIMEOUT)?.1)).collect()
 }
 
 /// The copiers' group's committed offsets of the input (None: nothing committed), read as a
 /// read_committed consumer does (require_stable: a pending transactional commit is waited for).
-pub fn committed_offsets(bootstrap: &str, partitions: i32) -> anyhow::Result<Vec<Option<i64>>> {
-    let consumer: BaseConsumer =
-        client_config(bootstrap).set("group.id", GROUP).set("isolation.level", "read_committed").create()?;
+pub fn committed_offsets(
+    bootstrap: &str,
+    names: &CopierNames,
+    partitions: i32,
+) -> anyhow::Result<Vec<Option<i64>>> {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", names.group)
+        .set("isolation.level", "read_committed")
+        .create()?;
     let mut list = TopicPartitionList::new();
     for p in 0..partitions {
-        list.add_partition(INPUT_TOPIC, p);
+        list.add_partition(names.input, p);
     }
     let committed = consumer.committed_offsets(list, CALL_TIMEOUT)?;
     Ok((0..partitions)
-        .map(|p| match committed.find_partition(INPUT_TOPIC, p).map(|e| e.offset()) {
+        .map(|p| match committed.find_partition(names.input, p).map(|e| e.offset()) {
             Some(Offset::Offset(o)) => Some(o),
             _ => None,
         })
@@ -57,15 +64,20 @@ pub struct CopierRead {
     pub unstable: Vec<Unstable>,
 }
 
-pub fn final_read(bootstrap: &str, partitions: i32, wait: Duration) -> anyhow::Result<CopierRead> {
+pub fn final_read(
+    bootstrap: &str,
+    names: &CopierNames,
+    partitions: i32,
+    wait: Duration,
+) -> anyhow::Result<CopierRead> {
     // The input is written outside transactions: it is always stable.
-    let (input, _) = queue::final_read(bootstrap, INPUT_TOPIC, partitions, wait)?;
-    let (output, unstable) = queue::final_read(bootstrap, OUTPUT_TOPIC, partitions, wait)?;
+    let (input, _) = queue::final_read(bootstrap, names.input, partitions, wait)?;
+    let (output, unstable) = queue::final_read(bootstrap, names.output, partitions, wait)?;
     Ok(CopierRead {
         input,
         output,
-        committed: committed_offsets(bootstrap, partitions)?,
-        input_ends: input_ends(bootstrap, partitions)?,
+        committed: committed_offsets(bootstrap, names, partitions)?,
+        input_ends: input_ends(bootstrap, names, partitions)?,
         unstable,
     })
 }

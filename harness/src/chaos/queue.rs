@@ -130,7 +130,7 @@ pub fn transactional_producer(bootstrap: &str, transactional_id: &str) -> Result
 }
 
 /// A producer for `tid`, retrying until it initialises or the run stops.
-pub(super) fn init_until_ready(
+pub(crate) fn init_until_ready(
     bootstrap: &str,
     tid: &str,
     history: &History,
@@ -204,16 +204,8 @@ fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, 
         }
 
         let deliberate = rng.gen_ratio(1, config.abort_one_in.max(1));
-        if deliberate || !delivered {
-            // Never asked to commit, so it can only be aborted: by this call, or by the next
-            // instance's init if the call fails.
-            let kept = p.abort_transaction(CALL_TIMEOUT).is_ok();
-            history.txn(record(Outcome::Aborted, deliberate));
-            producer = kept.then_some(p);
-            continue;
-        }
-        let (outcome, keep) = commit(&p, history);
-        history.txn(record(outcome, false));
+        let (outcome, keep) = end_transaction(&p, history, delivered && !deliberate);
+        history.txn(record(outcome, deliberate));
         producer = keep.then_some(p);
     }
     // A producer dropped after an unknown commit may leave its transaction open: a last
@@ -311,7 +303,7 @@ fn plain_writer(w: usize, config: &QueueConfig, history: &History, stop: &Atomic
 }
 
 /// Sends every value and waits for every delivery report; false if any failed.
-pub(super) async fn send_all(p: &FutureProducer, topic: &str, values: &[(i32, String)]) -> bool {
+pub(crate) async fn send_all(p: &FutureProducer, topic: &str, values: &[(i32, String)]) -> bool {
     let mut pending = Vec::new();
     for (partition, value) in values {
         let record =
@@ -326,6 +318,18 @@ pub(super) async fn send_all(p: &FutureProducer, topic: &str, values: &[(i32, St
         ok &= matches!(tokio::time::timeout(DELIVERY_TIMEOUT, delivery).await, Ok(Ok(Ok(_))));
     }
     ok
+}
+
+/// Commits the open transaction (`commit`), or aborts it when it is not to be committed (a
+/// deliberate abort, or a send that failed): returns what the writer knows of it and whether
+/// the producer may go on.
+pub(crate) fn end_transaction(p: &FutureProducer, history: &History, commit_it: bool) -> (Outcome, bool) {
+    if commit_it {
+        return commit(p, history);
+    }
+    // Never asked to commit, so it can only be aborted: by this call, or by the next
+    // instance's init if the call fails.
+    (Outcome::Aborted, p.abort_transaction(CALL_TIMEOUT).is_ok())
 }
 
 /// commit_transaction with librdkafka's error classes: retriable → again; abortable → abort

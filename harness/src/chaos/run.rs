@@ -10,7 +10,7 @@ use rand::SeedableRng;
 
 use super::bank::{self, Bank};
 use super::checker::{self, QueueCounts, Violations};
-use super::copier::{self, Copier, CopierBug, CopierConfig, CopierCounts};
+use super::copier::{self, Copier, CopierBug, CopierConfig, CopierCounts, CopierNames};
 use super::copier_check;
 use super::faults;
 use super::history::{History, Snapshot};
@@ -122,10 +122,13 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
     let bootstrap = cluster.bootstrap();
     let p = options.partitions;
     match options.workload {
-        Workload::Copier => rt.block_on(create_topics(
-            &bootstrap,
-            &[(copier::INPUT_TOPIC, p), (copier::OUTPUT_TOPIC, p), (copier::OBSERVER_TOPIC, 1)],
-        ))?,
+        Workload::Copier => {
+            let names = CopierNames::CHAOS;
+            rt.block_on(create_topics(
+                &bootstrap,
+                &[(names.input, p), (names.output, p), (names.observer, 1)],
+            ))?
+        }
         _ => rt.block_on(create_topics(&bootstrap, &[(&topic, p)]))?,
     }
     let history = History::new();
@@ -218,10 +221,14 @@ fn start_workload(cluster: &Cluster, options: &RunOptions, topic: &str, history:
         Workload::Copier => Running::Copier(Copier::start(
             CopierConfig {
                 bootstrap,
+                names: CopierNames::CHAOS,
                 partitions: options.partitions,
                 instances: options.writers.max(2),
                 seed: options.seed,
                 bug: options.copier_bug,
+                churn: true,
+                value_prefix: String::new(),
+                transform: copier::copy_unchanged,
             },
             history.clone(),
         )),
@@ -266,7 +273,7 @@ fn check_copier_run(
     snapshot: &Snapshot,
     mut k: CopierCounts,
 ) -> Result<(Violations, QueueCounts, Option<CopierCounts>)> {
-    let read = copier_check::final_read(bootstrap, options.partitions, FINAL_READ_WAIT)?;
+    let read = copier_check::final_read(bootstrap, &CopierNames::CHAOS, options.partitions, FINAL_READ_WAIT)?;
     let mut violations = copier_check::check_copier(&snapshot.inputs, &read);
     violations.merge(checker::check_stable(&read.unstable, FINAL_READ_WAIT));
     let mut counts = checker::txn_counts(snapshot);
