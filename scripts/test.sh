@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The one test command: builds the broker with fault injection (the scenario tests crash it on
+# The one test command: installs what is missing (scripts/prereqs.sh), builds the broker with fault injection (the scenario tests crash it on
 # purpose), points the harness at that binary, builds the Java scenario drivers once (tests run
 # one process each under nextest) against kafka-clients 4.x and 3.9 and exports both
 # classpaths, and runs every test in the workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# A brand-new machine: the packages the build and the tests need (scripts/prereqs.sh).
+scripts/prereqs.sh
 
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 

@@ -219,6 +219,9 @@ pub const ADMIN_REQUEST_READ_TIMEOUT_MS: u64 = 5_000;
 /// slowest request (a membership change, below); scrapers reconnect.
 pub const ADMIN_CONNECTION_MS_MAX: u64 = 300_000;
 
+/// Leader changes the status page lists (`admin_api::leader_changes`).
+pub const LEADER_CHANGES_KEPT: usize = 20;
+
 /// Admin API connections served at once; further accepts wait.
 pub const ADMIN_CONNECTIONS_MAX: usize = 16;
 

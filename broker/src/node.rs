@@ -110,6 +110,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             kafka: advertised.clone(),
             votes: votes.clone(),
             serving: serving.clone(),
+            leader_changes: crate::admin_api::leader_changes::watch(raft.clone()),
         },
     )
     .await?;

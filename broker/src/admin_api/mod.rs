@@ -8,6 +8,7 @@
 //!
 //! Endpoints (every body but `/metrics` is JSON; every error is `{"error": "..."}`):
 //!
+//! - `GET /` → 200, the status page (HTML, `status_page.rs`).
 //! - `GET /status` → 200 `{"node_id", "leader" (id or null), "term", "role"
 //!   ("leader"|"follower"|"candidate"|"learner"|"shutdown"), "last_log_index" (or null),
 //!   "last_applied" (index or null), "voters": [ids], "learners": [ids],
@@ -37,12 +38,14 @@
 //! head 431; a head not sent within `ADMIN_REQUEST_READ_TIMEOUT_MS` 408.
 
 mod digest;
+pub mod leader_changes;
 mod members;
 pub mod metrics;
 mod query;
 mod routes;
 mod server;
 mod status;
+mod status_page;
 
 pub use server::serve;
 
@@ -76,6 +79,8 @@ pub struct AdminCtx {
     /// The serving node's context, set once it has caught up: its group and transaction
     /// coordinators, for `/metrics` and the status page.
     pub serving: Arc<OnceLock<SharedCtx>>,
+    /// The leader changes this node has seen, for the status page (`leader_changes::watch`).
+    pub leader_changes: Arc<leader_changes::LeaderChanges>,
 }
 
 impl AdminCtx {

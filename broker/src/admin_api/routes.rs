@@ -43,6 +43,7 @@ impl From<HttpError> for Response {
 
 #[derive(Clone, Copy)]
 enum Endpoint {
+    Page,
     Status,
     Metrics,
     Digest,
@@ -54,6 +55,7 @@ enum Endpoint {
 }
 
 const ROUTES: &[(&str, &str, Endpoint)] = &[
+    ("/", "GET", Endpoint::Page),
     ("/status", "GET", Endpoint::Status),
     ("/metrics", "GET", Endpoint::Metrics),
     ("/digest", "GET", Endpoint::Digest),
@@ -73,6 +75,7 @@ pub async fn route(ctx: &AdminCtx, request: &Request) -> Response {
         return Response { allow: Some(method), ..Response::error(405, message) };
     }
     let result = match endpoint {
+        Endpoint::Page => get_page(ctx, &request.query).await,
         Endpoint::Status => get_status(ctx, &request.query),
         Endpoint::Metrics => get_metrics(ctx, &request.query).await,
         Endpoint::Digest => get_digest(ctx, &request.query).await,
@@ -88,6 +91,13 @@ pub async fn route(ctx: &AdminCtx, request: &Request) -> Response {
 fn get_status(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
     query.allow_only(&[])?;
     Ok(Response::json(200, status::status(ctx)))
+}
+
+/// The status page, for people: HTML, no script.
+async fn get_page(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
+    query.allow_only(&[])?;
+    let data = super::status_page::gather(ctx).await;
+    Ok(Response::text(200, "text/html; charset=utf-8", super::status_page::render(&data)))
 }
 
 /// Prometheus' text exposition (`metrics`): what was recorded, and the node's state now.

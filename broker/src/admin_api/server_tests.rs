@@ -44,6 +44,7 @@ async fn node(dir: &tempfile::TempDir, id: u64) -> AdminCtx {
         kafka: KAFKA.to_string(),
         votes: Arc::new(VoteGate::new(Votes::Open)),
         serving: Default::default(),
+        leader_changes: Default::default(),
     }
 }
 

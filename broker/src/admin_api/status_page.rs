@@ -1,0 +1,276 @@
+//! The status page at `GET /`: one server-rendered HTML page (maud, which escapes every value),
+//! no script, refreshed by the browser every few seconds. It shows what an operator looks at
+//! first: the cluster (leader, term, voters and their lag), nodes, topics with partition
+//! offsets and sizes, consumer groups with their lag, open transactions with age and
+//! partitions, and the leader changes this node has seen. `/status` stays the JSON for scripts.
+
+use maud::{html, Markup, DOCTYPE};
+
+use super::leader_changes::LeaderChange;
+use super::metrics::{self, PartitionRow, Snapshot};
+use super::AdminCtx;
+use crate::clock::wall_clock_ms;
+
+/// Seconds between the browser's reloads.
+const REFRESH_S: u32 = 3;
+
+struct NodeRow {
+    id: u64,
+    voter: bool,
+    raft: String,
+    kafka: String,
+    /// Entries behind the leader, as this node (if the leader) sees it.
+    lag: Option<u64>,
+}
+
+struct GroupRow {
+    id: String,
+    state: &'static str,
+    members: Option<usize>,
+    /// Records between the committed offsets and the high watermarks of their partitions.
+    lag: i64,
+    partitions: usize,
+}
+
+struct TxnRow {
+    transactional_id: String,
+    producer: String,
+    age_ms: i64,
+    partitions: Vec<String>,
+}
+
+pub struct PageData {
+    snapshot: Snapshot,
+    role: &'static str,
+    serving: bool,
+    nodes: Vec<NodeRow>,
+    groups: Vec<GroupRow>,
+    transactions: Vec<TxnRow>,
+    leader_changes: Vec<LeaderChange>,
+    now_ms: i64,
+}
+
+pub async fn gather(ctx: &AdminCtx) -> PageData {
+    let snapshot = metrics::gather(ctx.metric_sources()).await;
+    let m = ctx.raft.metrics().borrow().clone();
+    let membership = m.membership_config.membership();
+    let voters: Vec<u64> = membership.voter_ids().collect();
+    let lag_of = |id: u64| snapshot.follower_lag.iter().find(|(f, _)| *f == id).map(|(_, lag)| *lag);
+    let nodes = membership
+        .nodes()
+        .map(|(id, addr)| NodeRow {
+            id: *id,
+            voter: voters.contains(id),
+            raft: addr.raft.clone(),
+            kafka: addr.kafka.clone(),
+            lag: if *id == ctx.node_id && snapshot.is_leader { Some(0) } else { lag_of(*id) },
+        })
+        .collect();
+    let serving_ctx = ctx.serving.get().cloned();
+    let now_ms = wall_clock_ms();
+    let (groups, transactions) = ctx.applied.read(|applied| {
+        let state = &applied.state;
+        let hw = |topic: &str, partition: i32| {
+            state
+                .topics
+                .get(topic)
+                .and_then(|t| t.partitions.get(partition as usize))
+                .map(|p| p.high_watermark())
+        };
+        let listed: Vec<(String, &'static str)> = match &serving_ctx {
+            Some(c) if snapshot.is_leader => {
+                crate::handlers::list_groups::listed(c).into_iter().map(|(id, st, _)| (id, st)).collect()
+            }
+            _ => state.groups.groups.keys().map(|id| (id.clone(), "Unknown")).collect(),
+        };
+        let groups = listed
+            .into_iter()
+            .map(|(id, group_state)| {
+                let offsets = state.groups.groups.get(&id).map(|g| &g.offsets);
+                let committed: Vec<(i64, Option<i64>)> = offsets
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|(topic, parts)| parts.iter().map(move |(p, c)| (c.offset, hw(topic, *p))))
+                    .collect();
+                let lag = committed.iter().map(|(c, hw)| hw.map_or(0, |hw| (hw - c).max(0))).sum();
+                let members =
+                    serving_ctx.as_ref().and_then(|c| c.groups.describe(&id)).map(|v| v.members.len());
+                GroupRow { id, state: group_state, members, lag, partitions: committed.len() }
+            })
+            .collect();
+        let transactions = state
+            .txns
+            .by_id
+            .iter()
+            .filter(|(_, meta)| meta.state == onelog_state::txns::TxnState::Ongoing)
+            .map(|(id, meta)| TxnRow {
+                transactional_id: id.clone(),
+                producer: format!("{}/{}", meta.producer_id, meta.producer_epoch),
+                age_ms: if meta.start_ms >= 0 { (now_ms - meta.start_ms).max(0) } else { 0 },
+                partitions: meta.partitions.keys().map(|(t, p)| format!("{t}/{p}")).collect(),
+            })
+            .collect();
+        (groups, transactions)
+    });
+    PageData {
+        role: super::status::role(m.state),
+        serving: crate::raft::leads_with_own_term_applied(&m),
+        snapshot,
+        nodes,
+        groups,
+        transactions,
+        leader_changes: ctx.leader_changes.recent(),
+        now_ms,
+    }
+}
+
+fn leader_name(leader: i64) -> String {
+    if leader < 0 {
+        "none".to_string()
+    } else {
+        format!("node {leader}")
+    }
+}
+
+fn ago(now_ms: i64, at_ms: i64) -> String {
+    let s = (now_ms - at_ms).max(0) as f64 / 1000.0;
+    if s < 120.0 {
+        format!("{s:.1} s ago")
+    } else {
+        format!("{:.0} min ago", s / 60.0)
+    }
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} B"),
+    }
+}
+
+fn index(i: Option<u64>) -> String {
+    i.map_or_else(|| "–".to_string(), |i| i.to_string())
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}\
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}\
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}\
+th{background:#f3f3f3}td.n{text-align:right}.leader{font-weight:bold}.empty{color:#777}\
+.ok{color:#070}.bad{color:#a00}";
+
+pub fn render(data: &PageData) -> String {
+    let s = &data.snapshot;
+    let page: Markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="refresh" content=(REFRESH_S);
+                title { "onelog node " (s.node_id) }
+                style { (STYLE) }
+            }
+            body {
+                h1 { "onelog — node " (s.node_id) " (" (data.role) ")" }
+                p id="cluster" {
+                    "Leader: " span.leader id="leader" { (leader_name(s.leader)) }
+                    " · term " (s.term)
+                    " · this node " @if data.serving { span.ok { "serves writes" } } @else if s.is_leader { span.bad { "leads, not serving yet" } } @else { "follows" }
+                    " · log " (index(s.last_log_index)) ", committed " (index(s.commit_index)) ", applied " (index(s.applied_index))
+                    @if s.votes_withheld { " · " span.bad { "votes withheld: rejoining after losing its log" } }
+                }
+                h2 { "Nodes" }
+                table id="nodes" {
+                    tr { th { "id" } th { "role" } th { "Kafka" } th { "Raft" } th { "lag (entries)" } }
+                    @for n in &data.nodes {
+                        tr {
+                            td class=[(n.id as i64 == s.leader).then_some("leader")] { (n.id) }
+                            td { @if n.id as i64 == s.leader { "leader" } @else if n.voter { "voter" } @else { "learner" } }
+                            td { (n.kafka) } td { (n.raft) }
+                            td.n { @match n.lag { Some(lag) => (lag), None => span.empty { "seen by the leader" } } }
+                        }
+                    }
+                }
+                h2 { "Topics" }
+                (topics(&s.partitions))
+                h2 { "Consumer groups" }
+                @if data.groups.is_empty() { p.empty { "No consumer groups." } } @else {
+                    table id="groups" {
+                        tr { th { "group" } th { "state" } th { "members" } th { "partitions committed" } th { "lag (records)" } }
+                        @for g in &data.groups {
+                            tr {
+                                td { (g.id) } td { (g.state) }
+                                td.n { @match g.members { Some(n) => (n), None => "–" } }
+                                td.n { (g.partitions) } td.n { (g.lag) }
+                            }
+                        }
+                    }
+                }
+                h2 { "Open transactions" }
+                @if data.transactions.is_empty() { p.empty { "No open transaction." } } @else {
+                    table id="transactions" {
+                        tr { th { "transactional.id" } th { "producer id/epoch" } th { "age" } th { "partitions" } }
+                        @for t in &data.transactions {
+                            tr {
+                                td { (t.transactional_id) } td { (t.producer) }
+                                td.n { (format!("{:.1} s", t.age_ms as f64 / 1000.0)) }
+                                td { (t.partitions.join(", ")) }
+                            }
+                        }
+                    }
+                }
+                h2 { "Recent leader changes (seen by this node)" }
+                table id="leader-changes" {
+                    tr { th { "when" } th { "term" } th { "leader" } }
+                    @for c in &data.leader_changes {
+                        tr {
+                            td { (ago(data.now_ms, c.at_ms)) } td.n { (c.term) }
+                            td { @match c.leader { Some(l) => (format!("node {l}")), None => span.empty { "election" } } }
+                        }
+                    }
+                }
+                p.empty { "Refreshes every " (REFRESH_S) " s. JSON: " a href="/status" { "/status" } ", Prometheus: " a href="/metrics" { "/metrics" } "." }
+            }
+        }
+    };
+    page.into_string()
+}
+
+fn topics(partitions: &[PartitionRow]) -> Markup {
+    html! {
+        @if partitions.is_empty() { p.empty { "No topics." } } @else {
+            table id="topics" {
+                tr { th { "topic" } th { "partition" } th { "log start" } th { "LSO" } th { "high watermark" } th { "size" } }
+                @for p in partitions {
+                    tr {
+                        td { (p.topic) } td.n { (p.partition) } td.n { (p.log_start_offset) }
+                        td.n { (p.last_stable_offset) } td.n { (p.high_watermark) } td.n { (bytes(p.size_bytes)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_escaped() {
+        let row = PartitionRow {
+            topic: "<script>alert(1)</script>".to_string(),
+            partition: 0,
+            log_start_offset: 0,
+            high_watermark: 5,
+            last_stable_offset: 3,
+            log_end_offset: 5,
+            size_bytes: 2048,
+        };
+        let html = topics(&[row]).into_string();
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(html.contains("2.0 KiB"), "{html}");
+    }
+}
