@@ -219,6 +219,10 @@ pub const ADMIN_REQUEST_READ_TIMEOUT_MS: u64 = 5_000;
 /// slowest request (a membership change, below); scrapers reconnect.
 pub const ADMIN_CONNECTION_MS_MAX: u64 = 300_000;
 
+/// Longest a node stopping on SIGTERM waits for its checkpoint (ms), after handing over
+/// leadership; then it stops without one and the next start replays more of the log.
+pub const SHUTDOWN_CHECKPOINT_MS_MAX: u64 = 10_000;
+
 /// Leader changes the status page lists (`admin_api::leader_changes`).
 pub const LEADER_CHANGES_KEPT: usize = 20;
 

@@ -82,6 +82,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let votes = Arc::new(VoteGate::new(start.votes()));
     let (state_machine, applied) =
         sm_store::open(node.data_dir.join("state"), config.clone(), log_purged.map(|l| l.index))?;
+    let checkpoint_index = applied.read(|a| a.last_applied.map(|l| l.index));
+    let last_log_index = log_state.last_log_id.map(|l| l.index);
+    // What the restart costs: every entry above the checkpoint is applied again.
+    let to_replay = last_log_index.map_or(0, |last| last.saturating_sub(checkpoint_index.unwrap_or(0)));
+    tracing::info!(?checkpoint_index, ?last_log_index, to_replay, "opened the log and the checkpoint");
     let raft =
         Raft::new(node.node_id, Arc::new(raft_config()?), Network::default(), log_store, state_machine)
             .await?;
@@ -182,8 +187,48 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // Kafka requests are refused from here (`Leadership::is_leader`); the entries in
     // flight replicate, then the most caught-up follower takes over.
     crate::raft::transport::handover::hand_over(&raft, node.node_id, Duration::from_secs(2)).await;
+    checkpoint_before_exit(&raft).await;
     raft.shutdown().await.ok();
+    tracing::info!("onelog stopped");
     Ok(())
+}
+
+/// A checkpoint of everything applied, so the next start replays nothing it has already
+/// applied (a restart after kill -9 replays everything since the last periodic checkpoint).
+/// Waits at most `SHUTDOWN_CHECKPOINT_MS_MAX`; a node that cannot write one still stops.
+async fn checkpoint_before_exit(raft: &Raft) {
+    let started = std::time::Instant::now();
+    let mut metrics = raft.metrics();
+    let applied = metrics.borrow().last_applied.map(|l| l.index);
+    if applied.is_none() || metrics.borrow().snapshot.map(|l| l.index) >= applied {
+        tracing::info!(index = ?applied, "the checkpoint at shutdown is current");
+        return;
+    }
+    if raft.trigger().snapshot().await.is_err() {
+        return;
+    }
+    let wait = Duration::from_millis(limits::SHUTDOWN_CHECKPOINT_MS_MAX);
+    let written = tokio::time::timeout(wait, async {
+        loop {
+            if metrics.borrow().snapshot.map(|l| l.index) >= applied {
+                return true;
+            }
+            if metrics.changed().await.is_err() {
+                return false;
+            }
+        }
+    })
+    .await;
+    match written {
+        Ok(true) => tracing::info!(
+            index = ?applied,
+            ms = started.elapsed().as_millis() as u64,
+            "checkpoint written at shutdown"
+        ),
+        _ => {
+            tracing::warn!(index = ?applied, "stopping without a checkpoint; the next start replays the log since the last one")
+        }
+    }
 }
 
 /// Parses `--peers id=raft_host:port@kafka_host:port,...`.
