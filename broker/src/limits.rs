@@ -223,6 +223,12 @@ pub const ADMIN_CONNECTION_MS_MAX: u64 = 300_000;
 /// leadership; then it stops without one and the next start replays more of the log.
 pub const SHUTDOWN_CHECKPOINT_MS_MAX: u64 = 10_000;
 
+/// A leadership transfer (`raft::transport::transfer`): how long the target may take to
+/// match the leader's log once writes are paused (ms), and how long the election may take
+/// after `TimeoutNow` (ms: the lease, then an election, with room for a busy machine).
+pub const LEADER_TRANSFER_CATCH_UP_MS: u64 = 2_000;
+pub const LEADER_TRANSFER_ELECTION_MS: u64 = 5_000;
+
 /// Leader changes the status page lists (`admin_api::leader_changes`).
 pub const LEADER_CHANGES_KEPT: usize = 20;
 

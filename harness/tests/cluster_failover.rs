@@ -22,7 +22,7 @@ use harness::raw_ops::{
     fetch_request, fetch_results, produce, produce_request, produce_results, BatchFor, FETCH_VERSION_CAP,
     PRODUCE_VERSION_CAP,
 };
-use harness::{Cluster, RawClient};
+use harness::{admin_api, Cluster, RawClient};
 use kafka_protocol::messages::{FetchRequest, ProduceRequest};
 
 const TOPIC: &str = "failover";
@@ -549,5 +549,56 @@ async fn leader_sigterm_scenario(cluster: &mut Cluster) -> Result<()> {
     ensure!(new != old, "terminated leader {old} still named leader");
 
     verify(cluster, load, idempotence, Vec::new(), Some(old)).await?;
+    Ok(())
+}
+
+// ---- (h) leadership transferred on request -----------------------------------------------------
+
+/// `POST /leader/transfer?to=N` (`onelog admin transfer-leader`): the leader stays up, a
+/// follower takes over under load, nothing acknowledged is lost; refusals for a follower, a
+/// non-voter and the leader itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn leader_transfer_on_request() {
+    let _serial = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let mut cluster = Cluster::start(3).expect("starting 3 nodes");
+    let result = leader_transfer_scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn leader_transfer_scenario(cluster: &mut Cluster) -> Result<()> {
+    let (load, idempotence) = start_load(cluster).await?;
+    let old = cluster.leader()?;
+    let target = cluster.followers()?[0];
+    let transfer =
+        |at: u64, to: u64| admin_api::post(cluster.admin_addr(at), &format!("/leader/transfer?to={to}"));
+
+    let refused = transfer(target, old)?;
+    ensure!(
+        refused.status == 421,
+        "a follower answered a transfer with {}: {}",
+        refused.status,
+        refused.text()
+    );
+    for (to, why) in [(old, "the leader itself"), (42, "a non-member")] {
+        let refused = transfer(old, to)?;
+        ensure!(refused.status == 409, "a transfer to {why}: {} {}", refused.status, refused.text());
+    }
+
+    let fault = Instant::now();
+    let moved = transfer(old, target)?;
+    println!(
+        "transfer {old} → {target}: HTTP {} after {:.3} s: {}",
+        moved.status,
+        fault.elapsed().as_secs_f64(),
+        moved.text()
+    );
+    ensure!(moved.status == 200, "transfer to {target}: {} {}", moved.status, moved.text());
+    let new = leader_and_production_after(cluster, &load, "leadership transfer", fault).await?;
+    ensure!(new != old, "leader {old} still leads after the transfer");
+    ensure!(cluster.is_running(old), "the old leader {old} stopped");
+    let named: serde_json::Value = serde_json::from_slice(&moved.body)?;
+    ensure!(named["leader"] == new, "the answer named {} but {new} leads", named["leader"]);
+
+    verify(cluster, load, idempotence, Vec::new(), None).await?;
     Ok(())
 }

@@ -165,6 +165,30 @@ pub async fn remove(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError
     Ok(Response::json(200, membership))
 }
 
+/// `POST /leader/transfer?to=N`: moves leadership from this node, the leader, to voter N
+/// (`raft::transport::transfer`); answers once a new leader is elected, naming it (another
+/// up-to-date voter may win instead of N).
+pub async fn transfer(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
+    query.allow_only(&["to"])?;
+    let to: u64 = query
+        .required("to")?
+        .parse()
+        .map_err(|_| HttpError::new(400, format!("to {:?} is not a node id (u64)", query.get("to"))))?;
+    use crate::raft::transport::transfer::{self, TransferError};
+    Ok(match transfer::transfer(&ctx.raft, ctx.node_id, to).await {
+        Ok((leader, term)) => {
+            Response::json(200, json!({ "node_id": ctx.node_id, "leader": leader, "term": term }))
+        }
+        Err(TransferError::NotLeader(leader)) => Response::json(
+            421,
+            json!({ "error": format!("node {} is not the leader", ctx.node_id), "leader": leader }),
+        ),
+        Err(e @ TransferError::TimedOut(_)) => Response::error(504, e.to_string()),
+        Err(e @ TransferError::Failed(_)) => Response::error(503, e.to_string()),
+        Err(e) => Response::error(409, e.to_string()),
+    })
+}
+
 /// `POST /leader/elect`: this node stands for election at once (openraft's
 /// `trigger().elect()`); returns without waiting for the outcome.
 pub async fn elect(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {

@@ -23,6 +23,9 @@
 //! - `POST /members/promote?id=N` → 200 membership with the learner made a voter.
 //! - `POST /members/remove?id=N` → 200 membership without node N (voter or learner);
 //!   404 if N is not a member.
+//! - `POST /leader/transfer?to=N` → 200 `{"node_id", "leader", "term"}` once a new leader is
+//!   elected (N, or another up-to-date voter); leader only (421 elsewhere), 409 if N is not a
+//!   voter or does not catch up, or a transfer is under way, 504 without an election in time.
 //! - `POST /leader/elect` → 200 `{"node_id", "triggered": bool, "leader"}`: `triggered` is
 //!   false when this node already leads; 409 on a non-voter. Returns before the election.
 //!   openraft 0.9 has no leadership transfer and voters refuse a candidate while their leader

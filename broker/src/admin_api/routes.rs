@@ -51,6 +51,7 @@ enum Endpoint {
     Promote,
     Remove,
     Elect,
+    Transfer,
     Checkpoint,
 }
 
@@ -63,6 +64,7 @@ const ROUTES: &[(&str, &str, Endpoint)] = &[
     ("/members/promote", "POST", Endpoint::Promote),
     ("/members/remove", "POST", Endpoint::Remove),
     ("/leader/elect", "POST", Endpoint::Elect),
+    ("/leader/transfer", "POST", Endpoint::Transfer),
     ("/checkpoint", "POST", Endpoint::Checkpoint),
 ];
 
@@ -83,6 +85,7 @@ pub async fn route(ctx: &AdminCtx, request: &Request) -> Response {
         Endpoint::Promote => members::promote(ctx, &request.query).await,
         Endpoint::Remove => members::remove(ctx, &request.query).await,
         Endpoint::Elect => members::elect(ctx, &request.query).await,
+        Endpoint::Transfer => members::transfer(ctx, &request.query).await,
         Endpoint::Checkpoint => post_checkpoint(ctx, &request.query).await,
     };
     result.unwrap_or_else(Response::from)

@@ -159,8 +159,12 @@ impl Leadership {
     /// machine, with no election, and clients that retried stored records out of order
     /// (issue 14).
     pub fn may_propose(&self) -> bool {
-        // A leader handing over on shutdown stops taking requests first.
-        self.is_raft_leader() && !self.is_shutting_down() && self.applied_own_term()
+        // A leader handing over on shutdown, or transferring leadership, stops taking
+        // requests first.
+        self.is_raft_leader()
+            && !self.is_shutting_down()
+            && !crate::raft::transport::transfer::writes_paused()
+            && self.applied_own_term()
     }
 
     /// See [`crate::raft::leads_with_own_term_applied`]: before it, a committed offset or high

@@ -133,6 +133,11 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         if let Some(too_large) = too_large(&rpc) {
             return Err(RPCError::PayloadTooLarge(too_large));
         }
+        if super::transport::transfer::heartbeats_withheld() {
+            // A leadership transfer lets every voter's lease on this leader run out.
+            let withheld = AnyError::error("withheld during a leadership transfer");
+            return Err(RPCError::Unreachable(Unreachable::new(&withheld)));
+        }
         let sender = sender_of(&rpc.vote);
         self.call(Kind::AppendEntries, RPCTypes::AppendEntries, sender, &rpc, &option).await
     }

@@ -70,17 +70,8 @@ pub async fn hand_over(raft: &Raft, node_id: u64, wait: Duration) -> Option<u64>
             return None;
         }
     };
-    let peer = Peer::new(target, addr);
-    let request_id = peer.next_request_id();
-    let frame = codec::encode(
-        Kind::TimeoutNow,
-        request_id,
-        &TimeoutNow { from: node_id, term },
-        limits::RAFT_FRAME_BYTES_MAX,
-    )
-    .ok()?;
-    match peer.call(request_id, frame, Duration::from_secs(1)).await {
-        Ok(_) => {
+    match send_timeout_now(node_id, target, addr, term).await {
+        Ok(()) => {
             tracing::info!(to = target, "leadership handed over");
             Some(target)
         }
@@ -88,5 +79,23 @@ pub async fn hand_over(raft: &Raft, node_id: u64, wait: Duration) -> Option<u64>
             tracing::warn!(to = target, error = %e, "leadership handover failed");
             None
         }
+    }
+}
+
+/// Tells `target` (at `addr`) to stand for election once the current leader's lease is over.
+pub async fn send_timeout_now(from: u64, target: u64, addr: String, term: u64) -> anyhow::Result<()> {
+    let addr = crate::fault::raft_dial(target).unwrap_or(addr);
+    let peer = Peer::new(target, addr);
+    let request_id = peer.next_request_id();
+    let frame = codec::encode(
+        Kind::TimeoutNow,
+        request_id,
+        &TimeoutNow { from, term },
+        limits::RAFT_FRAME_BYTES_MAX,
+    )?;
+    let response = peer.call(request_id, frame, Duration::from_secs(1)).await?;
+    match response.decode_body::<Result<(), String>>()? {
+        Ok(()) => Ok(()),
+        Err(refused) => anyhow::bail!("node {target} refused: {refused}"),
     }
 }

@@ -7,6 +7,7 @@
 //! - [`server`]: [`serve_raft`], answering peers' requests with the local `Raft`.
 //! - [`handover`]: leadership handover on graceful shutdown.
 //! - [`removal`]: the leader's notice to a node it removed from the membership.
+//! - [`transfer`]: leadership transfer on request, the leader staying up.
 //! - [`log_state`]: asking a peer how much log it holds (a node that lost its log asks).
 //! - [`vote_gate`]: the votes a node that lost its log may cast until it has caught up.
 
@@ -16,6 +17,7 @@ pub mod handover;
 pub mod log_state;
 pub mod removal;
 pub mod server;
+pub mod transfer;
 pub mod vote_gate;
 
 pub use server::{serve_raft, RaftService};
