@@ -13,7 +13,7 @@
 # ONELOG_RAFT_BASE_PORT+ID-1 (default Kafka base + 100) and the admin API on
 # ONELOG_ADMIN_BASE_PORT+ID-1 (default Kafka base + 200).
 # Files: ONELOG_CLUSTER_DIR (default ./.cluster) holds `nodes` (the voter count), `admin` (1
-# when the binary has --admin-listen) and one directory per node, node-ID/, which is that
+# when the binary has --admin-listen), `cluster-secret` (the Raft handshake's key) and one directory per node, node-ID/, which is that
 # node's --data-dir and also holds onelog.log (stdout and stderr, appended across restarts)
 # and onelog.pid. `rm -rf` it after `down` to start from scratch.
 # Configs: ONELOG_CONFIGS, space-separated key=value broker configs passed to every node as
@@ -95,6 +95,9 @@ start_node() {
     local config
     for config in ${ONELOG_CONFIGS:-}; do args+=(--config "$config"); done
     admin_enabled && args+=(--admin-listen "127.0.0.1:$(admin_port "$id")")
+    # The Raft handshake's shared secret (`onelog.cluster.secret.file`), made by `up`.
+    [ -f "$cluster_dir/cluster-secret" ] &&
+        args+=(--config "onelog.cluster.secret.file=$(cd "$cluster_dir" && pwd)/cluster-secret")
     # setsid: the node outlives this shell and a Ctrl-C in it.
     NO_COLOR=1 setsid "$bin" "${args[@]}" </dev/null >>"$(log_file "$id")" 2>&1 &
     pid=$!
@@ -157,6 +160,10 @@ cmd_up() {
     bin="$(binary)"
     mkdir -p "$cluster_dir"
     echo "$n" >"$cluster_dir/nodes"
+    # Every node proves this secret to its peers; kept with the cluster (and its data).
+    if [ ! -f "$cluster_dir/cluster-secret" ]; then
+        (umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$cluster_dir/cluster-secret")
+    fi
     if has_admin "$bin"; then echo 1 >"$cluster_dir/admin"; else echo 0 >"$cluster_dir/admin"; fi
     for id in $(seq 1 "$n"); do
         [ -n "$(running_pid "$id")" ] && { echo "node $id already running"; continue; }

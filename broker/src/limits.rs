@@ -264,6 +264,14 @@ pub const REMOVAL_NOTICE_RETRY_MS: u64 = 500;
 /// (`raft::rejoin`): how long one answer may take (ms), the pause between rounds (ms), and
 /// every how many rounds it logs that it is still waiting (about every 10 s).
 pub const REJOIN_QUERY_TIMEOUT_MS: u64 = 1_000;
+
+/// A peer request whose term is beyond this node's by more than this is refused before openraft
+/// sees it (`raft::transport::guard`): six days of a cut-off node campaigning alone.
+pub const RAFT_TERM_JUMP_MAX: u64 = 1_000_000;
+
+/// Bytes of one Raft handshake frame, read before the peer has proved the cluster secret: an
+/// unauthenticated peer gets nothing larger allocated.
+pub const RAFT_HANDSHAKE_FRAME_BYTES_MAX: usize = 1024;
 pub const REJOIN_QUERY_RETRY_MS: u64 = 300;
 pub const REJOIN_LOG_EVERY_ROUNDS: u64 = 30;
 

@@ -21,6 +21,7 @@ use crate::leader::proposer::{Proposer, ProposerOptions};
 use crate::limits;
 use crate::net::listener;
 use crate::raft::network::Network;
+use crate::raft::transport::auth::Identity;
 use crate::raft::transport::vote_gate::VoteGate;
 use crate::raft::transport::RaftService;
 use crate::raft::{rejoin, sm_store};
@@ -73,6 +74,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("the admin API listener {admin} (onelog.admin.listener)"))?;
     }
 
+    let identity = Identity::new(node.node_id, node.cluster_secret.clone());
+    if !peers.is_empty() && !identity.has_secret() {
+        tracing::warn!(
+            "onelog.cluster.secret.file is not set: the Raft port admits any process that speaks its protocol; \
+             give every node the same secret file"
+        );
+    }
     let mut log_store =
         LogStore::<TypeConfig>::open(&node.data_dir.join("raft-log"), LogStoreOptions::default())?;
     let log_state = openraft::storage::RaftLogStorage::get_log_state(&mut log_store).await?;
@@ -87,9 +95,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // What the restart costs: every entry above the checkpoint is applied again.
     let to_replay = last_log_index.map_or(0, |last| last.saturating_sub(checkpoint_index.unwrap_or(0)));
     tracing::info!(?checkpoint_index, ?last_log_index, to_replay, "opened the log and the checkpoint");
-    let raft =
-        Raft::new(node.node_id, Arc::new(raft_config()?), Network::default(), log_store, state_machine)
-            .await?;
+    let raft = Raft::new(
+        node.node_id,
+        Arc::new(raft_config()?),
+        Network::new(identity.clone()),
+        log_store,
+        state_machine,
+    )
+    .await?;
     // A one-node cluster has no peers to hear from; the Raft listener is bound when asked for
     // (or when peers exist), so many single-node brokers can share a machine.
     let raft_addr = match node.raft_listen {
@@ -97,7 +110,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             let listener = TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("binding the Raft listener {addr} (onelog.raft.listener)"))?;
-            let service = RaftService { raft: raft.clone(), votes: votes.clone(), log: log_reader };
+            let service = RaftService {
+                raft: raft.clone(),
+                identity: identity.clone(),
+                votes: votes.clone(),
+                log: log_reader,
+            };
             tokio::spawn(crate::raft::transport::serve_raft(listener, service));
             addr.to_string()
         }
@@ -110,6 +128,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         node.admin_listen,
         crate::admin_api::AdminCtx {
             node_id: node.node_id,
+            identity: identity.clone(),
             raft: raft.clone(),
             applied: applied.clone(),
             kafka: advertised.clone(),
@@ -124,7 +143,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let catching_up = match start {
         rejoin::Start::Normal => None,
         rejoin::Start::CatchingUp(target) => Some(target),
-        rejoin::Start::Ask => match rejoin::decide(node.node_id, &peers, &node.data_dir, &votes).await? {
+        rejoin::Start::Ask => match rejoin::decide(&identity, &peers, &node.data_dir, &votes).await? {
             rejoin::Decision::NewCluster => None,
             rejoin::Decision::Existing { target } => Some(target),
         },
@@ -186,7 +205,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     leadership.begin_shutdown();
     // Kafka requests are refused from here (`Leadership::is_leader`); the entries in
     // flight replicate, then the most caught-up follower takes over.
-    crate::raft::transport::handover::hand_over(&raft, node.node_id, Duration::from_secs(2)).await;
+    crate::raft::transport::handover::hand_over(&raft, &identity, Duration::from_secs(2)).await;
     checkpoint_before_exit(&raft).await;
     raft.shutdown().await.ok();
     tracing::info!("onelog stopped");

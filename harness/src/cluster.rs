@@ -52,6 +52,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Whole-cluster start attempts when another process takes a chosen port first.
 const PORT_ATTEMPTS: usize = 3;
 
+/// The cluster's secret, in its root directory.
+pub const CLUSTER_SECRET_FILE: &str = "cluster-secret";
+
 /// How to run a cluster.
 #[derive(Debug, Clone)]
 pub struct ClusterOptions {
@@ -181,6 +184,9 @@ impl Cluster {
     fn allocate(options: ClusterOptions, binary: PathBuf, has_admin: bool) -> Result<Self> {
         let root = tempfile::Builder::new().prefix("onelog-cluster-").tempdir()?;
         let root_path = root.path().to_path_buf();
+        // Every node proves this secret in its Raft handshake (`onelog.cluster.secret.file`).
+        let secret: String = (0..32).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
+        std::fs::write(root_path.join(CLUSTER_SECRET_FILE), secret)?;
         let ports = free_ports(3 * options.nodes as usize)?;
         let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
         let mut nodes = BTreeMap::new();
@@ -402,6 +408,8 @@ impl Cluster {
         }
         // Plain log files: tracing-subscriber honours NO_COLOR.
         command.env("NO_COLOR", "1");
+        // Through the environment, so that a test's `node_env` can give one node another.
+        command.env("ONELOG_CLUSTER_SECRET_FILE", self.root_path.join(CLUSTER_SECRET_FILE));
         command.envs(self.options.env.iter().map(|(k, v)| (k, v)));
         command.envs(self.options.node_env.get(&id).into_iter().flatten().map(|(k, v)| (k, v)));
         if let Some(dial) = self.links.as_ref().and_then(|l| l.dial_env(id)) {

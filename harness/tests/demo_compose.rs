@@ -197,6 +197,32 @@ fn each_broker_keeps_its_data_on_its_own_named_volume() {
     }
 }
 
+/// Every broker reads the same secret file for its Raft handshake (`onelog.cluster.secret.file`
+/// through its `ONELOG_*` variable), mounted as a compose secret from a file that exists.
+#[test]
+fn every_broker_proves_the_same_cluster_secret() {
+    let compose = compose();
+    let secrets = compose.get("secrets").and_then(Value::as_mapping).expect("top-level secrets:");
+    let mut files = BTreeSet::new();
+    for b in brokers(&compose).values() {
+        let env = b.spec.get("environment").and_then(|e| e.get("ONELOG_CLUSTER_SECRET_FILE"));
+        let path = env
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{}: no ONELOG_CLUSTER_SECRET_FILE", b.service));
+        let name = path
+            .strip_prefix("/run/secrets/")
+            .unwrap_or_else(|| panic!("{}: {path} is no compose secret", b.service));
+        let mounted = strings(b.spec.get("secrets").unwrap_or(&Value::Null));
+        assert!(mounted.iter().any(|m| m == name), "{}: secret {name} not mounted: {mounted:?}", b.service);
+        let file =
+            secrets.get(name).and_then(|s| s.get("file")).and_then(Value::as_str).expect("secret file");
+        let content = std::fs::read_to_string(repo().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(content.trim().len() >= 16, "{file}: a secret of {} bytes", content.trim().len());
+        files.insert(file.to_string());
+    }
+    assert_eq!(files.len(), 1, "the brokers read different secrets: {files:?}");
+}
+
 #[test]
 fn each_broker_has_a_healthcheck_on_its_admin_status_and_restarts() {
     for b in brokers(&compose()).values() {

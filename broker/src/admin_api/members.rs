@@ -160,7 +160,7 @@ pub async fn remove(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError
     // it (a leader that removed itself sees it committed and stops by itself).
     if id != ctx.node_id {
         let index = ctx.raft.metrics().borrow().membership_config.log_id().map_or(0, |l| l.index);
-        tokio::spawn(removal::notify_removed(ctx.node_id, id, removed.raft, index));
+        tokio::spawn(removal::notify_removed(ctx.identity.clone(), id, removed.raft, index));
     }
     Ok(Response::json(200, membership))
 }
@@ -175,7 +175,7 @@ pub async fn transfer(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpErr
         .parse()
         .map_err(|_| HttpError::new(400, format!("to {:?} is not a node id (u64)", query.get("to"))))?;
     use crate::raft::transport::transfer::{self, TransferError};
-    Ok(match transfer::transfer(&ctx.raft, ctx.node_id, to).await {
+    Ok(match transfer::transfer(&ctx.raft, &ctx.identity, to).await {
         Ok((leader, term)) => {
             Response::json(200, json!({ "node_id": ctx.node_id, "leader": leader, "term": term }))
         }

@@ -65,6 +65,7 @@ use tokio::net::TcpListener;
 
 use crate::ctx::SharedCtx;
 use crate::raft::applied::AppliedView;
+use crate::raft::transport::auth::Identity;
 use crate::raft::transport::vote_gate::VoteGate;
 use crate::raft::Raft;
 
@@ -73,6 +74,8 @@ use crate::raft::Raft;
 #[derive(Clone)]
 pub struct AdminCtx {
     pub node_id: u64,
+    /// This node's id and cluster secret, for the Raft messages admin calls send.
+    pub identity: Identity,
     pub raft: Raft,
     pub applied: AppliedView,
     /// The advertised Kafka address, `host:port`.

@@ -17,6 +17,7 @@ use super::AdminCtx;
 use crate::config::BrokerConfig;
 use crate::raft::network::Network;
 use crate::raft::sm_store;
+use crate::raft::transport::auth::Identity;
 use crate::raft::transport::vote_gate::{VoteGate, Votes};
 use crate::raft::{NodeAddr, Raft};
 use onelog_state::command::Command;
@@ -36,9 +37,12 @@ async fn node(dir: &tempfile::TempDir, id: u64) -> AdminCtx {
     let broker_config = Arc::new(BrokerConfig::from_overrides(&[]).expect("config"));
     let (state_machine, applied) =
         sm_store::open(dir.path().join("state"), broker_config, None).expect("state machine");
-    let raft = Raft::new(id, config, Network::default(), log_store, state_machine).await.expect("raft");
+    let raft = Raft::new(id, config, Network::new(Identity::new(id, None)), log_store, state_machine)
+        .await
+        .expect("raft");
     AdminCtx {
         node_id: id,
+        identity: Identity::new(id, None),
         raft,
         applied,
         kafka: KAFKA.to_string(),

@@ -63,6 +63,8 @@ pub const NODE_CONFIGS: &[BrokerConfigDef] = &[
     // id=raft_host:port@kafka_host:port, comma separated.
     def("onelog.peers", "", List),
     def("onelog.admin.listener", "", STRING),
+    // A file holding the cluster secret every node's Raft handshake proves (`raft::transport::auth`).
+    def("onelog.cluster.secret.file", "", STRING),
 ];
 
 /// Broker-only configs and their defaults (topic-level defaults come from TOPIC_CONFIGS).

@@ -4,6 +4,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 
@@ -27,6 +28,8 @@ pub struct NodeSettings {
     /// Other voters as id=raft_host:port@kafka_host:port.
     pub peers: Vec<String>,
     pub admin_listen: Option<SocketAddr>,
+    /// `onelog.cluster.secret.file`'s content: the key of the Raft handshake; `None` when unset.
+    pub cluster_secret: Option<Arc<[u8]>>,
 }
 
 impl NodeSettings {
@@ -62,8 +65,33 @@ impl NodeSettings {
             raft_listen: optional_address(c, "onelog.raft.listener")?,
             peers: list(c.text("onelog.peers")?),
             admin_listen: optional_address(c, "onelog.admin.listener")?,
+            cluster_secret: cluster_secret(c)?,
         })
     }
+}
+
+/// Bytes a cluster secret needs at least: a short one could be guessed offline from one
+/// recorded handshake.
+const CLUSTER_SECRET_BYTES_MIN: usize = 16;
+
+/// Reads the secret file (surrounding whitespace dropped, so `echo secret > file` works).
+fn cluster_secret(c: &Values) -> anyhow::Result<Option<Arc<[u8]>>> {
+    let path = c.text("onelog.cluster.secret.file")?.trim();
+    if path.is_empty() {
+        return Ok(None);
+    }
+    let origin = c.origin("onelog.cluster.secret.file");
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("onelog.cluster.secret.file={path} ({origin}): reading it"))?;
+    let secret = bytes.trim_ascii();
+    if secret.len() < CLUSTER_SECRET_BYTES_MIN {
+        bail!(
+            "onelog.cluster.secret.file={path} ({origin}): the secret is {} bytes, at least {CLUSTER_SECRET_BYTES_MIN} are needed \
+             (e.g. `openssl rand -hex 32 > {path}`)",
+            secret.len()
+        );
+    }
+    Ok(Some(Arc::from(secret)))
 }
 
 /// A comma-separated list's non-empty items.

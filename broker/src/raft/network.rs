@@ -27,6 +27,7 @@ use openraft::AnyError;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::transport::auth::Identity;
 use super::transport::client::{CallError, Peer};
 use super::transport::codec::{self, Kind};
 use super::{NodeAddr, TypeConfig};
@@ -35,9 +36,16 @@ use crate::limits;
 type RpcResult<T, E = RaftError<u64>> = Result<T, RPCError<u64, NodeAddr, E>>;
 
 /// The network factory one `Raft` owns: one [`Peer`] (one connection) per target node.
-#[derive(Default)]
 pub struct Network {
+    identity: Identity,
     peers: BTreeMap<u64, Arc<Peer>>,
+}
+
+impl Network {
+    /// The factory of the node `identity` names, holding the cluster secret its handshakes use.
+    pub fn new(identity: Identity) -> Self {
+        Network { identity, peers: BTreeMap::new() }
+    }
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -50,7 +58,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             Some(peer) if peer.addr() == addr => peer.clone(),
             // New target, or the membership moved it: the old connection goes when unused.
             _ => {
-                let peer = Arc::new(Peer::new(target, addr));
+                let peer = Arc::new(Peer::new(self.identity.clone(), target, addr));
                 self.peers.insert(target, peer.clone());
                 peer
             }

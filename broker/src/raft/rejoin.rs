@@ -25,6 +25,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
+use super::transport::auth::Identity;
 use super::transport::log_state::{self, LogState};
 use super::transport::vote_gate::{VoteGate, Votes};
 use super::{LogId, NodeAddr, Raft};
@@ -128,7 +129,7 @@ pub fn judge(voters: usize, answers: &BTreeMap<u64, LogState>) -> Option<Decisio
 /// Asks every peer, again and again, until the answers allow a decision; records it in the
 /// marker and the vote gate.
 pub async fn decide(
-    node_id: u64,
+    identity: &Identity,
     peers: &BTreeMap<u64, NodeAddr>,
     data_dir: &Path,
     gate: &VoteGate,
@@ -141,7 +142,8 @@ pub async fn decide(
         let mut asks = JoinSet::new();
         for (&id, addr) in peers.iter() {
             let addr = addr.raft.clone();
-            asks.spawn(async move { (id, log_state::ask(node_id, id, &addr, ttl).await) });
+            let identity = identity.clone();
+            asks.spawn(async move { (id, log_state::ask(&identity, id, &addr, ttl).await) });
         }
         while let Some(answer) = asks.join_next().await {
             if let Ok((id, Some(state))) = answer {

@@ -20,7 +20,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::codec::{self, Frame, Hello, Kind, PROTOCOL_VERSION};
+use super::auth::{self, Auth, Challenge, Hello, Identity};
+use super::codec::{self, Frame, Kind, PROTOCOL_VERSION};
 use crate::limits;
 
 /// Why a call got no response. The caller maps these onto openraft's `RPCError`.
@@ -39,6 +40,7 @@ pub enum CallError {
 }
 
 pub struct Peer {
+    identity: Identity,
     target: u64,
     addr: String,
     next_request_id: AtomicU64,
@@ -54,10 +56,11 @@ struct Slot {
 }
 
 impl Peer {
-    pub fn new(target: u64, addr: String) -> Self {
+    /// The connection from this node (`identity`) to node `target` at `addr`.
+    pub fn new(identity: Identity, target: u64, addr: String) -> Self {
         // Id 0 is the handshake's; ids are never reused across reconnects, so a late response
         // can only ever match the request it answers.
-        Peer { target, addr, next_request_id: AtomicU64::new(1), slot: Default::default() }
+        Peer { identity, target, addr, next_request_id: AtomicU64::new(1), slot: Default::default() }
     }
 
     pub fn addr(&self) -> &str {
@@ -113,7 +116,12 @@ impl Peer {
             )));
         }
         let budget = ttl_budget.min(Duration::from_millis(limits::RAFT_CONNECT_TIMEOUT_MS));
-        let result = match tokio::time::timeout(budget, Conn::connect(self.target, &self.addr)).await {
+        let result = match tokio::time::timeout(
+            budget,
+            Conn::connect(&self.identity, self.target, &self.addr),
+        )
+        .await
+        {
             Ok(result) => result,
             Err(_) => Err(format!("connect and handshake took over {budget:?}")),
         };
@@ -162,30 +170,46 @@ impl Drop for Conn {
 }
 
 impl Conn {
-    async fn connect(target: u64, addr: &str) -> Result<Conn, String> {
+    async fn connect(identity: &Identity, target: u64, addr: &str) -> Result<Conn, String> {
         let stream = TcpStream::connect(addr).await.map_err(|e| format!("connect: {e}"))?;
         // Raft RPCs are small and latency-bound; never let Nagle hold one back.
         stream.set_nodelay(true).map_err(|e| format!("set TCP_NODELAY: {e}"))?;
         let (read_half, mut write_half) = stream.into_split();
         let mut reader = BufReader::with_capacity(limits::RAFT_SOCKET_BUFFER_BYTES, read_half);
 
-        let hello = Hello { protocol_version: PROTOCOL_VERSION, node_id: target };
+        // The handshake (`auth`): we prove the cluster secret over the peer's nonce, and it
+        // over ours.
+        let nonce_c = auth::nonce();
+        let hello = Hello {
+            protocol_version: PROTOCOL_VERSION,
+            node_id: target,
+            from: identity.node_id,
+            nonce: nonce_c,
+        };
         let frame =
             codec::encode(Kind::Hello, 0, &hello, limits::RAFT_FRAME_BYTES_MAX).map_err(|e| e.to_string())?;
         write_half.write_all(&frame).await.map_err(|e| format!("sending handshake: {e}"))?;
         let reply = codec::read_frame(&mut reader, limits::RAFT_FRAME_BYTES_MAX)
             .await
             .map_err(|e| format!("reading handshake: {e}"))?
-            .ok_or("closed during the handshake")?;
+            .ok_or("closed during the handshake (does it hold the same cluster secret?)")?;
         if reply.kind != Kind::Hello {
             return Err(format!("expected a handshake, got a {:?} frame", reply.kind));
         }
-        let theirs: Hello = reply.decode_body().map_err(|e| format!("handshake: {e}"))?;
-        if theirs != hello {
+        let challenge: Challenge = reply.decode_body().map_err(|e| format!("handshake: {e}"))?;
+        if challenge.protocol_version != PROTOCOL_VERSION || challenge.node_id != target {
             return Err(format!(
-                "expected node {target} protocol {PROTOCOL_VERSION}, the peer is {theirs:?}"
+                "expected node {target} protocol {PROTOCOL_VERSION}, the peer is node {} protocol {}",
+                challenge.node_id, challenge.protocol_version
             ));
         }
+        if !identity.verify_server(&challenge.proof, &nonce_c, &challenge.nonce, target, identity.node_id) {
+            return Err("the peer did not prove the cluster secret (onelog.cluster.secret.file)".to_string());
+        }
+        let proof = identity.client_proof(&challenge.nonce, &nonce_c, identity.node_id, target);
+        let frame = codec::encode(Kind::Hello, 0, &Auth { proof }, limits::RAFT_FRAME_BYTES_MAX)
+            .map_err(|e| e.to_string())?;
+        write_half.write_all(&frame).await.map_err(|e| format!("sending handshake: {e}"))?;
 
         let pending = Arc::new(Pending::default());
         let (queue, outbound) = mpsc::channel(limits::RAFT_OUTBOUND_FRAMES_PER_PEER_MAX);

@@ -30,12 +30,13 @@ const _: () = assert!(limits::RAFT_FRAME_BYTES_MAX <= u32::MAX as usize);
 const _: () = assert!(limits::RAFT_APPEND_ENTRIES_BYTES_MAX < limits::RAFT_FRAME_BYTES_MAX);
 
 /// Bumped on any incompatible change to the frame or to a body; checked in the handshake.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// 2: the handshake authenticates both ends (`auth`).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
-    /// First frame each way on a new connection (request id 0).
+    /// The handshake's frames (`auth`: Hello, Challenge, Auth; request id 0).
     Hello = 1,
     AppendEntries = 2,
     Vote = 3,
@@ -66,15 +67,6 @@ impl TryFrom<u8> for Kind {
             other => return Err(FrameError::UnknownKind(other)),
         })
     }
-}
-
-/// The handshake body. The client sends the node id it expects to reach; the server answers
-/// with its own, so a stale address that now belongs to another node is never used
-/// (openraft: "ensure connection to the correct node").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Hello {
-    pub protocol_version: u32,
-    pub node_id: u64,
 }
 
 #[derive(Debug, thiserror::Error)]

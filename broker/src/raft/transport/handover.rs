@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::auth::Identity;
 use super::client::Peer;
 use super::codec::{self, Kind};
 use crate::limits;
@@ -42,7 +43,8 @@ pub fn on_timeout_now(raft: &Raft, req: TimeoutNow) -> Result<(), String> {
 
 /// Leader side: hands leadership to the most caught-up voter, waiting at most `wait` for one
 /// to match the last log index. Returns the chosen node, if any.
-pub async fn hand_over(raft: &Raft, node_id: u64, wait: Duration) -> Option<u64> {
+pub async fn hand_over(raft: &Raft, identity: &Identity, wait: Duration) -> Option<u64> {
+    let node_id = identity.node_id;
     let mut metrics = raft.metrics();
     let deadline = tokio::time::Instant::now() + wait;
     let (target, addr, term) = loop {
@@ -70,7 +72,7 @@ pub async fn hand_over(raft: &Raft, node_id: u64, wait: Duration) -> Option<u64>
             return None;
         }
     };
-    match send_timeout_now(node_id, target, addr, term).await {
+    match send_timeout_now(identity, target, addr, term).await {
         Ok(()) => {
             tracing::info!(to = target, "leadership handed over");
             Some(target)
@@ -83,9 +85,10 @@ pub async fn hand_over(raft: &Raft, node_id: u64, wait: Duration) -> Option<u64>
 }
 
 /// Tells `target` (at `addr`) to stand for election once the current leader's lease is over.
-pub async fn send_timeout_now(from: u64, target: u64, addr: String, term: u64) -> anyhow::Result<()> {
+pub async fn send_timeout_now(from: &Identity, target: u64, addr: String, term: u64) -> anyhow::Result<()> {
     let addr = crate::fault::raft_dial(target).unwrap_or(addr);
-    let peer = Peer::new(target, addr);
+    let peer = Peer::new(from.clone(), target, addr);
+    let from = from.node_id;
     let request_id = peer.next_request_id();
     let frame = codec::encode(
         Kind::TimeoutNow,

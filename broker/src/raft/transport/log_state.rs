@@ -7,6 +7,7 @@ use openraft::storage::RaftLogReader;
 use raft_store::LogReader;
 use serde::{Deserialize, Serialize};
 
+use super::auth::Identity;
 use super::client::Peer;
 use super::codec::{self, Kind};
 use crate::limits;
@@ -47,9 +48,10 @@ pub async fn on_log_state(raft: &Raft, log: &LogReader<TypeConfig>) -> Result<Lo
 }
 
 /// Asks `target` at `addr` once, waiting at most `ttl`. `None` if it did not answer.
-pub async fn ask(from: u64, target: u64, addr: &str, ttl: Duration) -> Option<LogState> {
+pub async fn ask(identity: &Identity, target: u64, addr: &str, ttl: Duration) -> Option<LogState> {
+    let from = identity.node_id;
     let addr = crate::fault::raft_dial(target).unwrap_or_else(|| addr.to_string());
-    let peer = Peer::new(target, addr);
+    let peer = Peer::new(identity.clone(), target, addr);
     let request_id = peer.next_request_id();
     let frame =
         codec::encode(Kind::LogState, request_id, &LogStateQuery { from }, limits::RAFT_FRAME_BYTES_MAX)

@@ -1,6 +1,8 @@
 //! The Raft RPC transport between onelog nodes: a framed binary protocol over TCP, one
 //! persistent pipelined connection per peer.
 //!
+//! - [`auth`]: the handshake that admits only nodes holding the cluster secret; `guard`: what
+//!   every request must satisfy before openraft sees it.
 //! - [`codec`]: the frame format (length, CRC32C, kind, request id, bincode body).
 //! - [`client`]: the connection to one peer, shared by every openraft client for it; the
 //!   openraft-facing `RaftNetwork` is in `raft::network`.
@@ -11,8 +13,10 @@
 //! - [`log_state`]: asking a peer how much log it holds (a node that lost its log asks).
 //! - [`vote_gate`]: the votes a node that lost its log may cast until it has caught up.
 
+pub mod auth;
 pub mod client;
 pub mod codec;
+mod guard;
 pub mod handover;
 pub mod log_state;
 pub mod removal;
@@ -22,5 +26,7 @@ pub mod vote_gate;
 
 pub use server::{serve_raft, RaftService};
 
+#[cfg(test)]
+mod security_tests;
 #[cfg(test)]
 mod tests;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
+use super::auth::Identity;
 use super::client::Peer;
 use super::codec::{self, Kind};
 use crate::limits;
@@ -67,12 +68,13 @@ pub fn on_removed(raft: &Raft, req: Removed) -> Result<(), String> {
 /// Leader's side, after the removal of `target` committed at `membership_index`: tells it,
 /// retrying until it answers or `REMOVAL_NOTICE_MS_MAX` has passed (it may be down or cut off;
 /// a node that stays unreachable that long has to be stopped by its operator).
-pub async fn notify_removed(from: u64, target: u64, addr: String, membership_index: u64) {
+pub async fn notify_removed(identity: Identity, target: u64, addr: String, membership_index: u64) {
+    let from = identity.node_id;
     let addr = crate::fault::raft_dial(target).unwrap_or(addr);
     let notice = Removed { from, target, membership_index };
     let deadline = tokio::time::Instant::now() + Duration::from_millis(limits::REMOVAL_NOTICE_MS_MAX);
     let retry = Duration::from_millis(limits::REMOVAL_NOTICE_RETRY_MS);
-    let peer = Peer::new(target, addr);
+    let peer = Peer::new(identity, target, addr);
     loop {
         let request_id = peer.next_request_id();
         let Ok(frame) = codec::encode(Kind::Removed, request_id, &notice, limits::RAFT_FRAME_BYTES_MAX)

@@ -21,7 +21,9 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
-use super::codec::{self, Frame, FrameError, Hello, Kind, PROTOCOL_VERSION};
+use super::auth::{self, Auth, Challenge, Hello, Identity};
+use super::codec::{self, Frame, FrameError, Kind, PROTOCOL_VERSION};
+use super::guard;
 use super::vote_gate::{self, VoteGate};
 use crate::limits;
 use crate::raft::{Raft, TypeConfig};
@@ -31,6 +33,8 @@ use crate::raft::{Raft, TypeConfig};
 #[derive(Clone)]
 pub struct RaftService {
     pub raft: Raft,
+    /// This node's id and the cluster secret the handshake checks.
+    pub identity: Identity,
     pub votes: Arc<VoteGate>,
     pub log: LogReader<TypeConfig>,
 }
@@ -53,7 +57,7 @@ pub async fn serve_raft(listener: TcpListener, service: RaftService) -> anyhow::
             }
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    tokio::spawn(serve_connection(stream, peer, service.clone(), node_id, stop.clone()));
+                    tokio::spawn(serve_connection(stream, peer, service.clone(), stop.clone()));
                 }
                 Err(e) => {
                     tracing::warn!(node_id, error = %e, "raft listener accept failed");
@@ -75,30 +79,30 @@ async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
     service: RaftService,
-    node_id: u64,
     mut stop: watch::Receiver<()>,
 ) {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
     let mut reader = BufReader::with_capacity(limits::RAFT_SOCKET_BUFFER_BYTES, read_half);
     let handshake = Duration::from_millis(limits::RAFT_HANDSHAKE_TIMEOUT_MS);
-    match tokio::time::timeout(handshake, accept_hello(&mut reader, node_id)).await {
-        Ok(Ok(reply)) => {
-            if let Err(e) = write_half.write_all(&reply).await {
-                tracing::debug!(%peer, error = %e, "raft handshake reply failed");
-                return;
-            }
-        }
+    let from = match tokio::time::timeout(handshake, accept(&mut reader, &mut write_half, &service.identity))
+        .await
+    {
+        Ok(Ok(from)) => from,
         Ok(Err(e)) => {
-            tracing::warn!(%peer, error = %e, "raft peer handshake refused; closing");
+            REFUSED_HANDSHAKES.record(|t| {
+                tracing::warn!(%peer, error = %e, suppressed = t.suppressed, total = t.total, "raft peer handshake refused; closing");
+            });
             return;
         }
         Err(_) => {
-            tracing::warn!(%peer, "raft peer sent no handshake in time; closing");
+            REFUSED_HANDSHAKES.record(|t| {
+                tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "raft peer sent no handshake in time; closing");
+            });
             return;
         }
-    }
-    tracing::debug!(%peer, "raft peer connected");
+    };
+    tracing::debug!(%peer, from, "raft peer connected");
 
     let (responses, outbound) = mpsc::channel(limits::RAFT_INFLIGHT_RPCS_PER_CONNECTION_MAX);
     let writer = tokio::spawn(codec::write_frames(outbound, write_half));
@@ -120,7 +124,17 @@ async fn serve_connection(
             Err(e) => Err(e),
         };
         match request {
-            Ok(request) => drop(tokio::spawn(handle(request, service.clone(), responses.clone(), permit))),
+            Ok(request) => {
+                // A request openraft must never see (another sender, an absurd term, a vote
+                // from outside the membership) closes the connection.
+                if let Err(refused) = guard::check(&service.raft, from, &request.1) {
+                    guard::REFUSED.record(|t| {
+                        tracing::warn!(%peer, from, %refused, suppressed = t.suppressed, total = t.total, "raft request refused; closing");
+                    });
+                    break Ok(());
+                }
+                drop(tokio::spawn(handle(request, service.clone(), responses.clone(), permit)))
+            }
             Err(e) => break Err(e),
         }
     };
@@ -133,16 +147,18 @@ async fn serve_connection(
     writer.abort();
 }
 
-/// Checks the client's handshake and returns ours.
-async fn accept_hello(
+/// Handshakes refused or not completed in time, logged at a bounded rate.
+pub(super) static REFUSED_HANDSHAKES: crate::incident::Incident = crate::incident::Incident::new();
+
+/// The server's half of the handshake (`auth`); returns the client's node id once it has
+/// proved the cluster secret.
+async fn accept(
     reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
-    node_id: u64,
-) -> anyhow::Result<Vec<u8>> {
-    let frame = codec::read_frame(reader, limits::RAFT_FRAME_BYTES_MAX)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("closed before the handshake"))?;
-    anyhow::ensure!(frame.kind == Kind::Hello, "expected a handshake, got a {:?} frame", frame.kind);
-    let hello: Hello = frame.decode_body()?;
+    writer: &mut tokio::net::tcp::OwnedWriteHalf,
+    identity: &Identity,
+) -> anyhow::Result<u64> {
+    let node_id = identity.node_id;
+    let hello: Hello = read_handshake(reader).await?;
     anyhow::ensure!(
         hello.protocol_version == PROTOCOL_VERSION,
         "peer speaks protocol {}, we speak {PROTOCOL_VERSION}",
@@ -152,11 +168,30 @@ async fn accept_hello(
         // The client refuses our reply; say why on this side too.
         tracing::warn!(expected = hello.node_id, node_id, "raft peer dialed us for another node id");
     }
-    let ours = Hello { protocol_version: PROTOCOL_VERSION, node_id };
-    Ok(codec::encode(Kind::Hello, 0, &ours, limits::RAFT_FRAME_BYTES_MAX)?)
+    let nonce = auth::nonce();
+    let proof = identity.server_proof(&hello.nonce, &nonce, node_id, hello.from);
+    let challenge = Challenge { protocol_version: PROTOCOL_VERSION, node_id, nonce, proof };
+    writer.write_all(&codec::encode(Kind::Hello, 0, &challenge, limits::RAFT_FRAME_BYTES_MAX)?).await?;
+    let answer: Auth = read_handshake(reader).await?;
+    anyhow::ensure!(
+        identity.verify_client(&answer.proof, &nonce, &hello.nonce, hello.from, node_id),
+        "node {} did not prove the cluster secret (onelog.cluster.secret.file)",
+        hello.from
+    );
+    Ok(hello.from)
 }
 
-enum Request {
+async fn read_handshake<T: serde::de::DeserializeOwned>(
+    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
+) -> anyhow::Result<T> {
+    let frame = codec::read_frame(reader, limits::RAFT_HANDSHAKE_FRAME_BYTES_MAX)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("closed during the handshake"))?;
+    anyhow::ensure!(frame.kind == Kind::Hello, "expected a handshake, got a {:?} frame", frame.kind);
+    Ok(frame.decode_body()?)
+}
+
+pub(super) enum Request {
     AppendEntries(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<u64>),
     InstallSnapshot(InstallSnapshotRequest<TypeConfig>),

@@ -16,7 +16,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-use super::codec::{self, Hello, Kind, PROTOCOL_VERSION};
+use super::auth::{self, Auth, Challenge, Hello, Identity};
+use super::codec::{self, Kind, PROTOCOL_VERSION};
 use super::vote_gate::{VoteGate, Votes};
 use super::{serve_raft, RaftService};
 use crate::config::BrokerConfig;
@@ -28,15 +29,15 @@ use onelog_state::command::Command;
 
 const WAIT: Option<Duration> = Some(Duration::from_secs(10));
 
-struct TestNode {
-    id: u64,
-    raft: Raft,
-    addr: NodeAddr,
-    server: JoinHandle<anyhow::Result<()>>,
+pub(super) struct TestNode {
+    pub id: u64,
+    pub raft: Raft,
+    pub addr: NodeAddr,
+    pub server: JoinHandle<anyhow::Result<()>>,
     _dir: tempfile::TempDir,
 }
 
-fn raft_config(tweak: impl FnOnce(&mut openraft::Config)) -> Arc<openraft::Config> {
+pub(super) fn raft_config(tweak: impl FnOnce(&mut openraft::Config)) -> Arc<openraft::Config> {
     // The broker's timing (node.rs), so the tests see the RPC timeouts production sees.
     let mut config = openraft::Config {
         cluster_name: "transport-test".to_string(),
@@ -50,6 +51,16 @@ fn raft_config(tweak: impl FnOnce(&mut openraft::Config)) -> Arc<openraft::Confi
 }
 
 async fn start_node(id: u64, config: Arc<openraft::Config>) -> anyhow::Result<TestNode> {
+    start_node_with_secret(id, config, None).await
+}
+
+/// A node whose Raft handshake uses `secret` (none: the empty key).
+pub(super) async fn start_node_with_secret(
+    id: u64,
+    config: Arc<openraft::Config>,
+    secret: Option<&[u8]>,
+) -> anyhow::Result<TestNode> {
+    let identity = Identity::new(id, secret.map(Arc::from));
     let _ = tracing_subscriber::fmt().with_env_filter("warn").with_test_writer().try_init();
     let dir = tempfile::tempdir()?;
     let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -60,16 +71,28 @@ async fn start_node(id: u64, config: Arc<openraft::Config>) -> anyhow::Result<Te
     let (state_machine, _) =
         sm_store::open(dir.path().join("state"), BrokerConfig::from_overrides(&[])?.into(), None)?;
     let log = log_store.reader();
-    let raft = Raft::new(id, config, Network::default(), log_store, state_machine).await?;
+    let raft = Raft::new(id, config, Network::new(identity.clone()), log_store, state_machine).await?;
     let votes = Arc::new(VoteGate::new(Votes::Open));
-    let server = tokio::spawn(serve_raft(listener, RaftService { raft: raft.clone(), votes, log }));
+    let service = RaftService { raft: raft.clone(), identity, votes, log };
+    let server = tokio::spawn(serve_raft(listener, service));
     Ok(TestNode { id, raft, addr, server, _dir: dir })
 }
 
-async fn start_cluster(ids: &[u64], config: Arc<openraft::Config>) -> anyhow::Result<Vec<TestNode>> {
+pub(super) async fn start_cluster(
+    ids: &[u64],
+    config: Arc<openraft::Config>,
+) -> anyhow::Result<Vec<TestNode>> {
+    start_cluster_with_secret(ids, config, None).await
+}
+
+pub(super) async fn start_cluster_with_secret(
+    ids: &[u64],
+    config: Arc<openraft::Config>,
+    secret: Option<&[u8]>,
+) -> anyhow::Result<Vec<TestNode>> {
     let mut nodes = Vec::new();
     for &id in ids {
-        nodes.push(start_node(id, config.clone()).await?);
+        nodes.push(start_node_with_secret(id, config.clone(), secret).await?);
     }
     let members: BTreeMap<u64, NodeAddr> = nodes.iter().map(|n| (n.id, n.addr.clone())).collect();
     nodes[0].raft.initialize(members).await?;
@@ -77,7 +100,7 @@ async fn start_cluster(ids: &[u64], config: Arc<openraft::Config>) -> anyhow::Re
 }
 
 /// Waits until `node` knows a leader other than `not`, and returns it.
-async fn leader_of(node: &TestNode, not: Option<u64>) -> anyhow::Result<u64> {
+pub(super) async fn leader_of(node: &TestNode, not: Option<u64>) -> anyhow::Result<u64> {
     let metrics = node
         .raft
         .wait(WAIT)
@@ -87,7 +110,7 @@ async fn leader_of(node: &TestNode, not: Option<u64>) -> anyhow::Result<u64> {
 }
 
 /// Proposes `count` empty commands on the leader; returns the last one's log index.
-async fn write(leader: &TestNode, count: usize) -> anyhow::Result<u64> {
+pub(super) async fn write(leader: &TestNode, count: usize) -> anyhow::Result<u64> {
     let mut index = 0;
     for _ in 0..count {
         index = leader.raft.client_write(Command::default()).await?.log_id.index;
@@ -167,18 +190,36 @@ async fn new_learner_catches_up_by_chunked_snapshot() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Connects and handshakes as the raft client does.
-async fn raw_connection(addr: &str, node_id: u64) -> anyhow::Result<TcpStream> {
+/// Connects to node `node_id` and handshakes as the raft client does, as `identity`; returns
+/// the stream and whether the server proved the same secret.
+pub(super) async fn raw_connection_as(
+    addr: &str,
+    node_id: u64,
+    identity: &Identity,
+) -> anyhow::Result<(TcpStream, bool)> {
     let mut stream = TcpStream::connect(addr).await?;
-    let hello = Hello { protocol_version: PROTOCOL_VERSION, node_id };
+    let nonce_c = auth::nonce();
+    let hello = Hello { protocol_version: PROTOCOL_VERSION, node_id, from: identity.node_id, nonce: nonce_c };
     stream.write_all(&codec::encode(Kind::Hello, 0, &hello, limits::RAFT_FRAME_BYTES_MAX)?).await?;
     let reply = codec::read_frame(&mut stream, limits::RAFT_FRAME_BYTES_MAX).await?.expect("handshake reply");
-    assert_eq!(reply.decode_body::<Hello>()?, hello);
+    let challenge: Challenge = reply.decode_body()?;
+    assert_eq!(challenge.node_id, node_id);
+    let proven =
+        identity.verify_server(&challenge.proof, &nonce_c, &challenge.nonce, node_id, identity.node_id);
+    let proof = identity.client_proof(&challenge.nonce, &nonce_c, identity.node_id, node_id);
+    stream.write_all(&codec::encode(Kind::Hello, 0, &Auth { proof }, limits::RAFT_FRAME_BYTES_MAX)?).await?;
+    Ok((stream, proven))
+}
+
+/// [`raw_connection_as`] node 9 without a secret, as the bad-frame tests' vote is from node 9.
+async fn raw_connection(addr: &str, node_id: u64) -> anyhow::Result<TcpStream> {
+    let (stream, proven) = raw_connection_as(addr, node_id, &Identity::new(9, None)).await?;
+    assert!(proven, "the server's proof");
     Ok(stream)
 }
 
 /// The server closes the connection (read sees EOF) within a second.
-async fn assert_closed(mut stream: TcpStream) {
+pub(super) async fn assert_closed(mut stream: TcpStream) {
     let mut buf = [0u8; 64];
     let read = tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buf)).await;
     assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "connection still open: {read:?}");
@@ -243,11 +284,14 @@ async fn fake_peer(behavior: FakePeer) -> anyhow::Result<(String, Arc<AtomicUsiz
             counter.fetch_add(1, Ordering::Relaxed);
             let max = limits::RAFT_FRAME_BYTES_MAX;
             let Ok(Some(hello)) = codec::read_frame(&mut stream, max).await else { continue };
-            let mut hello: Hello = hello.decode_body().expect("hello");
-            if matches!(behavior, FakePeer::WrongNode) {
-                hello.node_id += 1;
-            }
-            stream.write_all(&codec::encode(Kind::Hello, 0, &hello, max).expect("encode")).await.ok();
+            let hello: Hello = hello.decode_body().expect("hello");
+            let node_id =
+                if matches!(behavior, FakePeer::WrongNode) { hello.node_id + 1 } else { hello.node_id };
+            let nonce = auth::nonce();
+            let proof = Identity::new(node_id, None).server_proof(&hello.nonce, &nonce, node_id, hello.from);
+            let challenge = Challenge { protocol_version: PROTOCOL_VERSION, node_id, nonce, proof };
+            stream.write_all(&codec::encode(Kind::Hello, 0, &challenge, max).expect("encode")).await.ok();
+            let Ok(Some(_auth)) = codec::read_frame(&mut stream, max).await else { continue };
             while let Ok(Some(_request)) = codec::read_frame(&mut stream, max).await {
                 if matches!(behavior, FakePeer::Garbage) {
                     stream.write_all(b"garbage, garbage, garbage").await.ok();
@@ -265,7 +309,7 @@ async fn vote(client: &mut PeerClient, option: &RPCOption) -> VoteResult {
 }
 
 async fn client_for(addr: String) -> PeerClient {
-    Network::default().new_client(7, &NodeAddr { raft: addr, kafka: String::new() }).await
+    Network::new(Identity::new(1, None)).new_client(7, &NodeAddr { raft: addr, kafka: String::new() }).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -329,7 +373,7 @@ async fn append_entries_rtt() -> anyhow::Result<()> {
         leader_commit: m.last_applied,
         entries: vec![],
     };
-    let mut network = Network::default();
+    let mut network = Network::new(Identity::new(leader.id, None));
     let option = RPCOption::new(Duration::from_secs(1));
 
     let mut client = network.new_client(follower.id, &follower.addr).await;

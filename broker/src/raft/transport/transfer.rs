@@ -20,6 +20,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::auth::Identity;
 use super::handover::send_timeout_now;
 use crate::limits;
 use crate::raft::Raft;
@@ -67,7 +68,8 @@ impl Drop for Resume {
 }
 
 /// Moves leadership from this node (`me`) to `to`; returns the new leader and its term.
-pub async fn transfer(raft: &Raft, me: u64, to: u64) -> Result<(u64, u64), TransferError> {
+pub async fn transfer(raft: &Raft, identity: &Identity, to: u64) -> Result<(u64, u64), TransferError> {
+    let me = identity.node_id;
     let mut metrics = raft.metrics();
     let (addr, term) = {
         let m = metrics.borrow();
@@ -111,7 +113,7 @@ pub async fn transfer(raft: &Raft, me: u64, to: u64) -> Result<(u64, u64), Trans
     }
 
     HEARTBEATS_WITHHELD.store(true, Ordering::SeqCst);
-    send_timeout_now(me, to, addr, term).await.map_err(|e| TransferError::Failed(format!("{e:#}")))?;
+    send_timeout_now(identity, to, addr, term).await.map_err(|e| TransferError::Failed(format!("{e:#}")))?;
     let wait = Duration::from_millis(limits::LEADER_TRANSFER_ELECTION_MS);
     let elected = tokio::time::timeout(wait, async {
         loop {
