@@ -10,12 +10,14 @@
 //! - `leader/`: the proposer, the leadership view and lease, the leader's duties;
 //! - `raft/`: openraft's types, the state machine store, the applied-state view, the network;
 //! - `storage/`: partition files, the materialized view of the log;
-//! - `admin_api/`: the operators' HTTP API.
+//! - `admin_api/`: the operators' HTTP API;
+//! - `cli/`: `onelog admin`, the operators' command line over the admin and Kafka APIs.
 //!
 //! The replicated state, the commands and the pure apply are the `onelog-state` crate.
 
 pub mod admin_api;
 pub mod alloc_guard;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod config_admin;

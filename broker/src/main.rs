@@ -1,16 +1,40 @@
 //! `onelog`: a Kafka-wire-compatible broker whose every write is an entry in one Raft log.
 //!
-//! With no arguments it serves a one-node cluster on 127.0.0.1:9092 with data in `./data`.
+//! With no arguments it serves a one-node cluster on 127.0.0.1:9092 with data in `./data`;
+//! `onelog admin …` is the operators' command line against a running cluster (`broker::cli`).
 //! Everything but argument parsing, logging and the runtime lives in the `broker` library.
 
-use clap::Parser;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 #[global_allocator]
 static ALLOC: broker::alloc_guard::GuardedAlloc = broker::alloc_guard::GuardedAlloc;
 
-fn main() -> anyhow::Result<()> {
-    let args = broker::config::Args::parse();
+/// onelog: a Kafka-compatible broker whose every write is an entry in one Raft log.
+///
+/// Without a subcommand it runs the broker with the flags below.
+#[derive(Debug, Parser)]
+#[command(name = "onelog", version, about, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(flatten)]
+    broker: broker::config::Args,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Operate a running cluster: status, membership, leadership, topics, groups, transactions.
+    Admin(broker::cli::AdminArgs),
+}
+
+fn main() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    if let Some(Command::Admin(admin)) = cli.command {
+        return Ok(broker::cli::run(admin));
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
@@ -18,9 +42,9 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let result = runtime.block_on(broker::node::run(args));
+    let result = runtime.block_on(broker::node::run(cli.broker));
     if let Err(e) = &result {
         tracing::error!(error = %format!("{e:#}"), "onelog stopped");
     }
-    result
+    result.map(|()| ExitCode::SUCCESS)
 }

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
-use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, MetadataRequest};
-use kafka_protocol::protocol::{Request, StrBytes};
+use kafka_compat::client::{api_versions_request, API_VERSIONS_VERSION};
+use kafka_protocol::messages::{ApiVersionsResponse, MetadataRequest};
+use kafka_protocol::protocol::Request;
 
 use crate::codec::{decode_response, encode_request, CLIENT_ID};
 
@@ -20,10 +21,8 @@ const PROBE_RESPONSE_BYTES_MAX: usize = 1024 * 1024;
 
 /// Connects, sends ApiVersions v3 and checks the answer has error code 0.
 pub fn probe_api_versions(addr: SocketAddr, timeout: Duration) -> Result<ApiVersionsResponse> {
-    let request = ApiVersionsRequest::default()
-        .with_client_software_name(StrBytes::from_static_str(CLIENT_ID))
-        .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
-    let response = blocking_request(addr, 3, &request, timeout)?;
+    let request = api_versions_request(CLIENT_ID, env!("CARGO_PKG_VERSION"));
+    let response = blocking_request(addr, API_VERSIONS_VERSION, &request, timeout)?;
     if response.error_code != 0 {
         bail!("ApiVersions v3 error code {}", response.error_code);
     }

@@ -4,14 +4,14 @@
 //! connection is closed, to send one Produce request spanning several topics, and to read back
 //! exactly the bytes the broker stores. One request at a time, in order, no retries.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::{Buf, Bytes, BytesMut};
+use kafka_compat::client::{api_versions_request, Versions, API_VERSIONS_VERSION};
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestHeader};
+use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Encodable, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -29,7 +29,7 @@ pub struct RawClient {
     stream: TcpStream,
     next_correlation_id: i32,
     /// Broker-advertised (min, max) version per API key, once `api_versions` ran.
-    versions: BTreeMap<i16, (i16, i16)>,
+    versions: Versions,
     /// The client id of the requests' headers.
     client_id: String,
 }
@@ -51,7 +51,7 @@ impl RawClient {
         Ok(Self {
             stream,
             next_correlation_id: 1,
-            versions: BTreeMap::new(),
+            versions: Versions::default(),
             client_id: CLIENT_ID.to_owned(),
         })
     }
@@ -98,31 +98,15 @@ impl RawClient {
 
     /// ApiVersions v3; remembers the advertised ranges for [`RawClient::version`].
     pub async fn api_versions(&mut self) -> Result<ApiVersionsResponse> {
-        let request = ApiVersionsRequest::default()
-            .with_client_software_name(StrBytes::from_static_str(CLIENT_ID))
-            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
-        let response = self.request(3, &request).await?;
-        self.versions =
-            response.api_keys.iter().map(|k| (k.api_key, (k.min_version, k.max_version))).collect();
+        let request = api_versions_request(CLIENT_ID, env!("CARGO_PKG_VERSION"));
+        let response = self.request(API_VERSIONS_VERSION, &request).await?;
+        self.versions = Versions::from_response(&response);
         Ok(response)
     }
 
     /// The highest version of `R` that the broker, kafka-protocol and `cap` all allow.
     pub fn version<R: Request>(&self, cap: i16) -> Result<i16> {
-        let (broker_min, broker_max) = *self
-            .versions
-            .get(&R::KEY)
-            .ok_or_else(|| anyhow!("broker does not advertise API key {}", R::KEY))?;
-        let version = broker_max.min(R::VERSIONS.max).min(cap);
-        if version < broker_min.max(R::VERSIONS.min) {
-            bail!(
-                "no common version for key {}: broker {broker_min}..={broker_max}, \
-                 harness {:?}, cap {cap}",
-                R::KEY,
-                R::VERSIONS
-            );
-        }
-        Ok(version)
+        Ok(self.versions.pick::<R>(cap)?)
     }
 
     /// Writes `payload` with its i32 length prefix.

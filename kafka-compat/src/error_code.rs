@@ -65,3 +65,37 @@ pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;
 pub const PRODUCER_FENCED: i16 = 90;
 pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 pub const TRANSACTION_ABORTABLE: i16 = 120;
+
+/// Kafka's name of an error code as its clients print it (`GROUP_ID_NOT_FOUND`), from
+/// kafka-protocol's table; `NONE` for 0 and `UNKNOWN_ERROR_CODE_<n>` for a code it lacks.
+pub fn name(code: i16) -> String {
+    match kafka_protocol::ResponseError::try_from_code(code) {
+        None => "NONE".to_string(),
+        Some(kafka_protocol::ResponseError::Unknown(n)) => format!("UNKNOWN_ERROR_CODE_{n}"),
+        Some(e) => screaming_snake(&format!("{e:?}")),
+    }
+}
+
+/// `GroupIdNotFound` → `GROUP_ID_NOT_FOUND`.
+fn screaming_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_are_kafkas() {
+        assert_eq!(super::name(super::GROUP_ID_NOT_FOUND), "GROUP_ID_NOT_FOUND");
+        assert_eq!(super::name(super::TRANSACTIONAL_ID_NOT_FOUND), "TRANSACTIONAL_ID_NOT_FOUND");
+        assert_eq!(super::name(super::UNKNOWN_SERVER_ERROR), "UNKNOWN_SERVER_ERROR");
+        assert_eq!(super::name(super::NONE), "NONE");
+        assert_eq!(super::name(-999), "UNKNOWN_ERROR_CODE_-999");
+    }
+}

@@ -5,6 +5,7 @@
 //! validate and patch client record batches without ever re-encoding them (DESIGN §3).
 
 pub mod batch;
+pub mod client;
 pub mod codec;
 pub mod consumer_protocol;
 pub mod control;

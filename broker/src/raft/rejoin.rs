@@ -5,13 +5,15 @@
 //!
 //! - if a majority of the voters (this node included) hold nothing, the cluster is new: the
 //!   lowest id initializes it, as before;
-//! - if any peer holds data, the cluster exists and this node lost its copy. It never
-//!   initializes, and waits for answers from a majority's worth of peers: any entry the cluster
-//!   committed is on a majority, so it is on one of them, and the furthest log they report
-//!   (`target`) is at least as up to date as every committed entry. Until this node has applied
-//!   the log up to `target`'s index, it votes only for candidates whose log reaches `target`
-//!   (`transport::vote_gate`); after that its own log holds every committed entry and openraft
-//!   decides again.
+//! - if any peer holds data, the cluster exists. This node never initializes. If the newest
+//!   membership a peer reports names it a voter, it lost its copy of the log: it waits for
+//!   answers from a majority of those voters other than itself (any entry the cluster committed
+//!   is on a majority, so on one of them), and the furthest log they report (`target`) is at
+//!   least as up to date as every committed entry. A node the membership does not name is
+//!   joining: it has no vote to give yet, and the first answer will do. Until this node has
+//!   applied the log up to `target`'s index, it votes only for candidates whose log reaches
+//!   `target` (`transport::vote_gate`); after that its own log holds every committed entry and
+//!   openraft decides again.
 //!
 //! The decision is kept in `<data dir>/rejoining` from before the Raft listener opens until the
 //! node has caught up, so a crash in between cannot make a half-filled log look whole.
@@ -114,16 +116,22 @@ pub fn at_start(data_dir: &Path, log_empty: bool, has_peers: bool) -> anyhow::Re
     Ok(Start::Ask)
 }
 
-/// The decision the answers so far allow, if any. `voters`: this node and its peers.
-pub fn judge(voters: usize, answers: &BTreeMap<u64, LogState>) -> Option<Decision> {
-    let majority = voters / 2 + 1;
+/// The decision the answers so far allow, if any. `me`: this node; `configured`: this node and
+/// the peers it was given (how many must hold nothing for a new cluster).
+pub fn judge(me: u64, configured: usize, answers: &BTreeMap<u64, LogState>) -> Option<Decision> {
     let furthest = answers.values().filter(|a| a.has_data()).filter_map(|a| a.last_log_id).max();
-    match furthest {
-        Some(target) if answers.len() >= majority => Some(Decision::Existing { target }),
-        Some(_) => None,
-        None if answers.len() + 1 >= majority => Some(Decision::NewCluster),
-        None => None,
+    let Some(target) = furthest else {
+        return (answers.len() + 1 > configured / 2).then_some(Decision::NewCluster);
+    };
+    // The cluster's voters, from the newest membership any peer reports.
+    let voters =
+        answers.values().filter(|a| a.has_data()).max_by_key(|a| a.membership_index).map(|a| &a.voters);
+    let voters = voters.map(Vec::as_slice).unwrap_or_default();
+    if !voters.contains(&me) {
+        return Some(Decision::Existing { target });
     }
+    let heard = voters.iter().filter(|v| **v != me && answers.contains_key(v)).count();
+    (heard > voters.len() / 2).then_some(Decision::Existing { target })
 }
 
 /// Asks every peer, again and again, until the answers allow a decision; records it in the
@@ -149,11 +157,14 @@ pub async fn decide(
             if let Ok((id, Some(state))) = answer {
                 // Keep the furthest answer a peer ever gave: a log only loses uncommitted
                 // entries, and the target must not move back below a committed one.
-                let kept = answers.entry(id).or_insert(state);
+                let kept = answers.entry(id).or_insert_with(|| state.clone());
                 kept.last_log_id = kept.last_log_id.max(state.last_log_id);
+                if state.membership_index >= kept.membership_index {
+                    (kept.voters, kept.membership_index) = (state.voters, state.membership_index);
+                }
             }
         }
-        if let Some(decision) = judge(peers.len() + 1, &answers) {
+        if let Some(decision) = judge(identity.node_id, peers.len() + 1, &answers) {
             break decision;
         }
         if rounds.is_multiple_of(limits::REJOIN_LOG_EVERY_ROUNDS) {
@@ -211,31 +222,54 @@ mod tests {
     use super::*;
     use openraft::CommittedLeaderId;
 
+    const VOTERS: [u64; 3] = [1, 2, 3];
+
     fn at(term: u64, index: u64) -> LogState {
-        LogState { last_log_id: Some(LogId::new(CommittedLeaderId::new(term, 0), index)) }
+        let last_log_id = Some(LogId::new(CommittedLeaderId::new(term, 0), index));
+        LogState { last_log_id, voters: VOTERS.to_vec(), membership_index: Some(1) }
     }
-    const EMPTY: LogState = LogState { last_log_id: None };
+    fn empty() -> LogState {
+        LogState::default()
+    }
+    fn target(state: LogState) -> LogId {
+        state.last_log_id.unwrap()
+    }
 
     #[test]
     fn a_new_cluster_needs_a_majority_holding_nothing() {
-        assert_eq!(judge(3, &BTreeMap::new()), None);
-        assert_eq!(judge(3, &BTreeMap::from([(2, EMPTY)])), Some(Decision::NewCluster));
+        assert_eq!(judge(1, 3, &BTreeMap::new()), None);
+        assert_eq!(judge(1, 3, &BTreeMap::from([(2, empty())])), Some(Decision::NewCluster));
         // The lowest id has initialized (index 0, term 0) but nothing was elected yet.
-        assert_eq!(judge(3, &BTreeMap::from([(1, at(0, 0))])), Some(Decision::NewCluster));
-        assert_eq!(judge(5, &BTreeMap::from([(2, EMPTY)])), None);
-        assert_eq!(judge(5, &BTreeMap::from([(2, EMPTY), (3, EMPTY)])), Some(Decision::NewCluster));
+        assert_eq!(judge(2, 3, &BTreeMap::from([(1, at(0, 0))])), Some(Decision::NewCluster));
+        assert_eq!(judge(1, 5, &BTreeMap::from([(2, empty())])), None);
+        assert_eq!(judge(1, 5, &BTreeMap::from([(2, empty()), (3, empty())])), Some(Decision::NewCluster));
     }
 
     #[test]
-    fn an_existing_cluster_needs_answers_from_a_majority_and_targets_the_furthest_log() {
-        // One peer with data is not enough in three nodes: the other may hold later entries.
-        assert_eq!(judge(3, &BTreeMap::from([(2, at(2, 50))])), None);
+    fn a_wiped_voter_needs_answers_from_a_majority_of_the_voters_and_targets_the_furthest_log() {
+        // One other voter is not enough of three: the third may hold later entries.
+        assert_eq!(judge(1, 3, &BTreeMap::from([(2, at(2, 50))])), None);
         let both = BTreeMap::from([(2, at(2, 50)), (3, at(3, 40))]);
-        let target = at(3, 40).last_log_id.unwrap();
-        assert_eq!(judge(3, &both), Some(Decision::Existing { target }));
+        assert_eq!(judge(1, 3, &both), Some(Decision::Existing { target: target(at(3, 40)) }));
         // A peer holding nothing still counts as an answer.
-        let one = BTreeMap::from([(2, EMPTY), (3, at(1, 7))]);
-        assert_eq!(judge(3, &one), Some(Decision::Existing { target: at(1, 7).last_log_id.unwrap() }));
+        let one = BTreeMap::from([(2, empty()), (3, at(1, 7))]);
+        assert_eq!(judge(1, 3, &one), Some(Decision::Existing { target: target(at(1, 7)) }));
+    }
+
+    #[test]
+    fn a_joining_node_the_membership_does_not_name_needs_one_answer() {
+        // Node 4, started with peers 1, 2 and 3 after node 1 was removed: 1 never answers.
+        let mut state = at(4, 90);
+        state.voters = vec![2, 3];
+        state.membership_index = Some(80);
+        let answers = BTreeMap::from([(2, state.clone())]);
+        assert_eq!(judge(4, 4, &answers), Some(Decision::Existing { target: target(state.clone()) }));
+        // The newest membership decides: an older one that named node 4 is outvoted.
+        let mut old = at(3, 60);
+        old.voters = vec![1, 2, 3, 4];
+        old.membership_index = Some(50);
+        let mixed = BTreeMap::from([(2, state), (3, old)]);
+        assert_eq!(judge(4, 4, &mixed), Some(Decision::Existing { target: target(at(4, 90)) }));
     }
 
     #[test]
@@ -246,7 +280,7 @@ mod tests {
         assert_eq!(at_start(dir.path(), true, true).unwrap(), Start::Ask);
         // A crash before the peers answered: asked again, even though the log now has entries.
         assert_eq!(at_start(dir.path(), false, true).unwrap(), Start::Ask);
-        let target = at(4, 9).last_log_id.unwrap();
+        let target = target(at(4, 9));
         write_marker(dir.path(), Marker::CatchingUp { target }).unwrap();
         assert_eq!(at_start(dir.path(), false, true).unwrap(), Start::CatchingUp(target));
         remove_marker(dir.path()).unwrap();

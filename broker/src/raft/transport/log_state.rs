@@ -18,10 +18,13 @@ pub struct LogStateQuery {
     pub from: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct LogState {
     /// The id of the last entry in the peer's log (or of its snapshot, once purged).
     pub last_log_id: Option<LogId>,
+    /// The voters of the peer's membership, and the log index of that membership.
+    pub voters: Vec<u64>,
+    pub membership_index: Option<u64>,
 }
 
 impl LogState {
@@ -34,17 +37,20 @@ impl LogState {
 
 /// Peer side: what this node's log holds.
 pub async fn on_log_state(raft: &Raft, log: &LogReader<TypeConfig>) -> Result<LogState, String> {
-    let (last_index, floor) = {
+    let (last_index, floor, voters, membership_index) = {
         let metrics = raft.metrics();
         let m = metrics.borrow();
-        (m.last_log_index, m.purged.max(m.snapshot))
+        let voters = m.membership_config.membership().voter_ids().collect();
+        (m.last_log_index, m.purged.max(m.snapshot), voters, m.membership_config.log_id().map(|l| l.index))
     };
-    let Some(index) = last_index else { return Ok(LogState { last_log_id: floor }) };
+    let Some(index) = last_index else {
+        return Ok(LogState { last_log_id: floor, voters, membership_index });
+    };
     let mut log = log.clone();
     let entries = log.try_get_log_entries(index..index + 1).await.map_err(|e| e.to_string())?;
     // The entry can have been purged or truncated since the metrics were read.
     let last = entries.first().map(|entry| entry.log_id).max(floor);
-    Ok(LogState { last_log_id: last })
+    Ok(LogState { last_log_id: last, voters, membership_index })
 }
 
 /// Asks `target` at `addr` once, waiting at most `ttl`. `None` if it did not answer.
@@ -77,9 +83,11 @@ mod tests {
 
     #[test]
     fn only_the_initial_membership_entry_is_no_data() {
-        let state =
-            |term, index| LogState { last_log_id: Some(LogId::new(CommittedLeaderId::new(term, 0), index)) };
-        assert!(!LogState { last_log_id: None }.has_data());
+        let state = |term, index| LogState {
+            last_log_id: Some(LogId::new(CommittedLeaderId::new(term, 0), index)),
+            ..Default::default()
+        };
+        assert!(!LogState::default().has_data());
         assert!(!state(0, 0).has_data());
         assert!(state(1, 1).has_data());
         assert!(state(1, 0).has_data());

@@ -1,0 +1,76 @@
+//! `onelog admin status`: the leader and term, and every member with its role, addresses and
+//! log indexes, from `GET /status` of each `--admin` address that answers.
+//!
+//! The membership comes from the first node that answers; roles and indexes only from nodes
+//! asked (a member whose admin address was not given shows `-`).
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use serde_json::{json, Value};
+
+use super::http::AdminApi;
+use super::table::{cell, id_list, Report, Table};
+
+fn ids(status: &Value, field: &str) -> Vec<u64> {
+    status[field].as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default()
+}
+
+/// One member as the report shows it.
+fn member(id: u64, first: &Value, seen: &BTreeMap<u64, &Value>) -> Value {
+    let node =
+        first["nodes"].as_array().and_then(|nodes| nodes.iter().find(|n| n["id"].as_u64() == Some(id)));
+    let membership = if ids(first, "learners").contains(&id) { "learner" } else { "voter" };
+    let own = seen.get(&id);
+    json!({
+        "id": id,
+        "membership": membership,
+        "role": own.map(|s| s["role"].clone()),
+        "raft": node.map(|n| n["raft"].clone()),
+        "kafka": node.map(|n| n["kafka"].clone()),
+        "last_log_index": own.map(|s| s["last_log_index"].clone()),
+        "last_applied": own.map(|s| s["last_applied"].clone()),
+    })
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+pub async fn status(admin: &AdminApi) -> Result<Report> {
+    let (asked, first) = admin.first_status().await?;
+    let statuses = admin.all_statuses().await;
+    let seen: BTreeMap<u64, &Value> =
+        statuses.iter().filter_map(|(_, s)| Some((s["node_id"].as_u64()?, s))).collect();
+    let mut members = ids(&first, "voters");
+    members.extend(ids(&first, "learners"));
+    members.sort_unstable();
+    members.dedup();
+    let nodes: Vec<Value> = members.iter().map(|&id| member(id, &first, &seen)).collect();
+    let json = json!({
+        "leader": first["leader"],
+        "term": first["term"],
+        "asked": asked,
+        "voters": ids(&first, "voters"),
+        "learners": ids(&first, "learners"),
+        "nodes": nodes,
+    });
+    let mut table = Table::new(&["NODE", "MEMBERSHIP", "ROLE", "RAFT", "KAFKA", "LAST LOG INDEX", "APPLIED"]);
+    for node in &nodes {
+        let fields = ["id", "membership", "role", "raft", "kafka", "last_log_index", "last_applied"];
+        table.row(fields.iter().map(|f| cell(text(&node[*f]))).collect());
+    }
+    let head = format!(
+        "leader {}, term {} (as node {} at {asked} sees it)\nvoters {}; learners {}",
+        cell(text(&first["leader"])),
+        cell(text(&first["term"])),
+        cell(text(&first["node_id"])),
+        id_list(&ids(&first, "voters")),
+        id_list(&ids(&first, "learners")),
+    );
+    Ok(Report::new(format!("{head}\n\n{}", table.render()), json))
+}
