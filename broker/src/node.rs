@@ -135,6 +135,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             votes: votes.clone(),
             serving: serving.clone(),
             leader_changes: crate::admin_api::leader_changes::watch(raft.clone()),
+            token: node.admin_token.clone(),
         },
     )
     .await?;

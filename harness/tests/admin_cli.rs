@@ -337,12 +337,51 @@ fn membership(cluster: &mut Cluster) -> Result<()> {
 
     // The removed node's admin address stays in the list: one that does not answer is skipped.
     let cli = Cli { admin: format!("{},{}", cli.admin, cluster.admin_addr(NEW_NODE)), ..cli };
-    let text = cli.ok(&["status"])?;
-    let row = text.lines().find(|l| l.starts_with(&format!("{NEW_NODE} "))).unwrap_or_default();
-    ensure!(row.contains("voter") && row.contains("follower"), "node {NEW_NODE} in status:\n{text}");
+    // Node 4 reports itself a follower once it has heard from the leader as a voter.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let text = loop {
+        let text = cli.ok(&["status"])?;
+        let row =
+            text.lines().find(|l| l.starts_with(&format!("{NEW_NODE} "))).unwrap_or_default().to_string();
+        if row.contains("voter") && row.contains("follower") {
+            break text;
+        }
+        ensure!(std::time::Instant::now() < deadline, "node {NEW_NODE} in status:\n{text}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
     ensure!(
         !text.lines().any(|l| l.starts_with(&format!("{removed} "))),
         "node {removed} still in status:\n{text}"
     );
+    Ok(())
+}
+
+/// With `onelog.admin.token.file` set, a change through the admin API needs the bearer token
+/// (`--token-file`), even from this machine: none is 401, another 403; reads stay open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_changes_need_the_token_once_the_nodes_have_one() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let token = dir.path().join("admin-token");
+    let wrong = dir.path().join("wrong-token");
+    std::fs::write(&token, "the admin token, at least sixteen bytes\n").expect("token");
+    std::fs::write(&wrong, "some other token, also long enough").expect("token");
+    let options = ClusterOptions::new(1)
+        .config("log.segment.bytes", 1 << 20)
+        .config("onelog.admin.token.file", token.display());
+    let mut cluster = Cluster::start_with(options).expect("starting a node");
+    let result = token_scenario(&mut cluster, &token, &wrong);
+    cluster.unwrap_or_dump(result);
+}
+
+fn token_scenario(cluster: &mut Cluster, token: &std::path::Path, wrong: &std::path::Path) -> Result<()> {
+    let cli = cli_for(cluster)?;
+    cli.ok(&["status"])?;
+    let refused = cli.fails(&["remove-node", "9"])?;
+    ensure!(refused.contains("answered 401"), "no token: {refused}");
+    let refused = cli.fails(&["--token-file", &wrong.display().to_string(), "remove-node", "9"])?;
+    ensure!(refused.contains("answered 403"), "a wrong token: {refused}");
+    // Past the check: the node answers the request itself (9 is no member).
+    let answered = cli.fails(&["--token-file", &token.display().to_string(), "remove-node", "9"])?;
+    ensure!(answered.contains("answered 404"), "the right token: {answered}");
     Ok(())
 }

@@ -32,6 +32,9 @@
 //!   lease lasts, so this moves leadership only when the leader is gone, paused or cut off;
 //!   against a healthy leader it bumps the term and any up-to-date voter may win.
 //!
+//! Every POST needs `Authorization: Bearer <token>` when `onelog.admin.token.file` is set,
+//! and otherwise comes from a loopback address (`access.rs`): 401 without it, 403 otherwise.
+//!
 //! A membership is `{"log_index", "voters", "learners", "nodes": [{"id","raft","kafka"}],
 //! "joint": bool}`. Membership endpoints answer 421 `{"error", "leader": id or null}` on a
 //! non-leader, 409 while an earlier change is uncommitted (or for an unknown learner, or
@@ -40,6 +43,7 @@
 //! missing parameters: 400; unknown path 404; wrong method 405; a body 413; an oversized
 //! head 431; a head not sent within `ADMIN_REQUEST_READ_TIMEOUT_MS` 408.
 
+mod access;
 mod digest;
 pub mod leader_changes;
 mod members;
@@ -87,6 +91,9 @@ pub struct AdminCtx {
     pub serving: Arc<OnceLock<SharedCtx>>,
     /// The leader changes this node has seen, for the status page (`leader_changes::watch`).
     pub leader_changes: Arc<leader_changes::LeaderChanges>,
+    /// `onelog.admin.token.file`'s token: every POST must carry it (`access`); `None`: POSTs
+    /// from loopback addresses only.
+    pub token: Option<Arc<[u8]>>,
 }
 
 impl AdminCtx {

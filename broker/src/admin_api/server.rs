@@ -4,15 +4,17 @@
 //! [`Request`] for `routes::route`, whose answer becomes the response.
 
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::{Body as _, Incoming};
-use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
+use hyper::Method;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -31,7 +33,7 @@ pub async fn serve(listener: TcpListener, ctx: AdminCtx) {
             Ok((stream, peer)) => {
                 let ctx = ctx.clone();
                 tokio::spawn(async move {
-                    let service = service_fn(move |request| answer(ctx.clone(), request));
+                    let service = service_fn(move |request| answer(ctx.clone(), peer.ip(), request));
                     let connection = http1::Builder::new()
                         .timer(TokioTimer::new())
                         .header_read_timeout(Duration::from_millis(limits::ADMIN_REQUEST_READ_TIMEOUT_MS))
@@ -59,9 +61,16 @@ pub async fn serve(listener: TcpListener, ctx: AdminCtx) {
 
 async fn answer(
     ctx: AdminCtx,
+    peer: IpAddr,
     request: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
-    let response = if crate::fatal::is_stopping() {
+    let authorization = request.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+    let access =
+        super::access::check(request.method() == Method::POST, peer, authorization, ctx.token.as_deref());
+    let response = if let Err(refused) = access {
+        tracing::warn!(%peer, method = %request.method(), path = request.uri().path(), status = refused.status, "admin request refused");
+        refused
+    } else if crate::fatal::is_stopping() {
         // A node stopping on a fault reports nothing from its frozen state (`fatal.rs`).
         Response::error(503, "the node is stopping on a fault")
     } else if request.body().size_hint().upper() != Some(0) {

@@ -49,6 +49,7 @@ async fn node(dir: &tempfile::TempDir, id: u64) -> AdminCtx {
         votes: Arc::new(VoteGate::new(Votes::Open)),
         serving: Default::default(),
         leader_changes: Default::default(),
+        token: None,
     }
 }
 

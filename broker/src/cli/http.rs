@@ -50,8 +50,9 @@ impl Answer {
     }
 }
 
-/// Sends `method path` to `addr` and decodes the JSON answer, whatever its status.
-pub async fn call(addr: &str, method: Method, path: &str) -> Result<Answer> {
+/// Sends `method path` to `addr` (with the bearer `token`, if any) and decodes the JSON
+/// answer, whatever its status.
+pub async fn call(addr: &str, method: Method, path: &str, token: Option<&str>) -> Result<Answer> {
     let unreachable = |e: &std::io::Error| anyhow!("cannot reach the admin API at {addr}: {}", net_error(e));
     let stream = match tokio::time::timeout(ADMIN_CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
         Err(_) => {
@@ -63,11 +64,11 @@ pub async fn call(addr: &str, method: Method, path: &str) -> Result<Answer> {
     let exchange = async {
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(connection);
-        let request = Request::builder()
-            .method(method.clone())
-            .uri(path)
-            .header(header::HOST, addr)
-            .body(Empty::<Bytes>::new())?;
+        let mut request = Request::builder().method(method.clone()).uri(path).header(header::HOST, addr);
+        if let Some(token) = token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = request.body(Empty::<Bytes>::new())?;
         let response = sender.send_request(request).await?;
         let status = response.status().as_u16();
         let body = Limited::new(response.into_body(), ADMIN_ANSWER_BYTES_MAX)
@@ -91,6 +92,8 @@ pub async fn call(addr: &str, method: Method, path: &str) -> Result<Answer> {
 #[derive(Debug, Clone)]
 pub struct AdminApi {
     pub addrs: Vec<String>,
+    /// `--token-file`'s bearer token.
+    pub token: Option<String>,
 }
 
 impl AdminApi {
@@ -98,7 +101,7 @@ impl AdminApi {
     pub async fn first_status(&self) -> Result<(String, Value)> {
         let mut failures = Vec::new();
         for addr in &self.addrs {
-            match call(addr, Method::GET, "/status").await {
+            match call(addr, Method::GET, "/status", self.token.as_deref()).await {
                 Ok(answer) if answer.is_success() => return Ok((addr.clone(), answer.body)),
                 Ok(answer) => failures.push(format!("{addr} answered {}: {}", answer.status, answer.error())),
                 Err(e) => failures.push(format!("{e:#}")),
@@ -111,7 +114,7 @@ impl AdminApi {
     pub async fn all_statuses(&self) -> Vec<(String, Value)> {
         let mut statuses = Vec::new();
         for addr in &self.addrs {
-            if let Ok(answer) = call(addr, Method::GET, "/status").await {
+            if let Ok(answer) = call(addr, Method::GET, "/status", self.token.as_deref()).await {
                 if answer.is_success() {
                     statuses.push((addr.clone(), answer.body));
                 }
@@ -126,7 +129,7 @@ impl AdminApi {
         let mut failures = Vec::new();
         let mut leader = None;
         for addr in &self.addrs {
-            let answer = match call(addr, Method::POST, path).await {
+            let answer = match call(addr, Method::POST, path, self.token.as_deref()).await {
                 Ok(answer) => answer,
                 Err(e) => {
                     failures.push(format!("{e:#}"));

@@ -49,6 +49,10 @@ pub struct AdminArgs {
     /// Print one JSON value instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
+    /// File holding the admin API's bearer token (the nodes' `onelog.admin.token.file`), sent
+    /// with every request; changes need it when the nodes have one.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub token_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub command: AdminCommand,
 }
@@ -106,7 +110,16 @@ pub fn run(args: AdminArgs) -> ExitCode {
 }
 
 async fn dispatch(args: &AdminArgs) -> anyhow::Result<Report> {
-    let admin = AdminApi { addrs: args.admin.clone() };
+    let token = match &args.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("reading --token-file {}: {e}", path.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let admin = AdminApi { addrs: args.admin.clone(), token };
     match &args.command {
         AdminCommand::Status => status::status(&admin).await,
         AdminCommand::AddNode(add) => members::add_node(&admin, add).await,

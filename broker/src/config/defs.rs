@@ -65,6 +65,8 @@ pub const NODE_CONFIGS: &[BrokerConfigDef] = &[
     def("onelog.admin.listener", "", STRING),
     // A file holding the cluster secret every node's Raft handshake proves (`raft::transport::auth`).
     def("onelog.cluster.secret.file", "", STRING),
+    // A file holding the bearer token every admin API change must carry (`admin_api::access`).
+    def("onelog.admin.token.file", "", STRING),
 ];
 
 /// Broker-only configs and their defaults (topic-level defaults come from TOPIC_CONFIGS).

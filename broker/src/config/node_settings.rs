@@ -30,6 +30,8 @@ pub struct NodeSettings {
     pub admin_listen: Option<SocketAddr>,
     /// `onelog.cluster.secret.file`'s content: the key of the Raft handshake; `None` when unset.
     pub cluster_secret: Option<Arc<[u8]>>,
+    /// `onelog.admin.token.file`'s content: the admin API's bearer token; `None` when unset.
+    pub admin_token: Option<Arc<[u8]>>,
 }
 
 impl NodeSettings {
@@ -65,28 +67,29 @@ impl NodeSettings {
             raft_listen: optional_address(c, "onelog.raft.listener")?,
             peers: list(c.text("onelog.peers")?),
             admin_listen: optional_address(c, "onelog.admin.listener")?,
-            cluster_secret: cluster_secret(c)?,
+            cluster_secret: secret_file(c, "onelog.cluster.secret.file")?,
+            admin_token: secret_file(c, "onelog.admin.token.file")?,
         })
     }
 }
 
-/// Bytes a cluster secret needs at least: a short one could be guessed offline from one
-/// recorded handshake.
-const CLUSTER_SECRET_BYTES_MIN: usize = 16;
+/// Bytes a secret (the cluster's, the admin token) needs at least: a short one could be
+/// guessed offline from one recorded handshake, or online.
+const SECRET_BYTES_MIN: usize = 16;
 
-/// Reads the secret file (surrounding whitespace dropped, so `echo secret > file` works).
-fn cluster_secret(c: &Values) -> anyhow::Result<Option<Arc<[u8]>>> {
-    let path = c.text("onelog.cluster.secret.file")?.trim();
+/// Reads the secret file `key` names (surrounding whitespace dropped, so `echo secret > file`
+/// works).
+fn secret_file(c: &Values, key: &str) -> anyhow::Result<Option<Arc<[u8]>>> {
+    let path = c.text(key)?.trim();
     if path.is_empty() {
         return Ok(None);
     }
-    let origin = c.origin("onelog.cluster.secret.file");
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("onelog.cluster.secret.file={path} ({origin}): reading it"))?;
+    let origin = c.origin(key);
+    let bytes = std::fs::read(path).with_context(|| format!("{key}={path} ({origin}): reading it"))?;
     let secret = bytes.trim_ascii();
-    if secret.len() < CLUSTER_SECRET_BYTES_MIN {
+    if secret.len() < SECRET_BYTES_MIN {
         bail!(
-            "onelog.cluster.secret.file={path} ({origin}): the secret is {} bytes, at least {CLUSTER_SECRET_BYTES_MIN} are needed \
+            "{key}={path} ({origin}): the secret is {} bytes, at least {SECRET_BYTES_MIN} are needed \
              (e.g. `openssl rand -hex 32 > {path}`)",
             secret.len()
         );
