@@ -12,6 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_compat::codec::{self, DecodeError};
 use kafka_protocol::messages::ApiKey;
+use prometheus_client::metrics::counter::Counter;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -122,8 +123,18 @@ async fn serve_connection(
     let (tx, rx) = mpsc::channel::<Pending>(limits::INFLIGHT_REQUESTS_PER_CONNECTION_MAX);
     let mute: Mute = Arc::default();
     let activity = Activity::new();
-    let writing =
-        write_responses(writer, rx, peer, mute.clone(), activity.clone(), frame_limits.idle_timeout);
+    // Looked up once per connection, not per frame: a family lookup takes a lock.
+    let bytes_in = METRICS.request_bytes.get_or_create(&LISTENER).clone();
+    let bytes_out = METRICS.response_bytes.get_or_create(&LISTENER).clone();
+    let writing = write_responses(
+        writer,
+        rx,
+        peer,
+        mute.clone(),
+        activity.clone(),
+        frame_limits.idle_timeout,
+        bytes_out,
+    );
     let write_loop = tokio::spawn(writing);
     loop {
         let (frame, reservation) =
@@ -139,7 +150,7 @@ async fn serve_connection(
             break;
         }
         // The frame and its 4-byte length prefix.
-        METRICS.request_bytes.get_or_create(&LISTENER).inc_by(frame.len() as u64 + 4);
+        bytes_in.inc_by(frame.len() as u64 + 4);
         // A throttled connection's next request waits out the throttle (the bytes may already
         // be here; Kafka would leave them in the socket buffer).
         let muted_until = mute.lock().expect("mute lock").take();
@@ -210,6 +221,7 @@ async fn write_responses(
     muted: Mute,
     activity: Arc<Activity>,
     idle_timeout: Duration,
+    bytes_out: Counter,
 ) -> std::io::Result<()> {
     while let Some(pending) = rx.recv().await {
         let reply = pending.await;
@@ -236,7 +248,7 @@ async fn write_responses(
                     match tokio::time::timeout(idle_timeout, writer.write_all(&bytes)).await {
                         Ok(written) => {
                             written?;
-                            METRICS.response_bytes.get_or_create(&LISTENER).inc_by(bytes.len() as u64);
+                            bytes_out.inc_by(bytes.len() as u64);
                         }
                         Err(_) => {
                             STATS.idle_connections_closed.record(|_| {
