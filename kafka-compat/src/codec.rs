@@ -7,6 +7,7 @@
 //! versions use header v1, except ApiVersions which always answers with header v0).
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
@@ -17,6 +18,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use thiserror::Error;
 
 use crate::error_code;
+use crate::principal::KafkaPrincipal;
 
 /// The first fields of every request header, readable before anything is decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +49,13 @@ pub struct Request {
     /// The client's IP address. Not in the frame: `None` until the server, which knows the
     /// connection, sets it (Kafka's `RequestContext.clientAddress`).
     pub client_address: Option<IpAddr>,
+    /// Who sent it: `User:ANONYMOUS` until the server sets the connection's authenticated
+    /// principal (Kafka's `RequestContext.principal`).
+    pub principal: Arc<KafkaPrincipal>,
+    /// The name of the listener the request arrived on (`PLAINTEXT`, `SASL_SSL`, or an
+    /// operator's name from `listener.security.protocol.map`); `None` until the server sets it.
+    /// Metadata and FindCoordinator answer with the brokers' addresses on this listener.
+    pub listener: Option<Arc<str>>,
 }
 
 /// Reads api key, api version and correlation id from the start of a request frame.
@@ -72,7 +81,15 @@ pub fn decode_request(frame: Bytes) -> Result<Request, DecodeError> {
     let header =
         RequestHeader::decode(&mut buf, api_key.request_header_version(api_version)).map_err(malformed)?;
     let body = RequestKind::decode(api_key, &mut buf, api_version).map_err(malformed)?;
-    Ok(Request { api_key, api_version, header, body, client_address: None })
+    Ok(Request {
+        api_key,
+        api_version,
+        header,
+        body,
+        client_address: None,
+        principal: KafkaPrincipal::anonymous(),
+        listener: None,
+    })
 }
 
 /// Encodes a response frame: length prefix, response header, body.

@@ -13,6 +13,7 @@ pub mod error_code;
 pub mod frame;
 pub mod inflate;
 pub mod legacy_produce;
+pub mod principal;
 pub mod records;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
