@@ -17,6 +17,7 @@
 
 pub mod admin_api;
 pub mod alloc_guard;
+pub mod authz;
 pub mod cli;
 pub mod clock;
 pub mod config;

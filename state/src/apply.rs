@@ -123,6 +123,8 @@ pub fn apply_op(
         Op::DeleteRecords(delete) => {
             OpResult::LowWatermarks(apply_admin::delete_records(state, delete, effects))
         }
+        Op::CreateAcls(create) => OpResult::Items(state.acls.create(&create.bindings)),
+        Op::DeleteAcls(delete) => OpResult::AclsDeleted(state.acls.delete(&delete.filters)),
     }
 }
 

@@ -72,6 +72,10 @@ pub enum Op {
     /// DeleteRecords: move log start offsets forward as a client asked (up to the high
     /// watermark; held at the last stable offset while a transaction is open, as retention is).
     DeleteRecords(DeleteRecordsOp),
+    /// CreateAcls: bindings to add; one result each (validated again in apply).
+    CreateAcls(CreateAclsOp),
+    /// DeleteAcls: filters evaluated in apply, so every replica deletes the same bindings.
+    DeleteAcls(DeleteAclsOp),
 }
 
 impl Op {
@@ -331,6 +335,16 @@ pub struct TrimLog {
     pub log_start_offset: i64,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CreateAclsOp {
+    pub bindings: Vec<crate::acls::AclBinding>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DeleteAclsOp {
+    pub filters: Vec<crate::acls::AclFilter>,
+}
+
 /// What applying one entry returns (openraft's `R`): one result per op, in order.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CommandResponse {
@@ -369,6 +383,8 @@ pub enum OpResult {
     Deleted(Result<(), Refusal>),
     /// DeleteRecords: per partition, in request order.
     LowWatermarks(Vec<LowWatermark>),
+    /// DeleteAcls: per filter, the bindings it deleted.
+    AclsDeleted(Vec<crate::acls::FilterDeleted>),
 }
 
 /// An op with its own result type: what a caller of the proposer gets back for it.
@@ -418,6 +434,8 @@ typed_op!(AlterClientQuotasOp, AlterClientQuotas, (), |r| OpResult::Done => ());
 typed_op!(OffsetDeleteOp, OffsetDelete, Result<(), Refusal>, |r| OpResult::Deleted(d) => d);
 typed_op!(AlterConfigsOp, AlterConfigs, Vec<ItemResult>, |r| OpResult::Items(items) => items);
 typed_op!(DeleteRecordsOp, DeleteRecords, Vec<LowWatermark>, |r| OpResult::LowWatermarks(w) => w);
+typed_op!(CreateAclsOp, CreateAcls, Vec<ItemResult>, |r| OpResult::Items(items) => items);
+typed_op!(DeleteAclsOp, DeleteAcls, Vec<crate::acls::FilterDeleted>, |r| OpResult::AclsDeleted(d) => d);
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

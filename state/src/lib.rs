@@ -9,6 +9,7 @@
 //! checkpoint is this struct plus the Raft log id it covers. Collections are `BTreeMap`s so
 //! serialization and digests are deterministic.
 
+pub mod acls;
 pub mod apply;
 mod apply_admin;
 mod apply_txn;
@@ -63,6 +64,9 @@ pub struct BrokerState {
     /// Dynamic broker, group and client-metrics configs (topic overrides are on the topic).
     #[serde(default)]
     pub configs: configs::DynamicConfigs,
+    /// ACL bindings (Kafka's StandardAuthorizer data), enforced by every node's authorizer.
+    #[serde(default)]
+    pub acls: acls::Acls,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

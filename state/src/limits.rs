@@ -41,3 +41,14 @@ pub const TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT: i64 = 604_800_000;
 /// larger value is refused with INVALID_CONFIG (Kafka's own bound is `i32::MAX`); the broker
 /// refuses to start with one, and checks the relation to the entry limit at compile time.
 pub const MESSAGE_BYTES_MAX: i32 = 48 * 1024 * 1024;
+
+/// ACL bindings the cluster holds, at most: every node keeps the whole table in memory and in
+/// each checkpoint (a binding is ~100 bytes). A creation past it gets POLICY_VIOLATION.
+pub const ACL_BINDINGS_MAX: usize = 100_000;
+
+/// Bytes of an ACL's resource name (Kafka has no bound; topic names stop at 249, group and
+/// transactional ids have none, so this is generous).
+pub const ACL_RESOURCE_NAME_BYTES_MAX: usize = 4096;
+
+/// Bytes of an ACL's principal (`type:name`; a certificate subject may be long).
+pub const ACL_PRINCIPAL_BYTES_MAX: usize = 1024;

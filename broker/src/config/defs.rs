@@ -113,6 +113,12 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("group.max.session.timeout.ms", "1800000", Int),
     // KIP-389: members per group (else GROUP_MAX_SIZE_REACHED).
     at_least("group.max.size", "2147483647", Int, 1),
+    // Authorization (`authz`, `config::authz`), Kafka's names: an empty class name is no
+    // authorizer (everything allowed, the ACL APIs answer SECURITY_DISABLED); Kafka's two ACL
+    // authorizer class names select onelog's built-in one. `super.users` is `;`-separated.
+    def("authorizer.class.name", "", STRING),
+    def("super.users", "", STRING),
+    def("allow.everyone.if.no.acl.found", "false", Boolean),
 ];
 
 /// Broker-only configs that may change at run time (IncrementalAlterConfigs / AlterConfigs on

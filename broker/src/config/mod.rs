@@ -10,6 +10,7 @@
 //! type or out of its range fails start-up with the key, the value, where it was set and what
 //! is allowed, never a request.
 
+pub mod authz;
 mod defs;
 mod node_settings;
 pub mod sources;
@@ -149,6 +150,8 @@ pub struct Settings {
     pub txn_remove_expired_interval_ms: u64,
     pub group: GroupSettings,
     pub listener: ListenerSettings,
+    /// `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
+    pub authz: authz::AuthzSettings,
 }
 
 /// The Kafka listener's settings (besides `socket.request.max.bytes`).
@@ -255,6 +258,11 @@ impl Settings {
                 max_size: c.int("group.max.size")?.max(1) as usize,
             },
             listener: ListenerSettings::parse(c, socket_request_max_bytes)?,
+            authz: authz::AuthzSettings::parse(
+                c.text("authorizer.class.name")?,
+                c.text("super.users")?,
+                c.bool("allow.everyone.if.no.acl.found")?,
+            )?,
         })
     }
 

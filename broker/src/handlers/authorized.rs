@@ -1,43 +1,57 @@
-//! Authorized operations (KIP-430): the bit set Metadata, DescribeCluster, DescribeGroups and
-//! ConsumerGroupDescribe return when the client asks for it. onelog has no authorizer yet, so
-//! every principal may do everything: the answer is every operation Kafka defines for the
-//! resource type (`AclEntry.supportedOperations`), each operation's bit being `1 << code`.
-//! When not asked for, Kafka answers `i32::MIN` ("omitted").
+//! Authorized operations (KIP-430): the bit set Metadata, DescribeCluster, DescribeGroups,
+//! ConsumerGroupDescribe and DescribeTopicPartitions return when the client asks for it: of
+//! the operations Kafka defines for the resource type (`AclEntry.supportedOperations`), those
+//! the requesting principal may do, each operation's bit being `1 << code`. Without an
+//! authorizer that is every one of them. When not asked for, Kafka answers `i32::MIN`.
+
+use crate::authz::{self, op, rt, Subject, CLUSTER_NAME};
+use crate::ctx::Ctx;
 
 /// Kafka's `authorizedOperations` when the request did not ask for it.
 pub const OMITTED: i32 = i32::MIN;
 
-/// `AclOperation` codes.
-const READ: u8 = 3;
-const WRITE: u8 = 4;
-const CREATE: u8 = 5;
-const DELETE: u8 = 6;
-const ALTER: u8 = 7;
-const DESCRIBE: u8 = 8;
-const CLUSTER_ACTION: u8 = 9;
-const DESCRIBE_CONFIGS: u8 = 10;
-const ALTER_CONFIGS: u8 = 11;
-const IDEMPOTENT_WRITE: u8 = 12;
+const TOPIC_OPERATIONS: &[i8] = &[
+    op::READ,
+    op::WRITE,
+    op::CREATE,
+    op::DELETE,
+    op::ALTER,
+    op::DESCRIBE,
+    op::DESCRIBE_CONFIGS,
+    op::ALTER_CONFIGS,
+];
+const GROUP_OPERATIONS: &[i8] = &[op::READ, op::DESCRIBE, op::DELETE];
+const CLUSTER_OPERATIONS: &[i8] = &[
+    op::CREATE,
+    op::ALTER,
+    op::DESCRIBE,
+    op::CLUSTER_ACTION,
+    op::DESCRIBE_CONFIGS,
+    op::ALTER_CONFIGS,
+    op::IDEMPOTENT_WRITE,
+];
 
-const fn bits(operations: &[u8]) -> i32 {
-    let mut set = 0;
-    let mut i = 0;
-    while i < operations.len() {
-        set |= 1 << operations[i];
-        i += 1;
-    }
-    set
+/// The topic's bit set for `who`, or [`OMITTED`] when not asked.
+pub fn topic(ctx: &Ctx, who: &Subject, asked: bool, name: &str) -> i32 {
+    of(ctx, who, asked, rt::TOPIC, name, TOPIC_OPERATIONS)
 }
 
-pub const TOPIC: i32 = bits(&[READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS]);
-pub const GROUP: i32 = bits(&[READ, DESCRIBE, DELETE]);
-pub const CLUSTER: i32 =
-    bits(&[CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE]);
+pub fn group(ctx: &Ctx, who: &Subject, asked: bool, group_id: &str) -> i32 {
+    of(ctx, who, asked, rt::GROUP, group_id, GROUP_OPERATIONS)
+}
 
-/// `all` when the client asked for authorized operations, else [`OMITTED`].
-pub fn when_asked(asked: bool, all: i32) -> i32 {
+/// Kafka's `handleDescribeCluster` and Metadata: 0 for a principal that may not DESCRIBE
+/// the cluster.
+pub fn cluster(ctx: &Ctx, who: &Subject, asked: bool) -> i32 {
+    if asked && !authz::cluster_allowed(ctx, who, op::DESCRIBE) {
+        return 0;
+    }
+    of(ctx, who, asked, rt::CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+}
+
+fn of(ctx: &Ctx, who: &Subject, asked: bool, resource_type: i8, name: &str, operations: &[i8]) -> i32 {
     if asked {
-        all
+        authz::authorized_operations(ctx, who, resource_type, name, operations)
     } else {
         OMITTED
     }
@@ -47,11 +61,15 @@ pub fn when_asked(asked: bool, all: i32) -> i32 {
 mod tests {
     use super::*;
 
+    fn bits(operations: &[i8]) -> i32 {
+        operations.iter().fold(0, |set, o| set | (1 << o))
+    }
+
     #[test]
     fn bit_sets_are_kafkas() {
         // The sums of Kafka's supported operations per resource type.
-        assert_eq!(TOPIC, 3576);
-        assert_eq!(GROUP, 328);
-        assert_eq!(CLUSTER, 8096);
+        assert_eq!(bits(TOPIC_OPERATIONS), 3576);
+        assert_eq!(bits(GROUP_OPERATIONS), 328);
+        assert_eq!(bits(CLUSTER_OPERATIONS), 8096);
     }
 }

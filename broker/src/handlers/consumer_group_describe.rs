@@ -14,6 +14,7 @@ use kafka_protocol::messages::{ApiKey, ConsumerGroupDescribeResponse, RequestKin
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::ConsumerGroupDescribe;
@@ -21,16 +22,19 @@ pub const VERSIONS: (i16, i16) = (0, 1);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::ConsumerGroupDescribe(body) = req.body else {
         anyhow::bail!("not a ConsumerGroupDescribe body")
     };
     let leader = ctx.is_leader();
-    let operations = authorized::when_asked(body.include_authorized_operations, authorized::GROUP);
     let groups = body
         .group_ids
         .into_iter()
         .map(|id| {
-            let (code, message) = if group_id_invalid(&id.0) {
+            let operations = authorized::group(&ctx, &who, body.include_authorized_operations, &id.0);
+            let (code, message) = if !authz::allowed(&ctx, &who, rt::GROUP, &id.0, op::DESCRIBE) {
+                (code::GROUP_AUTHORIZATION_FAILED, None)
+            } else if group_id_invalid(&id.0) {
                 (error_code::INVALID_GROUP_ID, None)
             } else if !leader {
                 (error_code::NOT_COORDINATOR, None)

@@ -1,29 +1,114 @@
-//! CreateAcls (key 30), v1–v3: no authorizer yet; every creation is answered
-//! SECURITY_DISABLED (54) "No Authorizer is configured.", as Kafka without one answers.
+//! CreateAcls (key 30), v1–v3, as Kafka's `AclApis.handleCreateAcls`: SECURITY_DISABLED
+//! without an authorizer; ALTER on the cluster, else every creation
+//! CLUSTER_AUTHORIZATION_FAILED; each binding validated with Kafka's messages
+//! (`onelog_state::acls::validate_binding`), the valid ones put in the log as one
+//! `CreateAcls` op (apply validates again and counts against the bound). A controller API: a
+//! follower forwards it to the leader.
 
 use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
-use kafka_protocol::messages::{ApiKey, CreateAclsResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, CreateAclsRequest, CreateAclsResponse, RequestKind, ResponseKind};
+use onelog_state::acls::{validate_binding, AclBinding, AclEntry, ResourcePattern};
+use onelog_state::command::CreateAclsOp;
 
 use super::util::str_bytes;
 use super::{not_served, HandlerResult};
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::SharedCtx;
+use crate::errors::{propose_error_code, Addressed};
+use crate::net::forward;
 
 pub const KEY: ApiKey = ApiKey::CreateAcls;
 pub const VERSIONS: (i16, i16) = (1, 3);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
-pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
+    let forwarded = forward::is_forwarded(&req.header);
     let RequestKind::CreateAcls(body) = req.body else { anyhow::bail!("not a CreateAcls body") };
-    not_served::log(KEY, "no authorizer: ACLs are not implemented yet");
+    if !authz::enabled(&ctx) {
+        return Ok(Some(all(&body, not_served::SECURITY_DISABLED, Some(not_served::NO_AUTHORIZER))));
+    }
+    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
+        return Ok(Some(all(&body, code::CLUSTER_AUTHORIZATION_FAILED, None)));
+    }
+    if !ctx.may_propose() && !forwarded {
+        let bindings: Vec<AclBinding> = body.creations.iter().map(binding).collect();
+        let settled = |response: &ResponseKind, state: &onelog_state::BrokerState| {
+            let ResponseKind::CreateAcls(r) = response else { return true };
+            r.results
+                .iter()
+                .zip(&bindings)
+                .all(|(r, b)| r.error_code != error_code::NONE || state.acls.contains(b))
+        };
+        let relayed =
+            forward::relay(&ctx, KEY, req.api_version, RequestKind::CreateAcls(body.clone()), settled);
+        let failed = || all(&body, error_code::NOT_CONTROLLER, None);
+        return Ok(Some(relayed.await.unwrap_or_else(failed)));
+    }
+    let mut results: Vec<(i16, Option<String>)> = Vec::with_capacity(body.creations.len());
+    let mut valid = Vec::new();
+    for creation in &body.creations {
+        let binding = binding(creation);
+        match validate_binding(&binding) {
+            Ok(()) => {
+                valid.push((results.len(), binding));
+                results.push((error_code::NONE, None));
+            }
+            Err(refusal) => results.push((refusal.error_code, Some(refusal.message))),
+        }
+    }
+    if !valid.is_empty() {
+        let bindings = valid.iter().map(|(_, b)| b.clone()).collect();
+        match ctx.proposer.propose(CreateAclsOp { bindings }).await {
+            Ok(applied) => {
+                for ((index, _), result) in valid.iter().zip(applied) {
+                    results[*index] = result;
+                }
+            }
+            Err(e) => {
+                let code = propose_error_code(&e, Addressed::Controller);
+                for (index, _) in &valid {
+                    results[*index] = (code, Some(format!("the ACL change did not commit: {e}")));
+                }
+            }
+        }
+    }
+    let results = results
+        .into_iter()
+        .map(|(code, message)| {
+            AclCreationResult::default().with_error_code(code).with_error_message(message.map(str_bytes))
+        })
+        .collect();
+    Ok(Some(ResponseKind::CreateAcls(CreateAclsResponse::default().with_results(results))))
+}
+
+/// The binding a creation asks for, as sent (validation comes after).
+fn binding(c: &AclCreation) -> AclBinding {
+    AclBinding {
+        pattern: ResourcePattern {
+            resource_type: c.resource_type,
+            pattern_type: c.resource_pattern_type,
+            name: c.resource_name.to_string(),
+        },
+        entry: AclEntry {
+            principal: c.principal.to_string(),
+            host: c.host.to_string(),
+            operation: c.operation,
+            permission: c.permission_type,
+        },
+    }
+}
+
+fn all(body: &CreateAclsRequest, code: i16, message: Option<&str>) -> ResponseKind {
     let results = body
         .creations
         .iter()
         .map(|_| {
-            AclCreationResult::default()
-                .with_error_code(not_served::SECURITY_DISABLED)
-                .with_error_message(Some(str_bytes(not_served::NO_AUTHORIZER)))
+            AclCreationResult::default().with_error_code(code).with_error_message(message.map(str_bytes))
         })
         .collect();
-    Ok(Some(ResponseKind::CreateAcls(CreateAclsResponse::default().with_results(results))))
+    ResponseKind::CreateAcls(CreateAclsResponse::default().with_results(results))
 }

@@ -1,5 +1,5 @@
 //! DescribeCluster (key 60): the brokers (every Raft member), the controller (the Raft
-//! leader) and the cluster id; authorized operations when asked (all, see `authorized`).
+//! leader) and the cluster id; authorized operations when asked (see `authorized`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -8,6 +8,7 @@ use kafka_protocol::messages::{ApiKey, DescribeClusterResponse, RequestKind, Res
 
 use super::util::str_bytes;
 use super::{authorized, HandlerResult};
+use crate::authz::Subject;
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::DescribeCluster;
@@ -18,14 +19,16 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 const ENDPOINT_BROKERS: i8 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::DescribeCluster(body) = req.body else { anyhow::bail!("not a DescribeCluster body") };
     let mut response = DescribeClusterResponse::default()
         .with_cluster_id(str_bytes(ctx.leadership.cluster_id()))
         .with_controller_id(ctx.leader_id().map_or(-1, |l| l as i32).into())
         .with_endpoint_type(ENDPOINT_BROKERS)
-        .with_cluster_authorized_operations(authorized::when_asked(
+        .with_cluster_authorized_operations(authorized::cluster(
+            &ctx,
+            &who,
             body.include_cluster_authorized_operations,
-            authorized::CLUSTER,
         ))
         .with_brokers(
             ctx.leadership

@@ -6,7 +6,7 @@
 //! are shown only while the group is Stable; a group known only from committed offsets is
 //! `Empty`; an unknown group is `Dead` with no error (v5 and below). A follower answers
 //! NOT_COORDINATOR per group, an empty or over-long group id INVALID_GROUP_ID. Authorized
-//! operations (v3+, when asked): all of a group's, see `authorized`.
+//! operations (v3+, when asked), see `authorized`; DESCRIBE on each group.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -15,6 +15,7 @@ use kafka_protocol::messages::{ApiKey, DescribeGroupsResponse, GroupId, RequestK
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
+use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::group::GroupState;
 use crate::ctx::{Ctx, SharedCtx};
 
@@ -23,13 +24,21 @@ pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::DescribeGroups(body) = req.body else { anyhow::bail!("not a DescribeGroups body") };
     let leader = ctx.is_leader();
-    let operations = authorized::when_asked(body.include_authorized_operations, authorized::GROUP);
     let groups = body
         .groups
         .into_iter()
         .map(|id| {
+            // Kafka: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it.
+            if !authz::allowed(&ctx, &who, rt::GROUP, &id.0, op::DESCRIBE) {
+                return DescribedGroup::default()
+                    .with_error_code(code::GROUP_AUTHORIZATION_FAILED)
+                    .with_group_id(id)
+                    .with_authorized_operations(authorized::OMITTED);
+            }
+            let operations = authorized::group(&ctx, &who, body.include_authorized_operations, &id.0);
             let group = if group_id_invalid(&id.0) {
                 DescribedGroup::default().with_error_code(error_code::INVALID_GROUP_ID)
             } else if leader {

@@ -8,7 +8,7 @@
 //! one left out. A cursor naming a topic that is not requested is INVALID_REQUEST, as Kafka
 //! answers. Partitions are described as in Metadata (leader: the Raft leader, epoch: the term,
 //! replicas: the voters); onelog has no ELR (KIP-966's eligible leader replicas): both lists
-//! are empty. Authorized operations are always returned (all of a topic's, see `authorized`).
+//! are empty. DESCRIBE on each topic (a listing of all leaves the others out); authorized operations are always returned (see `authorized`).
 //! The virtual `__consumer_offsets` is described as internal (`internal_topic`).
 
 use std::collections::BTreeSet;
@@ -25,6 +25,7 @@ use kafka_protocol::messages::{
 
 use super::util::{topic_name, uuid};
 use super::{authorized, HandlerResult};
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::internal_topic;
 use crate::limits::DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX;
@@ -34,13 +35,19 @@ pub const VERSIONS: (i16, i16) = (0, 0);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::DescribeTopicPartitions(body) = req.body else {
         anyhow::bail!("not a DescribeTopicPartitions body")
     };
-    Ok(Some(ResponseKind::DescribeTopicPartitions(describe(&ctx, body))))
+    Ok(Some(ResponseKind::DescribeTopicPartitions(describe(&ctx, &who, body))))
 }
 
-fn describe(ctx: &Ctx, body: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse {
+fn describe(
+    ctx: &Ctx,
+    who: &Subject,
+    body: DescribeTopicPartitionsRequest,
+) -> DescribeTopicPartitionsResponse {
+    let listed_all = body.topics.is_empty();
     let requested: BTreeSet<String> = body.topics.iter().map(|t| t.name.0.to_string()).collect();
     let names: Vec<String> = if requested.is_empty() {
         // Every topic, and the virtual `__consumer_offsets` (`internal_topic`), sorted.
@@ -57,16 +64,29 @@ fn describe(ctx: &Ctx, body: DescribeTopicPartitionsRequest) -> DescribeTopicPar
     if body.cursor.is_some() && !names.contains(&start_topic) {
         return invalid_cursor(&names);
     }
+    // Kafka: DESCRIBE on each topic; a listing of all leaves the others out.
+    let allowed = authz::allowed_each(ctx, who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
+    let names: Vec<(String, bool)> =
+        names.into_iter().zip(allowed).filter(|(_, allowed)| *allowed || !listed_all).collect();
     let mut budget = body.response_partition_limit.clamp(1, DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX) as usize;
     let mut topics = Vec::new();
     let mut next_cursor = None;
-    for name in names.into_iter().filter(|n| *n >= start_topic) {
+    for (name, allowed) in names.into_iter().filter(|(n, _)| *n >= start_topic) {
+        if !allowed {
+            topics.push(
+                DescribeTopicPartitionsResponseTopic::default()
+                    .with_error_code(code::TOPIC_AUTHORIZATION_FAILED)
+                    .with_name(Some(topic_name(name))),
+            );
+            continue;
+        }
         if budget == 0 {
             next_cursor = Some(Cursor::default().with_topic_name(topic_name(name)).with_partition_index(0));
             break;
         }
         let first = if name == start_topic { start_partition } else { 0 };
         let (topic, count) = describe_topic(ctx, &name, first, budget);
+        let topic = topic.with_topic_authorized_operations(authorized::topic(ctx, who, true, &name));
         budget -= topic.partitions.len();
         let described_to = first + topic.partitions.len() as i32;
         topics.push(topic);
@@ -148,6 +168,6 @@ fn describe_topic(
         .with_topic_id(uuid(&topic_id))
         .with_is_internal(is_internal)
         .with_partitions(partitions)
-        .with_topic_authorized_operations(authorized::TOPIC);
+        .with_topic_authorized_operations(authorized::OMITTED);
     (topic, count)
 }

@@ -4,8 +4,9 @@
 //! are the voters (or those an explicit CreatePartitions assignment named), ISR those of them
 //! whose replication is current. Unknown topics are created here when `auto.create.topics.enable`
 //! is on and the client allows it (v4+), as Kafka does. `__consumer_offsets` is listed as
-//! internal (`internal_topic`). Authorized operations (v8+, when
-//! asked): all of a topic's, and in v8–v10 all of the cluster's (see `authorized`).
+//! internal (`internal_topic`). With an authorizer, DESCRIBE on each topic as Kafka checks it
+//! (`restrict`), and CREATE on the cluster or topic for auto-creation. Authorized operations
+//! (v8+, when asked): the topic's, and in v8–v10 the cluster's (see `authorized`).
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,7 @@ use kafka_protocol::messages::{ApiKey, MetadataResponse, RequestKind, ResponseKi
 
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::{authorized, HandlerResult};
+use crate::authz::{self, code, op, rt, Subject};
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
 use crate::internal_topic;
@@ -28,6 +30,7 @@ pub const VERSIONS: (i16, i16) = (0, 12);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::Metadata(body) = req.body else { anyhow::bail!("not a Metadata body") };
     let version = req.api_version;
     // v0: an empty list means all topics; v1+: null means all topics.
@@ -40,24 +43,76 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     };
     let auto_create =
         (version < 4 || body.allow_auto_topic_creation) && ctx.config.settings.auto_create_topics;
+    // Kafka: auto-creation needs CREATE on the cluster or on the topic (and DESCRIBE on it).
+    let creatable = |name: &str| {
+        authz::allowed(&ctx, &who, rt::TOPIC, name, op::DESCRIBE)
+            && (authz::cluster_allowed(&ctx, &who, op::CREATE)
+                || authz::allowed(&ctx, &who, rt::TOPIC, name, op::CREATE))
+    };
     if let (true, Some(requested)) = (auto_create, &requested) {
-        create_missing(&ctx, requested).await;
+        let allowed: Vec<_> =
+            requested.iter().filter(|(name, _)| name.as_deref().is_some_and(creatable)).cloned().collect();
+        create_missing(&ctx, &allowed).await;
     }
-    let topic_operations =
-        authorized::when_asked(body.include_topic_authorized_operations, authorized::TOPIC);
+    let all_topics = requested.is_none();
+    let mut topics = topics(&ctx, requested);
+    restrict(&ctx, &who, &mut topics, all_topics, auto_create.then_some(&creatable));
+    if body.include_topic_authorized_operations {
+        for t in &mut topics {
+            if t.error_code == error_code::NONE {
+                let name = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
+                t.topic_authorized_operations = authorized::topic(&ctx, &who, true, &name);
+            }
+        }
+    }
     let mut response = MetadataResponse::default()
         .with_brokers(brokers(&ctx))
         .with_cluster_id(Some(str_bytes(ctx.leadership.cluster_id())))
         .with_controller_id(ctx.leader_id().map_or(-1, |l| l as i32).into())
-        .with_topics(topics(&ctx, requested, topic_operations));
+        .with_topics(topics);
     // KIP-430: cluster operations exist in v8-v10 only (v11 moved them to DescribeCluster).
     if (8..=10).contains(&version) {
-        response = response.with_cluster_authorized_operations(authorized::when_asked(
+        response = response.with_cluster_authorized_operations(authorized::cluster(
+            &ctx,
+            &who,
             body.include_cluster_authorized_operations,
-            authorized::CLUSTER,
         ));
     }
     Ok(Some(ResponseKind::Metadata(response)))
+}
+
+/// Kafka's DESCRIBE check on each topic: a request for all topics leaves out those the
+/// principal may not describe; a named one gets TOPIC_AUTHORIZATION_FAILED (and nothing that
+/// says whether it exists), as does a missing one it could describe but not create.
+fn restrict(
+    ctx: &SharedCtx,
+    who: &Subject,
+    topics: &mut Vec<MetadataResponseTopic>,
+    all_topics: bool,
+    creatable: Option<&dyn Fn(&str) -> bool>,
+) {
+    if !authz::enabled(ctx) {
+        return;
+    }
+    let names: Vec<String> =
+        topics.iter().map(|t| t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default()).collect();
+    let allowed = authz::allowed_each(ctx, who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
+    if all_topics {
+        let mut keep = allowed.into_iter();
+        topics.retain(|_| keep.next().unwrap_or(false));
+        return;
+    }
+    for ((topic, allowed), name) in topics.iter_mut().zip(allowed).zip(&names) {
+        let missing = topic.error_code == error_code::UNKNOWN_TOPIC_OR_PARTITION;
+        let uncreatable = missing && creatable.is_some_and(|may_create| !may_create(name));
+        if !allowed || uncreatable {
+            let name = topic.name.take();
+            *topic = MetadataResponseTopic::default()
+                .with_error_code(code::TOPIC_AUTHORIZATION_FAILED)
+                .with_name(name)
+                .with_topic_authorized_operations(authorized::OMITTED);
+        }
+    }
 }
 
 async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])]) {
@@ -102,11 +157,8 @@ fn brokers(ctx: &SharedCtx) -> Vec<MetadataResponseBroker> {
         .collect()
 }
 
-fn topics(
-    ctx: &SharedCtx,
-    requested: Option<Vec<(Option<String>, [u8; 16])>>,
-    operations: i32,
-) -> Vec<MetadataResponseTopic> {
+fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -> Vec<MetadataResponseTopic> {
+    let operations = authorized::OMITTED;
     let leader = ctx.leader_id().map_or(-1, |l| l as i32);
     let epoch = ctx.leadership.leader_epoch();
     let voters = ctx.leadership.voter_ids();

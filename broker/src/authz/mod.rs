@@ -1,0 +1,123 @@
+//! The authorizer: Kafka's `StandardAuthorizer` over the replicated ACL table
+//! (`onelog_state::acls`). Handlers call it with the request's [`Subject`] (principal and
+//! client address) and the resource and operation Kafka's `KafkaApis` checks.
+//!
+//! Disabled (`authorizer.class.name` empty) every check passes, as Kafka without an
+//! authorizer. Enabled, each check reads the applied state once (one read lock; a request's
+//! many names are checked under one), so a change is seen by the next request and nothing is
+//! cached that an applied entry could make stale.
+
+mod decision;
+
+use kafka_compat::codec::Request;
+use kafka_compat::principal::KafkaPrincipal;
+
+pub use decision::{grants, Subject, WILDCARD_PRINCIPAL};
+pub use onelog_state::acls::{operation as op, resource_type as rt, CLUSTER_NAME};
+
+use crate::ctx::Ctx;
+
+/// Test builds only (`fault-injection`): a client id `onelog-test-principal:<name>` on a
+/// connection that did not authenticate acts as `User:<name>`, so the integration tests can
+/// act as several principals before SASL exists. Never compiled into a release build.
+pub const TEST_PRINCIPAL_CLIENT_ID_PREFIX: &str = "onelog-test-principal:";
+
+impl Subject {
+    /// Who sent `req`.
+    pub fn of(req: &Request) -> Subject {
+        Subject { principal: principal_of(req), host: req.client_address }
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+fn principal_of(req: &Request) -> std::sync::Arc<KafkaPrincipal> {
+    let client_id = req.header.client_id.as_ref().map(|c| c.as_str()).unwrap_or_default();
+    match client_id.strip_prefix(TEST_PRINCIPAL_CLIENT_ID_PREFIX) {
+        Some(name) if req.principal.is_anonymous() && !name.is_empty() => {
+            std::sync::Arc::new(KafkaPrincipal::user(name))
+        }
+        _ => req.principal.clone(),
+    }
+}
+
+#[cfg(not(feature = "fault-injection"))]
+fn principal_of(req: &Request) -> std::sync::Arc<KafkaPrincipal> {
+    req.principal.clone()
+}
+
+/// Whether an authorizer is configured.
+pub fn enabled(ctx: &Ctx) -> bool {
+    ctx.config.settings.authz.enabled
+}
+
+/// Whether `who` may do `operation` on `(resource_type, name)`.
+pub fn allowed(ctx: &Ctx, who: &Subject, resource_type: i8, name: &str, operation: i8) -> bool {
+    let settings = &ctx.config.settings.authz;
+    if !settings.enabled || settings.is_super_user(&who.principal) {
+        return true;
+    }
+    ctx.applied.state(|s| decision::decide(settings, &s.acls, who, resource_type, name, operation))
+}
+
+/// [`allowed`] on the cluster resource.
+pub fn cluster_allowed(ctx: &Ctx, who: &Subject, operation: i8) -> bool {
+    allowed(ctx, who, rt::CLUSTER, CLUSTER_NAME, operation)
+}
+
+/// [`allowed`] for each name, under one read of the state.
+pub fn allowed_each<'n>(
+    ctx: &Ctx,
+    who: &Subject,
+    resource_type: i8,
+    names: impl IntoIterator<Item = &'n str>,
+    operation: i8,
+) -> Vec<bool> {
+    let settings = &ctx.config.settings.authz;
+    if !settings.enabled || settings.is_super_user(&who.principal) {
+        return names.into_iter().map(|_| true).collect();
+    }
+    ctx.applied.state(|s| {
+        names
+            .into_iter()
+            .map(|name| decision::decide(settings, &s.acls, who, resource_type, name, operation))
+            .collect()
+    })
+}
+
+/// Whether `who` may do `operation` on at least one resource of the type (Kafka's
+/// `authorizeByResourceType`).
+pub fn allowed_on_any(ctx: &Ctx, who: &Subject, resource_type: i8, operation: i8) -> bool {
+    let settings = &ctx.config.settings.authz;
+    if !settings.enabled {
+        return true;
+    }
+    ctx.applied.state(|s| decision::decide_any_of_type(settings, &s.acls, who, resource_type, operation))
+}
+
+/// KIP-430: the bit set (`1 << code`) of the `operations` `who` may do on the resource.
+pub fn authorized_operations(
+    ctx: &Ctx,
+    who: &Subject,
+    resource_type: i8,
+    name: &str,
+    operations: &[i8],
+) -> i32 {
+    let settings = &ctx.config.settings.authz;
+    ctx.applied.state(|s| {
+        operations
+            .iter()
+            .filter(|&&operation| {
+                !settings.enabled || decision::decide(settings, &s.acls, who, resource_type, name, operation)
+            })
+            .fold(0, |bits, &operation| bits | (1 << operation))
+    })
+}
+
+/// Kafka's authorization error codes.
+pub mod code {
+    pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+    pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+    pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+    pub const SECURITY_DISABLED: i16 = 54;
+}
