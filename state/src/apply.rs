@@ -123,6 +123,7 @@ pub fn apply_op(
         Op::DeleteRecords(delete) => {
             OpResult::LowWatermarks(apply_admin::delete_records(state, delete, effects))
         }
+        Op::AlterScramCredentials(op) => OpResult::Items(state.scram.apply(&op.users)),
     }
 }
 

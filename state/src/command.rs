@@ -72,6 +72,8 @@ pub enum Op {
     /// DeleteRecords: move log start offsets forward as a client asked (up to the high
     /// watermark; held at the last stable offset while a transaction is open, as retention is).
     DeleteRecords(DeleteRecordsOp),
+    /// AlterUserScramCredentials (KIP-554): validated credential changes, one result per user.
+    AlterScramCredentials(AlterScramCredentialsOp),
 }
 
 impl Op {
@@ -140,6 +142,13 @@ impl Default for ReplicatedLimits {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AlterClientQuotasOp {
     pub alterations: Vec<crate::quotas::QuotaAlteration>,
+}
+
+/// Credential changes the handler validated and derived (`scram::validate_upsertion`), one
+/// entry per user.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AlterScramCredentialsOp {
+    pub users: Vec<crate::scram::UserScramAlteration>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -418,6 +427,7 @@ typed_op!(AlterClientQuotasOp, AlterClientQuotas, (), |r| OpResult::Done => ());
 typed_op!(OffsetDeleteOp, OffsetDelete, Result<(), Refusal>, |r| OpResult::Deleted(d) => d);
 typed_op!(AlterConfigsOp, AlterConfigs, Vec<ItemResult>, |r| OpResult::Items(items) => items);
 typed_op!(DeleteRecordsOp, DeleteRecords, Vec<LowWatermark>, |r| OpResult::LowWatermarks(w) => w);
+typed_op!(AlterScramCredentialsOp, AlterScramCredentials, Vec<ItemResult>, |r| OpResult::Items(items) => items);
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

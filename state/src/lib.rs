@@ -22,6 +22,7 @@ pub mod groups;
 pub mod limits;
 pub mod producers;
 pub mod quotas;
+pub mod scram;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod topic_config;
@@ -63,6 +64,10 @@ pub struct BrokerState {
     /// Dynamic broker, group and client-metrics configs (topic overrides are on the topic).
     #[serde(default)]
     pub configs: configs::DynamicConfigs,
+    /// SCRAM credentials (KIP-554): salt, StoredKey, ServerKey and iterations per user and
+    /// mechanism, never a password.
+    #[serde(default)]
+    pub scram: scram::ScramCredentials,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -19,7 +19,8 @@ const MAGIC: &[u8; 4] = b"OLCP";
 // 4: consumer groups gained their last completed generation and members.
 // 5: transactions: transactional ids, open transactions per partition, the aborted index.
 // 6: partitions gained the replicas of an explicit CreatePartitions assignment.
-const FORMAT_VERSION: u32 = 6;
+// 7: BrokerState gained SCRAM credentials.
+const FORMAT_VERSION: u32 = 7;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Checkpoint {
