@@ -38,4 +38,5 @@ pub mod net;
 pub mod node;
 pub mod quotas;
 pub mod raft;
+pub mod scram;
 pub mod storage;

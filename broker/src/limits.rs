@@ -319,3 +319,8 @@ pub const DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX: i32 = 2_000;
 pub const SEGMENT_ALLOCATION_STEP_BYTES_MIN: u64 = 64 * 1024;
 pub const SEGMENT_ALLOCATION_STEP_BYTES_MAX: u64 = 8 * 1024 * 1024;
 const _: () = assert!(SEGMENT_ALLOCATION_STEP_BYTES_MIN <= SEGMENT_ALLOCATION_STEP_BYTES_MAX);
+
+/// Bytes of one SCRAM client message (RFC 5802 client-first or client-final): a user name of
+/// `onelog_state::limits::SCRAM_USER_NAME_BYTES_MAX` escaped, nonces, a SHA-512 proof and
+/// extensions fit many times over; a longer token fails the exchange before it is parsed.
+pub const SCRAM_MESSAGE_BYTES_MAX: usize = 8 * 1024;

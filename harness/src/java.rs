@@ -293,6 +293,20 @@ pub fn transactions(bootstrap: &str, args: &[&str]) -> Result<Output> {
 /// The class `kafka-transactions.sh` runs.
 pub const TRANSACTIONS_COMMAND: &str = "org.apache.kafka.tools.TransactionsCommand";
 
+/// Runs Kafka's `kafka-configs.sh` (`kafka.admin.ConfigCommand`, from kafka_2.13) with
+/// `--bootstrap-server bootstrap` and `args`: whether it exited 0, and its stdout then stderr
+/// (its refusals are what a test checks, so a failure is not an error here).
+pub fn config_command(bootstrap: &str, args: &[&str]) -> Result<(bool, String)> {
+    let mut all = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    let out = command(CONFIG_COMMAND, &all)?.output().context("spawning kafka-configs")?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    Ok((out.status.success(), text))
+}
+
+/// The class `kafka-configs.sh` runs.
+pub const CONFIG_COMMAND: &str = "kafka.admin.ConfigCommand";
+
 /// A kafka-tools command of the default build: `class --bootstrap-server bootstrap args`.
 pub fn tool(class: &str, bootstrap: &str, args: &[&str]) -> Result<Output> {
     let mut all = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];

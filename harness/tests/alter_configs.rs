@@ -316,12 +316,7 @@ async fn delete_records_scenario(cluster: &mut Cluster) -> Result<()> {
 
 /// `kafka-configs.sh`: exit status and everything it printed.
 fn kafka_configs(bootstrap: &str, args: &[&str]) -> Result<(bool, String)> {
-    let mut all = vec!["--bootstrap-server", bootstrap];
-    all.extend_from_slice(args);
-    let args: Vec<String> = all.into_iter().map(String::from).collect();
-    let out = java::command("kafka.admin.ConfigCommand", &args)?.output()?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    Ok((out.status.success(), text))
+    java::config_command(bootstrap, args)
 }
 
 #[tokio::test(flavor = "multi_thread")]

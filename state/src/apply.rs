@@ -125,6 +125,7 @@ pub fn apply_op(
         }
         Op::CreateAcls(create) => OpResult::Items(state.acls.create(&create.bindings)),
         Op::DeleteAcls(delete) => OpResult::AclsDeleted(state.acls.delete(&delete.filters)),
+        Op::AlterScramCredentials(op) => OpResult::Items(state.scram.apply(&op.users)),
     }
 }
 

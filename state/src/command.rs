@@ -76,6 +76,8 @@ pub enum Op {
     CreateAcls(CreateAclsOp),
     /// DeleteAcls: filters evaluated in apply, so every replica deletes the same bindings.
     DeleteAcls(DeleteAclsOp),
+    /// AlterUserScramCredentials (KIP-554): validated credential changes, one result per user.
+    AlterScramCredentials(AlterScramCredentialsOp),
 }
 
 impl Op {
@@ -144,6 +146,13 @@ impl Default for ReplicatedLimits {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AlterClientQuotasOp {
     pub alterations: Vec<crate::quotas::QuotaAlteration>,
+}
+
+/// Credential changes the handler validated and derived (`scram::validate_upsertion`), one
+/// entry per user.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AlterScramCredentialsOp {
+    pub users: Vec<crate::scram::UserScramAlteration>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -436,6 +445,7 @@ typed_op!(AlterConfigsOp, AlterConfigs, Vec<ItemResult>, |r| OpResult::Items(ite
 typed_op!(DeleteRecordsOp, DeleteRecords, Vec<LowWatermark>, |r| OpResult::LowWatermarks(w) => w);
 typed_op!(CreateAclsOp, CreateAcls, Vec<ItemResult>, |r| OpResult::Items(items) => items);
 typed_op!(DeleteAclsOp, DeleteAcls, Vec<crate::acls::FilterDeleted>, |r| OpResult::AclsDeleted(d) => d);
+typed_op!(AlterScramCredentialsOp, AlterScramCredentials, Vec<ItemResult>, |r| OpResult::Items(items) => items);
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

@@ -23,6 +23,7 @@ pub mod groups;
 pub mod limits;
 pub mod producers;
 pub mod quotas;
+pub mod scram;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod topic_config;
@@ -67,6 +68,10 @@ pub struct BrokerState {
     /// ACL bindings (Kafka's StandardAuthorizer data), enforced by every node's authorizer.
     #[serde(default)]
     pub acls: acls::Acls,
+    /// SCRAM credentials (KIP-554): salt, StoredKey, ServerKey and iterations per user and
+    /// mechanism, never a password.
+    #[serde(default)]
+    pub scram: scram::ScramCredentials,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

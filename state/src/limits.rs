@@ -35,6 +35,15 @@ pub const TXN_TIMEOUT_MS_MAX_DEFAULT: i32 = 900_000;
 pub const PRODUCER_ID_EXPIRATION_MS_DEFAULT: i64 = 86_400_000;
 pub const TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT: i64 = 604_800_000;
 
+/// Users with SCRAM credentials kept at once: every node holds the table in memory and in
+/// every checkpoint, so it is bounded; a new user beyond it is refused UNACCEPTABLE_CREDENTIAL
+/// (Kafka has no bound).
+pub const SCRAM_USERS_MAX: usize = 10_000;
+/// Bytes of a SCRAM user name (Kafka has no bound; a certificate subject fits).
+pub const SCRAM_USER_NAME_BYTES_MAX: usize = 1024;
+/// Bytes of a SCRAM salt (Kafka's clients send 20 to 32 bytes).
+pub const SCRAM_SALT_BYTES_MAX: usize = 256;
+
 /// Largest value of `max.message.bytes` (topic) and `message.max.bytes` (broker), in bytes:
 /// one batch is stamped into one Raft entry, which raft-store caps at 64 MiB
 /// (`entry_bytes_max`), together with its op's framing and whatever else the entry holds. A

@@ -19,7 +19,8 @@ const MAGIC: &[u8; 4] = b"OLCP";
 // 4: consumer groups gained their last completed generation and members.
 // 5: transactions: transactional ids, open transactions per partition, the aborted index.
 // 6: partitions gained the replicas of an explicit CreatePartitions assignment.
-// 7: client quotas, dynamic configs and ACL bindings (quotas and configs came without a bump).
+// 7: client quotas, dynamic configs (both came without a bump), ACL bindings and SCRAM
+//    credentials.
 const FORMAT_VERSION: u32 = 7;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
