@@ -48,7 +48,7 @@ ssl_port() { echo $((${ONELOG_SSL_BASE_PORT:-$((base_port + 400))} + $1 - 1)); }
 # A node's Kafka address(es) as peers and advertised.listeners name them.
 kafka_addresses() {
     if [ -n "$security_dir" ]; then
-        echo "SASL_SSL://127.0.0.1:$(sasl_ssl_port "$1");SSL://127.0.0.1:$(ssl_port "$1");PLAINTEXT://127.0.0.1:$(kafka_port "$1")"
+        echo "PLAINTEXT://127.0.0.1:$(kafka_port "$1");SASL_SSL://127.0.0.1:$(sasl_ssl_port "$1");SSL://127.0.0.1:$(ssl_port "$1")"
     else
         echo "127.0.0.1:$(kafka_port "$1")"
     fi

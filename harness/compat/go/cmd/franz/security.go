@@ -96,6 +96,9 @@ func secRead(ctx context.Context, tag string, isolation kgo.IsolationLevel) ([]s
 	}
 }
 
+// plainBatches: the shared topic is read by kafkajs, which has no snappy codec (franz-go's default).
+var plainBatches = kgo.ProducerBatchCompression(kgo.NoCompression())
+
 func values(tag string, n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -115,7 +118,7 @@ func valueRecords(vs []string) []*kgo.Record {
 func secProduceConsume(ctx context.Context) (string, error) {
 	tag := compat.Prefix + "-pc-"
 	want := values(tag, 5)
-	p := newClient()
+	p := newClient(plainBatches)
 	err := p.ProduceSync(ctx, valueRecords(want)...).FirstErr()
 	p.Close()
 	if err != nil {
@@ -146,7 +149,7 @@ func secProduceConsume(ctx context.Context) (string, error) {
 func secTxnAllowed(ctx context.Context) (string, error) {
 	tag := compat.Prefix + "-txa-"
 	want := values(tag, 3)
-	cl := newClient(kgo.TransactionalID(compat.SecTxnAllowed))
+	cl := newClient(kgo.TransactionalID(compat.SecTxnAllowed), plainBatches)
 	defer cl.Close()
 	if err := cl.BeginTransaction(); err != nil {
 		return "", err
@@ -167,7 +170,7 @@ func secTxnAllowed(ctx context.Context) (string, error) {
 
 func secTxnDenied(ctx context.Context) (string, error) {
 	tag := compat.Prefix + "-txb-"
-	cl := newClient(kgo.TransactionalID(compat.SecTxnDenied))
+	cl := newClient(kgo.TransactionalID(compat.SecTxnDenied), plainBatches)
 	defer cl.Close()
 	err := cl.BeginTransaction()
 	if err == nil {
