@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What TLS and SASL cost (issue #15), a benchmark, not a test: harness/java's TxWritesBench and
 # BaseWritesBench (kafka-clients 4.1.1) against one three-node cluster, over PLAINTEXT and over
-# SASL_SSL with SCRAM-SHA-512, in one run, the two alternating bench by bench; prints p50/p99
+# SASL_SSL with SCRAM-SHA-512, in one run after an unmeasured warm-up over both, the two
+# alternating (which goes first swaps bench by bench); prints p50/p99
 # side by side and writes them to results/bench-tls.md (--out FILE).
 #
 #   scripts/bench-tls.sh [--kafka] [--out FILE]
@@ -13,9 +14,10 @@
 # scripts/security-certs.sh; the SCRAM user `admin` made with kafka-configs over SSL as the
 # admin certificate; topic1/topic2 by dev.onelog.bench.CreateTopics over PLAINTEXT. The
 # SASL_SSL runs get their client settings through the benches' CLIENT_CONFIG.
-# Environment: WARMUP (default 200) and TXES (default 2000) per run, PRODUCERS (unset: one
+# Environment: WARMUP (default 200) and TXES (default 1000) per run, PRODUCERS (unset: one
 # producer, as the original suite), ONELOG_BIN, BENCH_TLS_PORT_BASE (default 27092; below the
 # ephemeral port range: PLAINTEXT base.., SASL_SSL base+300.., SSL base+400..).
+# About 5 minutes at the defaults against Kafka (251 s), most of it the two TxWritesBench runs.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,7 +25,7 @@ out="$repo/results/bench-tls.md"
 target=onelog
 base="${BENCH_TLS_PORT_BASE:-27092}"
 warmup="${WARMUP:-200}"
-txes="${TXES:-2000}"
+txes="${TXES:-1000}"
 password=bench-secret
 benches=(TxWritesBench BaseWritesBench)
 
@@ -88,17 +90,24 @@ sasl_config="security.protocol=SASL_SSL,sasl.mechanism=SCRAM-SHA-512"
 sasl_config+=",sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"$password\";"
 sasl_config+=",ssl.truststore.type=PEM,ssl.truststore.location=$certs/ca.pem"
 
+run() { # run BENCH PROTO WARMUP TXES NAME
+    local bs cc
+    if [ "$2" = PLAINTEXT ]; then bs="$plaintext" cc=""; else bs="$sasl_ssl" cc="$sasl_config"; fi
+    echo "== $5: $1 over $2: WARMUP=$3 TXES=$4${PRODUCERS:+ PRODUCERS=$PRODUCERS}" >&2
+    local t0=$SECONDS
+    env KAFKA_CONNECTION="$bs" CLIENT_CONFIG="$cc" WARMUP="$3" TXES="$4" \
+        MEASURES="$work/$5.$1.$2.txt" TX_ID="$1-$2-$5" GROUP="$1-$2-$5" \
+        timeout 1200 java -cp "$classpath" "dev.onelog.bench.$1" >"$work/$5.$1.$2.log" 2>&1 ||
+        { tail -n 20 "$work/$5.$1.$2.log" >&2; die "$1 over $2 failed"; }
+    echo "$((SECONDS - t0))" >"$work/$5.$1.$2.seconds"
+}
+# The brokers' warm-up (JIT, first connections, the transaction coordinator), not measured.
+for proto in PLAINTEXT SASL_SSL; do run TxWritesBench "$proto" 0 $((warmup > 0 ? warmup : 50)) warmup; done
+# The measured runs, the two protocols alternating, the first one swapped per bench.
+order=(PLAINTEXT SASL_SSL)
 for bench in "${benches[@]}"; do
-    for proto in PLAINTEXT SASL_SSL; do
-        if [ "$proto" = PLAINTEXT ]; then bs="$plaintext" cc=""; else bs="$sasl_ssl" cc="$sasl_config"; fi
-        echo "== $bench over $proto: WARMUP=$warmup TXES=$txes${PRODUCERS:+ PRODUCERS=$PRODUCERS}" >&2
-        t0=$SECONDS
-        env KAFKA_CONNECTION="$bs" CLIENT_CONFIG="$cc" WARMUP="$warmup" TXES="$txes" \
-            MEASURES="$work/$bench.$proto.txt" TX_ID="$bench-$proto" GROUP="$bench-$proto" \
-            timeout 1200 java -cp "$classpath" "dev.onelog.bench.$bench" >"$work/$bench.$proto.log" 2>&1 ||
-            { tail -n 20 "$work/$bench.$proto.log" >&2; die "$bench over $proto failed"; }
-        echo "$((SECONDS - t0))" >"$work/$bench.$proto.seconds"
-    done
+    for proto in "${order[@]}"; do run "$bench" "$proto" "$warmup" "$txes" measured; done
+    order=("${order[1]}" "${order[0]}")
 done
 
 mkdir -p "$(dirname "$out")"
@@ -111,15 +120,15 @@ rows = []
 for bench in benches.split():
     cells = {}
     for proto in ("PLAINTEXT", "SASL_SSL"):
-        xs = sorted(int(l) for l in open(os.path.join(work, "%s.%s.txt" % (bench, proto))) if l.strip())
-        secs = open(os.path.join(work, "%s.%s.seconds" % (bench, proto))).read().strip()
+        xs = sorted(int(l) for l in open(os.path.join(work, "measured.%s.%s.txt" % (bench, proto))) if l.strip())
+        secs = open(os.path.join(work, "measured.%s.%s.seconds" % (bench, proto))).read().strip()
         cells[proto] = (pct(xs, 50), pct(xs, 99), len(xs), secs)
     (p50a, p99a, n, sa), (p50b, p99b, _, sb) = cells["PLAINTEXT"], cells["SASL_SSL"]
     rows.append("| %s | %d | %.2f | %.2f | %+.0f%% | %.2f | %.2f | %+.0f%% | %s / %s |" % (
         bench, n, p50a, p50b, (p50b / p50a - 1) * 100, p99a, p99b, (p99b / p99a - 1) * 100, sa, sb))
 text = ["# TLS + SASL cost (issue #15)", "",
         "`scripts/bench-tls.sh` against %s, one three-node cluster, kafka-clients 4.1.1; WARMUP=%s TXES=%s%s; "
-        "SASL_SSL = TLS 1.3 + SCRAM-SHA-512. Latencies in ms per iteration." % (
+        "SASL_SSL = TLS (1.3 with JDK 17) + SCRAM-SHA-512; after an unmeasured TxWritesBench warm-up over both. Latencies in ms per iteration." % (
             system, warmup, txes, " PRODUCERS=" + producers if producers else ""), "",
         "| bench | n | p50 PLAINTEXT | p50 SASL_SSL | Δ | p99 PLAINTEXT | p99 SASL_SSL | Δ | s (PLAINTEXT / SASL_SSL) |",
         "|---|---|---|---|---|---|---|---|---|"] + rows
