@@ -29,7 +29,7 @@ const READ_COMMITTED: i8 = 1;
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::Fetch(body) = req.body else { anyhow::bail!("not a Fetch body") };
     let client_id = req.header.client_id.as_ref().map(|c| c.as_str());
-    let quota = QuotaManager::governing_for(&ctx.applied, QuotaKind::Fetch, client_id);
+    let quota = QuotaManager::governing_for(&ctx.applied, QuotaKind::Fetch, &req.principal.name, client_id);
     // Kafka caps a fetch at what the quota allows in one window, so that one response cannot
     // be throttled for certain.
     let cap = quota.as_ref().map_or(usize::MAX, Governing::max_bytes_in_window);

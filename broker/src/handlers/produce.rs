@@ -66,7 +66,7 @@ struct Slot {
 pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFuture> {
     let RequestKind::Produce(mut body) = req.body else { anyhow::bail!("not a Produce body") };
     let acks = body.acks;
-    let throttle_ms = record_quota(&ctx, &req.header, &body);
+    let throttle_ms = record_quota(&ctx, &req.principal.name, &req.header, &body);
     let topic_data = std::mem::take(&mut body.topic_data);
     let heavy = record_bytes(&topic_data) >= limits::PRODUCE_VALIDATE_ON_WORKER_BYTES_MAX;
     let Checks { mut slots, appends, owners } =
@@ -236,10 +236,10 @@ fn disk_refusal(ctx: &Ctx) -> Option<String> {
 /// the whole request; the records are all but a few bytes of it) and returns the throttle. An
 /// acks=0 producer gets no response to carry it, so its connection is muted here, in the read
 /// loop, as Kafka mutes the channel.
-fn record_quota(ctx: &Ctx, header: &RequestHeader, body: &ProduceRequest) -> i32 {
+fn record_quota(ctx: &Ctx, user: &str, header: &RequestHeader, body: &ProduceRequest) -> i32 {
     let bytes = record_bytes(&body.topic_data);
     let client_id = header.client_id.as_ref().map(|c| c.as_str());
-    ctx.quotas.record_for(&ctx.applied, QuotaKind::Produce, client_id, bytes)
+    ctx.quotas.record_for(&ctx.applied, QuotaKind::Produce, user, client_id, bytes)
 }
 
 /// The refusal of an append to the virtual `__consumer_offsets`, unless a real topic of that

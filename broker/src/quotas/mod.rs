@@ -5,27 +5,31 @@
 //! (`net::listener`). A throttled fetch returns no data (Kafka's `getThrottledResponse`).
 //!
 //! The quota table is replicated state (`onelog_state::quotas`); the measurement is this
-//! node's, as in Kafka, where each broker throttles the traffic it leads. `request_percentage`,
-//! `controller_mutation_rate` and `connection_creation_rate` are stored and described but not
-//! enforced: onelog has no request-handler thread pool to meter, no controller mutation queue
-//! separate from the log, and no per-IP connection-rate limiter yet (README).
+//! node's, as in Kafka, where each broker throttles the traffic it leads. `request_percentage`
+//! is enforced too (`request_time`). `controller_mutation_rate` and `connection_creation_rate`
+//! are stored and described but not enforced: onelog has no controller mutation queue
+//! separate from the log, and no per-IP connection-rate limiter beyond `max.connections.per.ip`
+//! (README).
+//!
+//! The `user` entity is the request's principal name (`User:alice` → `alice`; a TLS
+//! principal's whole mapped name), `ANONYMOUS` for a connection that did not authenticate, as
+//! in Kafka.
 
 mod rate;
+pub mod request_time;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use kafka_protocol::messages::{ApiKey, ResponseKind};
-use onelog_state::quotas::{ClientQuotas, SensorKey, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
+use onelog_state::quotas::{
+    ClientQuotas, SensorKey, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE,
+};
 
 use crate::clock::wall_clock_ms;
 use crate::raft::applied::AppliedView;
 
 use rate::Rate;
-
-/// The principal of a connection that did not authenticate, as Kafka names it; the quota
-/// `user` entity matches it until SASL exists.
-pub const UNAUTHENTICATED_USER: &str = "ANONYMOUS";
 
 /// Sensors of entities idle this long are forgotten, so that many client ids under a default
 /// quota cannot grow memory without bound.
@@ -35,6 +39,8 @@ const SWEEP_EVERY_MS: i64 = rate::SAMPLES as i64 * rate::WINDOW_MS;
 pub enum QuotaKind {
     Produce,
     Fetch,
+    /// Thread time, in percent of one thread (`request_time`).
+    Request,
 }
 
 impl QuotaKind {
@@ -42,6 +48,7 @@ impl QuotaKind {
         match self {
             QuotaKind::Produce => PRODUCER_BYTE_RATE,
             QuotaKind::Fetch => CONSUMER_BYTE_RATE,
+            QuotaKind::Request => REQUEST_PERCENTAGE,
         }
     }
 }
@@ -91,10 +98,15 @@ impl QuotaManager {
 
     /// Records `bytes` against the quota and returns the throttle time (0: within quota).
     pub fn record(&self, governing: &Governing, bytes: usize, now_ms: i64) -> i32 {
+        self.record_value(governing, bytes as f64, now_ms)
+    }
+
+    /// Records a measurement in the quota's unit (bytes; percent-seconds of thread time).
+    fn record_value(&self, governing: &Governing, value: f64, now_ms: i64) -> i32 {
         let mut sensors = self.sensors.lock().expect("quota sensors lock");
         sensors.sweep(now_ms);
         let rate = sensors.rates.entry((governing.kind, governing.sensor.clone())).or_default();
-        rate.record(bytes as f64, now_ms);
+        rate.record(value, now_ms);
         let (observed, window_ms) = rate.measure(now_ms);
         rate::throttle_ms(observed, governing.bound, window_ms)
     }
@@ -120,28 +132,49 @@ impl Sensors {
 }
 
 impl QuotaManager {
-    /// The quota of `kind` governing a request of this client id (the user is the
-    /// unauthenticated principal until SASL exists).
+    /// The quota of `kind` governing a request of this user (the principal's name) and
+    /// client id.
     pub fn governing_for(
         applied: &AppliedView,
         kind: QuotaKind,
+        user: &str,
         client_id: Option<&str>,
     ) -> Option<Governing> {
         let client_id = client_id.unwrap_or("");
-        applied.state(|state| Self::governing(&state.client_quotas, kind, UNAUTHENTICATED_USER, client_id))
+        applied.state(|state| Self::governing(&state.client_quotas, kind, user, client_id))
     }
 
-    /// Records `bytes` for a request of this client id; the throttle time (0 when no quota
-    /// applies or the rate stays within it).
+    /// Records `bytes` for a request of this user and client id; the throttle time (0 when no
+    /// quota applies or the rate stays within it).
     pub fn record_for(
         &self,
         applied: &AppliedView,
         kind: QuotaKind,
+        user: &str,
         client_id: Option<&str>,
         bytes: usize,
     ) -> i32 {
-        match Self::governing_for(applied, kind, client_id) {
+        match Self::governing_for(applied, kind, user, client_id) {
             Some(governing) => self.record(&governing, bytes, wall_clock_ms()),
+            None => 0,
+        }
+    }
+
+    /// Records `busy_nanos` of thread time for a request of this user and client id against
+    /// its `request_percentage`; the throttle time.
+    pub fn record_request_time(
+        &self,
+        applied: &AppliedView,
+        user: &str,
+        client_id: Option<&str>,
+        busy_nanos: u64,
+    ) -> i32 {
+        match Self::governing_for(applied, QuotaKind::Request, user, client_id) {
+            Some(governing) => self.record_value(
+                &governing,
+                busy_nanos as f64 * request_time::NANOS_TO_PERCENT,
+                wall_clock_ms(),
+            ),
             None => 0,
         }
     }
