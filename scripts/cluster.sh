@@ -18,6 +18,13 @@
 # and onelog.pid. `rm -rf` it after `down` to start from scratch.
 # Configs: ONELOG_CONFIGS, space-separated key=value broker configs passed to every node as
 # --config (e.g. "log.segment.bytes=1048576", which scripted suites creating many topics set).
+# Security (issue #15): ONELOG_SECURITY_DIR=DIR (certificates of scripts/security-certs.sh DIR)
+# gives every node, besides its PLAINTEXT listener, a SASL_SSL listener (SCRAM) on
+# ONELOG_SASL_SSL_BASE_PORT+ID-1 (default Kafka base + 300) and an SSL listener with
+# ssl.client.auth=required on ONELOG_SSL_BASE_PORT+ID-1 (default Kafka base + 400), PEM
+# (DIR/node-ID.pem, DIR/ca.pem), the ACL authorizer with allow.everyone.if.no.acl.found=false
+# and super.users=User:admin;User:CN=admin,OU=clients,O=onelog-test; peers advertise all three.
+# ONELOG_SECURITY_AUTHORIZER overrides authorizer.class.name (set and empty: no authorizer).
 # Binary: ONELOG_BIN, else ${CARGO_TARGET_DIR:-target}/release/onelog, built first with
 # `cargo build --release -p broker`.
 set -euo pipefail
@@ -35,6 +42,36 @@ die() { echo "cluster.sh: $*" >&2; exit 1; }
 kafka_port() { echo $((base_port + $1 - 1)); }
 raft_port() { echo $((raft_base_port + $1 - 1)); }
 admin_port() { echo $((admin_base_port + $1 - 1)); }
+security_dir="${ONELOG_SECURITY_DIR:-}"
+sasl_ssl_port() { echo $((${ONELOG_SASL_SSL_BASE_PORT:-$((base_port + 300))} + $1 - 1)); }
+ssl_port() { echo $((${ONELOG_SSL_BASE_PORT:-$((base_port + 400))} + $1 - 1)); }
+# A node's Kafka address(es) as peers and advertised.listeners name them.
+kafka_addresses() {
+    if [ -n "$security_dir" ]; then
+        echo "PLAINTEXT://127.0.0.1:$(kafka_port "$1");SASL_SSL://127.0.0.1:$(sasl_ssl_port "$1");SSL://127.0.0.1:$(ssl_port "$1")"
+    else
+        echo "127.0.0.1:$(kafka_port "$1")"
+    fi
+}
+# The security settings of node $1 (ONELOG_SECURITY_DIR), one --config each.
+security_args() {
+    [ -n "$security_dir" ] || return 0
+    local certs listeners
+    certs="$(cd "$security_dir" && pwd)"
+    [ -s "$certs/node-$1.pem" ] && [ -s "$certs/ca.pem" ] ||
+        die "ONELOG_SECURITY_DIR=$security_dir has no node-$1.pem/ca.pem (scripts/security-certs.sh)"
+    listeners="$(kafka_addresses "$1" | tr ';' ',')"
+    local kv
+    for kv in "listeners=$listeners" "advertised.listeners=$listeners" \
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL" \
+        ssl.keystore.type=PEM "ssl.keystore.location=$certs/node-$1.pem" \
+        ssl.truststore.type=PEM "ssl.truststore.location=$certs/ca.pem" \
+        listener.name.ssl.ssl.client.auth=required sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512 \
+        "authorizer.class.name=${ONELOG_SECURITY_AUTHORIZER-org.apache.kafka.metadata.authorizer.StandardAuthorizer}" \
+        allow.everyone.if.no.acl.found=false "super.users=User:admin;User:CN=admin,OU=clients,O=onelog-test"; do
+        printf '%s\0%s\0' --config "$kv"
+    done
+}
 node_dir() { echo "$cluster_dir/node-$1"; }
 pid_file() { echo "$(node_dir "$1")/onelog.pid"; }
 log_file() { echo "$(node_dir "$1")/onelog.log"; }
@@ -84,7 +121,7 @@ start_node() {
     [ -z "$(running_pid "$id")" ] || die "node $id is already running (pid $(running_pid "$id"))"
     for other in $(seq 1 "$n"); do
         [ "$other" -eq "$id" ] && continue
-        peers+="${peers:+,}$other=127.0.0.1:$(raft_port "$other")@127.0.0.1:$(kafka_port "$other")"
+        peers+="${peers:+,}$other=127.0.0.1:$(raft_port "$other")@$(kafka_addresses "$other")"
     done
     dir="$(node_dir "$id")"
     mkdir -p "$dir"
@@ -95,6 +132,9 @@ start_node() {
     local config
     for config in ${ONELOG_CONFIGS:-}; do args+=(--config "$config"); done
     admin_enabled && args+=(--admin-listen "127.0.0.1:$(admin_port "$id")")
+    local -a security=()
+    mapfile -d '' security < <(security_args "$id")
+    args+=("${security[@]}")
     # The Raft handshake's shared secret (`onelog.cluster.secret.file`), made by `up`.
     [ -f "$cluster_dir/cluster-secret" ] &&
         args+=(--config "onelog.cluster.secret.file=$(cd "$cluster_dir" && pwd)/cluster-secret")

@@ -40,6 +40,13 @@
 # node-ID/ for each node: server.properties, data/ (log.dirs and the KRaft metadata log),
 # kafka.log (stdout and stderr, appended across restarts), kafka.pid.
 # JVM: KAFKA_REF_HEAP (default 512m) is each node's -Xms and -Xmx; G1 as Kafka's own scripts.
+# Security (issue #15): KAFKA_REF_SECURITY_DIR=DIR (certificates of scripts/security-certs.sh
+# DIR) at `up` adds, on every node, a SASL_SSL listener (SCRAM-SHA-256 and -512) on
+# KAFKA_REF_SASL_SSL_PORT+ID-1 (default 29292..) and an SSL listener with ssl.client.auth=required
+# on KAFKA_REF_SSL_PORT+ID-1 (default 29392..), both PEM (DIR/node-ID.pem, DIR/ca.pem), and the
+# StandardAuthorizer with allow.everyone.if.no.acl.found=false and super.users User:admin,
+# User:CN=admin,OU=clients,O=onelog-test and User:ANONYMOUS: the PLAINTEXT and controller
+# listeners (loopback, unauthenticated) are the brokers' own and the bootstrap administration's.
 # Experiments: KAFKA_REF_EXTRA_CONFIG="key=value,key=value" appends those broker settings to
 # every node's server.properties at `up` (e.g. add.partitions.to.txn.retry.backoff.ms=1, for
 # scripts/bench-profile.sh); a run with it is not the reference and must say so.
@@ -49,6 +56,9 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 module="$repo/harness/kafka-reference"
 kafka_base_port="${KAFKA_REF_PORT:-29092}"
 controller_base_port="${KAFKA_REF_CONTROLLER_PORT:-29192}"
+sasl_ssl_base_port="${KAFKA_REF_SASL_SSL_PORT:-29292}"
+ssl_base_port="${KAFKA_REF_SSL_PORT:-29392}"
+security_dir="${KAFKA_REF_SECURITY_DIR:-}"
 ref_dir="${KAFKA_REF_DIR:-./.kafka-ref}"
 heap="${KAFKA_REF_HEAP:-512m}"
 maven_args="${KAFKA_REF_MAVEN_ARGS:-}"
@@ -62,6 +72,8 @@ case "$ref_dir" in /*) ;; *) ref_dir="$PWD/${ref_dir#./}" ;; esac
 
 kafka_port() { echo $((kafka_base_port + $1 - 1)); }
 controller_port() { echo $((controller_base_port + $1 - 1)); }
+sasl_ssl_port() { echo $((sasl_ssl_base_port + $1 - 1)); }
+ssl_port() { echo $((ssl_base_port + $1 - 1)); }
 node_dir() { echo "$ref_dir/node-$1"; }
 pid_file() { echo "$(node_dir "$1")/kafka.pid"; }
 log_file() { echo "$(node_dir "$1")/kafka.log"; }
@@ -174,6 +186,30 @@ transaction.state.log.replication.factor=3
 transaction.state.log.min.isr=2
 group.initial.rebalance.delay.ms=0
 EOF
+    if [ -n "$security_dir" ]; then
+        local certs
+        certs="$(cd "$security_dir" && pwd)"
+        [ -s "$certs/node-$id.pem" ] && [ -s "$certs/ca.pem" ] ||
+            die "KAFKA_REF_SECURITY_DIR=$security_dir has no node-$id.pem/ca.pem (scripts/security-certs.sh)"
+        # Later keys win in a properties file: these replace the PLAINTEXT-only listener lines.
+        cat >>"$(node_dir "$id")/server.properties" <<EOF
+# KAFKA_REF_SECURITY_DIR: the listeners and authorizer of onelog's security acceptance.
+listeners=PLAINTEXT://127.0.0.1:$(kafka_port "$id"),CONTROLLER://127.0.0.1:$(controller_port "$id"),SASL_SSL://127.0.0.1:$(sasl_ssl_port "$id"),SSL://127.0.0.1:$(ssl_port "$id")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(kafka_port "$id"),SASL_SSL://127.0.0.1:$(sasl_ssl_port "$id"),SSL://127.0.0.1:$(ssl_port "$id")
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL
+ssl.keystore.type=PEM
+ssl.keystore.location=$certs/node-$id.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$certs/ca.pem
+listener.name.ssl.ssl.client.auth=required
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=false
+super.users=User:ANONYMOUS;User:admin;User:CN=admin,OU=clients,O=onelog-test
+EOF
+    fi
     if [ "$flush_mode" = per-message ]; then
         cat >>"$(node_dir "$id")/server.properties" <<'EOF'
 # fsync every append before it counts, as onelog does (Kafka's default leaves it to the OS).
@@ -251,7 +287,8 @@ cmd_up() {
     fi
     for id in $(seq 1 "$nodes"); do
         [ -n "$(running_pid "$id")" ] && continue
-        for port in "$(kafka_port "$id")" "$(controller_port "$id")"; do
+        for port in "$(kafka_port "$id")" "$(controller_port "$id")" \
+            ${security_dir:+"$(sasl_ssl_port "$id")" "$(ssl_port "$id")"}; do
             port_open "$port" && die "port $port is in use by another process"
         done
     done

@@ -7,6 +7,7 @@
 'use strict';
 
 const { exec } = require('child_process');
+const fs = require('fs');
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = require('kafkajs');
 const VERSION = require('kafkajs/package.json').version;
 
@@ -22,12 +23,47 @@ const BOOTSTRAP = (process.env.COMPAT_BOOTSTRAP || '127.0.0.1:19092').split(',')
 const PREFIX = process.env.COMPAT_PREFIX || `compat-js-${process.pid}`;
 const TIMEOUT_S = Number(process.env.COMPAT_TIMEOUT_S || '60');
 const KILL_LEADER = process.env.COMPAT_KILL_LEADER || '';
+// The security suite (COMPAT_SUITE=security, scripts/security-accept.sh): its ids and names.
+const SECURITY_SCENARIOS = ['sec_produce_consume', 'sec_txn_allowed', 'sec_txn_denied', 'sec_bad_credentials'];
+const SECURITY_SUITE = process.env.COMPAT_SUITE === 'security';
+const SEC_TOPIC = process.env.COMPAT_SEC_TOPIC || 'sec-topic';
+const SEC_TXN_ALLOWED = process.env.COMPAT_SEC_TXN_ALLOWED || 'txn-a';
+const SEC_TXN_DENIED = process.env.COMPAT_SEC_TXN_DENIED || 'txn-b';
+
+// Connection security from the environment (issue #15): COMPAT_SECURITY_PROTOCOL, COMPAT_SASL_*
+// and COMPAT_SSL_CA / COMPAT_SSL_CERT / COMPAT_SSL_KEY (PEM), as kafkajs's `ssl` and `sasl`.
+const PROTOCOL = (process.env.COMPAT_SECURITY_PROTOCOL || 'PLAINTEXT').toUpperCase();
+const SASL = PROTOCOL.startsWith('SASL_');
+const TLS = PROTOCOL.endsWith('SSL');
+function security(password = process.env.COMPAT_SASL_PASSWORD || '', clientCert = true) {
+  const out = {};
+  if (TLS) {
+    const ssl = {};
+    if (process.env.COMPAT_SSL_CA) ssl.ca = [fs.readFileSync(process.env.COMPAT_SSL_CA, 'utf8')];
+    if (clientCert && process.env.COMPAT_SSL_CERT && process.env.COMPAT_SSL_KEY) {
+      ssl.cert = fs.readFileSync(process.env.COMPAT_SSL_CERT, 'utf8');
+      ssl.key = fs.readFileSync(process.env.COMPAT_SSL_KEY, 'utf8');
+    }
+    out.ssl = ssl;
+  }
+  if (SASL) {
+    out.sasl = { mechanism: (process.env.COMPAT_SASL_MECHANISM || 'SCRAM-SHA-512').toLowerCase(), username: process.env.COMPAT_SASL_USERNAME || '', password };
+  }
+  return out;
+}
+
+// The errors kafkajs logged: some broker errors reach only the log (see sec_txn_denied).
+const brokerErrors = [];
 
 const kafka = new Kafka({
+  ...security(),
   clientId: 'onelog-compat',
   brokers: BOOTSTRAP,
   logLevel: logLevel.ERROR,
-  logCreator: () => ({ level, log }) => process.stderr.write(`[kafkajs ${level}] ${JSON.stringify(log)}\n`),
+  logCreator: () => ({ level, log }) => {
+    if (log.error) brokerErrors.push(log);
+    process.stderr.write(`[kafkajs ${level}] ${JSON.stringify(log)}\n`);
+  },
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -662,16 +698,118 @@ function emit(scenario, result, detail) {
   process.stdout.write(`${JSON.stringify({ client: CLIENT, version: VERSION, scenario, result, detail })}\n`);
 }
 
+// --- the security suite ---
+
+// The values of SEC_TOPIC starting with tag, through a fresh group, read until the consumer
+// passed the high watermark seen first (a committed transaction's marker may be the last offset).
+async function secRead(tag, n, readUncommitted) {
+  const high = Number((await withAdmin((a) => a.fetchTopicOffsets(SEC_TOPIC)))[0].high);
+  const cons = kafka.consumer({ groupId: freshGroup('read'), readUncommitted, maxWaitTimeInMs: 200 });
+  await cons.connect();
+  const out = [];
+  let last = -1;
+  try {
+    await cons.subscribe({ topics: [SEC_TOPIC], fromBeginning: true });
+    await cons.run({
+      autoCommit: false,
+      eachMessage: async ({ message }) => {
+        last = Math.max(last, Number(message.offset));
+        if (message.value.toString().startsWith(tag)) out.push(message.value.toString());
+      },
+    });
+    await waitFor(() => out.length >= n && (high === 0 || last >= high - 2), `read ${out.length} of ${n} (offset ${last} of ${high})`);
+    await sleep(1000);
+  } finally {
+    await cons.disconnect();
+  }
+  return out;
+}
+
+const tagged = (tag, n) => Array.from({ length: n }, (_, i) => `${tag}${i}`);
+
+const securityScenarios = {
+  async sec_produce_consume() {
+    const tag = `${PREFIX}-pc-`;
+    const want = tagged(tag, 5);
+    await produce(SEC_TOPIC, want.map((value) => ({ value })));
+    expectEq(await secRead(tag, 5, false), want, 'records read through the group');
+    return '5 records produced and read back through a group';
+  },
+
+  async sec_txn_allowed() {
+    const tag = `${PREFIX}-txa-`;
+    const want = tagged(tag, 3);
+    const p = txnProducer(SEC_TXN_ALLOWED);
+    await p.connect();
+    try {
+      const txn = await p.transaction();
+      await txn.send({ topic: SEC_TOPIC, acks: -1, messages: want.map((value) => ({ value, partition: 0 })) });
+      await txn.commit();
+    } finally {
+      await p.disconnect();
+    }
+    expectEq(await secRead(tag, 3, false), want, 'read_committed');
+    return `transaction with ${SEC_TXN_ALLOWED} committed; read_committed reads its 3 records`;
+  },
+
+  async sec_txn_denied() {
+    const tag = `${PREFIX}-txb-`;
+    const p = txnProducer(SEC_TXN_DENIED);
+    let err;
+    try {
+      await p.connect();
+      const txn = await p.transaction();
+      await txn.send({ topic: SEC_TOPIC, acks: -1, messages: tagged(tag, 3).map((value) => ({ value, partition: 0 })) });
+      await txn.commit();
+    } catch (e) {
+      err = e;
+    } finally {
+      await p.disconnect().catch(() => {});
+    }
+    expect(err, `the transaction with ${SEC_TXN_DENIED} committed`);
+    // kafkajs asks every broker for the transaction coordinator and, each answering
+    // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, throws KafkaJSGroupCoordinatorNotFound: the
+    // broker's error code reaches only its log, so the log is checked too.
+    const answered = brokerErrors.some((l) => /GroupCoordinator/.test(l.message) && l.error === 'Transactional Id authorization failed');
+    expect(err.type === 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED' || (err.name === 'KafkaJSGroupCoordinatorNotFound' && answered),
+      `want TRANSACTIONAL_ID_AUTHORIZATION_FAILED, got ${err.type || err.name}: ${err.message}`);
+    expectEq(await secRead(tag, 0, true), [], 'records of the denied transaction under read_uncommitted');
+    return `transaction with ${SEC_TXN_DENIED}: ${err.type || `${err.name} after FindCoordinator answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED`}; read_uncommitted sees none of it`;
+  },
+
+  async sec_bad_credentials() {
+    let conf;
+    let what;
+    if (SASL) [conf, what] = [security('not-the-password'), 'a wrong SASL password'];
+    else if (TLS) [conf, what] = [security(undefined, false), 'no client certificate'];
+    else return 'n/a: PLAINTEXT has no credentials';
+    const admin = new Kafka({ ...conf, clientId: 'onelog-compat-bad', brokers: BOOTSTRAP, logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
+    try {
+      await admin.connect();
+      await admin.fetchTopicMetadata({ topics: [SEC_TOPIC] });
+    } catch (e) {
+      const text = `${e.name}${e.type ? ` ${e.type}` : ''}: ${e.message}`;
+      expect(/SASL|authentic|certificate|socket hang up|ECONNRESET|alert/i.test(text), `want an authentication or TLS error, got ${text}`);
+      return `${what}: ${text.slice(0, 200)}`;
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+    throw new Error(`metadata with ${what} succeeded`);
+  },
+};
+
 async function main() {
   const only = (process.env.COMPAT_SCENARIOS || '').split(',').filter(Boolean);
-  for (const s of SCENARIOS) {
+  const ids = SECURITY_SUITE ? SECURITY_SCENARIOS : SCENARIOS;
+  const impls = SECURITY_SUITE ? securityScenarios : scenarios;
+  for (const s of ids) {
     if (only.length && !only.includes(s)) continue;
     const started = Date.now();
     process.stderr.write(`[kafkajs] ${s} ...\n`);
     let timer;
     try {
       const timeout = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`scenario still running after ${TIMEOUT_S} s`)), TIMEOUT_S * 1000); });
-      const detail = await Promise.race([scenarios[s](), timeout]);
+      const detail = await Promise.race([impls[s](), timeout]);
       emit(s, 'pass', detail || '');
     } catch (e) {
       process.stderr.write(`${e.stack}\n`);

@@ -32,10 +32,12 @@ import compat_common as c
 CLIENT = "aiokafka"
 VERSION = aiokafka.__version__
 BOOT = c.BOOTSTRAP
+# Connection security from the environment (compat_common, issue #15).
+SEC = c.aiokafka_security()
 
 
 async def admin():
-    a = AIOKafkaAdminClient(bootstrap_servers=BOOT, request_timeout_ms=30000)
+    a = AIOKafkaAdminClient(bootstrap_servers=BOOT, **SEC, request_timeout_ms=30000)
     await a.start()
     return a
 
@@ -47,7 +49,7 @@ async def topic(scenario, partitions=1, suffix=""):
         await a.create_topics([NewTopic(name, partitions, 3, topic_configs=dict(c.TOPIC_CONFIGS))])
     finally:
         await a.close()
-    probe = AIOKafkaConsumer(bootstrap_servers=BOOT)
+    probe = AIOKafkaConsumer(bootstrap_servers=BOOT, **SEC)
     await probe.start()
     deadline = time.monotonic() + 20
     try:
@@ -62,7 +64,7 @@ async def topic(scenario, partitions=1, suffix=""):
 
 
 async def producer(**extra):
-    p = AIOKafkaProducer(bootstrap_servers=BOOT, linger_ms=5, **extra)
+    p = AIOKafkaProducer(bootstrap_servers=BOOT, **SEC, linger_ms=5, **extra)
     await p.start()
     return p
 
@@ -78,7 +80,7 @@ async def produce(name, recs, partition=0, **extra):
 
 async def consumer(*topics, **extra):
     extra.setdefault("enable_auto_commit", False)
-    cons = AIOKafkaConsumer(*topics, bootstrap_servers=BOOT, **extra)
+    cons = AIOKafkaConsumer(*topics, bootstrap_servers=BOOT, **SEC, **extra)
     await cons.start()
     return cons
 

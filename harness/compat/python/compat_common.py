@@ -39,6 +39,17 @@ SCENARIOS = [
     "err_fenced_producer",
 ]
 
+# The security acceptance's scenarios (scripts/security-accept.sh), run instead of SCENARIOS
+# when COMPAT_SUITE=security: produce+consume through a group, a transaction with the allowed
+# transactional id, one with the denied id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, nothing of
+# it in the log), and a connection with bad credentials. The runner creates SEC_TOPIC (one
+# partition) and the ACLs; every record carries PREFIX, so clients sharing the topic read their own.
+SECURITY_SCENARIOS = ["sec_produce_consume", "sec_txn_allowed", "sec_txn_denied", "sec_bad_credentials"]
+SUITE = os.environ.get("COMPAT_SUITE", "")
+SEC_TOPIC = os.environ.get("COMPAT_SEC_TOPIC", "sec-topic")
+SEC_TXN_ALLOWED = os.environ.get("COMPAT_SEC_TXN_ALLOWED", "txn-a")
+SEC_TXN_DENIED = os.environ.get("COMPAT_SEC_TXN_DENIED", "txn-b")
+
 BOOTSTRAP = os.environ.get("COMPAT_BOOTSTRAP", "127.0.0.1:19092")
 PREFIX = os.environ.get("COMPAT_PREFIX", "compat-py-%d" % os.getpid())
 TIMEOUT_S = float(os.environ.get("COMPAT_TIMEOUT_S", "60"))
@@ -46,6 +57,76 @@ KILL_LEADER = os.environ.get("COMPAT_KILL_LEADER", "")
 # Small segments (Kafka's minimum): a leftover from when every partition preallocated a whole
 # segment per node; partitions now reserve blocks step by step, so it only makes segments roll.
 TOPIC_CONFIGS = {"segment.bytes": "1048576"}
+
+
+def _env(key):
+    return os.environ.get(key) or None
+
+
+# Connection security (issue #15), read from the environment once, for every Python driver:
+# COMPAT_SECURITY_PROTOCOL (PLAINTEXT, SSL, SASL_SSL, SASL_PLAINTEXT), COMPAT_SASL_MECHANISM,
+# COMPAT_SASL_USERNAME / COMPAT_SASL_PASSWORD, COMPAT_SSL_CA / COMPAT_SSL_CERT / COMPAT_SSL_KEY (PEM).
+SECURITY_PROTOCOL = (_env("COMPAT_SECURITY_PROTOCOL") or "PLAINTEXT").upper()
+SASL_MECHANISM = _env("COMPAT_SASL_MECHANISM") or "SCRAM-SHA-512"
+SASL_USERNAME = _env("COMPAT_SASL_USERNAME")
+SASL_PASSWORD = _env("COMPAT_SASL_PASSWORD")
+SSL_CA = _env("COMPAT_SSL_CA")
+SSL_CERT = _env("COMPAT_SSL_CERT")
+SSL_KEY = _env("COMPAT_SSL_KEY")
+SASL = SECURITY_PROTOCOL.startswith("SASL_")
+TLS = SECURITY_PROTOCOL.endswith("SSL")
+
+
+def librdkafka_security(password=None, client_cert=True):
+    """librdkafka properties (confluent-kafka) for the environment's security; {} for PLAINTEXT.
+    password replaces the SASL password, client_cert=False leaves the client certificate out."""
+    if SECURITY_PROTOCOL == "PLAINTEXT":
+        return {}
+    conf = {"security.protocol": SECURITY_PROTOCOL.lower()}
+    if SASL:
+        conf.update({"sasl.mechanism": SASL_MECHANISM, "sasl.username": SASL_USERNAME or "",
+                     "sasl.password": password if password is not None else (SASL_PASSWORD or "")})
+    if TLS:
+        if SSL_CA:
+            conf["ssl.ca.location"] = SSL_CA
+        if client_cert and SSL_CERT and SSL_KEY:
+            conf.update({"ssl.certificate.location": SSL_CERT, "ssl.key.location": SSL_KEY})
+    return conf
+
+
+def kafka_python_security(password=None, client_cert=True):
+    """kafka-python keyword arguments for the environment's security; {} for PLAINTEXT."""
+    if SECURITY_PROTOCOL == "PLAINTEXT":
+        return {}
+    kw = {"security_protocol": SECURITY_PROTOCOL}
+    if SASL:
+        kw.update({"sasl_mechanism": SASL_MECHANISM, "sasl_plain_username": SASL_USERNAME,
+                   "sasl_plain_password": password if password is not None else SASL_PASSWORD})
+    if TLS:
+        kw["ssl_check_hostname"] = True
+        if SSL_CA:
+            kw["ssl_cafile"] = SSL_CA
+        if client_cert and SSL_CERT and SSL_KEY:
+            kw.update({"ssl_certfile": SSL_CERT, "ssl_keyfile": SSL_KEY})
+    return kw
+
+
+def aiokafka_security(password=None, client_cert=True):
+    """aiokafka keyword arguments for the environment's security (an ssl.SSLContext for TLS)."""
+    if SECURITY_PROTOCOL == "PLAINTEXT":
+        return {}
+    kw = {"security_protocol": SECURITY_PROTOCOL}
+    if SASL:
+        kw.update({"sasl_mechanism": SASL_MECHANISM, "sasl_plain_username": SASL_USERNAME,
+                   "sasl_plain_password": password if password is not None else SASL_PASSWORD})
+    if TLS:
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=SSL_CA)
+        if client_cert and SSL_CERT and SSL_KEY:
+            ctx.load_cert_chain(SSL_CERT, SSL_KEY)
+        kw["ssl_context"] = ctx
+    return kw
 
 
 class NotExpressible(Exception):
@@ -356,15 +437,20 @@ def _with_deadline(fn):
     return box.get("detail")
 
 
+def active_scenarios():
+    """The scenario ids of this run: the matrix's, or the security suite's (COMPAT_SUITE=security)."""
+    return SECURITY_SCENARIOS if SUITE == "security" else SCENARIOS
+
+
 def scenario_functions(namespace):
     """The driver's functions named s_<scenario id>, one for every id (a missing one is a KeyError)."""
-    return {s: namespace["s_" + s] for s in SCENARIOS}
+    return {s: namespace["s_" + s] for s in active_scenarios()}
 
 
 def run_all(client, version, impls, only=None):
     """Prints one line per scenario id; a scenario absent from impls must be given as n/a."""
     only = set(filter(None, (only or os.environ.get("COMPAT_SCENARIOS", "")).split(",")))
-    for scenario in SCENARIOS:
+    for scenario in active_scenarios():
         if only and scenario not in only:
             continue
         impl = impls[scenario]

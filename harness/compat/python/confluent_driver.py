@@ -23,7 +23,7 @@ import compat_common as c
 
 CLIENT = "confluent-kafka-python"
 VERSION = "%s (librdkafka %s)" % (confluent_kafka.version()[0], confluent_kafka.libversion()[0])
-BASE = {"bootstrap.servers": c.BOOTSTRAP}
+BASE = dict({"bootstrap.servers": c.BOOTSTRAP}, **c.librdkafka_security())
 admin = AdminClient(dict(BASE))
 
 
@@ -486,6 +486,115 @@ def s_err_stale_generation():
         c.expect(err.code() in ok, "unexpected commit error %s" % err)
         return "commit after being kicked out: %s" % err.name()
     raise AssertionError("a member kicked out of the group committed")
+
+
+# --- the security suite (COMPAT_SUITE=security) ---
+
+
+def sec_read(tag, isolation):
+    """The values of SEC_TOPIC starting with tag, read from the beginning to the high watermark."""
+    tp = TopicPartition(c.SEC_TOPIC, 0)
+    cons = assigned(c.SEC_TOPIC, **{"isolation.level": isolation})
+    try:
+        _lo, hi = cons.get_watermark_offsets(tp, timeout=10)
+        out, deadline = [], time.monotonic() + c.TIMEOUT_S / 3
+        while cons.position([tp])[0].offset < hi:
+            c.expect(time.monotonic() < deadline, "reading %s did not reach offset %d" % (c.SEC_TOPIC, hi))
+            msg = cons.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            if msg.value().decode().startswith(tag):
+                out.append(msg.value().decode())
+        return out
+    finally:
+        cons.close()
+
+
+def s_sec_produce_consume():
+    tag = c.PREFIX + "-pc-"
+    want = ["%s%d" % (tag, i) for i in range(5)]
+    produce(producer(), c.SEC_TOPIC, [(None, v.encode(), None) for v in want])
+    group = c.name(CLIENT, "g")
+    cons = subscribed(c.SEC_TOPIC, group, "earliest")
+    try:
+        got, deadline = [], time.monotonic() + c.TIMEOUT_S / 3
+        while len(got) < len(want):
+            c.expect(time.monotonic() < deadline, "group consumer read %s" % got)
+            msg = cons.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            if msg.value().decode().startswith(tag):
+                got.append(msg.value().decode())
+        c.expect_eq(got, want, "records read through the group")
+        cons.commit(asynchronous=False)
+    finally:
+        cons.close()
+    return "5 records produced and read back through group %s, offsets committed" % group
+
+
+def s_sec_txn_allowed():
+    tag = c.PREFIX + "-txa-"
+    want = ["%s%d" % (tag, i) for i in range(3)]
+    p = txn_producer(c.SEC_TXN_ALLOWED)
+    p.begin_transaction()
+    for v in want:
+        p.produce(c.SEC_TOPIC, value=v.encode(), partition=0)
+    p.commit_transaction(30)
+    c.expect_eq(sec_read(tag, "read_committed"), want, "read_committed")
+    return "transaction with %s committed; read_committed reads its 3 records" % c.SEC_TXN_ALLOWED
+
+
+def s_sec_txn_denied():
+    tag = c.PREFIX + "-txb-"
+    try:
+        p = txn_producer(c.SEC_TXN_DENIED)
+        p.begin_transaction()
+        p.produce(c.SEC_TOPIC, value=(tag + "0").encode(), partition=0)
+        p.commit_transaction(30)
+        raise AssertionError("the transaction with %s committed" % c.SEC_TXN_DENIED)
+    except KafkaException as e:
+        err = e.args[0]
+        c.expect(err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                 "want TRANSACTIONAL_ID_AUTHORIZATION_FAILED, got %s" % err)
+        got = sec_read(tag, "read_uncommitted")
+        c.expect_eq(got, [], "records of the denied transaction under read_uncommitted")
+        return "init_transactions with %s: %s; read_uncommitted sees none of it" % (c.SEC_TXN_DENIED, err.name())
+
+
+def s_sec_bad_credentials():
+    if c.SASL:
+        conf, what = dict(BASE, **c.librdkafka_security(password="not-the-password")), "a wrong SASL password"
+    elif c.TLS:
+        conf = {k: v for k, v in BASE.items() if k not in ("ssl.certificate.location", "ssl.key.location")}
+        what = "no client certificate"
+    else:
+        raise c.NotExpressible("PLAINTEXT has no credentials")
+    errors = []
+    conf["error_cb"] = errors.append
+    bad = AdminClient(conf)
+    try:
+        bad.list_topics(timeout=10)
+        raise AssertionError("list_topics with %s succeeded" % what)
+    except KafkaException as e:
+        errors.append(e.args[0])
+    # list_topics only says _TRANSPORT; the cause reaches error_cb, which poll() serves.
+    # librdkafka names a failed SASL exchange _AUTHENTICATION and a refused TLS handshake _SSL
+    # (or a transport error carrying the alert).
+    wanted = {KafkaError._AUTHENTICATION, KafkaError._SSL, KafkaError.SASL_AUTHENTICATION_FAILED}
+
+    def hits():
+        return [e for e in errors if e.code() in wanted or "certificate" in e.str().lower()]
+
+    deadline = time.monotonic() + 10
+    while not hits() and time.monotonic() < deadline:
+        bad.poll(0.2)
+    hit = hits()
+    c.expect(hit, "want an authentication or TLS error, got %s" % c.short([str(e) for e in errors]))
+    return "%s: %s (%s)" % (what, hit[0].name(), c.short(hit[0].str(), 120))
 
 
 IMPLS = c.scenario_functions(globals())

@@ -27,14 +27,16 @@ import compat_common as c
 CLIENT = "kafka-python"
 VERSION = kafka.__version__
 BOOT = c.BOOTSTRAP.split(",")
-admin = KafkaAdminClient(bootstrap_servers=BOOT, request_timeout_ms=30000)
+# Connection security from the environment (compat_common, issue #15).
+SEC = c.kafka_python_security()
+admin = KafkaAdminClient(bootstrap_servers=BOOT, **SEC, request_timeout_ms=30000)
 
 
 def topic(scenario, partitions=1, suffix=""):
     name = c.name(CLIENT, scenario, suffix)
     admin.create_topics([NewTopic(name, partitions, 3, topic_configs=dict(c.TOPIC_CONFIGS))], timeout_ms=30000)
     deadline = time.monotonic() + 20
-    probe = KafkaConsumer(bootstrap_servers=BOOT)
+    probe = KafkaConsumer(bootstrap_servers=BOOT, **SEC)
     while (probe.partitions_for_topic(name) or set()) != set(range(partitions)):
         c.expect(time.monotonic() < deadline, "topic %s not in metadata" % name)
         time.sleep(0.2)
@@ -43,7 +45,7 @@ def topic(scenario, partitions=1, suffix=""):
 
 
 def producer(**extra):
-    return KafkaProducer(bootstrap_servers=BOOT, linger_ms=5, **extra)
+    return KafkaProducer(bootstrap_servers=BOOT, **SEC, linger_ms=5, **extra)
 
 
 def produce(p, name, recs, partition=0, **kw):
@@ -54,7 +56,7 @@ def produce(p, name, recs, partition=0, **kw):
 
 def consumer(**extra):
     extra.setdefault("enable_auto_commit", False)
-    return KafkaConsumer(bootstrap_servers=BOOT, **extra)
+    return KafkaConsumer(bootstrap_servers=BOOT, **SEC, **extra)
 
 
 def assigned(name, partition=0, offset=None, **extra):

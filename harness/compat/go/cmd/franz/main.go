@@ -25,8 +25,8 @@ const client = "franz-go"
 func name(s, suffix string) string { return compat.Name(client, s, suffix) }
 
 func newClient(opts ...kgo.Opt) *kgo.Client {
-	base := []kgo.Opt{kgo.SeedBrokers(compat.Bootstrap...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.FetchMaxWait(200 * time.Millisecond)}
+	base := append(securityOpts(compat.SASLPassword, true), kgo.SeedBrokers(compat.Bootstrap...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.FetchMaxWait(200*time.Millisecond))
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		panic(err)
@@ -480,10 +480,10 @@ func txnCommitAbort(ctx context.Context) (string, error) {
 
 // transactLoop runs one GroupTransactSession until done: poll, write out-<value>, End(commit).
 func transactLoop(ctx context.Context, src, dst, group, id string, done func() bool, commits *int, mu *sync.Mutex) error {
-	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(compat.Bootstrap...), kgo.TransactionalID(id),
+	s, err := kgo.NewGroupTransactSession(append(securityOpts(compat.SASLPassword, true), kgo.SeedBrokers(compat.Bootstrap...), kgo.TransactionalID(id),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(src), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.SessionTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.SessionTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond))...)
 	if err != nil {
 		return err
 	}
@@ -911,6 +911,11 @@ func errStaleGeneration(ctx context.Context) (string, error) {
 }
 
 func main() {
+	if compat.SecuritySuite {
+		compat.RunList(client, compat.ModuleVersion("github.com/twmb/franz-go"), compat.SecurityScenarios, []compat.Scenario{
+			secProduceConsume, secTxnAllowed, secTxnDenied, secBadCredentials,
+		})
+	}
 	compat.Run(client, compat.ModuleVersion("github.com/twmb/franz-go"), []compat.Scenario{
 		// In the order of compat.Scenarios.
 		createTopic, produceConsume, compression, consumeEarliest, consumeLatest, seekTimestamp, groupRebalance, memberLeaveRejoin, idempotentProduce, txnCommitAbort, consumeProcessProduce, txnFencing, alterConfig, deleteRecords, leaderKill, txnLeaderKill, errUnknownTopic, errOffsetOutOfRange, errStaleGeneration, errFencedProducer,

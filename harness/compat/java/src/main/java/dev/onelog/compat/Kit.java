@@ -28,15 +28,23 @@ public final class Kit {
     public static final Duration POLL = Duration.ofMillis(200);
 
     private final String bootstrap;
+    private final Security security;
 
     public Kit(String bootstrap) {
+        this(bootstrap, Security.fromEnv());
+    }
+
+    /** A Kit whose clients connect with `security` instead of the environment's. */
+    public Kit(String bootstrap, Security security) {
         this.bootstrap = bootstrap;
+        this.security = security;
     }
 
     public Properties common() {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("request.timeout.ms", "15000");
+        p.putAll(security.properties());
         return p;
     }
 

@@ -47,6 +47,14 @@ public final class CliDriver {
 
     public static void main(String[] args) {
         Compat compat = new Compat(args.length > 0 ? args[0] : "kafka-cli-4.1.1", AppInfoParser.getVersion());
+        if ("security".equals(System.getenv("COMPAT_SUITE"))) {
+            try {
+                new CliSecurity(compat).runAll();
+            } catch (java.io.IOException e) {
+                e.printStackTrace();
+            }
+            System.exit(0);
+        }
         CliDriver d = new CliDriver(compat);
         compat.run("kafka-topics", d::topics);
         compat.run("kafka-console-producer-consumer", d::console);

@@ -14,6 +14,10 @@ public final class ClientsDriver {
         String client = args.length > 0 ? args[0] : "java-" + AppInfoParser.getVersion();
         Compat compat = new Compat(client, AppInfoParser.getVersion());
         Kit kit = new Kit(compat.bootstrap);
+        if ("security".equals(System.getenv("COMPAT_SUITE"))) {
+            new SecurityScenarios(compat, kit).runAll();
+            System.exit(0);
+        }
         Basics basics = new Basics(compat, kit);
         Groups groups = new Groups(compat, kit);
         Txns txns = new Txns(compat, kit);

@@ -30,6 +30,8 @@ public final class WordCountApp {
         String stateDir = args[4];
         Properties p = new Properties();
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        // The child JVM inherits the driver's environment, COMPAT_SECURITY_* included.
+        p.putAll(dev.onelog.compat.Security.fromEnv().properties());
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
