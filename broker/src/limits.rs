@@ -319,3 +319,21 @@ pub const DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX: i32 = 2_000;
 pub const SEGMENT_ALLOCATION_STEP_BYTES_MIN: u64 = 64 * 1024;
 pub const SEGMENT_ALLOCATION_STEP_BYTES_MAX: u64 = 8 * 1024 * 1024;
 const _: () = assert!(SEGMENT_ALLOCATION_STEP_BYTES_MIN <= SEGMENT_ALLOCATION_STEP_BYTES_MAX);
+
+/// How often an SSL listener looks at its keystore and truststore for a change (ms): a rotated
+/// certificate is in use for new connections at most this long after it is written.
+pub const TLS_RELOAD_POLL_MS: u64 = 2_000;
+
+/// SASL authentication attempts one client address may make at once, and per second after
+/// that (`net::sasl::throttle`): generous for clients that open a connection per broker and
+/// re-authenticate (KIP-152), far below what guessing passwords needs.
+pub const SASL_ATTEMPTS_BURST: u32 = 100;
+pub const SASL_ATTEMPTS_PER_SECOND: u32 = 20;
+/// Client addresses the SASL throttle remembers at once.
+pub const SASL_THROTTLED_ADDRESSES_MAX: usize = 10_000;
+
+/// Client addresses whose failed TLS handshakes or SASL logins are remembered for the
+/// once-per-address-per-interval log line (`net::incidents`).
+pub const INCIDENT_ADDRESSES_MAX: usize = 4_096;
+/// At most one such line per client address in this interval (ms).
+pub const ADDRESS_INCIDENT_LOG_INTERVAL_MS: u64 = 60_000;
