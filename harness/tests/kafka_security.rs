@@ -174,7 +174,11 @@ async fn sasl_plain_over_plaintext_and_ssl() {
         )
         .config("listener.name.sasl_plaintext.plain.sasl.jaas.config", JAAS)
         .config("listener.name.sasl_ssl.plain.sasl.jaas.config", JAAS)
-        .config("connections.max.reauth.ms", "600000");
+        .config("connections.max.reauth.ms", "600000")
+        // A listener whose sessions expire after a second (KIP-152).
+        .listener("SHORT", "SASL_PLAINTEXT")
+        .config("listener.name.short.plain.sasl.jaas.config", JAAS)
+        .config("listener.name.short.connections.max.reauth.ms", "1000");
     let cluster = Cluster::start_with(options).expect("starting the cluster");
     let result = async {
         let sasl = cluster.listener_addr(1, "SASL_PLAINTEXT");
@@ -223,6 +227,31 @@ async fn sasl_plain_over_plaintext_and_ssl() {
             .await?;
         ensure!(answer.error_code == 33, "GSSAPI: {answer:?}");
         ensure!(answer.mechanisms.iter().any(|m| m.as_str() == "PLAIN"), "{answer:?}");
+        // SaslHandshake v0: the token follows as a raw frame, answered by a raw (empty) frame.
+        let mut legacy = RawClient::connect(sasl).await?;
+        let answer = legacy
+            .request(0, &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")))
+            .await?;
+        ensure!(answer.error_code == 0, "SaslHandshake v0: {answer:?}");
+        legacy.send_frame(b"\0alice\0alice-secret").await?;
+        ensure!(legacy.read_frame().await?.is_empty(), "legacy PLAIN: a non-empty server token");
+        ensure!(
+            legacy.request(4, &ListGroupsRequest::default()).await?.error_code == 0,
+            "ListGroups after a v0 login"
+        );
+        let mut legacy = RawClient::connect(sasl).await?;
+        legacy
+            .request(0, &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")))
+            .await?;
+        legacy.send_frame(b"\0alice\0wrong").await?;
+        legacy.expect_closed(Duration::from_secs(5)).await.context("legacy PLAIN with a wrong password")?;
+        // An expired session: the next request closes the connection.
+        let mut short = RawClient::connect(cluster.listener_addr(1, "SHORT")).await?;
+        let ok = plain_login(&mut short, "alice", "alice-secret").await?;
+        ensure!(ok.error_code == 0 && ok.session_lifetime_ms == 1000, "{ok:?}");
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        short.send_request(4, &ListGroupsRequest::default()).await?;
+        short.expect_closed(Duration::from_secs(5)).await.context("a request after the session expired")?;
         // SaslHandshake on the PLAINTEXT listener: ILLEGAL_SASL_STATE, as Kafka.
         let mut plain = RawClient::connect(cluster.kafka_addr(1)).await?;
         let answer = plain
