@@ -324,3 +324,21 @@ const _: () = assert!(SEGMENT_ALLOCATION_STEP_BYTES_MIN <= SEGMENT_ALLOCATION_ST
 /// `onelog_state::limits::SCRAM_USER_NAME_BYTES_MAX` escaped, nonces, a SHA-512 proof and
 /// extensions fit many times over; a longer token fails the exchange before it is parsed.
 pub const SCRAM_MESSAGE_BYTES_MAX: usize = 8 * 1024;
+
+/// How often an SSL listener looks at its keystore and truststore for a change (ms): a rotated
+/// certificate is in use for new connections at most this long after it is written.
+pub const TLS_RELOAD_POLL_MS: u64 = 2_000;
+
+/// SASL authentication attempts one client address may make at once, and per second after
+/// that (`net::sasl::throttle`): generous for clients that open a connection per broker and
+/// re-authenticate (KIP-152), far below what guessing passwords needs.
+pub const SASL_ATTEMPTS_BURST: u32 = 100;
+pub const SASL_ATTEMPTS_PER_SECOND: u32 = 20;
+/// Client addresses the SASL throttle remembers at once.
+pub const SASL_THROTTLED_ADDRESSES_MAX: usize = 10_000;
+
+/// Client addresses whose failed TLS handshakes or SASL logins are remembered for the
+/// once-per-address-per-interval log line (`net::incidents`).
+pub const INCIDENT_ADDRESSES_MAX: usize = 4_096;
+/// At most one such line per client address in this interval (ms).
+pub const ADDRESS_INCIDENT_LOG_INTERVAL_MS: u64 = 60_000;

@@ -11,6 +11,7 @@ use anyhow::Context;
 use raft_store::{LogStore, LogStoreOptions};
 use tokio::net::TcpListener;
 
+use crate::config::listeners::{peer_kafka_text, resolve, SecurityProtocol};
 use crate::config::{Args, BrokerConfig, NodeSettings};
 use crate::coord::group::Coordinator as GroupCoordinator;
 use crate::coord::txn::TxnCoordinator;
@@ -58,17 +59,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let node: NodeSettings = config.node.clone();
     let _lock = lock_data_dir(&node.data_dir)?;
     let advertised = node.advertised_kafka.clone();
-    let (host, port) =
-        advertised.rsplit_once(':').context("advertised.listeners (--advertised-kafka) must be host:port")?;
-    let port: i32 = port.parse().context("advertised.listeners (--advertised-kafka): the port")?;
+    // Certificates are read before anything else: a bad keystore fails start-up at once.
+    let kafka_listeners =
+        node.listeners.iter().map(listener::Listener::prepare).collect::<anyhow::Result<Vec<_>>>()?;
     let peers = parse_peers(&node.peers)?;
     if !peers.is_empty() && node.raft_listen.is_none() {
         anyhow::bail!("onelog.peers (--peers) needs onelog.raft.listener (--raft-listen): peers must be able to reach this node");
     }
     // A taken port is reported before the data directory is touched; the Kafka listener itself
     // is bound only once the node can serve (see the end of this function).
-    std::net::TcpListener::bind(node.kafka_listen)
-        .with_context(|| format!("the Kafka listener {} (listeners)", node.kafka_listener))?;
+    for spec in &node.listeners {
+        std::net::TcpListener::bind(resolve(&spec.endpoint.address())?)
+            .with_context(|| format!("the Kafka listener {} (listeners)", spec.endpoint))?;
+    }
     if let Some(admin) = node.admin_listen {
         std::net::TcpListener::bind(admin)
             .with_context(|| format!("the admin API listener {admin} (onelog.admin.listener)"))?;
@@ -121,7 +124,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         None => String::new(),
     };
-    let me = NodeAddr { raft: raft_addr, kafka: advertised.clone() };
+    let me = NodeAddr { raft: raft_addr, kafka: peer_kafka_text(&node.advertised) };
     // Up before the rejoin decision, which can wait long, so `/status` shows the node waiting.
     let serving = Arc::new(std::sync::OnceLock::new());
     crate::admin_api::start(
@@ -161,8 +164,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tracing::info!(node_id = node.node_id, voters = members.len(), "initializing a new cluster");
         raft.initialize(members).await?;
     }
-    let leadership =
-        Arc::new(Leadership::new(node.node_id, raft.clone(), applied.clone(), (host.to_string(), port)));
+    let leadership = Arc::new(Leadership::new(
+        node.node_id,
+        raft.clone(),
+        applied.clone(),
+        node.advertised.clone(),
+        &inter_broker_listener(&node),
+    ));
     let proposer = Proposer::start(ProposerOptions {
         leadership: leadership.clone(),
         node_id: node.node_id,
@@ -195,12 +203,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     duties::start(duty.clone(), raft.clone());
     crate::coord::group::duties::start(duty.clone(), ctx.groups.clone());
     crate::coord::txn::duties::start(duty, ctx.txns.clone());
-    let listener = TcpListener::bind(node.kafka_listen)
-        .await
-        .with_context(|| format!("binding the Kafka listener {} (listeners)", node.kafka_listener))?;
-    tracing::info!(kafka = %node.kafka_listen, advertised = %advertised, node_id = node.node_id, "onelog ready");
+    let mut bound = Vec::new();
+    for (spec, kafka_listener) in node.listeners.iter().zip(kafka_listeners) {
+        let socket = TcpListener::bind(resolve(&spec.endpoint.address())?)
+            .await
+            .with_context(|| format!("binding the Kafka listener {} (listeners)", spec.endpoint))?;
+        bound.push((socket, kafka_listener));
+    }
+    let advertised_all: Vec<String> = node.advertised.iter().map(|e| e.to_string()).collect();
+    tracing::info!(kafka = %node.kafka_listener, advertised = %advertised_all.join(","), node_id = node.node_id, "onelog ready");
     tokio::select! {
-        () = listener::serve(listener, ctx) => {}
+        () = listener::serve_all(bound, ctx) => {}
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
     leadership.begin_shutdown();
@@ -252,6 +265,13 @@ async fn checkpoint_before_exit(raft: &Raft) {
 }
 
 /// Parses `--peers id=raft_host:port@kafka_host:port,...`.
+/// The listener nodes reach each other's Kafka port on (`net::forward` speaks plain TCP): the
+/// first PLAINTEXT one, else the first listener.
+fn inter_broker_listener(node: &NodeSettings) -> String {
+    let plaintext = node.listeners.iter().find(|l| l.protocol == SecurityProtocol::Plaintext);
+    plaintext.or(node.listeners.first()).map(|l| l.endpoint.name.to_string()).unwrap_or_default()
+}
+
 fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<u64, NodeAddr>> {
     let mut out = BTreeMap::new();
     for peer in peers.iter().filter(|p| !p.is_empty()) {

@@ -76,6 +76,9 @@ pub struct ClusterOptions {
     /// Nodes whose directory (data and log) is a tmpfs of this many bytes, mounted by the
     /// harness (as root) so that a run can fill one node's file system (`Cluster::data_tmpfs`).
     pub data_tmpfs: BTreeMap<u64, u64>,
+    /// Kafka listeners beside the PLAINTEXT one (which readiness probes and the proxies use):
+    /// (listener name, security protocol), each on its own port per node.
+    pub listeners: Vec<(String, String)>,
 }
 
 impl ClusterOptions {
@@ -90,7 +93,15 @@ impl ClusterOptions {
             profile: "debug",
             link_proxies: false,
             data_tmpfs: BTreeMap::new(),
+            listeners: Vec::new(),
         }
+    }
+
+    /// Another Kafka listener on every node, `name` speaking `protocol` (`SSL`, `SASL_SSL`,
+    /// `SASL_PLAINTEXT`, `PLAINTEXT`); its TLS and SASL configs come from [`ClusterOptions::config`].
+    pub fn listener(mut self, name: &str, protocol: &str) -> Self {
+        self.listeners.push((name.to_ascii_uppercase(), protocol.to_ascii_uppercase()));
+        self
     }
 
     /// Sets an environment variable for node `id` only.
@@ -128,6 +139,8 @@ struct Node {
     advertised: SocketAddr,
     raft: SocketAddr,
     admin: SocketAddr,
+    /// The other listeners' addresses, by listener name.
+    listeners: BTreeMap<String, SocketAddr>,
     /// `None` once the harness stopped it (kill9, terminate) or before the first start.
     child: Option<Child>,
     /// Stopped with SIGSTOP and not yet continued.
@@ -187,7 +200,8 @@ impl Cluster {
         // Every node proves this secret in its Raft handshake (`onelog.cluster.secret.file`).
         let secret: String = (0..32).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
         std::fs::write(root_path.join(CLUSTER_SECRET_FILE), secret)?;
-        let ports = free_ports(3 * options.nodes as usize)?;
+        let per_node = 3 + options.listeners.len();
+        let ports = free_ports(per_node * options.nodes as usize)?;
         let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
         let mut nodes = BTreeMap::new();
         let mut tmpfs = BTreeMap::new();
@@ -197,11 +211,28 @@ impl Cluster {
                 tmpfs.insert(id, Tmpfs::mount(&dir, *bytes)?);
             }
             std::fs::create_dir_all(dir.join("data"))?;
-            let (kafka, raft, admin) = (addr(ports[3 * i]), addr(ports[3 * i + 1]), addr(ports[3 * i + 2]));
+            let base = per_node * i;
+            let (kafka, raft, admin) = (addr(ports[base]), addr(ports[base + 1]), addr(ports[base + 2]));
             let advertised = kafka;
+            let listeners = options
+                .listeners
+                .iter()
+                .enumerate()
+                .map(|(j, (name, _))| (name.clone(), addr(ports[base + 3 + j])))
+                .collect();
             nodes.insert(
                 id,
-                Node { dir, kafka, advertised, raft, admin, child: None, paused: false, exited: None },
+                Node {
+                    dir,
+                    kafka,
+                    advertised,
+                    raft,
+                    admin,
+                    listeners,
+                    child: None,
+                    paused: false,
+                    exited: None,
+                },
             );
         }
         let links = match options.link_proxies {
@@ -214,6 +245,25 @@ impl Cluster {
             }
         }
         Ok(Self { tmpfs, root: Some(root), root_path, binary, has_admin, options, nodes, links })
+    }
+
+    /// The Kafka part of a node's `--peers` entry: `host:port`, or every listener.
+    fn peer_kafka(node: &Node) -> String {
+        let others = node.listeners.iter().map(|(name, at)| format!(";{name}://{at}"));
+        match node.listeners.is_empty() {
+            true => node.advertised.to_string(),
+            false => format!("PLAINTEXT://{}{}", node.advertised, others.collect::<String>()),
+        }
+    }
+
+    /// Node `id`'s address on the listener `name` ([`ClusterOptions::listener`]).
+    pub fn listener_addr(&self, id: u64, name: &str) -> SocketAddr {
+        self.node(id).listeners[&name.to_ascii_uppercase()]
+    }
+
+    /// Every node's address on the listener `name`, comma separated (`bootstrap.servers`).
+    pub fn listener_bootstrap(&self, name: &str) -> String {
+        self.ids().iter().map(|id| self.listener_addr(*id, name).to_string()).collect::<Vec<_>>().join(",")
     }
 
     /// Node ids, ascending.
@@ -345,13 +395,20 @@ impl Cluster {
         }
         let dir = self.root_path.join(format!("node-{id}"));
         std::fs::create_dir_all(dir.join("data"))?;
-        let ports = free_ports(3)?;
+        let ports = free_ports(3 + self.options.listeners.len())?;
         let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
         let (kafka, raft, admin) = (addr(ports[0]), addr(ports[1]), addr(ports[2]));
         let advertised = kafka;
+        let listeners = self
+            .options
+            .listeners
+            .iter()
+            .enumerate()
+            .map(|(j, (name, _))| (name.clone(), addr(ports[3 + j])))
+            .collect();
         self.nodes.insert(
             id,
-            Node { dir, kafka, advertised, raft, admin, child: None, paused: false, exited: None },
+            Node { dir, kafka, advertised, raft, admin, listeners, child: None, paused: false, exited: None },
         );
         self.spawn(id)
     }
@@ -383,7 +440,7 @@ impl Cluster {
             .nodes
             .iter()
             .filter(|(other, _)| **other != id)
-            .map(|(other, n)| format!("{other}={}@{}", n.raft, n.advertised))
+            .map(|(other, n)| format!("{other}={}@{}", n.raft, Self::peer_kafka(n)))
             .collect();
         let mut command = Command::new(&self.binary);
         command
@@ -394,9 +451,23 @@ impl Cluster {
             .arg("--kafka-listen")
             .arg(node.kafka.to_string())
             .arg("--advertised-kafka")
-            .arg(node.advertised.to_string())
-            .arg("--raft-listen")
-            .arg(node.raft.to_string());
+            .arg(node.advertised.to_string());
+        if !node.listeners.is_empty() {
+            let all = |first: SocketAddr| {
+                let others = node.listeners.iter().map(|(name, at)| format!(",{name}://{at}"));
+                format!("PLAINTEXT://{first}{}", others.collect::<String>())
+            };
+            let map: String =
+                self.options.listeners.iter().map(|(name, protocol)| format!(",{name}:{protocol}")).collect();
+            command
+                .arg("--config")
+                .arg(format!("listeners={}", all(node.kafka)))
+                .arg("--config")
+                .arg(format!("advertised.listeners={}", all(node.advertised)))
+                .arg("--config")
+                .arg(format!("listener.security.protocol.map=PLAINTEXT:PLAINTEXT{map}"));
+        }
+        command.arg("--raft-listen").arg(node.raft.to_string());
         if !peers.is_empty() {
             command.arg("--peers").arg(peers.join(","));
         }

@@ -11,6 +11,7 @@ pub mod admin_api;
 pub mod atomic;
 pub mod batch;
 pub mod bench;
+pub mod certs;
 pub mod chaos;
 pub mod check;
 pub mod cluster;

@@ -69,6 +69,24 @@ pub const NODE_CONFIGS: &[BrokerConfigDef] = &[
     def("onelog.admin.token.file", "", STRING),
 ];
 
+/// The Kafka listeners' security: protocols per listener name, TLS and SASL. Kafka's names and,
+/// where onelog has the same choice, Kafka's defaults; onelog reads PEM files only, and enables
+/// the mechanisms it serves (Kafka's default is GSSAPI, which onelog does not). Each `ssl.`/`sasl.`
+/// one (and `connections.max.reauth.ms`) may be set per listener as
+/// `listener.name.<name>.<key>` (`config::security`). Read-only, like the node configs.
+pub const SECURITY_CONFIGS: &[BrokerConfigDef] = &[
+    def("listener.security.protocol.map", super::listeners::DEFAULT_PROTOCOL_MAP, List),
+    def("ssl.keystore.type", "PEM", STRING),
+    def("ssl.keystore.location", "", STRING),
+    def("ssl.truststore.type", "PEM", STRING),
+    def("ssl.truststore.location", "", STRING),
+    def("ssl.client.auth", "none", STRING),
+    def("ssl.principal.mapping.rules", "DEFAULT", STRING),
+    def("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN", List),
+    def("sasl.jaas.config", "", STRING),
+    at_least("connections.max.reauth.ms", "0", Long, 0),
+];
+
 /// Broker-only configs and their defaults (topic-level defaults come from TOPIC_CONFIGS).
 ///
 /// None of these is dynamic (IncrementalAlterConfigs / AlterConfigs answer INVALID_REQUEST

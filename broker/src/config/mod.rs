@@ -12,7 +12,11 @@
 
 pub mod authz;
 mod defs;
+mod jaas;
+pub mod listeners;
 mod node_settings;
+pub mod principal_rules;
+pub mod security;
 pub mod sources;
 
 use std::collections::BTreeMap;
@@ -26,7 +30,7 @@ use onelog_state::entry::EntryOptions;
 use onelog_state::topic_config::{topic_config_def, ConfigType, TOPIC_CONFIGS};
 use onelog_state::BrokerState;
 
-use defs::{BrokerConfigDef, BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS, NODE_CONFIGS};
+use defs::{BrokerConfigDef, BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS, NODE_CONFIGS, SECURITY_CONFIGS};
 pub use node_settings::NodeSettings;
 use sources::{Given, Origin};
 
@@ -313,6 +317,10 @@ impl BrokerConfig {
             values.insert(key.to_string(), (default.to_string(), Origin::Default, ty));
         }
         for Given { key, value, origin } in given {
+            if security::is_listener_override(&key) {
+                values.insert(key, (value, origin, ConfigType::String));
+                continue;
+            }
             let Some(entry) = values.get_mut(&key) else {
                 bail!("{key} ({origin}): unknown broker config{}", suggestion(&key));
             };
@@ -334,7 +342,10 @@ impl BrokerConfig {
             .0
             .iter()
             .filter(|(_, (_, origin, _))| *origin != Origin::Default)
-            .map(|(key, (value, origin, _))| format!("{key}={value} ({origin})"))
+            .map(|(key, (value, origin, _))| match security::is_sensitive(key) {
+                true => format!("{key}=[hidden] ({origin})"),
+                false => format!("{key}={value} ({origin})"),
+            })
             .collect();
         if set.is_empty() {
             "every config at its default".to_string()
@@ -346,7 +357,9 @@ impl BrokerConfig {
     /// Whether `name` is a broker config onelog knows and cannot change at run time (see
     /// [`BROKER_CONFIGS`]): the refusal Kafka gives, checked with `scripts/kafka-reference.sh`.
     pub fn read_only_problem(name: &str) -> Option<(i16, String)> {
-        BROKER_CONFIGS.iter().chain(NODE_CONFIGS).any(|d| d.name == name).then(|| {
+        let read_only =
+            BROKER_CONFIGS.iter().chain(NODE_CONFIGS).chain(SECURITY_CONFIGS).any(|d| d.name == name);
+        read_only.then(|| {
             (
                 kafka_compat::error_code::INVALID_REQUEST,
                 format!("Cannot update these configs dynamically: Set({name})"),
@@ -396,11 +409,13 @@ impl BrokerConfig {
         known_defaults().find(|(k, _, _)| *k == key).map(|(_, d, _)| d)
     }
 
-    /// (value, explicitly set, type) for DescribeConfigs.
+    /// (value, explicitly set, type) for DescribeConfigs; secrets (JAAS configs) and the
+    /// per-listener overrides are left out.
     pub fn entries(&self) -> impl Iterator<Item = (&str, &str, bool, ConfigType)> {
         self.values
             .0
             .iter()
+            .filter(|(k, _)| !security::is_sensitive(k) && !k.starts_with(security::LISTENER_PREFIX))
             .map(|(k, (v, origin, ty))| (k.as_str(), v.as_str(), *origin != Origin::Default, *ty))
     }
 }
@@ -408,13 +423,18 @@ impl BrokerConfig {
 /// Every known config: (name, default, type); node and broker configs, then the broker
 /// synonyms of the topic configs.
 fn known_defaults() -> impl Iterator<Item = (&'static str, &'static str, ConfigType)> {
-    let own = NODE_CONFIGS.iter().chain(BROKER_CONFIGS).chain(DYNAMIC_BROKER_CONFIGS);
+    let own = NODE_CONFIGS.iter().chain(BROKER_CONFIGS).chain(DYNAMIC_BROKER_CONFIGS).chain(SECURITY_CONFIGS);
     own.map(|d| (d.name, d.default, d.config_type))
         .chain(TOPIC_CONFIGS.iter().map(|d| (d.broker_name, d.default, d.config_type)))
 }
 
 fn own_def(key: &str) -> Option<&'static BrokerConfigDef> {
-    NODE_CONFIGS.iter().chain(BROKER_CONFIGS).chain(DYNAMIC_BROKER_CONFIGS).find(|d| d.name == key)
+    NODE_CONFIGS
+        .iter()
+        .chain(BROKER_CONFIGS)
+        .chain(DYNAMIC_BROKER_CONFIGS)
+        .chain(SECURITY_CONFIGS)
+        .find(|d| d.name == key)
 }
 
 /// ", did you mean …?" when a known key differs from `key` by a character or two.

@@ -2,16 +2,15 @@
 //! configs `defs::NODE_CONFIGS` names (Kafka's `node.id`, `log.dirs`, `listeners`,
 //! `advertised.listeners`, and onelog's Raft, peer and admin settings).
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
 
+use super::listeners::{self, resolve, Endpoint};
+use super::security::ListenerSpec;
 use super::Values;
-
-/// The one security protocol a Kafka listener speaks until the security issue adds others.
-const PLAINTEXT: &str = "PLAINTEXT";
 
 /// A node's identity and addresses.
 #[derive(Debug, Clone)]
@@ -19,10 +18,15 @@ pub struct NodeSettings {
     pub node_id: u64,
     /// `log.dirs`: onelog keeps one data directory.
     pub data_dir: PathBuf,
-    /// `listeners`: the Kafka listener, as given (`PLAINTEXT://127.0.0.1:9092`), for messages.
+    /// `listeners`, as given (`PLAINTEXT://127.0.0.1:9092,SSL://…`), for messages.
     pub kafka_listener: String,
+    /// Every Kafka listener, in the order given, with what it speaks.
+    pub listeners: Vec<ListenerSpec>,
+    /// `advertised.listeners`: what clients are told to connect to, per listener name.
+    pub advertised: Vec<Endpoint>,
+    /// The first listener's bind address (`--kafka-listen`).
     pub kafka_listen: SocketAddr,
-    /// host:port clients are told to connect to (Metadata).
+    /// The first advertised listener's host:port (`--advertised-kafka`).
     pub advertised_kafka: String,
     pub raft_listen: Option<SocketAddr>,
     /// Other voters as id=raft_host:port@kafka_host:port.
@@ -46,22 +50,28 @@ impl NodeSettings {
             );
         };
         let kafka_listener = c.text("listeners")?.trim().to_string();
-        let (_, listen_at) =
-            listener(&kafka_listener).with_context(|| format!("listeners ({})", c.origin("listeners")))?;
-        let kafka_listen = resolve(listen_at)
+        let map_key = "listener.security.protocol.map";
+        let map = listeners::protocol_map(c.text(map_key)?)
+            .with_context(|| format!("{map_key} ({})", c.origin(map_key)))?;
+        let parsed = listeners::endpoints(&kafka_listener, &map)
             .with_context(|| format!("listeners={kafka_listener} ({})", c.origin("listeners")))?;
-        let advertised = c.text("advertised.listeners")?.trim();
-        let advertised_kafka = if advertised.is_empty() {
-            listen_at.to_string()
-        } else {
-            let (_, at) = listener(advertised)
-                .with_context(|| format!("advertised.listeners ({})", c.origin("advertised.listeners")))?;
-            at.to_string()
-        };
+        let mut specs = Vec::new();
+        for (endpoint, protocol) in parsed {
+            resolve(&endpoint.address())
+                .with_context(|| format!("listeners={kafka_listener} ({})", c.origin("listeners")))?;
+            specs.push(ListenerSpec::parse(c, endpoint, protocol)?);
+        }
+        let endpoints: Vec<Endpoint> = specs.iter().map(|s| s.endpoint.clone()).collect();
+        let advertised = listeners::advertised(c.text("advertised.listeners")?, &endpoints, &map)
+            .with_context(|| format!("advertised.listeners ({})", c.origin("advertised.listeners")))?;
+        let kafka_listen = resolve(&endpoints[0].address())?;
+        let advertised_kafka = advertised.first().map(Endpoint::address).unwrap_or_default();
         Ok(NodeSettings {
             node_id,
             data_dir: PathBuf::from(dir),
             kafka_listener,
+            listeners: specs,
+            advertised,
             kafka_listen,
             advertised_kafka,
             raft_listen: optional_address(c, "onelog.raft.listener")?,
@@ -102,49 +112,10 @@ fn list(text: &str) -> Vec<String> {
     text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
-/// One listener, `PLAINTEXT://host:port` or just `host:port`: (protocol, host:port).
-fn listener(text: &str) -> anyhow::Result<(&str, &str)> {
-    let items = text.split(',').map(str::trim).filter(|s| !s.is_empty()).count();
-    if items != 1 {
-        bail!("{text:?}: onelog has one Kafka listener; give one PLAINTEXT://host:port");
-    }
-    match text.split_once("://") {
-        None => Ok((PLAINTEXT, text)),
-        Some((protocol, at)) if protocol.eq_ignore_ascii_case(PLAINTEXT) => Ok((PLAINTEXT, at)),
-        Some((protocol, _)) => {
-            bail!("{text:?}: security protocol {protocol} is not supported, only {PLAINTEXT}")
-        }
-    }
-}
-
-/// host:port to one address; an empty host (`:9092`, as Kafka allows) is every interface.
-fn resolve(at: &str) -> anyhow::Result<SocketAddr> {
-    let at = if at.starts_with(':') { format!("0.0.0.0{at}") } else { at.to_string() };
-    at.to_socket_addrs()
-        .with_context(|| format!("{at:?} is not host:port"))?
-        .next()
-        .with_context(|| format!("{at:?} resolves to no address"))
-}
-
 fn optional_address(c: &Values, key: &str) -> anyhow::Result<Option<SocketAddr>> {
     let text = c.text(key)?.trim();
     if text.is_empty() {
         return Ok(None);
     }
     resolve(text).map(Some).with_context(|| format!("{key}={text} ({})", c.origin(key)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn listeners_take_kafkas_form_or_a_bare_address() {
-        assert_eq!(listener("PLAINTEXT://127.0.0.1:9092").unwrap(), (PLAINTEXT, "127.0.0.1:9092"));
-        assert_eq!(listener("127.0.0.1:9092").unwrap(), (PLAINTEXT, "127.0.0.1:9092"));
-        assert!(listener("SASL_SSL://h:1").unwrap_err().to_string().contains("SASL_SSL"));
-        assert!(listener("PLAINTEXT://a:1,PLAINTEXT://b:2").is_err());
-        assert_eq!(resolve(":9092").unwrap(), "0.0.0.0:9092".parse().unwrap());
-        assert!(resolve("nonsense").is_err());
-    }
 }

@@ -32,7 +32,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         ))
         .with_brokers(
             ctx.leadership
-                .brokers()
+                .brokers_on(req.listener.as_deref())
                 .into_iter()
                 .map(|b| {
                     DescribeClusterBroker::default()

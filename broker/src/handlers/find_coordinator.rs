@@ -35,18 +35,19 @@ type Found = Result<BrokerInfo, (i16, String)>;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::FindCoordinator(body) = req.body else { anyhow::bail!("not a FindCoordinator body") };
+    let listener = req.listener.as_deref();
     let response = if req.api_version >= 4 {
         let coordinators = body
             .coordinator_keys
             .into_iter()
             .map(|key| {
-                let found = find(&ctx, body.key_type, &key);
+                let found = find(&ctx, listener, body.key_type, &key);
                 coordinator(key, found)
             })
             .collect();
         FindCoordinatorResponse::default().with_coordinators(coordinators)
     } else {
-        match find(&ctx, body.key_type, &body.key) {
+        match find(&ctx, listener, body.key_type, &body.key) {
             Ok(broker) => FindCoordinatorResponse::default()
                 .with_node_id(BrokerId(broker.node_id))
                 .with_host(str_bytes(broker.host))
@@ -62,7 +63,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     Ok(Some(ResponseKind::FindCoordinator(response)))
 }
 
-fn find(ctx: &Ctx, key_type: i8, key: &str) -> Found {
+/// The coordinator (the Raft leader) at its address on `listener`, the one the request came in on.
+fn find(ctx: &Ctx, listener: Option<&str>, key_type: i8, key: &str) -> Found {
     if key_type != KEY_TYPE_GROUP && key_type != KEY_TYPE_TRANSACTION {
         return Err((error_code::INVALID_REQUEST, format!("Unknown coordinator type {key_type}")));
     }
@@ -73,7 +75,7 @@ fn find(ctx: &Ctx, key_type: i8, key: &str) -> Found {
     let unavailable = |why: &str| (error_code::COORDINATOR_NOT_AVAILABLE, why.to_string());
     let leader = ctx.leader_id().ok_or_else(|| unavailable("No Raft leader is known"))?;
     ctx.leadership
-        .brokers()
+        .brokers_on(listener)
         .into_iter()
         .find(|b| b.node_id as u64 == leader)
         .ok_or_else(|| unavailable("The Raft leader's address is not known"))

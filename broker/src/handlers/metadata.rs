@@ -66,7 +66,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         }
     }
     let mut response = MetadataResponse::default()
-        .with_brokers(brokers(&ctx))
+        .with_brokers(brokers(&ctx, req.listener.as_deref()))
         .with_cluster_id(Some(str_bytes(ctx.leadership.cluster_id())))
         .with_controller_id(ctx.leader_id().map_or(-1, |l| l as i32).into())
         .with_topics(topics);
@@ -144,9 +144,10 @@ async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])
     }
 }
 
-fn brokers(ctx: &SharedCtx) -> Vec<MetadataResponseBroker> {
+/// The brokers' addresses on the listener the request came in on.
+fn brokers(ctx: &SharedCtx, listener: Option<&str>) -> Vec<MetadataResponseBroker> {
     ctx.leadership
-        .brokers()
+        .brokers_on(listener)
         .into_iter()
         .map(|b| {
             MetadataResponseBroker::default()

@@ -61,6 +61,8 @@ pub mod produce;
 pub mod push_telemetry;
 pub mod remove_raft_voter;
 pub mod renew_delegation_token;
+pub mod sasl_authenticate;
+pub mod sasl_handshake;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unregister_broker;
@@ -194,6 +196,8 @@ pub static HANDLERS: &[Handler] = &[
     handler!(alter_configs),
     handler!(incremental_alter_configs),
     handler!(delete_records),
+    handler!(sasl_handshake),
+    handler!(sasl_authenticate),
 ];
 
 pub fn lookup(api_key: i16) -> Option<&'static Handler> {

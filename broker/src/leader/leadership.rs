@@ -10,6 +10,7 @@ use openraft::RaftMetrics;
 use tokio::sync::watch;
 
 use super::lease::LeaderLease;
+use crate::config::listeners::{parse_peer_kafka, Endpoint};
 use crate::limits;
 use crate::raft::applied::AppliedView;
 use crate::raft::{NodeAddr, Raft};
@@ -30,20 +31,30 @@ pub struct Leadership {
     /// Set before a graceful shutdown (SIGTERM, removal) stops the Raft node: requests are
     /// refused from then on, and that stop is not taken for a fault.
     shutting_down: AtomicBool,
-    advertised_host: String,
-    advertised_port: i32,
+    /// This node's advertised listeners now (`advertised.listeners`).
+    advertised: Vec<Endpoint>,
+    /// The listener whose addresses [`Leadership::brokers`] gives: the one nodes reach each
+    /// other's Kafka port on (`net::forward`).
+    inter_broker: String,
 }
 
 impl Leadership {
-    pub fn new(node_id: u64, raft: Raft, applied: AppliedView, advertised: (String, i32)) -> Self {
+    /// `inter_broker`: the listener name [`Leadership::brokers`] answers for.
+    pub fn new(
+        node_id: u64,
+        raft: Raft,
+        applied: AppliedView,
+        advertised: Vec<Endpoint>,
+        inter_broker: &str,
+    ) -> Self {
         Leadership {
             node_id,
             raft,
             applied,
             lease: LeaderLease::default(),
             shutting_down: AtomicBool::new(false),
-            advertised_host: advertised.0,
-            advertised_port: advertised.1,
+            advertised,
+            inter_broker: inter_broker.to_string(),
         }
     }
 
@@ -183,8 +194,20 @@ impl Leadership {
         self.term() as i32
     }
 
-    /// Every voter and learner, with the Kafka address recorded in the membership.
+    /// Every voter and learner, with its Kafka address on the inter-broker listener.
     pub fn brokers(&self) -> Vec<BrokerInfo> {
+        self.brokers_on(Some(&self.inter_broker))
+    }
+
+    /// Every voter and learner with an address on `listener` (the listener a request came
+    /// in on; `None`: the inter-broker one), from the addresses recorded in the membership.
+    /// A broker without that listener is left out, as Kafka does.
+    pub fn brokers_on(&self, listener: Option<&str>) -> Vec<BrokerInfo> {
+        let listener = listener.unwrap_or(&self.inter_broker);
+        let on_listener = |endpoints: &[Endpoint]| {
+            let found = endpoints.iter().find(|e| e.name.eq_ignore_ascii_case(listener))?;
+            Some((found.host.clone(), i32::from(found.port)))
+        };
         let mut brokers: Vec<BrokerInfo> = self.applied.read(|applied| {
             applied
                 .membership
@@ -192,14 +215,15 @@ impl Leadership {
                 .nodes()
                 .filter(|(id, _)| **id != self.node_id)
                 .filter_map(|(id, addr)| {
-                    let (host, port) = addr.kafka.rsplit_once(':')?;
-                    Some(BrokerInfo { node_id: *id as i32, host: host.to_string(), port: port.parse().ok()? })
+                    let (host, port) = on_listener(&parse_peer_kafka(&addr.kafka))?;
+                    Some(BrokerInfo { node_id: *id as i32, host, port })
                 })
                 .collect()
         });
-        // This node always reports its current address, even if restarted with a new one.
-        let (host, port) = (self.advertised_host.clone(), self.advertised_port);
-        brokers.push(BrokerInfo { node_id: self.node_id as i32, host, port });
+        // This node always reports its current addresses, even if restarted with new ones.
+        if let Some((host, port)) = on_listener(&self.advertised) {
+            brokers.push(BrokerInfo { node_id: self.node_id as i32, host, port });
+        }
         brokers.sort_by_key(|b| b.node_id);
         brokers
     }

@@ -21,8 +21,7 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes};
 use kafka_compat::frame::{frame_body_len, FrameError, FRAME_PREFIX_BYTES};
 use thiserror::Error;
-use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
 use tokio::sync::Semaphore;
 use tokio::time::{timeout_at, Instant};
 
@@ -148,8 +147,11 @@ fn io_error(e: std::io::Error) -> ReadError {
 }
 
 /// Reads the next frame's body and the memory it holds.
-pub async fn read_frame(
-    reader: &mut OwnedReadHalf,
+///
+/// `reader` is buffered (a TCP or TLS stream's read half): what it has buffered stands for the
+/// bytes a socket has received, so memory is reserved only for bytes that arrived.
+pub async fn read_frame<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
     memory: &RequestMemory,
     limits: &FrameLimits,
     activity: &Activity,
@@ -166,10 +168,10 @@ pub async fn read_frame(
     let mut body: Vec<u8> = Vec::new();
     let mut reservation = memory.empty();
     while body.len() < len {
-        // Reserve only once bytes are there (`readable` may report ready without any).
-        match timeout_at(deadline, reader.peek(&mut [0u8; 1])).await {
-            Ok(Ok(0)) => return Err(ReadError::Closed),
-            Ok(peeked) => peeked.map_err(io_error).map(drop)?,
+        // Reserve only once bytes are there.
+        match timeout_at(deadline, reader.fill_buf()).await {
+            Ok(Ok([])) => return Err(ReadError::Closed),
+            Ok(filled) => filled.map_err(io_error).map(drop)?,
             Err(_) => return Err(timed_out(body.len())),
         }
         if body.len() == body.capacity() {
@@ -180,14 +182,11 @@ pub async fn read_frame(
             }
             body.reserve_exact(target - body.len());
         }
-        let missing = len - body.len();
-        let mut room = (&mut body).limit(missing);
-        match reader.try_read_buf(&mut room) {
-            Ok(0) => return Err(ReadError::Closed),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(io_error(e)),
-        }
+        // Buffered bytes are there (above); this returns them without waiting.
+        let buffered = reader.fill_buf().await.map_err(io_error)?;
+        let take = buffered.len().min(len - body.len()).min(body.capacity() - body.len());
+        body.put_slice(&buffered[..take]);
+        reader.consume(take);
     }
     activity.touch();
     Ok((Bytes::from(body), reservation))
@@ -195,15 +194,15 @@ pub async fn read_frame(
 
 /// Waits until the next frame's first bytes are readable; fails once the connection has been
 /// idle (nothing in flight, nothing read or written) for `idle`.
-async fn wait_for_request(
-    reader: &mut OwnedReadHalf,
+async fn wait_for_request<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
     idle: Duration,
     activity: &Activity,
 ) -> Result<(), ReadError> {
     loop {
-        match timeout_at(activity.idle_until(idle), reader.peek(&mut [0u8; 1])).await {
-            Ok(Ok(0)) => return Err(ReadError::Closed),
-            Ok(peeked) => return peeked.map_err(io_error).map(drop),
+        match timeout_at(activity.idle_until(idle), reader.fill_buf()).await {
+            Ok(Ok([])) => return Err(ReadError::Closed),
+            Ok(filled) => return filled.map_err(io_error).map(drop),
             Err(_) => {
                 let busy = activity.inflight.load(Ordering::Relaxed) > 0;
                 if !busy && activity.idle_until(idle) <= Instant::now() {
@@ -220,7 +219,8 @@ async fn wait_for_request(
 
 #[cfg(test)]
 mod tests {
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncWriteExt, BufReader};
+    use tokio::net::tcp::OwnedReadHalf;
     use tokio::net::{TcpListener, TcpStream};
 
     use super::*;
@@ -236,12 +236,12 @@ mod tests {
     }
 
     /// A connected pair: the client's stream and the server's read half (write half kept).
-    async fn pair() -> (TcpStream, OwnedReadHalf, tokio::net::tcp::OwnedWriteHalf) {
+    async fn pair() -> (TcpStream, BufReader<OwnedReadHalf>, tokio::net::tcp::OwnedWriteHalf) {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let client = TcpStream::connect(listener.local_addr().expect("addr")).await.expect("connect");
         let (server, _) = listener.accept().await.expect("accept");
         let (read, write) = server.into_split();
-        (client, read, write)
+        (client, BufReader::new(read), write)
     }
 
     fn frame(len: usize, fill: u8) -> Vec<u8> {

@@ -1,9 +1,12 @@
-//! The Kafka listener: accepts connections, reads length-prefixed frames, runs one task per
-//! request, and writes responses strictly in request order (a FIFO of pending responses per
-//! connection, so a produce waiting for its Raft commit never lets a later response overtake).
-//! A response that carries a quota throttle mutes the connection for that long (KIP-219).
-//! Who may connect is `connections`; how a frame is read in bounded time and memory is
-//! `framing`; what clients do wrong is counted and logged at a bounded rate in `incidents`.
+//! The Kafka listeners: each accepts connections (after a TLS handshake on SSL and SASL_SSL
+//! listeners), reads length-prefixed frames, runs one task per request, and writes responses
+//! strictly in request order (a FIFO of pending responses per connection, so a produce
+//! waiting for its Raft commit never lets a later response overtake). On SASL listeners the
+//! read loop first runs the connection's authentication (`sasl::session`). A response that
+//! carries a quota throttle mutes the connection for that long (KIP-219). Who may connect is
+//! `connections` (one budget for all listeners, as Kafka's `max.connections`); how a frame is
+//! read in bounded time and memory is `framing`; what clients do wrong is counted and logged at
+//! a bounded rate in `incidents`.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -11,30 +14,66 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_compat::codec::{self, DecodeError};
+use kafka_compat::principal::KafkaPrincipal;
 use kafka_protocol::messages::ApiKey;
 use prometheus_client::metrics::counter::Counter;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::connections::{self, Connections};
+use super::connections::{self, Connections, Slot};
 use super::framing::{self, Activity, FrameLimits, ReadError, RequestMemory, Reservation};
-use super::incidents::STATS;
+use super::incidents::{ADDRESS_STATS, STATS};
+use super::sasl::session::{Session, Verdict};
+use super::tls::{self, Tls};
+use crate::config::listeners::SecurityProtocol;
+use crate::config::security::{ListenerSpec, SaslSettings};
 use crate::ctx::SharedCtx;
 use crate::fatal;
 use crate::handlers::{self, api_versions, HandlerFuture, Run};
 use crate::limits;
-use crate::metrics::{self, recorded::ListenerLabels, recorded::PLAINTEXT, METRICS};
+use crate::metrics::{self, recorded::ListenerLabels, METRICS};
 use crate::quotas;
 
-/// Accepts connections for as long as the node runs; once it stops on a fault, closes each
-/// at once. Nothing a client does ends this loop: a
-/// failed accept (out of file descriptors, an aborted handshake) is logged at a bounded rate
-/// and retried after a pause, since the pending connection stays in the backlog and an
-/// immediate retry would spin.
-pub async fn serve(listener: TcpListener, ctx: SharedCtx) {
+/// One Kafka listener, ready to serve: its name, protocol, and TLS and SASL if it has them.
+pub struct Listener {
+    name: Arc<str>,
+    protocol: SecurityProtocol,
+    /// The `listener` label of this listener's metrics.
+    labels: ListenerLabels,
+    tls: Option<Arc<Tls>>,
+    sasl: Option<SaslSettings>,
+}
+
+impl Listener {
+    /// Loads the listener's certificates (start-up fails on a bad keystore, as Kafka's does).
+    pub fn prepare(spec: &ListenerSpec) -> anyhow::Result<Self> {
+        let tls = spec.tls.clone().map(Tls::new).transpose()?;
+        // A handful of listeners, named once at start-up: the metric label needs 'static.
+        let label: &'static str = Box::leak(spec.endpoint.name.to_string().into_boxed_str());
+        Ok(Listener {
+            name: spec.endpoint.name.clone(),
+            protocol: spec.protocol,
+            labels: ListenerLabels { listener: label },
+            tls,
+            sasl: spec.sasl.clone(),
+        })
+    }
+}
+
+/// What every listener of the node shares: the connection budget, request memory and the
+/// frame bounds.
+#[derive(Clone)]
+struct Shared {
+    connections: Arc<Connections>,
+    memory: RequestMemory,
+    frame_limits: FrameLimits,
+}
+
+/// Serves every listener until the node stops.
+pub async fn serve_all(listeners: Vec<(TcpListener, Listener)>, ctx: SharedCtx) {
     let settings = ctx.config.settings.listener;
     let open_files_allow = connections::open_files_allow();
     let total_max = open_files_allow.map_or(settings.max_connections, |n| n.min(settings.max_connections));
@@ -46,14 +85,35 @@ pub async fn serve(listener: TcpListener, ctx: SharedCtx) {
         max_connections_per_ip = settings.max_connections_per_ip,
         "Kafka connection limits"
     );
-    let memory = RequestMemory::new(settings.queued_max_request_bytes);
-    let frame_limits = FrameLimits {
-        frame_bytes_max: ctx.config.settings.socket_request_max_bytes,
-        read_timeout: Duration::from_millis(settings.request_read_timeout_ms),
-        idle_timeout: Duration::from_millis(settings.connections_max_idle_ms),
+    let shared = Shared {
+        connections,
+        memory: RequestMemory::new(settings.queued_max_request_bytes),
+        frame_limits: FrameLimits {
+            frame_bytes_max: ctx.config.settings.socket_request_max_bytes,
+            read_timeout: Duration::from_millis(settings.request_read_timeout_ms),
+            idle_timeout: Duration::from_millis(settings.connections_max_idle_ms),
+        },
     };
+    let mut running = tokio::task::JoinSet::new();
+    for (socket, listener) in listeners {
+        let listener = Arc::new(listener);
+        if let Some(tls) = &listener.tls {
+            tls.watch(listener.name.clone());
+        }
+        running.spawn(serve(socket, listener, shared.clone(), ctx.clone()));
+    }
+    while running.join_next().await.is_some() {}
+}
+
+/// Accepts connections for as long as the node runs; once it stops on a fault, closes each
+/// at once. Nothing a client does ends this loop: a
+/// failed accept (out of file descriptors, an aborted handshake) is logged at a bounded rate
+/// and retried after a pause, since the pending connection stays in the backlog and an
+/// immediate retry would spin.
+async fn serve(socket: TcpListener, listener: Arc<Listener>, shared: Shared, ctx: SharedCtx) {
     loop {
-        let (stream, peer) = match listener.accept().await {
+        let listener = listener.clone();
+        let (stream, peer) = match socket.accept().await {
             Ok(accepted) => accepted,
             Err(e) => {
                 STATS.accept_errors.record(|t| {
@@ -63,12 +123,12 @@ pub async fn serve(listener: TcpListener, ctx: SharedCtx) {
                 continue;
             }
         };
-        METRICS.connections_accepted.get_or_create(&LISTENER).inc();
+        METRICS.connections_accepted.get_or_create(&listener.labels).inc();
         if fatal::is_stopping() {
             drop(stream);
             continue;
         }
-        let slot = match connections.admit(peer.ip()) {
+        let slot = match shared.connections.admit(peer.ip()) {
             Ok(slot) => slot,
             Err(refusal) => {
                 STATS.connections_refused.record(|t| {
@@ -79,13 +139,52 @@ pub async fn serve(listener: TcpListener, ctx: SharedCtx) {
             }
         };
         let _ = stream.set_nodelay(true);
-        let ctx = ctx.clone();
-        let memory = memory.clone();
-        tokio::spawn(async move {
-            serve_connection(stream, peer, ctx, memory, frame_limits).await;
-            drop(slot);
-        });
+        tokio::spawn(accepted(stream, peer, slot, listener, shared.clone(), ctx.clone()));
     }
+}
+
+/// A connection admitted: its TLS handshake (bounded by the request read timeout, so a client
+/// that connects and sends nothing is closed), then its requests.
+async fn accepted(
+    stream: TcpStream,
+    peer: SocketAddr,
+    slot: Slot,
+    listener: Arc<Listener>,
+    shared: Shared,
+    ctx: SharedCtx,
+) {
+    let Some(tls) = listener.tls.clone() else {
+        serve_connection(stream, peer, KafkaPrincipal::anonymous(), listener, shared, ctx).await;
+        drop(slot);
+        return;
+    };
+    let name = listener.name.clone();
+    let handshake = tokio::time::timeout(shared.frame_limits.read_timeout, tls.accept(stream)).await;
+    let failed = |why: String| {
+        ADDRESS_STATS.tls_handshake_failures.record(peer.ip(), |t| {
+            tracing::warn!(%peer, listener = %name, suppressed = t.suppressed, total = t.total, "closing connection: TLS handshake failed: {why}");
+        });
+    };
+    let stream = match handshake {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => return failed(e.to_string()),
+        Err(_) => {
+            return failed(format!(
+                "not complete within {:?} (onelog.request.read.timeout.ms)",
+                shared.frame_limits.read_timeout
+            ))
+        }
+    };
+    let mapper = &tls.settings().principal_mapper;
+    let principal = match tls::principal::of_chain(stream.get_ref().1.peer_certificates(), mapper) {
+        Ok(principal) => principal,
+        Err(why) => return failed(why),
+    };
+    if !principal.is_anonymous() {
+        tracing::info!(%peer, listener = %name, %principal, "TLS client authenticated by certificate");
+    }
+    serve_connection(stream, peer, principal, listener, shared, ctx).await;
+    drop(slot);
 }
 
 /// A response slot: the task producing the response.
@@ -106,26 +205,41 @@ impl Reply {
     }
 }
 
-/// The `listener` label of this listener's metrics.
-const LISTENER: ListenerLabels = ListenerLabels { listener: PLAINTEXT };
-
 /// Until when the connection reads no request: Kafka mutes a throttled channel.
 type Mute = Arc<Mutex<Option<Instant>>>;
 
-async fn serve_connection(
-    stream: TcpStream,
+/// Who sent a connection's requests, for `route`.
+struct Sender {
+    ip: IpAddr,
+    listener: Arc<str>,
+    principal: Arc<KafkaPrincipal>,
+}
+
+/// A reply ready now (the SASL exchange's answers).
+fn ready(bytes: Bytes) -> Pending {
+    tokio::spawn(async move { Ok(Reply::unthrottled(Some(bytes))) })
+}
+
+/// `principal`: the connection's before any SASL (its certificate's, or ANONYMOUS).
+async fn serve_connection<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
+    stream: S,
     peer: SocketAddr,
+    principal: Arc<KafkaPrincipal>,
+    listener: Arc<Listener>,
+    shared: Shared,
     ctx: SharedCtx,
-    memory: RequestMemory,
-    frame_limits: FrameLimits,
 ) {
-    let (mut reader, writer) = stream.into_split();
+    let Shared { memory, frame_limits, .. } = shared;
+    let (reader, writer) = tokio::io::split(stream);
+    let mut reader = BufReader::new(reader);
+    let mut sasl = listener.sasl.clone().map(|settings| Session::new(settings, peer));
+    debug_assert_eq!(sasl.is_some(), listener.protocol.uses_sasl());
     let (tx, rx) = mpsc::channel::<Pending>(limits::INFLIGHT_REQUESTS_PER_CONNECTION_MAX);
     let mute: Mute = Arc::default();
     let activity = Activity::new();
     // Looked up once per connection, not per frame: a family lookup takes a lock.
-    let bytes_in = METRICS.request_bytes.get_or_create(&LISTENER).clone();
-    let bytes_out = METRICS.response_bytes.get_or_create(&LISTENER).clone();
+    let bytes_in = METRICS.request_bytes.get_or_create(&listener.labels).clone();
+    let bytes_out = METRICS.response_bytes.get_or_create(&listener.labels).clone();
     let writing = write_responses(
         writer,
         rx,
@@ -157,10 +271,36 @@ async fn serve_connection(
         if let Some(until) = muted_until {
             tokio::time::sleep_until(until).await;
         }
+        if let Some(session) = sasl.as_mut() {
+            let verdict = session.on_frame(&frame, &ctx);
+            let (answer, close) = match verdict {
+                Verdict::Route => (None, false),
+                Verdict::Answer(bytes) => (Some(bytes), false),
+                Verdict::AnswerAndClose(bytes) => (Some(bytes), true),
+                Verdict::Close(why) => {
+                    STATS.sasl_state_closes.record(|t| {
+                        tracing::warn!(%peer, listener = %listener.name, suppressed = t.suppressed, total = t.total, "closing connection: {why}");
+                    });
+                    break;
+                }
+            };
+            if let Some(bytes) = answer {
+                activity.request_started();
+                if tx.send(ready(bytes)).await.is_err() || close {
+                    break;
+                }
+                continue;
+            }
+        }
+        let sender = Sender {
+            ip: peer.ip(),
+            listener: listener.name.clone(),
+            principal: sasl.as_ref().and_then(Session::principal).unwrap_or_else(|| principal.clone()),
+        };
         let lookup = codec::peek_prefix(&frame).is_ok_and(|p| {
             p.api_key == ApiKey::Metadata as i16 || p.api_key == ApiKey::FindCoordinator as i16
         });
-        match route(&ctx, frame, reservation, peer.ip()).await {
+        match route(&ctx, frame, reservation, sender).await {
             Ok(pending) => {
                 activity.request_started();
                 if tx.send(pending).await.is_err() {
@@ -214,8 +354,8 @@ fn closing_on_read_error(peer: SocketAddr, error: &ReadError) {
 }
 
 /// Writes the responses of one connection in request order, then closes its write side.
-async fn write_responses(
-    mut writer: tokio::net::tcp::OwnedWriteHalf,
+async fn write_responses<W: AsyncWrite + Unpin>(
+    mut writer: W,
     mut rx: mpsc::Receiver<Pending>,
     peer: SocketAddr,
     muted: Mute,
@@ -293,7 +433,7 @@ async fn route(
     ctx: &SharedCtx,
     frame: Bytes,
     memory: Reservation,
-    client_address: IpAddr,
+    sender: Sender,
 ) -> Result<Pending, Refused> {
     let malformed = |reason: String| Refused::Malformed(reason);
     let received = Instant::now();
@@ -325,7 +465,9 @@ async fn route(
         )));
     }
     let mut request = codec::decode_request(frame).map_err(|e: DecodeError| malformed(e.to_string()))?;
-    request.client_address = Some(client_address);
+    request.client_address = Some(sender.ip);
+    request.listener = Some(sender.listener);
+    request.principal = sender.principal;
     let (key, version, corr) = (request.api_key, request.api_version, request.header.correlation_id);
     let response: HandlerFuture = match handler.run {
         Run::Concurrent(run) => run(ctx.clone(), request),

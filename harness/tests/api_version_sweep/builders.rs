@@ -106,6 +106,13 @@ pub fn build(key: ApiKey, v: i16, f: &Fixture) -> Option<RequestKind> {
 fn build_admin(key: ApiKey, v: i16, f: &Fixture) -> Option<RequestKind> {
     let _ = v;
     Some(match key {
+        // On the sweep's PLAINTEXT listener both answer ILLEGAL_SASL_STATE, as Kafka's do.
+        ApiKey::SaslHandshake => {
+            RequestKind::SaslHandshake(SaslHandshakeRequest::default().with_mechanism(s("PLAIN")))
+        }
+        ApiKey::SaslAuthenticate => {
+            RequestKind::SaslAuthenticate(SaslAuthenticateRequest::default().with_auth_bytes(Bytes::new()))
+        }
         ApiKey::ConsumerGroupDescribe => RequestKind::ConsumerGroupDescribe(
             ConsumerGroupDescribeRequest::default()
                 .with_group_ids(vec![group()])
