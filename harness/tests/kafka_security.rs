@@ -220,6 +220,10 @@ async fn sasl_plain_over_plaintext_and_ssl() {
         let refused = early.request(4, &ListGroupsRequest::default()).await?;
         ensure!(refused.error_code == 34, "ListGroups before authentication: error {}", refused.error_code);
         early.expect_closed(Duration::from_secs(5)).await?;
+        // Before authentication a frame is at most 512 KiB (Kafka's sasl.server.max.receive.size).
+        let mut large = RawClient::connect(sasl).await?;
+        large.write_raw(&(1024 * 1024i32).to_be_bytes()).await?;
+        large.expect_closed(Duration::from_secs(5)).await.context("a 1 MiB frame before authentication")?;
         // An unknown mechanism: UNSUPPORTED_SASL_MECHANISM listing the served ones.
         let mut unknown = RawClient::connect(sasl).await?;
         let answer = unknown
