@@ -5,10 +5,11 @@
 #   docker run -p 9092:9092 -p 9292:9292 onelog:demo      # a one-node cluster on localhost:9092
 #
 # Stage 1 builds release binaries; librdkafka (the demos' Kafka client) is built from the
-# source rdkafka bundles, which needs a C/C++ toolchain, make, perl, pkg-config and zlib.
+# source rdkafka bundles, which needs a C/C++ toolchain, make, perl, pkg-config, zlib and
+# OpenSSL's headers (the harness builds it with TLS).
 FROM rust:1-bookworm AS builder
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends gcc g++ make perl pkg-config zlib1g-dev \
+    && apt-get install -y --no-install-recommends gcc g++ make perl pkg-config zlib1g-dev libssl-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -21,10 +22,11 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     && mkdir -p /out \
     && cp target/release/onelog target/release/demo-checkout target/release/demo-pipeline /out/
 
-# Stage 2: only the binaries, curl for the health check and CA certificates.
+# Stage 2: only the binaries, curl for the health check, CA certificates and OpenSSL (the
+# demo programs' librdkafka links it).
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates curl \
+    && apt-get install -y --no-install-recommends ca-certificates curl libssl3 \
     && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system onelog \
     && useradd --system --gid onelog --home-dir /var/lib/onelog --shell /usr/sbin/nologin onelog \

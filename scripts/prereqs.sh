@@ -15,6 +15,11 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 if ! { [ -e /usr/include/zlib.h ] || pkg-config --exists zlib 2>/dev/null; }; then
     missing+=(zlib1g-dev)
 fi
+# The harness's librdkafka is built with TLS (SSL and SASL_SSL listener tests): OpenSSL's
+# headers through openssl-sys.
+if ! { [ -e /usr/include/openssl/ssl.h ] || pkg-config --exists openssl 2>/dev/null; }; then
+    missing+=(libssl-dev)
+fi
 # The Java scenario drivers (harness/java): Maven fetches kafka-clients and kafka-tools.
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)

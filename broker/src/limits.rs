@@ -334,6 +334,9 @@ pub const TLS_RELOAD_POLL_MS: u64 = 2_000;
 /// re-authenticate (KIP-152), far below what guessing passwords needs.
 pub const SASL_ATTEMPTS_BURST: u32 = 100;
 pub const SASL_ATTEMPTS_PER_SECOND: u32 = 20;
+/// Bytes of one frame from a SASL connection that has not authenticated yet (Kafka's
+/// `sasl.server.max.receive.size` default): a SaslHandshake or token is small.
+pub const SASL_UNAUTHENTICATED_FRAME_BYTES_MAX: usize = 524_288;
 /// Client addresses the SASL throttle remembers at once.
 pub const SASL_THROTTLED_ADDRESSES_MAX: usize = 10_000;
 

@@ -100,10 +100,13 @@ fn wait_for_log(cluster: &Cluster, id: u64, needle: &str) -> Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 async fn ssl_with_and_without_a_client_certificate() {
     let tls = Tls::new().expect("test PKI");
-    let options = tls.options(ClusterOptions::new(1).listener("SSL", "SSL"), "requested").config(
-        "listener.name.ssl.ssl.principal.mapping.rules",
-        "RULE:^CN=([^,]*),OU=ops,.*$/$1-ops/L,DEFAULT",
-    );
+    let options = tls
+        .options(ClusterOptions::new(1).listener("SSL", "SSL").listener("MTLS", "SSL"), "requested")
+        .config("listener.name.mtls.ssl.client.auth", "required")
+        .config(
+            "listener.name.ssl.ssl.principal.mapping.rules",
+            "RULE:^CN=([^,]*),OU=ops,.*$/$1-ops/L,DEFAULT",
+        );
     let cluster = Cluster::start_with(options).expect("starting the cluster");
     let result = async {
         let bootstrap = cluster.listener_bootstrap("SSL");
@@ -115,6 +118,16 @@ async fn ssl_with_and_without_a_client_certificate() {
         with_certificate(&mut config, &alice);
         produce_one(&config, "tls-alice").await.context("with alice's certificate")?;
         wait_for_log(&cluster, 1, "principal=User:CN=alice,OU=eng,O=acme")?;
+        // ssl.client.auth=required (on one listener): no certificate, no connection.
+        let mtls = cluster.listener_bootstrap("MTLS");
+        let mut required = ssl_client(&mtls, &tls);
+        with_certificate(&mut required, &alice);
+        produce_one(&required, "tls-required").await.context("required, with a certificate")?;
+        let mut without = ssl_client(&mtls, &tls);
+        ensure!(
+            produce_one(without.set("message.timeout.ms", "3000"), "tls-required").await.is_err(),
+            "ssl.client.auth=required served a client without a certificate"
+        );
         // ssl.principal.mapping.rules, per listener: the first matching rule names the user.
         let bob = acme_client(&tls, "Bob", "ops")?;
         with_certificate(&mut config, &bob);
@@ -220,6 +233,10 @@ async fn sasl_plain_over_plaintext_and_ssl() {
         let refused = early.request(4, &ListGroupsRequest::default()).await?;
         ensure!(refused.error_code == 34, "ListGroups before authentication: error {}", refused.error_code);
         early.expect_closed(Duration::from_secs(5)).await?;
+        // Before authentication a frame is at most 512 KiB (Kafka's sasl.server.max.receive.size).
+        let mut large = RawClient::connect(sasl).await?;
+        large.write_raw(&(1024 * 1024i32).to_be_bytes()).await?;
+        large.expect_closed(Duration::from_secs(5)).await.context("a 1 MiB frame before authentication")?;
         // An unknown mechanism: UNSUPPORTED_SASL_MECHANISM listing the served ones.
         let mut unknown = RawClient::connect(sasl).await?;
         let answer = unknown

@@ -17,6 +17,8 @@ pub mod listeners;
 mod node_settings;
 pub mod principal_rules;
 pub mod security;
+#[cfg(test)]
+mod security_tests;
 pub mod sources;
 
 use std::collections::BTreeMap;

@@ -250,15 +250,22 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
         bytes_out,
     );
     let write_loop = tokio::spawn(writing);
+    // Before authentication a frame is at most Kafka's `sasl.server.max.receive.size`: an
+    // unauthenticated client cannot make the broker buffer a large frame.
+    let unauthenticated_limits = FrameLimits {
+        frame_bytes_max: frame_limits.frame_bytes_max.min(limits::SASL_UNAUTHENTICATED_FRAME_BYTES_MAX),
+        ..frame_limits
+    };
     loop {
-        let (frame, reservation) =
-            match framing::read_frame(&mut reader, &memory, &frame_limits, &activity).await {
-                Ok(read) => read,
-                Err(e) => {
-                    closing_on_read_error(peer, &e);
-                    break;
-                }
-            };
+        let unauthenticated = sasl.as_ref().is_some_and(|s| s.principal().is_none());
+        let bounds = if unauthenticated { &unauthenticated_limits } else { &frame_limits };
+        let (frame, reservation) = match framing::read_frame(&mut reader, &memory, bounds, &activity).await {
+            Ok(read) => read,
+            Err(e) => {
+                closing_on_read_error(peer, &e);
+                break;
+            }
+        };
         // A node stopping on a fault answers nothing from its frozen state (`fatal.rs`).
         if fatal::is_stopping() {
             break;

@@ -42,8 +42,11 @@ pub trait SaslServer: Send {
 }
 
 /// A new exchange for `mechanism`, if this listener enables it and onelog serves it here.
-/// SCRAM-SHA-256/512 plug in here once `scram::ServerExchange` exists; until then they are
-/// answered UNSUPPORTED_SASL_MECHANISM.
+/// SCRAM-SHA-256/512 plug in here once `scram::ServerExchange` exists: an arm
+/// `m if scram::Mechanism::from_name(m).is_some()` returning a small adapter whose `evaluate`
+/// calls `ServerExchange::step` and maps `scram::Step` to [`Step`] (and a `ScramError` to an
+/// [`AuthFailure`] with Kafka's message), plus the names in [`served_mechanisms`]. Until then
+/// they are answered UNSUPPORTED_SASL_MECHANISM.
 pub fn server_for(mechanism: &str, settings: &SaslSettings, _ctx: &SharedCtx) -> Option<Box<dyn SaslServer>> {
     if !settings.mechanisms.iter().any(|m| m == mechanism) {
         return None;
