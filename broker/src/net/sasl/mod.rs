@@ -1,9 +1,10 @@
 //! SASL on SASL_PLAINTEXT and SASL_SSL listeners: the mechanisms (a [`SaslServer`] per
 //! exchange), the per-connection state machine that serves the exchange in the read loop
-//! (`session`), and the per-address limit on attempts (`throttle`). Mechanisms are a trait so
-//! another (SCRAM, `broker/src/scram/`) is one arm of [`server_for`].
+//! (`session`), and the per-address limit on attempts (`throttle`). Mechanisms are a trait:
+//! PLAIN (`plain`, JAAS users) and SCRAM-SHA-256/512 (`scram`, credentials in the log).
 
 pub mod plain;
+pub mod scram;
 pub mod session;
 pub mod throttle;
 
@@ -41,23 +42,23 @@ pub trait SaslServer: Send {
     fn evaluate(&mut self, token: &[u8]) -> Result<Step, AuthFailure>;
 }
 
-/// A new exchange for `mechanism`, if this listener enables it and onelog serves it here.
-/// SCRAM-SHA-256/512 plug in here once `scram::ServerExchange` exists: an arm
-/// `m if scram::Mechanism::from_name(m).is_some()` returning a small adapter whose `evaluate`
-/// calls `ServerExchange::step` and maps `scram::Step` to [`Step`] (and a `ScramError` to an
-/// [`AuthFailure`] with Kafka's message), plus the names in [`served_mechanisms`]. Until then
-/// they are answered UNSUPPORTED_SASL_MECHANISM.
-pub fn server_for(mechanism: &str, settings: &SaslSettings, _ctx: &SharedCtx) -> Option<Box<dyn SaslServer>> {
+/// A new exchange for `mechanism`, if this listener enables it and onelog serves it.
+pub fn server_for(mechanism: &str, settings: &SaslSettings, ctx: &SharedCtx) -> Option<Box<dyn SaslServer>> {
     if !settings.mechanisms.iter().any(|m| m == mechanism) {
         return None;
     }
-    match mechanism {
-        plain::NAME => Some(Box::new(plain::PlainServer::new(settings.plain_users.clone()))),
-        _ => None,
+    if mechanism == plain::NAME {
+        return Some(Box::new(plain::PlainServer::new(settings.plain_users.clone())));
     }
+    let scram = crate::scram::Mechanism::from_name(mechanism)?;
+    Some(Box::new(scram::ScramServer::new(scram, ctx)))
 }
 
 /// The mechanisms a SaslHandshake response lists: enabled and served.
 pub fn served_mechanisms(settings: &SaslSettings) -> Vec<String> {
-    settings.mechanisms.iter().filter(|m| m.as_str() == plain::NAME).cloned().collect()
+    settings.mechanisms.iter().filter(|m| served(m)).cloned().collect()
+}
+
+fn served(mechanism: &str) -> bool {
+    mechanism == plain::NAME || crate::scram::Mechanism::from_name(mechanism).is_some()
 }
