@@ -9,6 +9,7 @@
 //! a bounded rate in `incidents`.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,7 +36,10 @@ use crate::fatal;
 use crate::handlers::{self, api_versions, HandlerFuture, Run};
 use crate::limits;
 use crate::metrics::{self, recorded::ListenerLabels, METRICS};
-use crate::quotas;
+use crate::quotas::{
+    self,
+    request_time::{self, Timed},
+};
 
 /// One Kafka listener, ready to serve: its name, protocol, and TLS and SASL if it has them.
 pub struct Listener {
@@ -476,25 +480,61 @@ async fn route(
     request.listener = Some(sender.listener);
     request.principal = sender.principal;
     let (key, version, corr) = (request.api_key, request.api_version, request.header.correlation_id);
+    let metered = RequestMeter::new(ctx, &request);
     let response: HandlerFuture = match handler.run {
         Run::Concurrent(run) => run(ctx.clone(), request),
-        Run::Ordered(submit) => match submit(ctx.clone(), request).await {
+        Run::Ordered(submit) => match Timed::new(submit(ctx.clone(), request), metered.busy.clone()).await {
             Ok(rest) => rest,
             Err(e) => return Err(Refused::Failed(format!("{key:?} v{version}: {e:#}"))),
         },
     };
+    let response = Timed::new(response, metered.busy.clone());
     Ok(tokio::spawn(async move {
         let response = response.await?;
         drop(memory);
         let errors = response.as_ref().map(metrics::error_codes::of).unwrap_or_default();
         METRICS.request_answered(metrics::recorded::api_name(key), version, received.elapsed(), &errors);
+        let request_throttle_ms = metered.throttle_ms(key);
         match response {
-            Some(body) => Ok(Reply {
-                bytes: Some(codec::encode_response(key, version, corr, &body)?),
-                throttle_ms: quotas::response_throttle_ms(&body),
-                hold_response: !quotas::client_waits_itself(key, version),
-            }),
-            None => Ok(Reply::unthrottled(None)),
+            Some(mut body) => {
+                request_time::raise_throttle(&mut body, request_throttle_ms);
+                Ok(Reply {
+                    bytes: Some(codec::encode_response(key, version, corr, &body)?),
+                    throttle_ms: quotas::response_throttle_ms(&body).max(request_throttle_ms),
+                    hold_response: !quotas::client_waits_itself(key, version),
+                })
+            }
+            None => Ok(Reply { throttle_ms: request_throttle_ms, ..Reply::unthrottled(None) }),
         }
     }))
+}
+
+/// One request's thread time, metered against its principal's and client id's
+/// `request_percentage` (`quotas::request_time`).
+struct RequestMeter {
+    ctx: SharedCtx,
+    user: Arc<KafkaPrincipal>,
+    client_id: Option<kafka_protocol::protocol::StrBytes>,
+    busy: Arc<AtomicU64>,
+}
+
+impl RequestMeter {
+    fn new(ctx: &SharedCtx, request: &codec::Request) -> Self {
+        RequestMeter {
+            ctx: ctx.clone(),
+            user: request.principal.clone(),
+            client_id: request.header.client_id.clone(),
+            busy: Arc::default(),
+        }
+    }
+
+    /// The throttle the request's thread time earns (0 within quota, or with none set).
+    fn throttle_ms(&self, key: ApiKey) -> i32 {
+        if request_time::exempt(key) {
+            return 0;
+        }
+        let busy = self.busy.load(Ordering::Relaxed);
+        let client_id = self.client_id.as_ref().map(|c| c.as_str());
+        self.ctx.quotas.record_request_time(&self.ctx.applied, &self.user.name, client_id, busy)
+    }
 }
