@@ -129,8 +129,8 @@ fn preview(state: &BrokerState, change: &ResourceAlteration) -> Result<(), (i16,
 }
 
 /// Whether a follower forwarded this request (the leader never forwards it again).
-pub fn is_forwarded(req: &Request) -> bool {
-    forward::is_forwarded(&req.header)
+pub fn is_forwarded(_req: &Request) -> bool {
+    forward::is_forwarded()
 }
 
 /// What serving a request came to: the leader's own answer when a follower forwarded it, or
@@ -146,6 +146,8 @@ pub struct AlterRequest<'a> {
     pub version: i16,
     /// Sent by a follower (the leader never forwards it again).
     pub forwarded: bool,
+    /// Who sent it, for the leader when it is forwarded.
+    pub origin: forward::Origin,
     pub resources: Vec<ResourceRequest<'a>>,
     pub validate_only: bool,
 }
@@ -169,7 +171,7 @@ pub async fn serve(
     let settled = |response: &ResponseKind, s: &onelog_state::BrokerState| {
         !succeeded(response) || s.configs.changes > before
     };
-    match forward::relay(ctx, req.key, req.version, body(), settled).await {
+    match forward::relay(ctx, &req.origin, req.key, req.version, body(), settled).await {
         Some(response) => Served::Forwarded(Box::new(response)),
         None => {
             Served::Results(vec![(error_code::NOT_CONTROLLER, Some("No leader to forward to.".into())); n])

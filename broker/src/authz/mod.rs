@@ -121,3 +121,17 @@ pub mod code {
     pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
     pub const SECURITY_DISABLED: i16 = 54;
 }
+
+/// The results of the items that passed a check, put back among those refused, in request
+/// order: `allowed[i]` says whether item `i` was checked on (its result is the next of
+/// `results`) or refused (it gets `refused`).
+pub fn merge_refused<T: Clone>(allowed: &[bool], results: Vec<T>, refused: T) -> Vec<T> {
+    let mut results = results.into_iter();
+    allowed
+        .iter()
+        .map(|a| match a {
+            true => results.next().unwrap_or_else(|| refused.clone()),
+            false => refused.clone(),
+        })
+        .collect()
+}

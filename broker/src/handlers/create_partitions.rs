@@ -21,8 +21,9 @@ pub const VERSIONS: (i16, i16) = (0, 3);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let origin = forward::Origin::of(&req);
     let RequestKind::CreatePartitions(body) = req.body else { anyhow::bail!("not a CreatePartitions body") };
-    if !ctx.may_propose() && !forward::is_forwarded(&req.header) && !body.validate_only {
+    if !ctx.may_propose() && !forward::is_forwarded() && !body.validate_only {
         let wanted: Vec<(String, usize)> =
             body.topics.iter().map(|t| (t.name.0.to_string(), t.count.max(0) as usize)).collect();
         // Every topic the leader grew has its new partitions here too.
@@ -34,8 +35,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .filter(|(n, _)| ok(n))
                 .all(|(n, count)| state.topics.get(n).is_none_or(|t| t.partitions.len() >= *count))
         };
-        let relayed =
-            forward::relay(&ctx, KEY, req.api_version, RequestKind::CreatePartitions(body.clone()), grown);
+        let relayed = forward::relay(
+            &ctx,
+            &origin,
+            KEY,
+            req.api_version,
+            RequestKind::CreatePartitions(body.clone()),
+            grown,
+        );
         if let Some(response) = relayed.await {
             return Ok(Some(response));
         }

@@ -190,6 +190,7 @@ fn entries_of(ctx: &SharedCtx, resource_type: i8, name: &str) -> Result<Vec<Conf
 }
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let origin = forward::Origin::of(&req);
     let RequestKind::DescribeConfigs(body) = req.body else { anyhow::bail!("not a DescribeConfigs body") };
     // Read your writes through any node: a follower may not have applied a change the leader
     // has already answered (AlterConfigs goes to the controller, the leader; clients such as
@@ -198,9 +199,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     // this node's static configs are. If the leader cannot be asked, this node answers.
     let cluster_wide =
         !body.resources.is_empty() && body.resources.iter().all(|r| r.resource_type != RESOURCE_BROKER);
-    if cluster_wide && !ctx.may_propose() && !forward::is_forwarded(&req.header) {
+    if cluster_wide && !ctx.may_propose() && !forward::is_forwarded() {
         let asked = RequestKind::DescribeConfigs(body.clone());
-        match forward::to_leader(&ctx, KEY, req.api_version, asked).await {
+        match forward::to_leader(&ctx, &origin, KEY, req.api_version, asked).await {
             Ok(response @ ResponseKind::DescribeConfigs(_)) => return Ok(Some(response)),
             Ok(_) => tracing::debug!("the leader answered DescribeConfigs with another response"),
             Err(e) => tracing::debug!(error = %format!("{e:#}"), "forwarding DescribeConfigs failed"),
