@@ -12,6 +12,7 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz;
 use crate::config::BrokerConfig;
 use crate::ctx::Ctx;
 use crate::errors::{propose_error_code, Addressed};
@@ -163,7 +164,24 @@ pub async fn serve(
 ) -> Served {
     let n = req.resources.len();
     if ctx.may_propose() || req.forwarded {
-        let parsed = req.resources.into_iter().map(|r| parse(ctx, r, req.forwarded)).collect();
+        let who = authz::Subject { principal: req.origin.principal.clone(), host: req.origin.client_address };
+        let parsed = req
+            .resources
+            .into_iter()
+            .map(|r| {
+                // KafkaApis: ALTER_CONFIGS on the resource (the cluster for a broker).
+                match authz::config_refusal(
+                    ctx,
+                    &who,
+                    r.resource_type,
+                    r.resource_name,
+                    authz::op::ALTER_CONFIGS,
+                ) {
+                    Some(code) => Err((code, String::new())),
+                    None => parse(ctx, r, req.forwarded),
+                }
+            })
+            .collect();
         return Served::Results(alter(ctx, parsed, req.validate_only).await);
     }
     // Settled once this node has applied an alteration after the leader's (when it made one).

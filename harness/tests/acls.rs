@@ -12,17 +12,19 @@
 //!   without ALTER on the cluster is refused.
 //! - `clients_are_allowed_and_denied_by_acls`: librdkafka producers and consumers as alice and
 //!   bob; a transactional producer allowed on `txn-a` and refused on `txn-b`, whose records
-//!   never reach the log (read_uncommitted and the log end offset show only `txn-a`'s).
+//!   never reach the log (read_uncommitted and the log end offset show only `txn-a`'s);
+//!   CreateTopics through a follower is authorized as the client's principal on the leader,
+//!   and the old `onelog-forward` client id no longer passes for a forwarded request.
 
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
 use harness::java::tool;
-use harness::raw_ops::create_topics_ok;
+use harness::raw_ops::{create_topics, create_topics_ok};
 use harness::txn::{transactional_config, READ_UNCOMMITTED, TXN_CALL_TIMEOUT};
 use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::create_acls_request::AclCreation;
-use kafka_protocol::messages::CreateAclsRequest;
+use kafka_protocol::messages::{CreateAclsRequest, GroupId, OffsetFetchRequest};
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -41,6 +43,9 @@ const TRANSACTIONAL_ID: i8 = 5;
 const LITERAL: i8 = 3;
 const READ: i8 = 3;
 const WRITE: i8 = 4;
+const CREATE: i8 = 5;
+const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 const ALLOW: i8 = 3;
 
 fn cluster() -> Cluster {
@@ -227,13 +232,14 @@ async fn clients(cluster: &mut Cluster) -> Result<()> {
         topic_error == Some(RDKafkaErrorCode::TopicAuthorizationFailed),
         "bob's Metadata of orders: {topic_error:?}"
     );
-    let mut wanted = TopicPartitionList::new();
-    wanted.add_partition("orders", 0);
-    let committed = bob_consumer.committed_offsets(wanted, Duration::from_secs(10));
-    ensure!(
-        matches!(&committed, Err(e) if code_of(e) == Some(RDKafkaErrorCode::GroupAuthorizationFailed)),
-        "bob's OffsetFetch in bob-group: {committed:?}"
-    );
+    // librdkafka asks FindCoordinator first, which refuses bob the group too (and librdkafka
+    // retries it until its timeout): OffsetFetch is asked on the wire.
+    let leader = cluster.leader()?;
+    let mut raw_bob = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
+    raw_bob.set_client_id(&format!("{PRINCIPAL_PREFIX}bob"));
+    let fetch = OffsetFetchRequest::default().with_group_id(GroupId(StrBytes::from_static_str("bob-group")));
+    let fetched = raw_bob.request(raw_bob.version::<OffsetFetchRequest>(7)?, &fetch).await?;
+    ensure!(fetched.error_code == GROUP_AUTHORIZATION_FAILED, "bob's OffsetFetch in bob-group: {fetched:?}");
 
     // Transactions: txn-a commits; txn-b is refused at init_transactions and writes nothing.
     let before = log_end_offset(&bootstrap, "orders")?;
@@ -254,6 +260,31 @@ async fn clients(cluster: &mut Cluster) -> Result<()> {
     let all = read(&bootstrap, "admin", "admin-reader", "orders", after)?;
     println!("orders under read_uncommitted: {all:?} (log end offset {before} -> {after})");
     ensure!(all == vec!["alice-1".to_string(), "txn-a-1".to_string()], "{all:?}");
+
+    // Forwarding carries the principal: alice's CreateTopics through a follower reaches the
+    // leader as alice (allowed CREATE on her topic), bob's as bob; the client id a follower
+    // once marked forwarded requests with buys an anonymous client nothing.
+    grant(&mut admin, &[(TOPIC, "alice-topic", "User:alice", CREATE)]).await?;
+    let leader = cluster.leader()?;
+    let follower = cluster.ids().into_iter().find(|id| *id != leader).context("a follower")?;
+    let create = |name: &'static str, client_id: String, node: u64| {
+        let addr = cluster.kafka_addr(node);
+        async move {
+            let mut raw = RawClient::connect_negotiated(addr).await?;
+            raw.set_client_id(&client_id);
+            let results = create_topics(&mut raw, &[(name, 1)]).await?;
+            anyhow::Ok(results.first().map(|(_, code)| *code))
+        }
+    };
+    let by_bob = create("alice-topic", format!("{PRINCIPAL_PREFIX}bob"), follower).await?;
+    ensure!(by_bob == Some(TOPIC_AUTHORIZATION_FAILED), "bob's CreateTopics via a follower: {by_bob:?}");
+    let by_alice = create("alice-topic", format!("{PRINCIPAL_PREFIX}alice"), follower).await?;
+    ensure!(by_alice == Some(0), "alice's CreateTopics via node {follower}: {by_alice:?}");
+    let spoofed = create("spoofed", "onelog-forward".to_string(), leader).await?;
+    ensure!(
+        spoofed == Some(TOPIC_AUTHORIZATION_FAILED),
+        "an anonymous `onelog-forward` CreateTopics: {spoofed:?}"
+    );
     Ok(())
 }
 

@@ -16,6 +16,7 @@ use kafka_protocol::messages::{
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
 use crate::net::forward;
@@ -28,6 +29,7 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let origin = forward::Origin::of(&req);
+    let who = Subject::of(&req);
     let RequestKind::AlterClientQuotas(body) = req.body else {
         anyhow::bail!("not an AlterClientQuotas body")
     };
@@ -53,6 +55,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         );
         let failed = || ResponseKind::AlterClientQuotas(all_failed(&body, error_code::NOT_CONTROLLER));
         return Ok(Some(relayed.await.unwrap_or_else(failed)));
+    }
+    // KafkaApis: ALTER_CONFIGS on the cluster, checked by the leader (a forwarded request as
+    // its original principal).
+    if !authz::cluster_allowed(&ctx, &who, op::ALTER_CONFIGS) {
+        return Ok(Some(ResponseKind::AlterClientQuotas(all_failed(
+            &body,
+            code::CLUSTER_AUTHORIZATION_FAILED,
+        ))));
     }
     Ok(Some(ResponseKind::AlterClientQuotas(alter(&ctx, &body).await)))
 }

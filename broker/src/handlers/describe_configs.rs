@@ -14,6 +14,7 @@ use kafka_protocol::messages::{ApiKey, DescribeConfigsResponse, RequestKind, Res
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz;
 use crate::config::BrokerConfig;
 use crate::config_admin::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::ctx::SharedCtx;
@@ -191,6 +192,7 @@ fn entries_of(ctx: &SharedCtx, resource_type: i8, name: &str) -> Result<Vec<Conf
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let origin = forward::Origin::of(&req);
+    let who = crate::authz::Subject::of(&req);
     let RequestKind::DescribeConfigs(body) = req.body else { anyhow::bail!("not a DescribeConfigs body") };
     // Read your writes through any node: a follower may not have applied a change the leader
     // has already answered (AlterConfigs goes to the controller, the leader; clients such as
@@ -209,7 +211,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     }
     let mut results = Vec::with_capacity(body.resources.len());
     for resource in &body.resources {
-        let entries = entries_of(&ctx, resource.resource_type, resource.resource_name.as_str());
+        let name = resource.resource_name.as_str();
+        let refused =
+            authz::config_refusal(&ctx, &who, resource.resource_type, name, authz::op::DESCRIBE_CONFIGS);
+        let entries = match refused {
+            Some(code) => Err((code, String::new())),
+            None => entries_of(&ctx, resource.resource_type, name),
+        };
         let mut result = DescribeConfigsResult::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());
