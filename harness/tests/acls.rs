@@ -20,12 +20,17 @@ use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
 use harness::java::tool;
-use harness::raw_ops::{create_topics, create_topics_ok};
+use harness::raw_ops::{create_topics, create_topics_ok, produce_request, produce_results, BatchFor};
 use harness::txn::{transactional_config, READ_UNCOMMITTED, TXN_CALL_TIMEOUT};
 use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::create_acls_request::AclCreation;
-use kafka_protocol::messages::{CreateAclsRequest, GroupId, OffsetFetchRequest};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    CreateAclsRequest, GroupId, MetadataRequest, OffsetFetchRequest, ProduceRequest, TopicName,
+    TransactionalId,
+};
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
@@ -46,6 +51,8 @@ const WRITE: i8 = 4;
 const CREATE: i8 = 5;
 const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+const DESCRIBE: i8 = 8;
 const ALLOW: i8 = 3;
 
 fn cluster() -> Cluster {
@@ -254,12 +261,42 @@ async fn clients(cluster: &mut Cluster) -> Result<()> {
             if e.code() == RDKafkaErrorCode::TransactionalIdAuthorizationFailed => {}
         other => bail!("txn-b's init_transactions: {other:?}"),
     }
+    // A Produce of a transactional batch for txn-b is refused whole, before the log.
+    let leader = cluster.leader()?;
+    let mut raw_alice = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
+    raw_alice.set_client_id(&format!("{PRINCIPAL_PREFIX}alice"));
+    let batch = BatchFor { topic: "orders".into(), partition: 0, records: transactional_batch()? };
+    let request = produce_request(-1, &[batch])
+        .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("txn-b"))));
+    let produced = raw_alice.request(raw_alice.version::<ProduceRequest>(9)?, &request).await?;
+    let codes: Vec<i16> = produce_results(&produced).into_iter().map(|(_, _, code, _)| code).collect();
+    ensure!(codes == vec![TRANSACTIONAL_ID_AUTHORIZATION_FAILED], "txn-b's Produce: {codes:?}");
     let after = log_end_offset(&bootstrap, "orders")?;
     // txn-a's record and its commit marker, nothing of txn-b.
     ensure!(after == before + 2, "orders log end offset {before} -> {after}");
     let all = read(&bootstrap, "admin", "admin-reader", "orders", after)?;
     println!("orders under read_uncommitted: {all:?} (log end offset {before} -> {after})");
     ensure!(all == vec!["alice-1".to_string(), "txn-a-1".to_string()], "{all:?}");
+
+    // KIP-430: alice's operations on orders are READ, WRITE and the DESCRIBE they imply; an
+    // all-topics Metadata of bob's leaves orders out.
+    let metadata = MetadataRequest::default().with_include_topic_authorized_operations(true);
+    let named =
+        metadata
+            .clone()
+            .with_topics(Some(vec![MetadataRequestTopic::default()
+                .with_name(Some(TopicName(StrBytes::from_static_str("orders"))))]));
+    let answered = raw_alice.request(raw_alice.version::<MetadataRequest>(10)?, &named).await?;
+    let operations = answered.topics.first().map(|t| (t.error_code, t.topic_authorized_operations));
+    ensure!(
+        operations == Some((0, (1 << READ) | (1 << WRITE) | (1 << DESCRIBE))),
+        "alice's orders: {operations:?}"
+    );
+    let answered =
+        raw_bob.request(raw_bob.version::<MetadataRequest>(10)?, &metadata.with_topics(None)).await?;
+    let listed: Vec<String> =
+        answered.topics.iter().filter_map(|t| t.name.as_ref().map(|n| n.0.to_string())).collect();
+    ensure!(listed.is_empty(), "bob's all-topics Metadata lists {listed:?}");
 
     // Forwarding carries the principal: alice's CreateTopics through a follower reaches the
     // leader as alice (allowed CREATE on her topic), bob's as bob; the client id a follower
@@ -322,4 +359,28 @@ fn read(bootstrap: &str, name: &str, group: &str, topic: &str, end: i64) -> Resu
         }
     }
     bail!("{name} read {values:?} and stopped short of {end}")
+}
+
+/// One transactional record batch (producer 1000, epoch 0), as a transactional producer that
+/// skipped InitProducerId would send it.
+fn transactional_batch() -> Result<bytes::Bytes> {
+    let record = Record {
+        transactional: true,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: 1000,
+        producer_epoch: 0,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: 0,
+        timestamp: 0,
+        key: None,
+        value: Some(bytes::Bytes::from_static(b"txn-b-1")),
+        headers: Default::default(),
+    };
+    let mut buf = bytes::BytesMut::new();
+    let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+    RecordBatchEncoder::encode(&mut buf, [record].iter(), &options)?;
+    Ok(buf.freeze())
 }

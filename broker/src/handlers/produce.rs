@@ -19,7 +19,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use kafka_compat::batch::{validate, Budget};
+use kafka_compat::batch::{parse_header, validate, Budget};
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::produce_request::TopicProduceData;
@@ -77,13 +77,14 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     let writable = authz::allowed_each(&ctx, &who, rt::TOPIC, names, op::WRITE);
     let denied: BTreeSet<String> =
         topic_data.iter().zip(writable).filter(|(_, w)| !w).map(|(t, _)| t.name.0.to_string()).collect();
+    let transactional_records = has_transactional_records(&topic_data);
     let Checks { mut slots, mut appends, mut owners } =
         off_the_worker_if(heavy, || check_request(&ctx, topic_data, acks, req.api_version, &denied));
     if !transactional_write_allowed(
         &ctx,
         &who,
         body.transactional_id.as_ref().map(|t| t.0.as_str()),
-        &appends,
+        transactional_records,
     ) {
         // KafkaApis answers the whole request with the error, and nothing reaches the log.
         for slot in &mut slots {
@@ -172,11 +173,27 @@ fn transactional_write_allowed(
     ctx: &Ctx,
     who: &Subject,
     transactional_id: Option<&str>,
-    appends: &[UnstampedAppend],
+    transactional: bool,
 ) -> bool {
-    let transactional = appends.iter().any(|a| a.batches.iter().any(|b| b.header.is_transactional()));
     !transactional
         || transactional_id.is_some_and(|id| authz::allowed(ctx, who, rt::TRANSACTIONAL_ID, id, op::WRITE))
+}
+
+/// Whether any batch of the request is transactional, read from the batch headers before any
+/// validation (Kafka's `hasTransactionalRecords`). A header that does not parse is left to
+/// validation.
+fn has_transactional_records(topics: &[TopicProduceData]) -> bool {
+    topics.iter().flat_map(|t| &t.partition_data).any(|p| {
+        let mut rest: &[u8] = p.records.as_deref().unwrap_or_default();
+        while let Ok(header) = parse_header(rest) {
+            if header.is_transactional() {
+                return true;
+            }
+            let Some(next) = rest.get(header.size_bytes..) else { return false };
+            rest = next;
+        }
+        false
+    })
 }
 
 /// Validates every partition of a request (authorization, leadership, acks, topic, batches,
