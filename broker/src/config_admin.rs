@@ -12,6 +12,7 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::authz;
 use crate::config::BrokerConfig;
 use crate::ctx::Ctx;
 use crate::errors::{propose_error_code, Addressed};
@@ -129,8 +130,8 @@ fn preview(state: &BrokerState, change: &ResourceAlteration) -> Result<(), (i16,
 }
 
 /// Whether a follower forwarded this request (the leader never forwards it again).
-pub fn is_forwarded(req: &Request) -> bool {
-    forward::is_forwarded(&req.header)
+pub fn is_forwarded(_req: &Request) -> bool {
+    forward::is_forwarded()
 }
 
 /// What serving a request came to: the leader's own answer when a follower forwarded it, or
@@ -146,6 +147,8 @@ pub struct AlterRequest<'a> {
     pub version: i16,
     /// Sent by a follower (the leader never forwards it again).
     pub forwarded: bool,
+    /// Who sent it, for the leader when it is forwarded.
+    pub origin: forward::Origin,
     pub resources: Vec<ResourceRequest<'a>>,
     pub validate_only: bool,
 }
@@ -161,7 +164,24 @@ pub async fn serve(
 ) -> Served {
     let n = req.resources.len();
     if ctx.may_propose() || req.forwarded {
-        let parsed = req.resources.into_iter().map(|r| parse(ctx, r, req.forwarded)).collect();
+        let who = authz::Subject { principal: req.origin.principal.clone(), host: req.origin.client_address };
+        let parsed = req
+            .resources
+            .into_iter()
+            .map(|r| {
+                // KafkaApis: ALTER_CONFIGS on the resource (the cluster for a broker).
+                match authz::config_refusal(
+                    ctx,
+                    &who,
+                    r.resource_type,
+                    r.resource_name,
+                    authz::op::ALTER_CONFIGS,
+                ) {
+                    Some(code) => Err((code, String::new())),
+                    None => parse(ctx, r, req.forwarded),
+                }
+            })
+            .collect();
         return Served::Results(alter(ctx, parsed, req.validate_only).await);
     }
     // Settled once this node has applied an alteration after the leader's (when it made one).
@@ -169,7 +189,7 @@ pub async fn serve(
     let settled = |response: &ResponseKind, s: &onelog_state::BrokerState| {
         !succeeded(response) || s.configs.changes > before
     };
-    match forward::relay(ctx, req.key, req.version, body(), settled).await {
+    match forward::relay(ctx, &req.origin, req.key, req.version, body(), settled).await {
         Some(response) => Served::Forwarded(Box::new(response)),
         None => {
             Served::Results(vec![(error_code::NOT_CONTROLLER, Some("No leader to forward to.".into())); n])

@@ -23,6 +23,7 @@ fn failed(e: &ProposeError, n: usize) -> ItemResults {
 }
 
 /// A topic to create as a client asked for it (-1: broker default).
+#[derive(Clone)]
 pub struct TopicRequest {
     pub name: String,
     pub partitions: i32,

@@ -15,6 +15,7 @@ use crate::leader::leadership::Leadership;
 use crate::leader::proposer::Proposer;
 use crate::quotas::QuotaManager;
 use crate::raft::applied::AppliedView;
+use crate::raft::transport::auth::Identity;
 
 pub struct Ctx {
     pub node_id: u64,
@@ -30,6 +31,9 @@ pub struct Ctx {
     pub txns: Arc<TxnCoordinator>,
     /// This node's byte-rate measurements against the replicated client quotas.
     pub quotas: QuotaManager,
+    /// This node's Raft identity: forwarding to the leader goes over the authenticated Raft
+    /// transport (`net::forward`).
+    pub identity: Identity,
 }
 
 impl Ctx {

@@ -108,6 +108,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     .await?;
     // A one-node cluster has no peers to hear from; the Raft listener is bound when asked for
     // (or when peers exist), so many single-node brokers can share a machine.
+    // Filled once the Kafka handlers' context exists: forwarded requests wait for it.
+    let forward_slot = crate::raft::transport::envelope::ForwardSlot::default();
     let raft_addr = match node.raft_listen {
         Some(addr) => {
             let listener = TcpListener::bind(addr)
@@ -118,6 +120,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 identity: identity.clone(),
                 votes: votes.clone(),
                 log: log_reader,
+                forward: forward_slot.clone(),
             };
             tokio::spawn(crate::raft::transport::serve_raft(listener, service));
             addr.to_string()
@@ -191,8 +194,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         groups: GroupCoordinator::new(config.settings.group),
         txns: Arc::new(TxnCoordinator::new(leadership.clone(), applied.clone(), proposer.clone())),
         quotas: Default::default(),
+        identity: identity.clone(),
     });
     let _ = serving.set(ctx.clone());
+    let _ = forward_slot.set(Arc::new(crate::handlers::forwarded::Forwarded { ctx: ctx.clone() }));
     let duty = Arc::new(duties::DutyCtx {
         node_id: node.node_id,
         leadership: leadership.clone(),

@@ -121,3 +121,36 @@ pub mod code {
     pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
     pub const SECURITY_DISABLED: i16 = 54;
 }
+
+/// The results of the items that passed a check, put back among those refused, in request
+/// order: `allowed[i]` says whether item `i` was checked on (its result is the next of
+/// `results`) or refused (it gets `refused`).
+pub fn merge_refused<T: Clone>(allowed: &[bool], results: Vec<T>, refused: T) -> Vec<T> {
+    let mut results = results.into_iter();
+    allowed
+        .iter()
+        .map(|a| match a {
+            true => results.next().unwrap_or_else(|| refused.clone()),
+            false => refused.clone(),
+        })
+        .collect()
+}
+
+/// KafkaApis' check of a config resource (DescribeConfigs: DESCRIBE_CONFIGS, AlterConfigs and
+/// IncrementalAlterConfigs: ALTER_CONFIGS): a topic on the topic, a group on the group, a
+/// broker or client-metrics resource on the cluster. The refusal's error code, if refused.
+pub fn config_refusal(
+    ctx: &Ctx,
+    who: &Subject,
+    config_resource_type: i8,
+    name: &str,
+    operation: i8,
+) -> Option<i16> {
+    // ConfigResource.Type codes: TOPIC 2, BROKER 4, CLIENT_METRICS 16, GROUP 32.
+    let (resource_type, name, refused) = match config_resource_type {
+        2 => (rt::TOPIC, name, code::TOPIC_AUTHORIZATION_FAILED),
+        32 => (rt::GROUP, name, code::GROUP_AUTHORIZATION_FAILED),
+        _ => (rt::CLUSTER, CLUSTER_NAME, code::CLUSTER_AUTHORIZATION_FAILED),
+    };
+    (!allowed(ctx, who, resource_type, name, operation)).then_some(refused)
+}

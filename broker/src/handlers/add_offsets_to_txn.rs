@@ -10,6 +10,7 @@ use kafka_protocol::messages::{AddOffsetsToTxnResponse, ApiKey, RequestKind, Res
 
 use super::util::producer;
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
 
@@ -18,11 +19,28 @@ pub const VERSIONS: (i16, i16) = (0, 4);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::AddOffsetsToTxn(body) = req.body else { anyhow::bail!("not an AddOffsetsToTxn body") };
     let id = producer(body.producer_id, body.producer_epoch);
-    let code = match ctx.txns.add_offsets(&body.transactional_id.0, id, &body.group_id.0) {
-        Ok(()) => error_code::NONE,
-        Err(failure) => txn_failure_code(&failure, KEY, req.api_version),
+    // KafkaApis: WRITE on the transactional id, then READ on the group.
+    let code = if !authz::allowed(&ctx, &who, rt::TRANSACTIONAL_ID, &body.transactional_id.0, op::WRITE) {
+        code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    } else if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::READ) {
+        code::GROUP_AUTHORIZATION_FAILED
+    } else {
+        added(&ctx, &body, id, req.api_version)
     };
     Ok(Some(ResponseKind::AddOffsetsToTxn(AddOffsetsToTxnResponse::default().with_error_code(code))))
+}
+
+fn added(
+    ctx: &crate::ctx::Ctx,
+    body: &kafka_protocol::messages::AddOffsetsToTxnRequest,
+    id: onelog_state::txns::ProducerIdEpoch,
+    version: i16,
+) -> i16 {
+    match ctx.txns.add_offsets(&body.transactional_id.0, id, &body.group_id.0) {
+        Ok(()) => error_code::NONE,
+        Err(failure) => txn_failure_code(&failure, KEY, version),
+    }
 }

@@ -14,6 +14,7 @@ use kafka_protocol::messages::{AddPartitionsToTxnResponse, ApiKey, RequestKind, 
 
 use super::util::producer;
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
 
@@ -22,6 +23,7 @@ pub const VERSIONS: (i16, i16) = (0, 3);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::AddPartitionsToTxn(body) = req.body else {
         anyhow::bail!("not an AddPartitionsToTxn body")
     };
@@ -34,12 +36,28 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         .collect();
     // One code for every partition unless only some are unknown (Kafka: those get
     // UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED).
-    let codes: Vec<i16> = match ctx.txns.add_partitions(tid, id, &wanted) {
-        Err(failure) => {
+    // KafkaApis: WRITE on the transactional id, then on each topic; with any topic refused
+    // nothing is added (OPERATION_NOT_ATTEMPTED for the rest).
+    let writable =
+        authz::allowed_each(&ctx, &who, rt::TOPIC, wanted.iter().map(|(t, _)| t.as_str()), op::WRITE);
+    let authorized = if !authz::allowed(&ctx, &who, rt::TRANSACTIONAL_ID, tid, op::WRITE) {
+        Err(vec![code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED; wanted.len()])
+    } else if writable.iter().any(|w| !w) {
+        let codes = writable
+            .iter()
+            .map(|w| if *w { error_code::OPERATION_NOT_ATTEMPTED } else { code::TOPIC_AUTHORIZATION_FAILED })
+            .collect();
+        Err(codes)
+    } else {
+        Ok(())
+    };
+    let codes: Vec<i16> = match authorized.map(|()| ctx.txns.add_partitions(tid, id, &wanted)) {
+        Err(codes) => codes,
+        Ok(Err(failure)) => {
             tracing::debug!(transactional_id = %tid, ?failure, "AddPartitionsToTxn refused");
             vec![txn_failure_code(&failure, KEY, req.api_version); wanted.len()]
         }
-        Ok(unknown) if unknown.iter().any(|u| *u) => unknown
+        Ok(Ok(unknown)) if unknown.iter().any(|u| *u) => unknown
             .iter()
             .map(|u| {
                 if *u {
@@ -49,7 +67,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 }
             })
             .collect(),
-        Ok(_) => vec![error_code::NONE; wanted.len()],
+        Ok(Ok(_)) => vec![error_code::NONE; wanted.len()],
     };
     let mut results: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
     for ((topic, partition), code) in wanted.into_iter().zip(codes) {

@@ -16,6 +16,7 @@ use kafka_protocol::messages::{
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
 use crate::net::forward;
@@ -27,10 +28,12 @@ pub const VERSIONS: (i16, i16) = (0, 1);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let origin = forward::Origin::of(&req);
+    let who = Subject::of(&req);
     let RequestKind::AlterClientQuotas(body) = req.body else {
         anyhow::bail!("not an AlterClientQuotas body")
     };
-    if !ctx.may_propose() && !forward::is_forwarded(&req.header) {
+    if !ctx.may_propose() && !forward::is_forwarded() {
         // Answered once every alteration the leader accepted shows here, so a Describe sent
         // here next sees it.
         let alterations: Vec<Option<QuotaAlteration>> = body.entries.iter().map(|e| check(e).ok()).collect();
@@ -42,10 +45,24 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                         || alteration.as_ref().is_none_or(|a| state.client_quotas.shows(a))
                 })
         };
-        let relayed =
-            forward::relay(&ctx, KEY, req.api_version, RequestKind::AlterClientQuotas(body.clone()), settled);
+        let relayed = forward::relay(
+            &ctx,
+            &origin,
+            KEY,
+            req.api_version,
+            RequestKind::AlterClientQuotas(body.clone()),
+            settled,
+        );
         let failed = || ResponseKind::AlterClientQuotas(all_failed(&body, error_code::NOT_CONTROLLER));
         return Ok(Some(relayed.await.unwrap_or_else(failed)));
+    }
+    // KafkaApis: ALTER_CONFIGS on the cluster, checked by the leader (a forwarded request as
+    // its original principal).
+    if !authz::cluster_allowed(&ctx, &who, op::ALTER_CONFIGS) {
+        return Ok(Some(ResponseKind::AlterClientQuotas(all_failed(
+            &body,
+            code::CLUSTER_AUTHORIZATION_FAILED,
+        ))));
     }
     Ok(Some(ResponseKind::AlterClientQuotas(alter(&ctx, &body).await)))
 }

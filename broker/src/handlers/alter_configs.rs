@@ -20,6 +20,7 @@ const SET: i8 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let forwarded = config_admin::is_forwarded(&req);
+    let origin = crate::net::forward::Origin::of(&req);
     let RequestKind::AlterConfigs(body) = req.body else { anyhow::bail!("not an AlterConfigs body") };
     let names = body.resources.iter().map(|r| (r.resource_type, r.resource_name.clone())).collect();
     let resources = body
@@ -40,6 +41,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         key: KEY,
         version: req.api_version,
         forwarded,
+        origin,
         resources,
         validate_only: body.validate_only,
     };

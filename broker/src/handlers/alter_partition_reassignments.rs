@@ -12,6 +12,7 @@ use kafka_protocol::messages::{AlterPartitionReassignmentsResponse, ApiKey, Requ
 
 use super::util::str_bytes;
 use super::{not_served, HandlerResult};
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::AlterPartitionReassignments;
@@ -21,10 +22,18 @@ const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 const MESSAGE: &str =
     "onelog places every partition on every Raft voter; change the voters through the admin API (/members)";
 
-pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::AlterPartitionReassignments(body) = req.body else {
         anyhow::bail!("not an AlterPartitionReassignments body")
     };
+    // KafkaApis: ALTER on the cluster.
+    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
+        return Ok(Some(ResponseKind::AlterPartitionReassignments(
+            AlterPartitionReassignmentsResponse::default()
+                .with_error_code(code::CLUSTER_AUTHORIZATION_FAILED),
+        )));
+    }
     not_served::log(KEY, MESSAGE);
     let responses = body
         .topics

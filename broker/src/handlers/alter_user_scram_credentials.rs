@@ -20,6 +20,7 @@ use kafka_protocol::messages::{
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
 use crate::net::forward;
@@ -37,11 +38,13 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 type Checked = Vec<(String, Result<UserScramAlteration, (i16, String)>)>;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let origin = forward::Origin::of(&req);
+    let who = Subject::of(&req);
     let RequestKind::AlterUserScramCredentials(body) = req.body else {
         anyhow::bail!("not an AlterUserScramCredentials body")
     };
     let checked = check(&body);
-    if !ctx.may_propose() && !forward::is_forwarded(&req.header) {
+    if !ctx.may_propose() && !forward::is_forwarded() {
         // Answered once every change the leader accepted shows here, so a Describe sent here
         // next sees it.
         let valid: BTreeMap<&str, &UserScramAlteration> =
@@ -54,13 +57,20 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .all(|r| valid.get(r.user.as_str()).is_none_or(|a| state.scram.shows(a)))
         };
         let kind = RequestKind::AlterUserScramCredentials(body.clone());
-        let relayed = forward::relay(&ctx, KEY, req.api_version, kind, settled).await;
+        let relayed = forward::relay(&ctx, &origin, KEY, req.api_version, kind, settled).await;
         let failed = || {
             let all =
                 checked.iter().map(|(user, _)| (user.clone(), error_code::NOT_CONTROLLER, None)).collect();
             ResponseKind::AlterUserScramCredentials(response(all))
         };
         return Ok(Some(relayed.unwrap_or_else(failed)));
+    }
+    // KafkaApis: ALTER on the cluster, checked by the leader (a forwarded request as its
+    // original principal); every user CLUSTER_AUTHORIZATION_FAILED.
+    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
+        let all =
+            checked.into_iter().map(|(user, _)| (user, code::CLUSTER_AUTHORIZATION_FAILED, None)).collect();
+        return Ok(Some(ResponseKind::AlterUserScramCredentials(response(all))));
     }
     Ok(Some(ResponseKind::AlterUserScramCredentials(alter(&ctx, checked).await)))
 }

@@ -26,7 +26,8 @@ pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
-    let forwarded = forward::is_forwarded(&req.header);
+    let forwarded = forward::is_forwarded();
+    let origin = forward::Origin::of(&req);
     let RequestKind::CreateAcls(body) = req.body else { anyhow::bail!("not a CreateAcls body") };
     if !authz::enabled(&ctx) {
         return Ok(Some(all(&body, not_served::SECURITY_DISABLED, Some(not_served::NO_AUTHORIZER))));
@@ -43,8 +44,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .zip(&bindings)
                 .all(|(r, b)| r.error_code != error_code::NONE || state.acls.contains(b))
         };
-        let relayed =
-            forward::relay(&ctx, KEY, req.api_version, RequestKind::CreateAcls(body.clone()), settled);
+        let relayed = forward::relay(
+            &ctx,
+            &origin,
+            KEY,
+            req.api_version,
+            RequestKind::CreateAcls(body.clone()),
+            settled,
+        );
         let failed = || all(&body, error_code::NOT_CONTROLLER, None);
         return Ok(Some(relayed.await.unwrap_or_else(failed)));
     }

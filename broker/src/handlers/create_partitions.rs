@@ -10,6 +10,7 @@ use kafka_protocol::messages::{ApiKey, CreatePartitionsResponse, RequestKind, Re
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::controller;
 use crate::ctx::SharedCtx;
 use crate::net::forward;
@@ -21,8 +22,10 @@ pub const VERSIONS: (i16, i16) = (0, 3);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let origin = forward::Origin::of(&req);
+    let who = Subject::of(&req);
     let RequestKind::CreatePartitions(body) = req.body else { anyhow::bail!("not a CreatePartitions body") };
-    if !ctx.may_propose() && !forward::is_forwarded(&req.header) && !body.validate_only {
+    if !ctx.may_propose() && !forward::is_forwarded() && !body.validate_only {
         let wanted: Vec<(String, usize)> =
             body.topics.iter().map(|t| (t.name.0.to_string(), t.count.max(0) as usize)).collect();
         // Every topic the leader grew has its new partitions here too.
@@ -34,8 +37,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .filter(|(n, _)| ok(n))
                 .all(|(n, count)| state.topics.get(n).is_none_or(|t| t.partitions.len() >= *count))
         };
-        let relayed =
-            forward::relay(&ctx, KEY, req.api_version, RequestKind::CreatePartitions(body.clone()), grown);
+        let relayed = forward::relay(
+            &ctx,
+            &origin,
+            KEY,
+            req.api_version,
+            RequestKind::CreatePartitions(body.clone()),
+            grown,
+        );
         if let Some(response) = relayed.await {
             return Ok(Some(response));
         }
@@ -49,6 +58,12 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             NewPartitions { topic: t.name.0.to_string(), count: t.count, assignments }
         })
         .collect();
+    // KafkaApis: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED for it.
+    let alterable =
+        authz::allowed_each(&ctx, &who, rt::TOPIC, items.iter().map(|i| i.topic.as_str()), op::ALTER);
+    let mut keep = alterable.iter();
+    let mut items = items;
+    items.retain(|_| *keep.next().unwrap_or(&false));
     let outcomes = if body.validate_only {
         let brokers = controller::broker_ids(&ctx);
         ctx.applied.read(|applied| {
@@ -76,6 +91,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     } else {
         controller::create_partitions(&ctx, items).await
     };
+    let outcomes = authz::merge_refused(&alterable, outcomes, (code::TOPIC_AUTHORIZATION_FAILED, None));
     let results = body
         .topics
         .into_iter()

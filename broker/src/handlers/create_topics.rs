@@ -12,6 +12,7 @@ use kafka_protocol::messages::{ApiKey, CreateTopicsResponse, RequestKind, Respon
 use super::describe_configs::topic_entries;
 use super::util::{str_bytes, uuid};
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
 use crate::net::forward;
@@ -21,10 +22,12 @@ pub const VERSIONS: (i16, i16) = (2, 7);
 pub const ACCEPTED_MIN_VERSION: i16 = 2;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let origin = forward::Origin::of(&req);
+    let who = Subject::of(&req);
     let RequestKind::CreateTopics(body) = req.body else { anyhow::bail!("not a CreateTopics body") };
-    if !ctx.may_propose() && !forward::is_forwarded(&req.header) && !body.validate_only {
+    if !ctx.may_propose() && !forward::is_forwarded() && !body.validate_only {
         let body = RequestKind::CreateTopics(body.clone());
-        let relayed = forward::relay(&ctx, KEY, req.api_version, body, forward::topics_created);
+        let relayed = forward::relay(&ctx, &origin, KEY, req.api_version, body, forward::topics_created);
         if let Some(response) = relayed.await {
             return Ok(Some(response));
         }
@@ -45,7 +48,16 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             TopicRequest { name: t.name.0.to_string(), partitions, replication_factor: rf, configs }
         })
         .collect();
-    let results = controller::create_topics(&ctx, &requests, body.validate_only).await;
+    // KafkaApis: CREATE on the cluster, else on each topic (TOPIC_AUTHORIZATION_FAILED).
+    let creatable: Vec<bool> = if authz::cluster_allowed(&ctx, &who, op::CREATE) {
+        vec![true; requests.len()]
+    } else {
+        authz::allowed_each(&ctx, &who, rt::TOPIC, requests.iter().map(|r| r.name.as_str()), op::CREATE)
+    };
+    let allowed: Vec<TopicRequest> =
+        requests.iter().zip(&creatable).filter(|(_, c)| **c).map(|(r, _)| r.clone()).collect();
+    let results = controller::create_topics(&ctx, &allowed, body.validate_only).await;
+    let results = authz::merge_refused(&creatable, results, (code::TOPIC_AUTHORIZATION_FAILED, None));
     ctx.applied.read(|applied| {
         let topics = requests
             .iter()

@@ -25,7 +25,8 @@ pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
-    let forwarded = forward::is_forwarded(&req.header);
+    let forwarded = forward::is_forwarded();
+    let origin = forward::Origin::of(&req);
     let RequestKind::DeleteAcls(body) = req.body else { anyhow::bail!("not a DeleteAcls body") };
     if !authz::enabled(&ctx) {
         return Ok(Some(all(&body, not_served::SECURITY_DISABLED, Some(not_served::NO_AUTHORIZER))));
@@ -39,8 +40,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         let settled = |_: &ResponseKind, state: &onelog_state::BrokerState| {
             filters.iter().all(|f| state.acls.matching(f).is_empty())
         };
-        let relayed =
-            forward::relay(&ctx, KEY, req.api_version, RequestKind::DeleteAcls(body.clone()), settled);
+        let relayed = forward::relay(
+            &ctx,
+            &origin,
+            KEY,
+            req.api_version,
+            RequestKind::DeleteAcls(body.clone()),
+            settled,
+        );
         let failed = || all(&body, error_code::NOT_CONTROLLER, None);
         return Ok(Some(relayed.await.unwrap_or_else(failed)));
     }

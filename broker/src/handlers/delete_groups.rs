@@ -17,6 +17,7 @@ use kafka_protocol::messages::{ApiKey, DeleteGroupsResponse, RequestKind, Respon
 
 use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use onelog_state::command::{DeleteGroupsOp, GroupDeletion};
 
@@ -25,9 +26,15 @@ pub const VERSIONS: (i16, i16) = (0, 2);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::DeleteGroups(body) = req.body else { anyhow::bail!("not a DeleteGroups body") };
     let ids: Vec<String> = body.groups_names.iter().map(|g| g.0.to_string()).collect();
-    let codes = delete(&ctx, &ids).await;
+    // KafkaApis: DELETE on each group, else GROUP_AUTHORIZATION_FAILED for it.
+    let deletable = authz::allowed_each(&ctx, &who, rt::GROUP, ids.iter().map(String::as_str), op::DELETE);
+    let allowed: Vec<String> =
+        ids.iter().zip(&deletable).filter(|(_, d)| **d).map(|(id, _)| id.clone()).collect();
+    let codes =
+        authz::merge_refused(&deletable, delete(&ctx, &allowed).await, code::GROUP_AUTHORIZATION_FAILED);
     let results = body
         .groups_names
         .into_iter()

@@ -10,6 +10,7 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{ApiKey, DeleteRecordsResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
 use onelog_state::command::{DeleteRecordsOp, LowWatermark, TrimLog};
@@ -19,6 +20,7 @@ pub const VERSIONS: (i16, i16) = (0, 2);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::DeleteRecords(body) = req.body else { anyhow::bail!("not a DeleteRecords body") };
     let requested: Vec<TrimLog> = body
         .topics
@@ -31,7 +33,15 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             })
         })
         .collect();
-    let mut results = delete(&ctx, requested).await.into_iter();
+    // KafkaApis: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
+    let deletable =
+        authz::allowed_each(&ctx, &who, rt::TOPIC, requested.iter().map(|r| r.topic.as_str()), op::DELETE);
+    let mut keep = deletable.iter();
+    let mut requested = requested;
+    requested.retain(|_| *keep.next().unwrap_or(&false));
+    let deleted = delete(&ctx, requested).await;
+    let mut results =
+        authz::merge_refused(&deletable, deleted, (code::TOPIC_AUTHORIZATION_FAILED, -1)).into_iter();
     let topics = body
         .topics
         .iter()

@@ -8,6 +8,7 @@ use kafka_protocol::messages::{ApiKey, DeleteTopicsResponse, RequestKind, Respon
 
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::controller;
 use crate::ctx::SharedCtx;
 use crate::net::forward;
@@ -17,8 +18,10 @@ pub const VERSIONS: (i16, i16) = (1, 6);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let origin = forward::Origin::of(&req);
+    let who = Subject::of(&req);
     let RequestKind::DeleteTopics(body) = req.body else { anyhow::bail!("not a DeleteTopics body") };
-    if !ctx.may_propose() && !forward::is_forwarded(&req.header) {
+    if !ctx.may_propose() && !forward::is_forwarded() {
         // Every topic the leader deleted is gone here too (named by name, or by id in v6+).
         let gone = |response: &ResponseKind, state: &onelog_state::BrokerState| {
             let ResponseKind::DeleteTopics(r) = response else { return true };
@@ -27,8 +30,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 None => state.topic_by_id(&uuid_bytes(&t.topic_id)).is_none(),
             })
         };
-        let relayed =
-            forward::relay(&ctx, KEY, req.api_version, RequestKind::DeleteTopics(body.clone()), gone);
+        let relayed = forward::relay(
+            &ctx,
+            &origin,
+            KEY,
+            req.api_version,
+            RequestKind::DeleteTopics(body.clone()),
+            gone,
+        );
         if let Some(response) = relayed.await {
             return Ok(Some(response));
         }
@@ -54,8 +63,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .collect()
         })
     };
+    // KafkaApis: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED for it.
     let names: Vec<String> = resolved.iter().flatten().map(|(n, _)| n.clone()).collect();
-    let mut outcomes = controller::delete_topics(&ctx, names).await.into_iter();
+    let deletable = authz::allowed_each(&ctx, &who, rt::TOPIC, names.iter().map(String::as_str), op::DELETE);
+    let allowed = names.iter().zip(&deletable).filter(|(_, d)| **d).map(|(n, _)| n.clone()).collect();
+    let outcomes = controller::delete_topics(&ctx, allowed).await;
+    let mut outcomes =
+        authz::merge_refused(&deletable, outcomes, (code::TOPIC_AUTHORIZATION_FAILED, None)).into_iter();
     let responses = wanted
         .iter()
         .zip(resolved)

@@ -14,6 +14,7 @@ use kafka_protocol::messages::{
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::SharedCtx;
 use onelog_state::quotas::{FilterComponent, FilterMatch, QuotaError};
 
@@ -26,9 +27,17 @@ const MATCH_DEFAULT: i8 = 1;
 const MATCH_ANY: i8 = 2;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::DescribeClientQuotas(body) = req.body else {
         anyhow::bail!("not a DescribeClientQuotas body")
     };
+    // KafkaApis: DESCRIBE_CONFIGS on the cluster.
+    if !authz::cluster_allowed(&ctx, &who, op::DESCRIBE_CONFIGS) {
+        let refused = DescribeClientQuotasResponse::default()
+            .with_error_code(code::CLUSTER_AUTHORIZATION_FAILED)
+            .with_entries(None);
+        return Ok(Some(ResponseKind::DescribeClientQuotas(refused)));
+    }
     let response = match filter(&body) {
         Ok(components) => {
             ctx.applied.state(|state| match state.client_quotas.describe(&components, body.strict) {

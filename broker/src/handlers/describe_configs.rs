@@ -14,6 +14,7 @@ use kafka_protocol::messages::{ApiKey, DescribeConfigsResponse, RequestKind, Res
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz;
 use crate::config::BrokerConfig;
 use crate::config_admin::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::ctx::SharedCtx;
@@ -190,6 +191,8 @@ fn entries_of(ctx: &SharedCtx, resource_type: i8, name: &str) -> Result<Vec<Conf
 }
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let origin = forward::Origin::of(&req);
+    let who = crate::authz::Subject::of(&req);
     let RequestKind::DescribeConfigs(body) = req.body else { anyhow::bail!("not a DescribeConfigs body") };
     // Read your writes through any node: a follower may not have applied a change the leader
     // has already answered (AlterConfigs goes to the controller, the leader; clients such as
@@ -198,9 +201,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     // this node's static configs are. If the leader cannot be asked, this node answers.
     let cluster_wide =
         !body.resources.is_empty() && body.resources.iter().all(|r| r.resource_type != RESOURCE_BROKER);
-    if cluster_wide && !ctx.may_propose() && !forward::is_forwarded(&req.header) {
+    if cluster_wide && !ctx.may_propose() && !forward::is_forwarded() {
         let asked = RequestKind::DescribeConfigs(body.clone());
-        match forward::to_leader(&ctx, KEY, req.api_version, asked).await {
+        match forward::to_leader(&ctx, &origin, KEY, req.api_version, asked).await {
             Ok(response @ ResponseKind::DescribeConfigs(_)) => return Ok(Some(response)),
             Ok(_) => tracing::debug!("the leader answered DescribeConfigs with another response"),
             Err(e) => tracing::debug!(error = %format!("{e:#}"), "forwarding DescribeConfigs failed"),
@@ -208,7 +211,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     }
     let mut results = Vec::with_capacity(body.resources.len());
     for resource in &body.resources {
-        let entries = entries_of(&ctx, resource.resource_type, resource.resource_name.as_str());
+        let name = resource.resource_name.as_str();
+        let refused =
+            authz::config_refusal(&ctx, &who, resource.resource_type, name, authz::op::DESCRIBE_CONFIGS);
+        let entries = match refused {
+            Some(code) => Err((code, String::new())),
+            None => entries_of(&ctx, resource.resource_type, name),
+        };
         let mut result = DescribeConfigsResult::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());

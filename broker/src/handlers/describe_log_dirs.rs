@@ -17,6 +17,7 @@ use kafka_protocol::messages::{ApiKey, DescribeLogDirsResponse, RequestKind, Res
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::DescribeLogDirs;
@@ -27,7 +28,14 @@ pub const ACCEPTED_MIN_VERSION: i16 = 1;
 const UNKNOWN_BYTES: i64 = -1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::DescribeLogDirs(body) = req.body else { anyhow::bail!("not a DescribeLogDirs body") };
+    // KafkaApis: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (v3+ top level).
+    if !authz::cluster_allowed(&ctx, &who, op::DESCRIBE) {
+        return Ok(Some(ResponseKind::DescribeLogDirs(
+            DescribeLogDirsResponse::default().with_error_code(code::CLUSTER_AUTHORIZATION_FAILED),
+        )));
+    }
     // topic → partitions wanted (None: all of the topic's).
     let wanted: Option<BTreeMap<String, Vec<i32>>> =
         body.topics.map(|ts| ts.into_iter().map(|t| (t.topic.0.to_string(), t.partitions)).collect());

@@ -16,6 +16,7 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::{ApiKey, DescribeProducersResponse, ProducerId, RequestKind, ResponseKind};
 
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::txn::views::{self, ActiveProducer};
 use crate::ctx::SharedCtx;
 
@@ -24,18 +25,26 @@ pub const VERSIONS: (i16, i16) = (0, 0);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::DescribeProducers(body) = req.body else {
         anyhow::bail!("not a DescribeProducers body")
     };
+    // KafkaApis: READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
+    let readable =
+        authz::allowed_each(&ctx, &who, rt::TOPIC, body.topics.iter().map(|t| t.name.0.as_str()), op::READ);
     let topics = ctx.applied.state(|state| {
         body.topics
             .into_iter()
-            .map(|topic| {
+            .zip(readable)
+            .map(|(topic, readable)| {
                 let partitions = topic
                     .partition_indexes
                     .iter()
                     .map(|&index| {
                         let out = PartitionResponse::default().with_partition_index(index);
+                        if !readable {
+                            return out.with_error_code(code::TOPIC_AUTHORIZATION_FAILED);
+                        }
                         match views::active_producers(state, &topic.name.0, index) {
                             Some(producers) => out
                                 .with_error_code(error_code::NONE)

@@ -34,7 +34,8 @@ const UNKNOWN_TIMESTAMP: i64 = -1;
 const LISTENER: &str = "PLAINTEXT";
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let forwarded = crate::net::forward::is_forwarded(&req.header);
+    let forwarded = crate::net::forward::is_forwarded();
+    let origin = crate::net::forward::Origin::of(&req);
     let RequestKind::DescribeQuorum(body) = req.body else { anyhow::bail!("not a DescribeQuorum body") };
     let asks_metadata_partition = body.topics.len() == 1
         && body.topics[0].topic_name.0.as_str() == METADATA_TOPIC
@@ -50,13 +51,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         )));
     }
     if !ctx.leadership.is_raft_leader() {
-        return forward(&ctx, req.api_version, body, forwarded).await;
+        return forward(&ctx, &origin, req.api_version, body, forwarded).await;
     }
     Ok(Some(ResponseKind::DescribeQuorum(describe(&ctx, req.api_version))))
 }
 
 async fn forward(
     ctx: &Ctx,
+    origin: &crate::net::forward::Origin,
     version: i16,
     body: kafka_protocol::messages::DescribeQuorumRequest,
     forwarded: bool,
@@ -65,7 +67,7 @@ async fn forward(
     let answer = if forwarded {
         Err(anyhow::anyhow!("forwarded to a node that no longer leads"))
     } else {
-        crate::net::forward::to_leader(ctx, KEY, version, RequestKind::DescribeQuorum(body)).await
+        crate::net::forward::to_leader(ctx, origin, KEY, version, RequestKind::DescribeQuorum(body)).await
     };
     match answer {
         Ok(response) => Ok(Some(response)),

@@ -21,6 +21,7 @@ use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
 use onelog_state::txns::Transactions;
 
+use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::txn::memory::Added;
 use crate::coord::txn::views::TxnView;
 use crate::ctx::SharedCtx;
@@ -30,12 +31,26 @@ pub const VERSIONS: (i16, i16) = (0, 0);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::DescribeTransactions(body) = req.body else {
         anyhow::bail!("not a DescribeTransactions body")
     };
+    // KafkaApis: DESCRIBE on each transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+    let ids = body.transactional_ids.iter().map(|id| id.0.as_str());
+    let described = authz::allowed_each(&ctx, &who, rt::TRANSACTIONAL_ID, ids, op::DESCRIBE);
     let states = if ctx.is_leader() {
         let ids = body.transactional_ids;
-        ctx.txns.view(|txns, added| ids.into_iter().map(|id| describe(txns, added, id)).collect())
+        ctx.txns.view(|txns, added| {
+            ids.into_iter()
+                .zip(&described)
+                .map(|(id, described)| match described {
+                    true => describe(txns, added, id),
+                    false => TransactionState::default()
+                        .with_transactional_id(id)
+                        .with_error_code(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                })
+                .collect()
+        })
     } else {
         let not_coordinator = |id| {
             TransactionState::default().with_transactional_id(id).with_error_code(error_code::NOT_COORDINATOR)

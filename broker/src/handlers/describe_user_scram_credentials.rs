@@ -18,6 +18,7 @@ use onelog_state::scram::ScramCredentials;
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::DescribeUserScramCredentials;
@@ -28,9 +29,18 @@ const DUPLICATE_USER: &str =
 const NO_CREDENTIAL: &str = "Attempt to describe a user credential that does not exist: ";
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::DescribeUserScramCredentials(body) = req.body else {
         anyhow::bail!("not a DescribeUserScramCredentials body")
     };
+    // KafkaApis: DESCRIBE on the cluster, else a top-level CLUSTER_AUTHORIZATION_FAILED.
+    if !authz::cluster_allowed(&ctx, &who, op::DESCRIBE) {
+        return Ok(Some(ResponseKind::DescribeUserScramCredentials(
+            DescribeUserScramCredentialsResponse::default()
+                .with_error_code(code::CLUSTER_AUTHORIZATION_FAILED)
+                .with_error_message(Some(str_bytes("Cluster authorization failed."))),
+        )));
+    }
     let named: Vec<String> = body.users.unwrap_or_default().into_iter().map(|u| u.name.to_string()).collect();
     let results = ctx.applied.state(|state| describe(&state.scram, &named));
     Ok(Some(ResponseKind::DescribeUserScramCredentials(

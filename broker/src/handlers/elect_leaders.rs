@@ -22,6 +22,7 @@ use kafka_protocol::messages::{ApiKey, ElectLeadersResponse, RequestKind, Respon
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::ElectLeaders;
@@ -35,7 +36,14 @@ const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
 const ELECTION_NOT_NEEDED: i16 = 84;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::ElectLeaders(body) = req.body else { anyhow::bail!("not an ElectLeaders body") };
+    // KafkaApis: ALTER on the cluster.
+    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
+        return Ok(Some(ResponseKind::ElectLeaders(
+            ElectLeadersResponse::default().with_error_code(code::CLUSTER_AUTHORIZATION_FAILED),
+        )));
+    }
     let election = if req.api_version >= 1 { body.election_type } else { PREFERRED };
     if election != PREFERRED && election != UNCLEAN {
         return Ok(Some(ResponseKind::ElectLeaders(

@@ -11,6 +11,7 @@ use kafka_protocol::messages::{ApiKey, EndTxnResponse, ProducerId, RequestKind, 
 
 use super::util::producer;
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
 
@@ -21,7 +22,15 @@ const BUMPS_EPOCH_FROM_VERSION: i16 = 5;
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::EndTxn(body) = req.body else { anyhow::bail!("not an EndTxn body") };
+    if !authz::allowed(&ctx, &who, rt::TRANSACTIONAL_ID, &body.transactional_id.0, op::WRITE) {
+        let refused = EndTxnResponse::default()
+            .with_error_code(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        return Ok(Some(ResponseKind::EndTxn(refused)));
+    }
     let tid = body.transactional_id.0.as_str();
     let id = producer(body.producer_id, body.producer_epoch);
     let bump_epoch = req.api_version >= BUMPS_EPOCH_FROM_VERSION;

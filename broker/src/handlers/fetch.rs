@@ -14,6 +14,7 @@ use kafka_protocol::messages::{ApiKey, FetchResponse, ProducerId, RequestKind, R
 
 use super::util::uuid_bytes;
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::clock::wall_clock_ms;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::internal_topic;
@@ -27,7 +28,9 @@ pub const ACCEPTED_MIN_VERSION: i16 = 4;
 const READ_COMMITTED: i8 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::Fetch(body) = req.body else { anyhow::bail!("not a Fetch body") };
+    let readable = readable_topics(&ctx, &who, &body, req.api_version);
     let client_id = req.header.client_id.as_ref().map(|c| c.as_str());
     let quota = QuotaManager::governing_for(&ctx.applied, QuotaKind::Fetch, &req.principal.name, client_id);
     // Kafka caps a fetch at what the quota allows in one window, so that one response cannot
@@ -39,14 +42,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let (response, bytes) = loop {
         applied.mark_unchanged();
         let serving = ctx.leadership.serves_reads().await;
-        let (response, bytes, errors) = read_all(&ctx, &body, req.api_version, cap, serving)?;
+        let (response, bytes, errors) = read_all(&ctx, &body, req.api_version, cap, serving, &readable)?;
         let satisfied = bytes >= body.min_bytes.max(0) as usize || errors;
         if satisfied || tokio::time::Instant::now() >= deadline {
             break (response, bytes);
         }
         if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
             let serving = ctx.leadership.serves_reads().await;
-            let (response, bytes, _) = read_all(&ctx, &body, req.api_version, cap, serving)?;
+            let (response, bytes, _) = read_all(&ctx, &body, req.api_version, cap, serving, &readable)?;
             break (response, bytes);
         }
     };
@@ -67,6 +70,27 @@ fn throttled(ctx: &Ctx, quota: &Governing, response: FetchResponse, bytes: usize
     FetchResponse::default().with_session_id(0).with_throttle_time_ms(throttle_ms)
 }
 
+/// KafkaApis: READ on each topic, checked once per request (not per long-poll pass); one
+/// flag per requested topic, in order.
+fn readable_topics(ctx: &Ctx, who: &Subject, body: &FetchRequest, version: i16) -> Vec<bool> {
+    if !authz::enabled(ctx) {
+        return vec![true; body.topics.len()];
+    }
+    let names: Vec<String> = body
+        .topics
+        .iter()
+        .map(|t| {
+            let name = if version >= 13 {
+                resolve_name(ctx, &uuid_bytes(&t.topic_id))
+            } else {
+                Some(t.topic.0.to_string())
+            };
+            name.unwrap_or_default()
+        })
+        .collect();
+    authz::allowed_each(ctx, who, rt::TOPIC, names.iter().map(String::as_str), op::READ)
+}
+
 /// One pass over every requested partition: (response, record bytes, any partition error).
 fn read_all(
     ctx: &Ctx,
@@ -74,13 +98,15 @@ fn read_all(
     version: i16,
     cap: usize,
     is_leader: bool,
+    readable: &[bool],
 ) -> anyhow::Result<(FetchResponse, usize, bool)> {
     let mut budget = (body.max_bytes.max(0) as usize).min(limits::FETCH_RESPONSE_BYTES_MAX).min(cap);
     let mut total = 0usize;
     let mut errors = false;
     let epoch = ctx.leadership.leader_epoch();
     let mut topics = Vec::with_capacity(body.topics.len());
-    for topic in &body.topics {
+    for (index, topic) in body.topics.iter().enumerate() {
+        let denied = !readable.get(index).copied().unwrap_or(false);
         // KIP-516: v13+ names topics by id only.
         let name = if version >= 13 {
             resolve_name(ctx, &uuid_bytes(&topic.topic_id))
@@ -92,6 +118,7 @@ fn read_all(
             let mut data = PartitionData::default().with_partition_index(p.partition);
             let code = match &name {
                 None => error_code::UNKNOWN_TOPIC_ID,
+                Some(_) if denied => code::TOPIC_AUTHORIZATION_FAILED,
                 Some(_) if !is_leader => error_code::NOT_LEADER_OR_FOLLOWER,
                 Some(_) if p.current_leader_epoch > epoch => error_code::UNKNOWN_LEADER_EPOCH,
                 Some(_) if p.current_leader_epoch >= 0 && p.current_leader_epoch < epoch => {

@@ -19,6 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::leader::leadership::BrokerInfo;
 use crate::limits;
@@ -34,6 +35,7 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 type Found = Result<BrokerInfo, (i16, String)>;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::FindCoordinator(body) = req.body else { anyhow::bail!("not a FindCoordinator body") };
     let listener = req.listener.as_deref();
     let response = if req.api_version >= 4 {
@@ -41,13 +43,17 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             .coordinator_keys
             .into_iter()
             .map(|key| {
-                let found = find(&ctx, listener, body.key_type, &key);
+                let found = authorized(&ctx, &who, body.key_type, &key)
+                    .and_then(|()| find(&ctx, listener, body.key_type, &key));
                 coordinator(key, found)
             })
             .collect();
         FindCoordinatorResponse::default().with_coordinators(coordinators)
     } else {
-        match find(&ctx, listener, body.key_type, &body.key) {
+        let key = &body.key;
+        match authorized(&ctx, &who, body.key_type, key)
+            .and_then(|()| find(&ctx, listener, body.key_type, key))
+        {
             Ok(broker) => FindCoordinatorResponse::default()
                 .with_node_id(BrokerId(broker.node_id))
                 .with_host(str_bytes(broker.host))
@@ -61,6 +67,21 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         }
     };
     Ok(Some(ResponseKind::FindCoordinator(response)))
+}
+
+/// KafkaApis: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the transactional id
+/// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+fn authorized(ctx: &Ctx, who: &Subject, key_type: i8, key: &str) -> Result<(), (i16, String)> {
+    let (resource_type, refused) = match key_type {
+        KEY_TYPE_GROUP => (rt::GROUP, code::GROUP_AUTHORIZATION_FAILED),
+        KEY_TYPE_TRANSACTION => (rt::TRANSACTIONAL_ID, code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+        _ => return Ok(()),
+    };
+    if authz::allowed(ctx, who, resource_type, key, op::DESCRIBE) {
+        Ok(())
+    } else {
+        Err((refused, String::new()))
+    }
 }
 
 /// The coordinator (the Raft leader) at its address on `listener`, the one the request came in on.

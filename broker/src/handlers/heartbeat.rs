@@ -8,6 +8,7 @@ use kafka_protocol::messages::{ApiKey, HeartbeatResponse, RequestKind, ResponseK
 
 use super::util::{adopt_group, group_id_invalid};
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::Heartbeat;
@@ -15,8 +16,11 @@ pub const VERSIONS: (i16, i16) = (0, 4);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::Heartbeat(body) = req.body else { anyhow::bail!("not a Heartbeat body") };
-    let code = if group_id_invalid(&body.group_id.0) {
+    let code = if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::READ) {
+        code::GROUP_AUTHORIZATION_FAILED
+    } else if group_id_invalid(&body.group_id.0) {
         error_code::INVALID_GROUP_ID
     } else if !ctx.is_leader() {
         error_code::NOT_COORDINATOR

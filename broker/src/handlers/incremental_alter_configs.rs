@@ -17,6 +17,7 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let forwarded = config_admin::is_forwarded(&req);
+    let origin = crate::net::forward::Origin::of(&req);
     let RequestKind::IncrementalAlterConfigs(body) = req.body else {
         anyhow::bail!("not an IncrementalAlterConfigs body")
     };
@@ -39,6 +40,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         key: KEY,
         version: req.api_version,
         forwarded,
+        origin,
         resources,
         validate_only: body.validate_only,
     };

@@ -28,6 +28,7 @@ use onelog_state::command::InitProducerIdOp;
 use onelog_state::txns::ProducerIdEpoch;
 
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, txn_failure_code, Addressed};
 
@@ -36,16 +37,38 @@ pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
+    let origin = crate::net::forward::Origin::of(&req);
     let RequestKind::InitProducerId(body) = req.body else { anyhow::bail!("not an InitProducerId body") };
-    let forwarded = crate::net::forward::is_forwarded(&req.header);
+    let forwarded = crate::net::forward::is_forwarded();
+    if let Some(refused) = authorization(&ctx, &who, &body) {
+        return Ok(Some(ResponseKind::InitProducerId(error(refused))));
+    }
     let response = match body.transactional_id.as_ref().map(|t| t.0.as_str()) {
         // The transaction coordinator is the leader (FindCoordinator); clients look again.
         Some(tid) => init_transactional(&ctx, tid, &body, req.api_version).await,
         None if ctx.may_propose() => allocate(&ctx).await,
         None if forwarded => error(error_code::COORDINATOR_LOAD_IN_PROGRESS),
-        None => forward(&ctx, req.api_version, body).await,
+        None => forward(&ctx, &origin, req.api_version, body).await,
     };
     Ok(Some(ResponseKind::InitProducerId(response)))
+}
+
+/// KafkaApis: WRITE on the transactional id, or for an idempotent producer IDEMPOTENT_WRITE
+/// on the cluster or WRITE on some topic; checked before anything is proposed.
+fn authorization(ctx: &Ctx, who: &Subject, body: &InitProducerIdRequest) -> Option<i16> {
+    match body.transactional_id.as_ref().map(|t| t.0.as_str()) {
+        Some(tid) if !authz::allowed(ctx, who, rt::TRANSACTIONAL_ID, tid, op::WRITE) => {
+            Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        }
+        Some(_) => None,
+        None if authz::cluster_allowed(ctx, who, op::IDEMPOTENT_WRITE)
+            || authz::allowed_on_any(ctx, who, rt::TOPIC, op::WRITE) =>
+        {
+            None
+        }
+        None => Some(code::CLUSTER_AUTHORIZATION_FAILED),
+    }
 }
 
 fn error(code: i16) -> InitProducerIdResponse {
@@ -93,8 +116,13 @@ async fn allocate(ctx: &Ctx) -> InitProducerIdResponse {
     }
 }
 
-async fn forward(ctx: &Ctx, version: i16, body: InitProducerIdRequest) -> InitProducerIdResponse {
-    match crate::net::forward::to_leader(ctx, KEY, version, RequestKind::InitProducerId(body)).await {
+async fn forward(
+    ctx: &Ctx,
+    origin: &crate::net::forward::Origin,
+    version: i16,
+    body: InitProducerIdRequest,
+) -> InitProducerIdResponse {
+    match crate::net::forward::to_leader(ctx, origin, KEY, version, RequestKind::InitProducerId(body)).await {
         Ok(ResponseKind::InitProducerId(response)) => response,
         Ok(other) => {
             tracing::warn!(?other, "InitProducerId: the leader answered with another message");

@@ -12,6 +12,7 @@ use kafka_protocol::messages::{ApiKey, JoinGroupResponse, RequestKind, ResponseK
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::group::{JoinRequest, JoinResult};
 use crate::ctx::SharedCtx;
 
@@ -20,10 +21,13 @@ pub const VERSIONS: (i16, i16) = (0, 9);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::JoinGroup(body) = req.body else { anyhow::bail!("not a JoinGroup body") };
     let v = req.api_version;
     let member_id = body.member_id.to_string();
-    let result = if group_id_invalid(&body.group_id.0) {
+    let result = if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::READ) {
+        error(code::GROUP_AUTHORIZATION_FAILED, &member_id)
+    } else if group_id_invalid(&body.group_id.0) {
         error(error_code::INVALID_GROUP_ID, &member_id)
     } else if !ctx.is_leader() {
         error(error_code::NOT_COORDINATOR, &member_id)

@@ -11,6 +11,7 @@ use kafka_protocol::messages::{ApiKey, LeaveGroupResponse, RequestKind, Response
 
 use super::util::{adopt_group, group_id_invalid};
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::LeaveGroup;
@@ -18,7 +19,12 @@ pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::LeaveGroup(body) = req.body else { anyhow::bail!("not a LeaveGroup body") };
+    if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::READ) {
+        let refused = LeaveGroupResponse::default().with_error_code(code::GROUP_AUTHORIZATION_FAILED);
+        return Ok(Some(ResponseKind::LeaveGroup(refused)));
+    }
     let leader = ctx.is_leader();
     if leader {
         adopt_group(&ctx, &body.group_id.0);

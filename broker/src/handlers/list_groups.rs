@@ -20,6 +20,7 @@ use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsResponse, RequestKind,
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz::{self, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::ListGroups;
@@ -31,7 +32,11 @@ const STATE_EMPTY: &str = "Empty";
 const GROUP_TYPE_CLASSIC: &str = "classic";
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::ListGroups(body) = req.body else { anyhow::bail!("not a ListGroups body") };
+    // KafkaApis: every group with DESCRIBE on the cluster, else those the principal may describe.
+    let all_groups = authz::cluster_allowed(&ctx, &who, op::DESCRIBE);
+    let describable = |id: &str| all_groups || authz::allowed(&ctx, &who, rt::GROUP, id, op::DESCRIBE);
     let leader = ctx.leader_id();
     if leader.is_none() {
         let response = ListGroupsResponse::default().with_error_code(error_code::COORDINATOR_NOT_AVAILABLE);
@@ -45,7 +50,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let groups = if leader == Some(ctx.node_id) && type_wanted {
         listed(&ctx)
             .into_iter()
-            .filter(|(_, state, _)| wanted(state))
+            .filter(|(id, state, _)| wanted(state) && describable(id))
             .map(|(id, state, protocol_type)| {
                 let group = ListedGroup::default()
                     .with_group_id(GroupId(str_bytes(id)))

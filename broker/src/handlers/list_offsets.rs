@@ -17,6 +17,7 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ApiKey, ListOffsetsResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::limits;
 use crate::storage::partitions::SharedLog;
@@ -36,20 +37,31 @@ const EARLIEST_LOCAL: i64 = -4;
 const READ_COMMITTED: i8 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::ListOffsets(body) = req.body else { anyhow::bail!("not a ListOffsets body") };
+    // KafkaApis: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
+    let described = authz::allowed_each(
+        &ctx,
+        &who,
+        rt::TOPIC,
+        body.topics.iter().map(|t| t.name.0.as_str()),
+        op::DESCRIBE,
+    );
     let is_leader = ctx.leadership.serves_reads().await;
     let epoch = ctx.leadership.leader_epoch();
     let answered_epoch = if req.api_version >= LEADER_EPOCH_FROM_VERSION { epoch } else { -1 };
     let mut topics = Vec::with_capacity(body.topics.len());
     let mut inflate_left = limits::LIST_OFFSETS_INFLATED_BYTES_MAX;
-    for topic in body.topics {
+    for (topic, described) in body.topics.into_iter().zip(described) {
         let name = topic.name.0.to_string();
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
             let out = ListOffsetsPartitionResponse::default()
                 .with_partition_index(p.partition_index)
                 .with_leader_epoch(answered_epoch);
-            let (code, timestamp, offset) = if !is_leader {
+            let (code, timestamp, offset) = if !described {
+                (code::TOPIC_AUTHORIZATION_FAILED, -1, -1)
+            } else if !is_leader {
                 (error_code::NOT_LEADER_OR_FOLLOWER, -1, -1)
             } else if p.current_leader_epoch > epoch {
                 (error_code::UNKNOWN_LEADER_EPOCH, -1, -1)

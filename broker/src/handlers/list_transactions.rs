@@ -19,6 +19,7 @@ use kafka_protocol::messages::{
 
 use super::util::str_bytes;
 use super::HandlerResult;
+use crate::authz::{self, op, rt, Subject};
 use crate::coord::txn::views;
 use crate::ctx::SharedCtx;
 
@@ -27,6 +28,7 @@ pub const VERSIONS: (i16, i16) = (0, 1);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::ListTransactions(body) = req.body else { anyhow::bail!("not a ListTransactions body") };
     let filter = ctx.txns.list_filter(
         body.state_filters.iter().map(|s| s.to_string()).collect(),
@@ -45,6 +47,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             .view(views::all)
             .into_iter()
             .filter(|view| filter.accepts(view))
+            // KafkaApis: only the transactional ids the principal may DESCRIBE.
+            .filter(|view| {
+                authz::allowed(&ctx, &who, rt::TRANSACTIONAL_ID, &view.transactional_id, op::DESCRIBE)
+            })
             .map(|view| {
                 TransactionState::default()
                     .with_transactional_id(TransactionalId(str_bytes(view.transactional_id)))

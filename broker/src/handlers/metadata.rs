@@ -24,6 +24,7 @@ use crate::authz::{self, code, op, rt, Subject};
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
 use crate::internal_topic;
+use crate::net::forward;
 
 pub const KEY: ApiKey = ApiKey::Metadata;
 pub const VERSIONS: (i16, i16) = (0, 12);
@@ -31,6 +32,7 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
+    let origin = forward::Origin::of(&req);
     let RequestKind::Metadata(body) = req.body else { anyhow::bail!("not a Metadata body") };
     let version = req.api_version;
     // v0: an empty list means all topics; v1+: null means all topics.
@@ -52,7 +54,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     if let (true, Some(requested)) = (auto_create, &requested) {
         let allowed: Vec<_> =
             requested.iter().filter(|(name, _)| name.as_deref().is_some_and(creatable)).cloned().collect();
-        create_missing(&ctx, &allowed).await;
+        create_missing(&ctx, &origin, &allowed).await;
     }
     let all_topics = requested.is_none();
     let mut topics = topics(&ctx, requested);
@@ -115,7 +117,7 @@ fn restrict(
     }
 }
 
-async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])]) {
+async fn create_missing(ctx: &SharedCtx, origin: &forward::Origin, requested: &[(Option<String>, [u8; 16])]) {
     let missing: Vec<TopicRequest> = {
         ctx.applied.read(|applied| {
             requested
@@ -139,7 +141,7 @@ async fn create_missing(ctx: &SharedCtx, requested: &[(Option<String>, [u8; 16])
     if ctx.may_propose() {
         let results = controller::create_topics(ctx, &missing, false).await;
         tracing::info!(topics = ?names, ?results, "auto-created topics");
-    } else if let Err(e) = crate::net::forward::create_topics_on_leader(ctx, &names).await {
+    } else if let Err(e) = crate::net::forward::create_topics_on_leader(ctx, origin, &names).await {
         tracing::warn!(topics = ?names, error = %format!("{e:#}"), "could not forward topic auto-creation to the leader");
     }
 }

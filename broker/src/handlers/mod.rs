@@ -40,6 +40,7 @@ pub mod end_txn;
 pub mod expire_delegation_token;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod forwarded;
 pub mod get_telemetry_subscriptions;
 pub mod heartbeat;
 pub mod incremental_alter_configs;

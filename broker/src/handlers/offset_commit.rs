@@ -26,6 +26,7 @@ use kafka_protocol::messages::{
 
 use super::util::{adopt_group, group_op_failed, topic_name};
 use super::HandlerFuture;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::leader::proposer::ProposeError;
 use crate::limits;
@@ -39,10 +40,23 @@ pub const ACCEPTED_MIN_VERSION: i16 = 2;
 /// Stage one, in the connection's read loop: check and queue for the log in request order, so
 /// that two commits sent on one connection (`commitAsync` twice) apply in the order sent.
 pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFuture> {
+    let who = Subject::of(&req);
     let RequestKind::OffsetCommit(body) = req.body else { anyhow::bail!("not an OffsetCommit body") };
-    let op = to_op(&body);
+    let mut op = to_op(&body);
+    // KafkaApis: READ on the group (else every partition GROUP_AUTHORIZATION_FAILED), then
+    // READ on each topic: a refused topic's partitions get TOPIC_AUTHORIZATION_FAILED and the
+    // others are committed.
+    let group_allowed = authz::allowed(&ctx, &who, rt::GROUP, &op.group_id, op::READ);
+    let readable =
+        authz::allowed_each(&ctx, &who, rt::TOPIC, op.commits.iter().map(|c| c.topic.as_str()), op::READ);
+    let mut keep = readable.iter();
+    op.commits.retain(|_| *keep.next().unwrap_or(&false));
     let n = op.commits.len();
-    let decided = if op.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+    let decided = if !group_allowed {
+        Some(vec![(code::GROUP_AUTHORIZATION_FAILED, None); n])
+    } else if n == 0 && !readable.is_empty() {
+        Some(Vec::new())
+    } else if op.group_id.len() > limits::GROUP_ID_BYTES_MAX {
         let message = format!("group id longer than {} bytes", limits::GROUP_ID_BYTES_MAX);
         Some(vec![(error_code::INVALID_GROUP_ID, Some(message)); n])
     } else if !ctx.may_propose() {
@@ -73,6 +87,9 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
             Ok(Ok(result)) => outcome(result.await, n),
             Ok(Err(e)) => outcome(Err(e), n),
         };
+        let refused =
+            if group_allowed { code::TOPIC_AUTHORIZATION_FAILED } else { code::GROUP_AUTHORIZATION_FAILED };
+        let results = authz::merge_refused(&readable, results, (refused, None));
         Ok(Some(ResponseKind::OffsetCommit(response(&body, &results))))
     }))
 }

@@ -23,6 +23,7 @@ use kafka_protocol::messages::{
 
 use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::group::Subscriptions;
 use crate::ctx::{Ctx, SharedCtx};
 use onelog_state::command::OffsetDeleteOp;
@@ -32,7 +33,13 @@ pub const VERSIONS: (i16, i16) = (0, 0);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::OffsetDelete(body) = req.body else { anyhow::bail!("not an OffsetDelete body") };
+    // KafkaApis: DELETE on the group. (Its per-topic READ check is not applied yet.)
+    if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::DELETE) {
+        let refused = OffsetDeleteResponse::default().with_error_code(code::GROUP_AUTHORIZATION_FAILED);
+        return Ok(Some(ResponseKind::OffsetDelete(refused)));
+    }
     let response = match delete(&ctx, &body).await {
         Ok(codes) => response(&body, &codes),
         Err(code) => OffsetDeleteResponse::default().with_error_code(code),

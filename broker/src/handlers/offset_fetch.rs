@@ -22,6 +22,7 @@ use kafka_protocol::messages::{ApiKey, GroupId, OffsetFetchResponse, RequestKind
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use onelog_state::BrokerState;
 
@@ -36,12 +37,16 @@ type Wanted = Option<Vec<(String, Vec<i32>)>>;
 type Fetched = (i32, i64, i32, String, i16);
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::OffsetFetch(body) = req.body else { anyhow::bail!("not an OffsetFetch body") };
     let coordinator = ctx.leadership.serves_reads().await;
-    ctx.applied.read(|applied| {
+    let all_topics: Vec<bool> = body.groups.iter().map(|g| g.topics.is_none()).collect();
+    let single_all_topics = body.topics.is_none();
+    let single_group = (req.api_version < 8).then(|| body.group_id.0.to_string());
+    let mut response = ctx.applied.read(|applied| {
         let state = &applied.state;
         let stable = body.require_stable;
-        let response = if req.api_version >= 8 {
+        if req.api_version >= 8 {
             let answers = body
                 .groups
                 .into_iter()
@@ -58,9 +63,61 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .topics
                 .map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
             single_response(state, stable, coordinator, &body.group_id.0, wanted, req.api_version)
-        };
-        Ok(Some(ResponseKind::OffsetFetch(response)))
-    })
+        }
+    });
+    if authz::enabled(&ctx) {
+        restrict(&ctx, &who, &mut response, &all_topics, single_all_topics);
+        let refused = single_group.is_some_and(|g| !authz::allowed(&ctx, &who, rt::GROUP, &g, op::DESCRIBE));
+        if refused {
+            response = OffsetFetchResponse::default().with_error_code(code::GROUP_AUTHORIZATION_FAILED);
+        }
+    }
+    Ok(Some(ResponseKind::OffsetFetch(response)))
+}
+
+/// KafkaApis: DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED), and on each topic: a
+/// request for all of a group's topics leaves out those the principal may not describe, a
+/// named one gets TOPIC_AUTHORIZATION_FAILED for its partitions.
+fn restrict(
+    ctx: &crate::ctx::Ctx,
+    who: &Subject,
+    response: &mut OffsetFetchResponse,
+    all_topics: &[bool],
+    single_all_topics: bool,
+) {
+    for (group, all) in response.groups.iter_mut().zip(all_topics) {
+        if !authz::allowed(ctx, who, rt::GROUP, &group.group_id.0, op::DESCRIBE) {
+            *group = OffsetFetchResponseGroup::default()
+                .with_group_id(group.group_id.clone())
+                .with_error_code(code::GROUP_AUTHORIZATION_FAILED);
+            continue;
+        }
+        let names: Vec<String> = group.topics.iter().map(|t| t.name.0.to_string()).collect();
+        let allowed =
+            authz::allowed_each(ctx, who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
+        let mut keep = allowed.iter();
+        if *all {
+            group.topics.retain(|_| *keep.next().unwrap_or(&false));
+        } else {
+            for (topic, allowed) in group.topics.iter_mut().zip(allowed) {
+                for p in topic.partitions.iter_mut().filter(|_| !allowed) {
+                    (p.committed_offset, p.error_code) = (-1, code::TOPIC_AUTHORIZATION_FAILED);
+                }
+            }
+        }
+    }
+    let names: Vec<String> = response.topics.iter().map(|t| t.name.0.to_string()).collect();
+    let allowed = authz::allowed_each(ctx, who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
+    if single_all_topics {
+        let mut keep = allowed.iter();
+        response.topics.retain(|_| *keep.next().unwrap_or(&false));
+    } else {
+        for (topic, allowed) in response.topics.iter_mut().zip(allowed) {
+            for p in topic.partitions.iter_mut().filter(|_| !allowed) {
+                (p.committed_offset, p.error_code) = (-1, code::TOPIC_AUTHORIZATION_FAILED);
+            }
+        }
+    }
 }
 
 /// Committed offsets of `group`, by topic, for what was asked.

@@ -9,6 +9,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::OffsetForLeaderEpoch;
@@ -16,16 +17,26 @@ pub const VERSIONS: (i16, i16) = (2, 4);
 pub const ACCEPTED_MIN_VERSION: i16 = 2;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::OffsetForLeaderEpoch(body) = req.body else {
         anyhow::bail!("not an OffsetForLeaderEpoch body")
     };
+    // KafkaApis: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
+    let described = authz::allowed_each(
+        &ctx,
+        &who,
+        rt::TOPIC,
+        body.topics.iter().map(|t| t.topic.0.as_str()),
+        op::DESCRIBE,
+    );
     let is_leader = ctx.is_leader();
     let epoch = ctx.leadership.leader_epoch();
     ctx.applied.read(|applied| {
         let topics = body
             .topics
             .into_iter()
-            .map(|topic| {
+            .zip(described)
+            .map(|(topic, described)| {
                 let partitions = topic
                     .partitions
                     .iter()
@@ -36,6 +47,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                             .with_end_offset(-1);
                         let ps = applied.state.partition(topic.topic.0.as_str(), p.partition);
                         match ps {
+                            _ if !described => out.with_error_code(code::TOPIC_AUTHORIZATION_FAILED),
                             None => out.with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION),
                             Some(_) if !is_leader => out.with_error_code(error_code::NOT_LEADER_OR_FOLLOWER),
                             Some(_) if p.current_leader_epoch > epoch => {

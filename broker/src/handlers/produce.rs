@@ -16,9 +16,10 @@
 //! While the data directory has less free space than `log.dir.free.bytes.min`, every partition
 //! gets KAFKA_STORAGE_ERROR, which clients retry (see `storage::free_space`).
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use kafka_compat::batch::{validate, Budget};
+use kafka_compat::batch::{parse_header, validate, Budget};
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::produce_request::TopicProduceData;
@@ -34,6 +35,7 @@ use onelog_state::txns::ProducerIdEpoch;
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerFuture;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::txn::WriteRefusal;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, write_refusal_code, Addressed};
@@ -64,13 +66,35 @@ struct Slot {
 
 /// Stage one, in the connection's read loop: validate and queue for the log in request order.
 pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFuture> {
+    let who = Subject::of(&req);
     let RequestKind::Produce(mut body) = req.body else { anyhow::bail!("not a Produce body") };
     let acks = body.acks;
     let throttle_ms = record_quota(&ctx, &req.principal.name, &req.header, &body);
     let topic_data = std::mem::take(&mut body.topic_data);
     let heavy = record_bytes(&topic_data) >= limits::PRODUCE_VALIDATE_ON_WORKER_BYTES_MAX;
-    let Checks { mut slots, appends, owners } =
-        off_the_worker_if(heavy, || check_request(&ctx, topic_data, acks, req.api_version));
+    // KafkaApis: WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
+    let names = topic_data.iter().map(|t| t.name.0.as_str());
+    let writable = authz::allowed_each(&ctx, &who, rt::TOPIC, names, op::WRITE);
+    let denied: BTreeSet<String> =
+        topic_data.iter().zip(writable).filter(|(_, w)| !w).map(|(t, _)| t.name.0.to_string()).collect();
+    let transactional_records = has_transactional_records(&topic_data);
+    let Checks { mut slots, mut appends, mut owners } =
+        off_the_worker_if(heavy, || check_request(&ctx, topic_data, acks, req.api_version, &denied));
+    if !transactional_write_allowed(
+        &ctx,
+        &who,
+        body.transactional_id.as_ref().map(|t| t.0.as_str()),
+        transactional_records,
+    ) {
+        // KafkaApis answers the whole request with the error, and nothing reaches the log.
+        for slot in &mut slots {
+            slot.error_code = code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            slot.message = None;
+            slot.record_errors.clear();
+        }
+        appends.clear();
+        owners.clear();
+    }
     let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64).max(Duration::from_millis(1));
     // A request whose every batch is transactional is one proposal whatever its size
     // (`Proposer::submit_produce`); every request is answered once its entry commits.
@@ -143,8 +167,44 @@ struct Checks {
     owners: Vec<usize>,
 }
 
-/// Validates every partition of a request (leadership, acks, topic, batches, producer rules).
-fn check_request(ctx: &Ctx, topic_data: Vec<TopicProduceData>, acks: i16, version: i16) -> Checks {
+/// KafkaApis: a request with transactional records needs WRITE on its transactional id (a
+/// request without one is refused too).
+fn transactional_write_allowed(
+    ctx: &Ctx,
+    who: &Subject,
+    transactional_id: Option<&str>,
+    transactional: bool,
+) -> bool {
+    !transactional
+        || transactional_id.is_some_and(|id| authz::allowed(ctx, who, rt::TRANSACTIONAL_ID, id, op::WRITE))
+}
+
+/// Whether any batch of the request is transactional, read from the batch headers before any
+/// validation (Kafka's `hasTransactionalRecords`). A header that does not parse is left to
+/// validation.
+fn has_transactional_records(topics: &[TopicProduceData]) -> bool {
+    topics.iter().flat_map(|t| &t.partition_data).any(|p| {
+        let mut rest: &[u8] = p.records.as_deref().unwrap_or_default();
+        while let Ok(header) = parse_header(rest) {
+            if header.is_transactional() {
+                return true;
+            }
+            let Some(next) = rest.get(header.size_bytes..) else { return false };
+            rest = next;
+        }
+        false
+    })
+}
+
+/// Validates every partition of a request (authorization, leadership, acks, topic, batches,
+/// producer rules); `denied` are the topics the principal may not write.
+fn check_request(
+    ctx: &Ctx,
+    topic_data: Vec<TopicProduceData>,
+    acks: i16,
+    version: i16,
+    denied: &BTreeSet<String>,
+) -> Checks {
     let mut slots = Vec::new();
     let mut appends = Vec::new();
     let mut owners = Vec::new(); // slot index of each append
@@ -166,7 +226,9 @@ fn check_request(ctx: &Ctx, topic_data: Vec<TopicProduceData>, acks: i16, versio
                 log_append_time: -1,
             };
             // Kafka refuses an append to an internal topic before it looks for the leader.
-            let checked = if let Some(refused) = internal_refusal(ctx, &name) {
+            let checked = if denied.contains(&name) {
+                Err(Refused::from((code::TOPIC_AUTHORIZATION_FAILED, None)))
+            } else if let Some(refused) = internal_refusal(ctx, &name) {
                 Err(refused)
             } else if not_leader {
                 Err(Refused::from((error_code::NOT_LEADER_OR_FOLLOWER, None)))

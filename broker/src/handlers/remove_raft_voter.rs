@@ -8,6 +8,7 @@ use kafka_protocol::messages::{ApiKey, RemoveRaftVoterResponse, RequestKind, Res
 
 use super::util::str_bytes;
 use super::{not_served, HandlerResult};
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::RemoveRaftVoter;
@@ -15,8 +16,15 @@ pub const VERSIONS: (i16, i16) = (0, 0);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 const MESSAGE: &str = "onelog changes Raft membership through its admin API (POST /members/add-learner, /members/promote, /members/remove)";
 
-pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::RemoveRaftVoter(_) = req.body else { anyhow::bail!("not a RemoveRaftVoter body") };
+    // KafkaApis: ALTER on the cluster, before anything else.
+    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
+        return Ok(Some(ResponseKind::RemoveRaftVoter(
+            RemoveRaftVoterResponse::default().with_error_code(code::CLUSTER_AUTHORIZATION_FAILED),
+        )));
+    }
     not_served::log(KEY, "onelog changes Raft membership through its admin API (POST /members/add-learner, /members/promote, /members/remove)");
     Ok(Some(ResponseKind::RemoveRaftVoter(
         RemoveRaftVoterResponse::default()

@@ -15,6 +15,7 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, SyncGroupRespo
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
+use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::group::{SyncOutcome, SyncResult};
 use crate::ctx::SharedCtx;
 use crate::leader::proposer::ProposeError;
@@ -25,9 +26,12 @@ pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::SyncGroup(body) = req.body else { anyhow::bail!("not a SyncGroup body") };
     let group_id = body.group_id.0.to_string();
-    let result = if group_id_invalid(&group_id) {
+    let result = if !authz::allowed(&ctx, &who, rt::GROUP, &group_id, op::READ) {
+        SyncResult { error_code: code::GROUP_AUTHORIZATION_FAILED, ..Default::default() }
+    } else if group_id_invalid(&group_id) {
         SyncResult { error_code: error_code::INVALID_GROUP_ID, ..Default::default() }
     } else if !ctx.is_leader() {
         SyncResult { error_code: error_code::NOT_COORDINATOR, ..Default::default() }

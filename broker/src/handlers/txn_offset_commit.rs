@@ -18,6 +18,7 @@ use onelog_state::command::{OffsetCommitEntry, OffsetCommitOp, TxnOffsetCommitOp
 
 use super::util::{producer, topic_name};
 use super::{offset_commit, HandlerResult};
+use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
 use crate::limits;
@@ -28,10 +29,28 @@ pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::TxnOffsetCommit(body) = req.body else { anyhow::bail!("not a TxnOffsetCommit body") };
-    let op = to_op(&body);
+    let mut op = to_op(&body);
+    // KafkaApis: WRITE on the transactional id, READ on the group, then READ on each topic:
+    // a refused topic's partitions get TOPIC_AUTHORIZATION_FAILED, the others are committed.
+    let readable =
+        authz::allowed_each(&ctx, &who, rt::TOPIC, op.commits.iter().map(|c| c.topic.as_str()), op::READ);
+    let refused_all = if !authz::allowed(&ctx, &who, rt::TRANSACTIONAL_ID, &op.transactional_id, op::WRITE) {
+        Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if !authz::allowed(&ctx, &who, rt::GROUP, &op.group_id, op::READ) {
+        Some(code::GROUP_AUTHORIZATION_FAILED)
+    } else {
+        None
+    };
+    let mut keep = readable.iter();
+    op.commits.retain(|_| *keep.next().unwrap_or(&false));
     let n = op.commits.len();
-    let codes: Vec<i16> = if op.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+    let codes: Vec<i16> = if let Some(refused) = refused_all {
+        vec![refused; readable.len()]
+    } else if n == 0 {
+        Vec::new() // every topic refused (or none sent): nothing to put in the log
+    } else if op.group_id.len() > limits::GROUP_ID_BYTES_MAX {
         vec![error_code::INVALID_GROUP_ID; n]
     } else if !ctx.is_leader() {
         vec![error_code::NOT_COORDINATOR; n]
@@ -47,6 +66,12 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             Some(code) if code != error_code::NONE && op.generation_id >= 0 => vec![code; n],
             _ => propose(&ctx, op, req.api_version).await,
         }
+    };
+    // The refused topics' codes back in request order.
+    let codes: Vec<i16> = if refused_all.is_some() {
+        codes
+    } else {
+        authz::merge_refused(&readable, codes, code::TOPIC_AUTHORIZATION_FAILED)
     };
     Ok(Some(ResponseKind::TxnOffsetCommit(response(&body, &codes))))
 }

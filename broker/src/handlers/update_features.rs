@@ -7,6 +7,7 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, UpdateFeatures
 
 use super::util::str_bytes;
 use super::{not_served, HandlerResult};
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::UpdateFeatures;
@@ -15,8 +16,15 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 const FEATURE_UPDATE_FAILED: i16 = 96;
 const MESSAGE: &str = "onelog's finalized features are fixed (transaction.version=2) and cannot be updated";
 
-pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::UpdateFeatures(_) = req.body else { anyhow::bail!("not a UpdateFeatures body") };
+    // KafkaApis: ALTER on the cluster, before anything else.
+    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
+        return Ok(Some(ResponseKind::UpdateFeatures(
+            UpdateFeaturesResponse::default().with_error_code(code::CLUSTER_AUTHORIZATION_FAILED),
+        )));
+    }
     not_served::log(
         KEY,
         "onelog's finalized features are fixed (transaction.version=2) and cannot be updated",

@@ -35,6 +35,7 @@ use onelog_state::txns::{BrokerAbort, ProducerIdEpoch};
 
 use super::util::producer;
 use super::HandlerResult;
+use crate::authz::{self, code, op, Subject};
 use crate::coord::txn::views::{self, AbortTarget};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
@@ -51,7 +52,14 @@ enum Decided {
 }
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
     let RequestKind::WriteTxnMarkers(body) = req.body else { anyhow::bail!("not a WriteTxnMarkers body") };
+    // KafkaApis: CLUSTER_ACTION on the cluster (brokers' own request), else every partition
+    // CLUSTER_AUTHORIZATION_FAILED and nothing aborted.
+    if !authz::cluster_allowed(&ctx, &who, op::CLUSTER_ACTION) {
+        let refused = std::iter::repeat(code::CLUSTER_AUTHORIZATION_FAILED);
+        return Ok(Some(ResponseKind::WriteTxnMarkers(response(&body, refused))));
+    }
     let decided = decide(&ctx, &body);
     let aborted = abort(&ctx, &decided).await;
     let codes = decided.into_iter().map(|d| match d {

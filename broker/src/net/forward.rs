@@ -1,36 +1,69 @@
-//! Forwarding to the leader over the Kafka protocol, for requests any broker must accept but
-//! only the leader can put in the log: Metadata's topic auto-creation (Kafka brokers forward
-//! it to the controller the same way) and InitProducerId (Java's idempotent producer has no
-//! coordinator to move to on NOT_COORDINATOR), and the controller's requests (CreateTopics,
-//! DeleteTopics, CreatePartitions, config and quota changes): Kafka 4.x brokers forward those
-//! to the controller (KIP-590), so clients whose cached controller is a follower, as after a
-//! failover, are served instead of refused with NOT_CONTROLLER. DescribeConfigs of cluster-wide
-//! resources is asked of the leader too, so a describe through a follower sees a change the
-//! leader has just answered.
+//! Forwarding to the leader, for requests any broker must accept but only the leader can put
+//! in the log: Metadata's topic auto-creation (Kafka brokers forward it to the controller the
+//! same way) and InitProducerId (Java's idempotent producer has no coordinator to move to on
+//! NOT_COORDINATOR), and the controller's requests (CreateTopics, DeleteTopics,
+//! CreatePartitions, ACL, config and quota changes): Kafka 4.x brokers forward those to the
+//! controller (KIP-590), so clients whose cached controller is a follower, as after a
+//! failover, are served instead of refused with NOT_CONTROLLER. DescribeConfigs of
+//! cluster-wide resources is asked of the leader too, so a describe through a follower sees a
+//! change the leader has just answered.
+//!
+//! The request travels in an envelope over the Raft transport (`raft::transport::envelope`,
+//! Kafka's Envelope of KIP-590), with the original principal, client address and listener, so
+//! the leader authorizes the client and not the follower. The Raft connection is mutually
+//! authenticated with the cluster secret: a Kafka client cannot pretend a request was
+//! forwarded (before, any client could, by setting the client id `onelog-forward`). On the
+//! leader the handler runs inside [`FORWARDED`] (`handlers::forwarded`), which is how it knows
+//! not to forward again.
 
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use bytes::BytesMut;
-use kafka_compat::codec::{decode_response, encode_request};
-use kafka_compat::frame::{frame_body_len, FRAME_PREFIX_BYTES};
+use bytes::Bytes;
+use kafka_compat::codec::{decode_response, encode_request, Request};
+use kafka_compat::principal::KafkaPrincipal;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, RequestKind, ResponseKind};
 use onelog_state::BrokerState;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
+use crate::authz::Subject;
 use crate::ctx::Ctx;
 use crate::limits;
+use crate::raft::transport::envelope::{self, Envelope};
 
 const CREATE_TOPICS_VERSION: i16 = 5;
 
-/// Client id of forwarded requests: the leader never forwards one again.
+/// Client id of the request frames in an envelope (the principal travels beside it).
 pub const FORWARDED_CLIENT_ID: &str = "onelog-forward";
 
-/// Whether a follower forwarded this request here: the leader never forwards it again.
-pub fn is_forwarded(header: &RequestHeader) -> bool {
-    header.client_id.as_ref().is_some_and(|c| c.as_str() == FORWARDED_CLIENT_ID)
+tokio::task_local! {
+    /// Set while the leader serves a request a follower forwarded.
+    static FORWARDED: ();
+}
+
+/// Whether the request being served was forwarded here by a follower over the Raft
+/// transport: the leader never forwards it again.
+pub fn is_forwarded() -> bool {
+    FORWARDED.try_with(|_| ()).is_ok()
+}
+
+/// Who sent a request, as the leader must see it: the principal the authorizer checks (test
+/// principals of `fault-injection` builds already resolved), the client address and the
+/// listener name.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub principal: Arc<KafkaPrincipal>,
+    pub client_address: Option<IpAddr>,
+    pub listener: Option<Arc<str>>,
+}
+
+impl Origin {
+    pub fn of(req: &Request) -> Origin {
+        let subject = Subject::of(req);
+        Origin { principal: subject.principal, client_address: subject.host, listener: req.listener.clone() }
+    }
 }
 
 /// A follower's answer to a request only the leader can serve: the leader's answer to the
@@ -40,12 +73,13 @@ pub fn is_forwarded(header: &RequestHeader) -> bool {
 /// then answers as a follower (NOT_CONTROLLER, which clients retry).
 pub async fn relay(
     ctx: &Ctx,
+    origin: &Origin,
     api_key: ApiKey,
     version: i16,
     body: RequestKind,
     settled: impl Fn(&ResponseKind, &BrokerState) -> bool,
 ) -> Option<ResponseKind> {
-    let response = match to_leader(ctx, api_key, version, body).await {
+    let response = match to_leader(ctx, origin, api_key, version, body).await {
         Ok(response) => response,
         Err(e) => {
             tracing::debug!(error = %format!("{e:#}"), ?api_key, "forwarding to the leader failed");
@@ -67,39 +101,46 @@ async fn wait_applied(ctx: &Ctx, settled: impl Fn(&BrokerState) -> bool) {
     }
 }
 
-/// Sends one request to the leader's Kafka listener and returns its response body.
+/// Sends one request to the leader in an envelope and returns its response body.
 pub async fn to_leader(
     ctx: &Ctx,
+    origin: &Origin,
     api_key: ApiKey,
     version: i16,
     body: RequestKind,
 ) -> anyhow::Result<ResponseKind> {
     let leader = ctx.leader_id().context("no leader")?;
-    let broker = ctx
-        .leadership
-        .brokers()
-        .into_iter()
-        .find(|b| b.node_id as u64 == leader)
-        .context("leader address unknown")?;
-    let frame = encode_request(api_key, version, 1, FORWARDED_CLIENT_ID, &body)?;
-    let exchange = async {
-        let mut stream = TcpStream::connect((broker.host.as_str(), broker.port as u16)).await?;
-        stream.write_all(&frame).await?;
-        let mut prefix = [0u8; FRAME_PREFIX_BYTES];
-        stream.read_exact(&mut prefix).await?;
-        let len = frame_body_len(prefix, limits::FORWARD_RESPONSE_BYTES_MAX)?;
-        let mut response = BytesMut::zeroed(len);
-        stream.read_exact(&mut response).await?;
-        anyhow::Ok(decode_response(api_key, version, response.freeze())?.1)
+    anyhow::ensure!(leader != ctx.node_id, "this node is the leader");
+    let raft_addr = {
+        let metrics = ctx.leadership.metrics();
+        let m = metrics.borrow();
+        m.membership_config.membership().get_node(&leader).map(|n| n.raft.clone())
     };
-    tokio::time::timeout(Duration::from_millis(limits::FORWARD_TIMEOUT_MS), exchange)
-        .await
-        .with_context(|| format!("forwarded {api_key:?} timed out"))?
+    let raft_addr = raft_addr.context("the leader's Raft address is unknown")?;
+    let frame = encode_request(api_key, version, 1, FORWARDED_CLIENT_ID, &body)?;
+    let envelope = Envelope {
+        from: ctx.node_id,
+        principal_type: origin.principal.principal_type.clone(),
+        principal_name: origin.principal.name.clone(),
+        client_address: origin.client_address,
+        listener: origin.listener.as_deref().map(str::to_string),
+        // The frame without its size prefix, as the listener hands frames to the decoder.
+        request: frame.slice(kafka_compat::frame::FRAME_PREFIX_BYTES..).to_vec(),
+    };
+    let ttl = Duration::from_millis(limits::FORWARD_TIMEOUT_MS);
+    let response = envelope::send(&ctx.identity, leader, &raft_addr, &envelope, ttl).await?;
+    anyhow::ensure!(
+        response.len() <= limits::FORWARD_RESPONSE_BYTES_MAX,
+        "the leader's answer is {} bytes, over {}",
+        response.len(),
+        limits::FORWARD_RESPONSE_BYTES_MAX
+    );
+    Ok(decode_response(api_key, version, Bytes::from(response))?.1)
 }
 
 /// Asks the leader to create `names` with broker defaults, then waits until this node has
 /// applied them, so the caller's Metadata answer can describe them.
-pub async fn create_topics_on_leader(ctx: &Ctx, names: &[String]) -> anyhow::Result<()> {
+pub async fn create_topics_on_leader(ctx: &Ctx, origin: &Origin, names: &[String]) -> anyhow::Result<()> {
     let topics = names
         .iter()
         .map(|n| {
@@ -111,7 +152,7 @@ pub async fn create_topics_on_leader(ctx: &Ctx, names: &[String]) -> anyhow::Res
         .collect();
     let body =
         RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(topics).with_timeout_ms(5000));
-    let response = to_leader(ctx, ApiKey::CreateTopics, CREATE_TOPICS_VERSION, body).await?;
+    let response = to_leader(ctx, origin, ApiKey::CreateTopics, CREATE_TOPICS_VERSION, body).await?;
     wait_applied(ctx, |state| topics_created(&response, state)).await;
     Ok(())
 }
@@ -120,4 +161,10 @@ pub async fn create_topics_on_leader(ctx: &Ctx, names: &[String]) -> anyhow::Res
 pub fn topics_created(response: &ResponseKind, state: &BrokerState) -> bool {
     let ResponseKind::CreateTopics(r) = response else { return true };
     r.topics.iter().filter(|t| t.error_code == 0).all(|t| state.topics.contains_key(t.name.0.as_str()))
+}
+
+/// Runs `serving` (a forwarded request's handler, on the leader) so that [`is_forwarded`]
+/// is true inside it.
+pub async fn as_forwarded<T>(serving: impl std::future::Future<Output = T>) -> T {
+    FORWARDED.scope((), serving).await
 }

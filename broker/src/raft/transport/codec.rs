@@ -4,7 +4,7 @@
 //!   0   4  len          u32 LE: bytes after this 8-byte header (kind + request id + body)
 //!   4   4  crc32c       u32 LE: CRC32C of those `len` bytes
 //!   8   1  kind         Hello | AppendEntries | Vote | InstallSnapshot | TimeoutNow | Removed |
-//!                       LogState | Response
+//!                       LogState | Forward | Response
 //!   9   8  request id   u64 LE: chosen by the client, echoed in the Response
 //!  17   n  body         bincode 1.3 (fixint, no trailing bytes) of the request or the result
 //! ```
@@ -47,6 +47,8 @@ pub enum Kind {
     Removed = 6,
     /// A node that starts with an empty log asks how much log a peer holds (`log_state`).
     LogState = 7,
+    /// A Kafka request a follower forwards to the leader, with its principal (`envelope`).
+    Forward = 8,
     /// `Result<response, RaftError>` of the request with the same id.
     Response = 0x80,
 }
@@ -63,6 +65,7 @@ impl TryFrom<u8> for Kind {
             5 => Kind::TimeoutNow,
             6 => Kind::Removed,
             7 => Kind::LogState,
+            8 => Kind::Forward,
             0x80 => Kind::Response,
             other => return Err(FrameError::UnknownKind(other)),
         })

@@ -10,12 +10,14 @@
 //! - [`handover`]: leadership handover on graceful shutdown.
 //! - [`removal`]: the leader's notice to a node it removed from the membership.
 //! - [`transfer`]: leadership transfer on request, the leader staying up.
+//! - [`envelope`]: a follower's Kafka request forwarded to the leader with its principal.
 //! - [`log_state`]: asking a peer how much log it holds (a node that lost its log asks).
 //! - [`vote_gate`]: the votes a node that lost its log may cast until it has caught up.
 
 pub mod auth;
 pub mod client;
 pub mod codec;
+pub mod envelope;
 mod guard;
 pub mod handover;
 pub mod log_state;

@@ -37,6 +37,8 @@ pub struct RaftService {
     pub identity: Identity,
     pub votes: Arc<VoteGate>,
     pub log: LogReader<TypeConfig>,
+    /// The Kafka handlers that serve forwarded requests (`envelope`), once the node has them.
+    pub forward: super::envelope::ForwardSlot,
 }
 
 /// Serves Raft RPCs from peers until the local Raft node shuts down (then returns `Ok`).
@@ -198,6 +200,7 @@ pub(super) enum Request {
     TimeoutNow(super::handover::TimeoutNow),
     Removed(super::removal::Removed),
     LogState(super::log_state::LogStateQuery),
+    Forward(super::envelope::Envelope),
 }
 
 impl Request {
@@ -210,6 +213,7 @@ impl Request {
             Kind::TimeoutNow => Request::TimeoutNow(frame.decode_body()?),
             Kind::Removed => Request::Removed(frame.decode_body()?),
             Kind::LogState => Request::LogState(frame.decode_body()?),
+            Kind::Forward => Request::Forward(frame.decode_body()?),
             Kind::Hello | Kind::Response => return Err(FrameError::Unexpected(frame.kind)),
         };
         Ok((frame.request_id, request))
@@ -241,6 +245,9 @@ async fn handle(
         Request::LogState(query) => {
             tracing::debug!(from = query.from, "a peer asks how much log this node holds");
             encode_response(request_id, &super::log_state::on_log_state(raft, &service.log).await)
+        }
+        Request::Forward(envelope) => {
+            encode_response(request_id, &super::envelope::on_envelope(&service.forward, envelope).await)
         }
     };
     if let Some(frame) = frame {

@@ -73,7 +73,7 @@ pub(super) async fn start_node_with_secret(
     let log = log_store.reader();
     let raft = Raft::new(id, config, Network::new(identity.clone()), log_store, state_machine).await?;
     let votes = Arc::new(VoteGate::new(Votes::Open));
-    let service = RaftService { raft: raft.clone(), identity, votes, log };
+    let service = RaftService { raft: raft.clone(), identity, votes, log, forward: Default::default() };
     let server = tokio::spawn(serve_raft(listener, service));
     Ok(TestNode { id, raft, addr, server, _dir: dir })
 }
