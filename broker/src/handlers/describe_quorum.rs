@@ -19,6 +19,7 @@ use kafka_protocol::messages::{ApiKey, DescribeQuorumResponse, RequestKind, Resp
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
+use crate::authz::{self, code, op, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::DescribeQuorum;
@@ -36,6 +37,7 @@ const LISTENER: &str = "PLAINTEXT";
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let forwarded = crate::net::forward::is_forwarded();
     let origin = crate::net::forward::Origin::of(&req);
+    let who = Subject::of(&req);
     let RequestKind::DescribeQuorum(body) = req.body else { anyhow::bail!("not a DescribeQuorum body") };
     let asks_metadata_partition = body.topics.len() == 1
         && body.topics[0].topic_name.0.as_str() == METADATA_TOPIC
@@ -48,6 +50,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .with_error_message(Some(str_bytes(format!(
                     "onelog's quorum is {METADATA_TOPIC}-{METADATA_PARTITION}"
                 )))),
+        )));
+    }
+    // Kafka's controller: DESCRIBE on the cluster.
+    if !authz::cluster_allowed(&ctx, &who, op::DESCRIBE) {
+        return Ok(Some(ResponseKind::DescribeQuorum(
+            DescribeQuorumResponse::default()
+                .with_error_code(code::CLUSTER_AUTHORIZATION_FAILED)
+                .with_error_message(Some(str_bytes("Cluster authorization failed."))),
         )));
     }
     if !ctx.leadership.is_raft_leader() {
