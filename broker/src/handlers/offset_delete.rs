@@ -35,12 +35,15 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
     let RequestKind::OffsetDelete(body) = req.body else { anyhow::bail!("not an OffsetDelete body") };
-    // KafkaApis: DELETE on the group. (Its per-topic READ check is not applied yet.)
+    // KafkaApis: DELETE on the group, then READ on each topic (TOPIC_AUTHORIZATION_FAILED
+    // for its partitions, which keep their offsets).
     if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::DELETE) {
         let refused = OffsetDeleteResponse::default().with_error_code(code::GROUP_AUTHORIZATION_FAILED);
         return Ok(Some(ResponseKind::OffsetDelete(refused)));
     }
-    let response = match delete(&ctx, &body).await {
+    let names = body.topics.iter().map(|t| t.name.0.as_str());
+    let readable = authz::allowed_each(&ctx, &who, rt::TOPIC, names, op::READ);
+    let response = match delete(&ctx, &body, &readable).await {
         Ok(codes) => response(&body, &codes),
         Err(code) => OffsetDeleteResponse::default().with_error_code(code),
     };
@@ -48,7 +51,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 }
 
 /// One code per requested partition, in request order, or the group-level error.
-async fn delete(ctx: &Ctx, body: &OffsetDeleteRequest) -> Result<Vec<i16>, i16> {
+async fn delete(ctx: &Ctx, body: &OffsetDeleteRequest, readable: &[bool]) -> Result<Vec<i16>, i16> {
     let group_id = body.group_id.0.to_string();
     if group_id_invalid(&group_id) {
         return Err(error_code::INVALID_GROUP_ID);
@@ -57,7 +60,7 @@ async fn delete(ctx: &Ctx, body: &OffsetDeleteRequest) -> Result<Vec<i16>, i16> 
         return Err(error_code::NOT_COORDINATOR);
     }
     adopt_group(ctx, &group_id);
-    let (codes, op) = decide(ctx, &group_id, body)?;
+    let (codes, op) = decide(ctx, &group_id, body, readable)?;
     let Some(op) = op else { return Ok(codes) };
     match ctx.proposer.propose(op).await {
         Ok(Ok(())) => Ok(codes),
@@ -72,8 +75,9 @@ fn decide(
     ctx: &Ctx,
     group_id: &str,
     body: &OffsetDeleteRequest,
+    readable: &[bool],
 ) -> Result<(Vec<i16>, Option<OffsetDeleteOp>), i16> {
-    ctx.applied.state(|state| decide_in(ctx, state, group_id, body))
+    ctx.applied.state(|state| decide_in(ctx, state, group_id, body, readable))
 }
 
 fn decide_in(
@@ -81,6 +85,7 @@ fn decide_in(
     state: &onelog_state::BrokerState,
     group_id: &str,
     body: &OffsetDeleteRequest,
+    readable: &[bool],
 ) -> Result<(Vec<i16>, Option<OffsetDeleteOp>), i16> {
     let in_log = state.groups.groups.contains_key(group_id);
     let subscriptions = match ctx.groups.offset_delete_check(group_id) {
@@ -91,10 +96,12 @@ fn decide_in(
     };
     let mut codes = Vec::new();
     let mut partitions = Vec::new();
-    for topic in &body.topics {
+    for (topic, readable) in body.topics.iter().zip(readable) {
         for p in &topic.partitions {
             let (name, index) = (topic.name.0.as_str(), p.partition_index);
-            codes.push(if state.partition(name, index).is_none() {
+            codes.push(if !readable {
+                code::TOPIC_AUTHORIZATION_FAILED
+            } else if state.partition(name, index).is_none() {
                 error_code::UNKNOWN_TOPIC_OR_PARTITION
             } else if subscriptions.includes(name) {
                 error_code::GROUP_SUBSCRIBED_TO_TOPIC
