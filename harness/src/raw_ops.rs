@@ -69,6 +69,22 @@ pub async fn produce(client: &mut RawClient, acks: i16, batches: &[BatchFor]) ->
     produce_at(client, version, acks, batches).await
 }
 
+/// [`produce`] for transactional batches: the request names `transactional_id`, as Kafka
+/// requires of transactional records (without one, TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+/// before any other check).
+pub async fn produce_transactional(
+    client: &mut RawClient,
+    acks: i16,
+    transactional_id: &str,
+    batches: &[BatchFor],
+) -> Result<ProduceResponse> {
+    let version = client.version::<ProduceRequest>(PRODUCE_VERSION_CAP)?;
+    let id = kafka_protocol::messages::TransactionalId(kafka_protocol::protocol::StrBytes::from_string(
+        transactional_id.to_string(),
+    ));
+    client.request(version, &produce_request(acks, batches).with_transactional_id(Some(id))).await
+}
+
 /// [`produce`] at an explicit version.
 pub async fn produce_at(
     client: &mut RawClient,

@@ -186,11 +186,9 @@ async fn transactional_scenario(broker: &mut Broker) -> Result<()> {
     // Produce v12 adds each partition to the transaction itself (KIP-890 part 2). The request
     // names its transactional id, as Kafka requires of transactional records (without one it
     // is TRANSACTIONAL_ID_AUTHORIZATION_FAILED before any other check).
-    let request = harness::raw_ops::produce_request(-1, &request)
-        .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("wide-txn"))));
-    let version =
-        client.version::<kafka_protocol::messages::ProduceRequest>(harness::raw_ops::PRODUCE_VERSION_CAP)?;
-    let results = produce_results(&client.request(version, &request).await?);
+    let results = produce_results(
+        &harness::raw_ops::produce_transactional(&mut client, -1, "wide-txn", &request).await?,
+    );
     ensure!(results.len() == WIDE_PARTITIONS as usize, "{} results", results.len());
     for (_, partition, code, _) in &results {
         ensure!(*code == RECORD_LIST_TOO_LARGE, "partition {partition}: error {code}, expected 18");

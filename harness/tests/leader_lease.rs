@@ -20,8 +20,8 @@
 use anyhow::{ensure, Result};
 use harness::batch::{encode_batch, TestRecord};
 use harness::raw_ops::{
-    create_topics_ok, fetch_request, fetch_results, produce, produce_results, topic_name, BatchFor,
-    FETCH_VERSION_CAP,
+    create_topics_ok, fetch_request, fetch_results, produce, produce_results, produce_transactional,
+    topic_name, BatchFor, FETCH_VERSION_CAP,
 };
 use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -108,7 +108,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     let mut txn_records = encode_batch(&records)?.to_vec();
     set_transactional(&mut txn_records);
     let txn_batch = BatchFor { topic: TOPIC.into(), partition: 0, records: txn_records.into() };
-    let results = produce_results(&produce(&mut client, -1, &[txn_batch]).await?);
+    let results = produce_results(&produce_transactional(&mut client, -1, "lease-txn", &[txn_batch]).await?);
     ensure!(
         results[0].2 == INVALID_PRODUCER_ID_MAPPING,
         "transactional produce without the lease: {results:?}, expected the transaction's own refusal"
