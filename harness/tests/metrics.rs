@@ -191,7 +191,10 @@ async fn raw_produces(cluster: &mut Cluster, leader: u64) -> Result<()> {
     );
     let histogram = delta("onelog_kafka_request_duration_seconds_count", &produce_api);
     ensure!(histogram == sent, "latency histogram counted {histogram} Produce requests, {sent} sent");
-    let refused = delta("onelog_kafka_request_errors_total", &[("api", "Produce"), ("error_code", "3")]);
+    let refused = delta(
+        "onelog_kafka_request_errors_total",
+        &[("api", "Produce"), ("error_code", "3"), ("error", "UNKNOWN_TOPIC_OR_PARTITION")],
+    );
     ensure!(refused == REFUSED_PRODUCES as f64, "error counter: {refused}, {REFUSED_PRODUCES} refused");
     ensure!(
         delta("onelog_kafka_request_bytes_total", &[("listener", "PLAINTEXT")]) > 0.0,

@@ -24,9 +24,10 @@ pub struct ApiLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ErrorLabels {
     pub api: &'static str,
-    /// Kafka's numeric error code and its name (`6`, `NotLeaderOrFollower`).
+    /// Kafka's numeric error code and its name as clients print it (`6`,
+    /// `NOT_LEADER_OR_FOLLOWER`; `kafka_compat::error_code::name`).
     pub error_code: i16,
-    pub error: String,
+    pub error: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -161,8 +162,7 @@ impl Metrics {
         self.requests.get_or_create(&labels).inc();
         self.request_duration.get_or_create(&labels).observe(took.as_secs_f64());
         for &code in errors {
-            let error = kafka_protocol::ResponseError::try_from_code(code)
-                .map_or_else(|| "NONE".to_string(), |e| format!("{e:?}"));
+            let error = error_name(code);
             self.request_errors.get_or_create(&ErrorLabels { api, error_code: code, error }).inc();
         }
     }
@@ -185,7 +185,38 @@ pub fn api_name(key: ApiKey) -> &'static str {
     NAMES.get(&(key as i16)).copied().unwrap_or("Unknown")
 }
 
+/// Kafka's name of an error code, as a label (`NOT_LEADER_OR_FOLLOWER`, the name clients and
+/// `onelog admin` print): built once for every code up to `ERROR_CODE_NAMED_MAX`, so that
+/// counting an error allocates nothing; a code beyond it is `UNKNOWN_ERROR_CODE`.
+pub fn error_name(code: i16) -> &'static str {
+    /// Above every code Kafka 4.x defines (133 in 4.1); a code past it is still counted by
+    /// number.
+    const ERROR_CODE_NAMED_MAX: i16 = 255;
+    static NAMES: LazyLock<HashMap<i16, &'static str>> = LazyLock::new(|| {
+        (-1..=ERROR_CODE_NAMED_MAX)
+            .map(|code| (code, &*Box::leak(kafka_compat::error_code::name(code).into_boxed_str())))
+            .collect()
+    });
+    NAMES.get(&code).copied().unwrap_or("UNKNOWN_ERROR_CODE")
+}
+
 /// raft-store's fsync observer (`raft_store::set_fsync_observer`).
 pub fn observe_fsync(took: Duration) {
     METRICS.log_fsync_duration.observe(took.as_secs_f64());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_name;
+
+    /// The `error` label is the name clients print (it was `NotLeaderOrFollower`, the Rust
+    /// enum's Debug form, before).
+    #[test]
+    fn error_label_is_the_name_clients_print() {
+        assert_eq!(error_name(0), "NONE");
+        assert_eq!(error_name(3), "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(error_name(6), "NOT_LEADER_OR_FOLLOWER");
+        assert_eq!(error_name(-1), "UNKNOWN_SERVER_ERROR");
+        assert_eq!(error_name(i16::MAX), "UNKNOWN_ERROR_CODE");
+    }
 }
