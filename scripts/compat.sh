@@ -168,6 +168,6 @@ python3 "$compat/report.py" --work "$work" --out "$out" \
     --command "$command_line" \
     --selected "$selected" \
     --clients "${clients[*]}" --scenarios "${SCENARIOS[*]}" --streams "${STREAMS_SCENARIOS[*]}" \
-    --cli "${CLI_SCENARIOS[*]}" --broker "$("$ONELOG_BIN" --version 2>/dev/null || echo "${ONELOG_BIN:-onelog}")" \
+    --cli "${CLI_SCENARIOS[*]}" --broker "$("${ONELOG_BIN:-onelog}" --version 2>/dev/null || echo "${ONELOG_BIN:-onelog}")" \
     --seconds "$(for c in "${!seconds_of[@]}"; do printf '%s=%s;' "$c" "${seconds_of[$c]}"; done)" || status=$?
 exit "$status"
