@@ -13,7 +13,7 @@
 # "-jobs=2 -workers=2"), FUZZ_TARGET_DIR (the build directory, default fuzz/target; CI in a fresh
 # clone points it outside the clone, like .ci/run's CARGO_TARGET_DIR, to build warm). The
 # growing working corpus goes to fuzz/corpus/TARGET (ignored by git); reproducers to
-# fuzz/artifacts/TARGET. See README "Fuzzing".
+# fuzz/artifacts/TARGET. See docs/TESTING.md "Fuzzing".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

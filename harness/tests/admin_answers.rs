@@ -267,7 +267,8 @@ async fn telemetry_and_scram(client: &mut RawClient) -> Result<()> {
     Ok(())
 }
 
-/// APIs onelog cannot honour: each gets its precise code (README, "What onelog does not serve").
+/// APIs onelog cannot honour: each gets its precise code (docs/COMPATIBILITY.md, "What onelog does not
+/// serve").
 async fn not_served(client: &mut RawClient) -> Result<()> {
     let listed = client.request(0, &ListPartitionReassignmentsRequest::default().with_topics(None)).await?;
     ensure!(listed.error_code == 0 && listed.topics.is_empty(), "{listed:?}");

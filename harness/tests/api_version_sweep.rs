@@ -25,7 +25,7 @@ mod sweep_builders;
 use sweep_builders::{build, Fixture};
 
 /// Kafka's minimum segment size, so segments roll early; disk is not the reason any more (a
-/// partition reserves its blocks step by step, README "Design choices").
+/// partition reserves its blocks step by step, docs/ARCHITECTURE.md "Design choices").
 const SEGMENT_BYTES: u32 = 1024 * 1024;
 /// Produce versions advertised but answered UNSUPPORTED_VERSION (kafka-protocol cannot encode them).
 const LEGACY_PRODUCE_VERSIONS: std::ops::RangeInclusive<i16> = 0..=2;

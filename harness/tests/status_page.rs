@@ -3,7 +3,7 @@
 //! leader's page while a transaction is open, and the rendered DOM must show the leader, the
 //! topic and the open transaction; a screenshot is written beside it.
 //!
-//! `ONELOG_SCREENSHOT=path.png` keeps the screenshot there (the README's comes from
+//! `ONELOG_SCREENSHOT=path.png` keeps the screenshot there (docs/OPERATIONS.md's comes from
 //! `results/status-page/`); otherwise it goes to the cluster's directory and is checked only.
 
 use std::io::Read;

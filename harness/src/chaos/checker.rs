@@ -19,7 +19,7 @@
 //! final read. A transactional record gets its offset when it is produced, and the produce
 //! response carries it before the transaction commits, so concurrent transactions interleave
 //! in every log that speaks Kafka's protocol; what onelog adds is that each commit is one log
-//! entry, so no transaction is ever torn (see README, "Chaos runs").
+//! entry, so no transaction is ever torn (see docs/TESTING.md, "Write cycles (G0)").
 //!
 //! - **hanging transaction**: a partition whose last stable offset stayed below its high
 //!   watermark for the whole final wait, longer than the writers' transaction timeout after
