@@ -4,19 +4,17 @@
 //!
 //! Kafka's admin client sends these requests to any broker (a broker's own configs to that
 //! broker), and Kafka brokers forward them to the controller. A follower here does the same:
-//! it forwards the request to the leader and answers once it has applied the change itself,
-//! so a DescribeConfigs sent to it next sees the new value.
+//! it forwards the request to the leader at dispatch (`Route::Leader` on the handlers'
+//! registry rows) and answers once its applied state shows the change
+//! ([`shows_alterations`]), so a DescribeConfigs sent to it next sees the new value.
 
-use kafka_compat::codec::Request;
 use kafka_compat::error_code;
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::authz;
 use crate::config::BrokerConfig;
 use crate::ctx::Ctx;
 use crate::errors::{propose_error_code, Addressed};
-use crate::net::forward;
 use onelog_state::command::{AlterConfigsOp, ItemResult};
 use onelog_state::configs::{
     altered, AlterKind, ConfigAlteration, ConfigResource, Overrides, ResourceAlteration,
@@ -46,12 +44,9 @@ pub type Parsed = Result<ResourceAlteration, (i16, String)>;
 fn parse(ctx: &Ctx, req: ResourceRequest<'_>, forwarded: bool) -> Parsed {
     let name = req.resource_name;
     let resource = match req.resource_type {
-        RESOURCE_TOPIC => ConfigResource::Topic(name.to_string()),
-        RESOURCE_BROKER if name.is_empty() => ConfigResource::BrokerDefault,
-        RESOURCE_BROKER => broker_resource(ctx, name, forwarded)?,
-        RESOURCE_GROUP => ConfigResource::Group(name.to_string()),
-        RESOURCE_CLIENT_METRICS => ConfigResource::ClientMetrics(name.to_string()),
-        other => return Err((error_code::INVALID_REQUEST, format!("Unsupported resource type {other}."))),
+        RESOURCE_BROKER if !name.is_empty() => broker_resource(ctx, name, forwarded)?,
+        other => resource(other, name)
+            .ok_or_else(|| (error_code::INVALID_REQUEST, format!("Unsupported resource type {other}.")))?,
     };
     let mut alterations = Vec::with_capacity(req.configs.len());
     for (config, code, value) in req.configs {
@@ -66,6 +61,18 @@ fn parse(ctx: &Ctx, req: ResourceRequest<'_>, forwarded: bool) -> Parsed {
         alterations.push(ConfigAlteration { name: config, kind, value });
     }
     Ok(ResourceAlteration { resource, replace: req.replace, alterations })
+}
+
+/// The resource a request names, unchecked (a broker id as given); `None` for an unknown type.
+fn resource(resource_type: i8, name: &str) -> Option<ConfigResource> {
+    Some(match resource_type {
+        RESOURCE_TOPIC => ConfigResource::Topic(name.to_string()),
+        RESOURCE_BROKER if name.is_empty() => ConfigResource::BrokerDefault,
+        RESOURCE_BROKER => ConfigResource::Broker(name.parse().ok()?),
+        RESOURCE_GROUP => ConfigResource::Group(name.to_string()),
+        RESOURCE_CLIENT_METRICS => ConfigResource::ClientMetrics(name.to_string()),
+        _ => return None,
+    })
 }
 
 /// A broker id: this node's, or, in a request a follower forwarded, any member's.
@@ -111,7 +118,16 @@ async fn alter(ctx: &Ctx, resources: Vec<Parsed>, validate_only: bool) -> Vec<It
 /// What apply would answer on the state as it is now.
 fn preview(state: &BrokerState, change: &ResourceAlteration) -> Result<(), (i16, String)> {
     let empty = Overrides::new();
-    let current = match &change.resource {
+    altered(overrides(state, &change.resource, &empty)?, change).map(|_| ())
+}
+
+/// A resource's overrides in `state` (`empty` when it has none), or why a topic has none.
+fn overrides<'a>(
+    state: &'a BrokerState,
+    resource: &ConfigResource,
+    empty: &'a Overrides,
+) -> Result<&'a Overrides, (i16, String)> {
+    Ok(match resource {
         ConfigResource::Topic(name) => match state.topics.get(name) {
             Some(topic) => &topic.configs,
             None => {
@@ -122,79 +138,85 @@ fn preview(state: &BrokerState, change: &ResourceAlteration) -> Result<(), (i16,
             }
         },
         ConfigResource::BrokerDefault => &state.configs.broker_default,
-        ConfigResource::Broker(id) => state.configs.brokers.get(id).unwrap_or(&empty),
-        ConfigResource::Group(name) => state.configs.groups.get(name).unwrap_or(&empty),
-        ConfigResource::ClientMetrics(name) => state.configs.client_metrics.get(name).unwrap_or(&empty),
+        ConfigResource::Broker(id) => state.configs.brokers.get(id).unwrap_or(empty),
+        ConfigResource::Group(name) => state.configs.groups.get(name).unwrap_or(empty),
+        ConfigResource::ClientMetrics(name) => state.configs.client_metrics.get(name).unwrap_or(empty),
+    })
+}
+
+/// Whether `state` shows every alteration of a request the leader accepted (`codes`: its
+/// answer, one per resource in request order): applying each again would change nothing (set,
+/// delete, append and subtract are idempotent). A follower answers a forwarded request once
+/// it does, so a DescribeConfigs sent to it next sees the new values. A topic not here yet
+/// is not settled; a validation changes nothing to wait for.
+pub fn shows_alterations(
+    state: &BrokerState,
+    resources: Vec<ResourceRequest<'_>>,
+    codes: &[i16],
+    validate_only: bool,
+) -> bool {
+    let empty = Overrides::new();
+    let shows = |change: &ResourceAlteration| match overrides(state, &change.resource, &empty) {
+        Ok(current) => !altered(current, change).is_ok_and(|next| next != *current),
+        Err(_) => false,
     };
-    altered(current, change).map(|_| ())
+    validate_only
+        || resources
+            .into_iter()
+            .zip(codes)
+            .filter(|(_, code)| **code == error_code::NONE)
+            .all(|(r, _)| accepted(r).as_ref().is_none_or(&shows))
 }
 
-/// Whether a follower forwarded this request (the leader never forwards it again).
-pub fn is_forwarded(_req: &Request) -> bool {
-    forward::is_forwarded()
-}
-
-/// What serving a request came to: the leader's own answer when a follower forwarded it, or
-/// one result per resource, in request order.
-pub enum Served {
-    Forwarded(Box<ResponseKind>),
-    Results(Vec<ItemResult>),
+/// The alteration the leader accepted, as the request names it (the leader checked it).
+fn accepted(req: ResourceRequest<'_>) -> Option<ResourceAlteration> {
+    let resource = resource(req.resource_type, req.resource_name)?;
+    let alterations = req
+        .configs
+        .into_iter()
+        .map(|(name, code, value)| Some(ConfigAlteration { name, kind: AlterKind::from_code(code)?, value }))
+        .collect::<Option<Vec<_>>>()?;
+    Some(ResourceAlteration { resource, replace: req.replace, alterations })
 }
 
 /// The request as its handler decoded it.
 pub struct AlterRequest<'a> {
-    pub key: ApiKey,
-    pub version: i16,
-    /// Sent by a follower (the leader never forwards it again).
+    /// Forwarded by a follower (`Request::forwarded`): a broker resource may be any member's.
     pub forwarded: bool,
-    /// Who sent it, for the leader when it is forwarded.
-    pub origin: forward::Origin,
+    pub who: authz::Subject,
     pub resources: Vec<ResourceRequest<'a>>,
     pub validate_only: bool,
 }
 
-/// Serves AlterConfigs or IncrementalAlterConfigs: the leader (or a forwarded request)
-/// checks and proposes; a follower forwards `body` to the leader (NOT_CONTROLLER if it
-/// cannot, which admin clients retry).
-pub async fn serve(
-    ctx: &Ctx,
-    req: AlterRequest<'_>,
-    body: impl FnOnce() -> RequestKind,
-    succeeded: fn(&ResponseKind) -> bool,
-) -> Served {
-    let n = req.resources.len();
-    if ctx.may_propose() || req.forwarded {
-        let who = authz::Subject { principal: req.origin.principal.clone(), host: req.origin.client_address };
-        let parsed = req
-            .resources
-            .into_iter()
-            .map(|r| {
-                // KafkaApis: ALTER_CONFIGS on the resource (the cluster for a broker).
-                match authz::config_refusal(
-                    ctx,
-                    &who,
-                    r.resource_type,
-                    r.resource_name,
-                    authz::op::ALTER_CONFIGS,
-                ) {
-                    Some(code) => Err((code, String::new())),
-                    None => parse(ctx, r, req.forwarded),
-                }
-            })
-            .collect();
-        return Served::Results(alter(ctx, parsed, req.validate_only).await);
+/// Serves AlterConfigs or IncrementalAlterConfigs, one result per resource in request order:
+/// the leader (or a node serving a forwarded request) checks and proposes. A follower only
+/// runs this when the leader could not be asked at dispatch: NOT_CONTROLLER, which admin
+/// clients retry.
+pub async fn serve(ctx: &Ctx, req: AlterRequest<'_>) -> Vec<ItemResult> {
+    if !ctx.may_propose() && !req.forwarded {
+        return vec![
+            (error_code::NOT_CONTROLLER, Some("No leader to forward to.".into()));
+            req.resources.len()
+        ];
     }
-    // Settled once this node has applied an alteration after the leader's (when it made one).
-    let before = ctx.applied.state(|s| s.configs.changes);
-    let settled = |response: &ResponseKind, s: &onelog_state::BrokerState| {
-        !succeeded(response) || s.configs.changes > before
-    };
-    match forward::relay(ctx, &req.origin, req.key, req.version, body(), settled).await {
-        Some(response) => Served::Forwarded(Box::new(response)),
-        None => {
-            Served::Results(vec![(error_code::NOT_CONTROLLER, Some("No leader to forward to.".into())); n])
-        }
-    }
+    let parsed = req
+        .resources
+        .into_iter()
+        .map(|r| {
+            // KafkaApis: ALTER_CONFIGS on the resource (the cluster for a broker).
+            match authz::config_refusal(
+                ctx,
+                &req.who,
+                r.resource_type,
+                r.resource_name,
+                authz::op::ALTER_CONFIGS,
+            ) {
+                Some(code) => Err((code, String::new())),
+                None => parse(ctx, r, req.forwarded),
+            }
+        })
+        .collect();
+    alter(ctx, parsed, req.validate_only).await
 }
 
 /// Each resource's response item, built by `make(resource type, resource name, code, message)`.
@@ -205,4 +227,75 @@ pub fn responses<T>(
 ) -> Vec<T> {
     let message = |m: Option<String>| m.map(StrBytes::from_string);
     names.into_iter().zip(results).map(|((t, n), (code, m))| make(t, n, code, message(m))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SET: i8 = 0;
+    const DELETE: i8 = 1;
+    const APPEND: i8 = 2;
+
+    fn group(name: &'static str, configs: &[(&str, i8, Option<&str>)]) -> ResourceRequest<'static> {
+        ResourceRequest {
+            resource_type: RESOURCE_GROUP,
+            resource_name: name,
+            replace: false,
+            configs: configs.iter().map(|(n, op, v)| (n.to_string(), *op, v.map(str::to_string))).collect(),
+        }
+    }
+
+    fn state_with(group_name: &str, overrides: &[(&str, &str)]) -> BrokerState {
+        let mut state = BrokerState::default();
+        let overrides = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        state.configs.groups.insert(group_name.to_string(), overrides);
+        state
+    }
+
+    #[test]
+    fn a_follower_waits_until_it_shows_what_the_leader_accepted() {
+        let asked = || vec![group("g", &[("consumer.session.timeout.ms", SET, Some("50000"))])];
+        let before = BrokerState::default();
+        let after = state_with("g", &[("consumer.session.timeout.ms", "50000")]);
+        assert!(!shows_alterations(&before, asked(), &[error_code::NONE], false));
+        assert!(shows_alterations(&after, asked(), &[error_code::NONE], false));
+        // Nothing to wait for: the leader refused it, or only validated it.
+        assert!(shows_alterations(&before, asked(), &[error_code::INVALID_CONFIG], false));
+        assert!(shows_alterations(&before, asked(), &[error_code::NONE], true));
+    }
+
+    #[test]
+    fn deletions_and_list_appends_show_once_applied() {
+        let delete = || vec![group("g", &[("consumer.session.timeout.ms", DELETE, None)])];
+        let set = state_with("g", &[("consumer.session.timeout.ms", "50000")]);
+        assert!(!shows_alterations(&set, delete(), &[error_code::NONE], false));
+        assert!(shows_alterations(&BrokerState::default(), delete(), &[error_code::NONE], false));
+
+        let append = || {
+            vec![ResourceRequest {
+                resource_type: RESOURCE_CLIENT_METRICS,
+                resource_name: "m",
+                replace: false,
+                configs: vec![("metrics".to_string(), APPEND, Some("a".to_string()))],
+            }]
+        };
+        let mut appended = BrokerState::default();
+        appended.configs.client_metrics.insert("m".into(), [("metrics".into(), "a".into())].into());
+        assert!(!shows_alterations(&BrokerState::default(), append(), &[error_code::NONE], false));
+        assert!(shows_alterations(&appended, append(), &[error_code::NONE], false));
+    }
+
+    #[test]
+    fn a_topic_not_applied_here_yet_is_not_settled() {
+        let topic = || {
+            vec![ResourceRequest {
+                resource_type: RESOURCE_TOPIC,
+                resource_name: "t",
+                replace: false,
+                configs: vec![("retention.ms".to_string(), SET, Some("1000".to_string()))],
+            }]
+        };
+        assert!(!shows_alterations(&BrokerState::default(), topic(), &[error_code::NONE], false));
+    }
 }

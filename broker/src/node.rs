@@ -218,7 +218,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let advertised_all: Vec<String> = node.advertised.iter().map(|e| e.to_string()).collect();
     tracing::info!(kafka = %node.kafka_listener, advertised = %advertised_all.join(","), node_id = node.node_id, "onelog ready");
     tokio::select! {
-        () = listener::serve_all(bound, ctx) => {}
+        () = listener::serve_all(bound, ctx, crate::handlers::dispatch::dispatch) => {}
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
     leadership.begin_shutdown();

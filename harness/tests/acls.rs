@@ -23,11 +23,12 @@ use harness::java::tool;
 use harness::raw_ops::{create_topics, create_topics_ok, produce_request, produce_results, BatchFor};
 use harness::txn::{transactional_config, READ_UNCOMMITTED, TXN_CALL_TIMEOUT};
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    CreateAclsRequest, GroupId, MetadataRequest, OffsetFetchRequest, ProduceRequest, TopicName,
-    TransactionalId,
+    AlterClientQuotasRequest, CreateAclsRequest, GroupId, MetadataRequest, OffsetFetchRequest,
+    ProduceRequest, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
@@ -271,6 +272,7 @@ async fn clients(cluster: &mut Cluster) -> Result<()> {
     let produced = raw_alice.request(raw_alice.version::<ProduceRequest>(9)?, &request).await?;
     let codes: Vec<i16> = produce_results(&produced).into_iter().map(|(_, _, code, _)| code).collect();
     ensure!(codes == vec![TRANSACTIONAL_ID_AUTHORIZATION_FAILED], "txn-b's Produce: {codes:?}");
+    refused_before_the_byte_quota(cluster, &mut raw_alice, &request).await?;
     let after = log_end_offset(&bootstrap, "orders")?;
     // txn-a's record and its commit marker, nothing of txn-b.
     ensure!(after == before + 2, "orders log end offset {before} -> {after}");
@@ -359,6 +361,44 @@ fn read(bootstrap: &str, name: &str, group: &str, topic: &str, end: i64) -> Resu
         }
     }
     bail!("{name} read {values:?} and stopped short of {end}")
+}
+
+/// Regression (issue 27): Produce authorizes the transactional id before anything else, as
+/// Kafka's `handleProduceRequest` does, so a refused request is not counted against the
+/// principal's `producer_byte_rate` either: with a quota of one byte per second, the refusal
+/// carries no throttle (it carried one while the quota was recorded first).
+async fn refused_before_the_byte_quota(
+    cluster: &mut Cluster,
+    alice: &mut RawClient,
+    request: &ProduceRequest,
+) -> Result<()> {
+    let mut admin = admin_client(cluster).await?;
+    let alice_entity = || {
+        vec![EntityData::default()
+            .with_entity_type(StrBytes::from_static_str("user"))
+            .with_entity_name(Some(StrBytes::from_static_str("alice")))]
+    };
+    let quota = |op: OpData| {
+        AlterClientQuotasRequest::default()
+            .with_entries(vec![EntryData::default().with_entity(alice_entity()).with_ops(vec![op])])
+    };
+    let rate = OpData::default().with_key(StrBytes::from_static_str("producer_byte_rate")).with_value(1.0);
+    let set = admin.request(admin.version::<AlterClientQuotasRequest>(1)?, &quota(rate)).await?;
+    ensure!(set.entries.iter().all(|e| e.error_code == 0), "setting alice's quota: {set:?}");
+    for _ in 0..3 {
+        let produced = alice.request(alice.version::<ProduceRequest>(9)?, request).await?;
+        let codes: Vec<i16> = produce_results(&produced).into_iter().map(|(_, _, code, _)| code).collect();
+        ensure!(codes == vec![TRANSACTIONAL_ID_AUTHORIZATION_FAILED], "txn-b's Produce: {codes:?}");
+        ensure!(
+            produced.throttle_time_ms == 0,
+            "a refused Produce was throttled {} ms",
+            produced.throttle_time_ms
+        );
+    }
+    let removed =
+        OpData::default().with_key(StrBytes::from_static_str("producer_byte_rate")).with_remove(true);
+    admin.request(admin.version::<AlterClientQuotasRequest>(1)?, &quota(removed)).await?;
+    Ok(())
 }
 
 /// One transactional record batch (producer 1000, epoch 0), as a transactional producer that

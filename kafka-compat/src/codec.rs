@@ -56,6 +56,9 @@ pub struct Request {
     /// operator's name from `listener.security.protocol.map`); `None` until the server sets it.
     /// Metadata and FindCoordinator answer with the brokers' addresses on this listener.
     pub listener: Option<Arc<str>>,
+    /// A follower forwarded it to this node (the leader) over the Raft transport: it is
+    /// served here and never forwarded again (Kafka's envelope, KIP-590).
+    pub forwarded: bool,
 }
 
 /// Reads api key, api version and correlation id from the start of a request frame.
@@ -89,6 +92,7 @@ pub fn decode_request(frame: Bytes) -> Result<Request, DecodeError> {
         client_address: None,
         principal: KafkaPrincipal::anonymous(),
         listener: None,
+        forwarded: false,
     })
 }
 

@@ -15,7 +15,9 @@ use kafka_compat::principal::KafkaPrincipal;
 pub use decision::{grants, Subject, WILDCARD_PRINCIPAL};
 pub use onelog_state::acls::{operation as op, resource_type as rt, CLUSTER_NAME};
 
+use crate::config::authz::AuthzSettings;
 use crate::ctx::Ctx;
+use onelog_state::BrokerState;
 
 /// Test builds only (`fault-injection`): a client id `onelog-test-principal:<name>` on a
 /// connection that did not authenticate acts as `User:<name>`, so the integration tests can
@@ -57,6 +59,21 @@ pub fn allowed(ctx: &Ctx, who: &Subject, resource_type: i8, name: &str, operatio
         return true;
     }
     ctx.applied.state(|s| decision::decide(settings, &s.acls, who, resource_type, name, operation))
+}
+
+/// [`allowed`] against a state the caller already holds (a request that reads the applied
+/// state once for all its checks, as Produce does).
+pub fn allowed_in(
+    settings: &AuthzSettings,
+    state: &BrokerState,
+    who: &Subject,
+    resource_type: i8,
+    name: &str,
+    operation: i8,
+) -> bool {
+    !settings.enabled
+        || settings.is_super_user(&who.principal)
+        || decision::decide(settings, &state.acls, who, resource_type, name, operation)
 }
 
 /// [`allowed`] on the cluster resource.

@@ -1,14 +1,15 @@
 //! AddRaftVoter (key 80), v0: KRaft's membership change. onelog's brokers are the voters of its
 //! one openraft group, whose membership changes through the admin API, not the Kafka protocol:
 //! answered INVALID_REQUEST (42) with a message naming the admin API's endpoints.
+//!
+//! Access: CLUSTER ALTER, checked by the pipeline (`handlers::HANDLERS`), as Kafka's controller.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::{AddRaftVoterResponse, ApiKey, RequestKind, ResponseKind};
 
-use super::util::str_bytes;
+use super::util::{refusal_message, str_bytes};
 use super::{not_served, HandlerResult};
-use crate::authz::{self, code, op, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::AddRaftVoter;
@@ -16,19 +17,21 @@ pub const VERSIONS: (i16, i16) = (0, 0);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 const MESSAGE: &str = "onelog changes Raft membership through its admin API (POST /members/add-learner, /members/promote, /members/remove)";
 
-pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
+pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::AddRaftVoter(_) = req.body else { anyhow::bail!("not a AddRaftVoter body") };
-    // KafkaApis: ALTER on the cluster, before anything else.
-    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
-        return Ok(Some(ResponseKind::AddRaftVoter(
-            AddRaftVoterResponse::default().with_error_code(code::CLUSTER_AUTHORIZATION_FAILED),
-        )));
-    }
     not_served::log(KEY, "onelog changes Raft membership through its admin API (POST /members/add-learner, /members/promote, /members/remove)");
     Ok(Some(ResponseKind::AddRaftVoter(
         AddRaftVoterResponse::default()
             .with_error_code(error_code::INVALID_REQUEST)
             .with_error_message(Some(str_bytes(MESSAGE))),
     )))
+}
+
+/// The whole request refused with `code` and Kafka's message for it at the top level
+/// (`AddRaftVoterRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::AddRaftVoter(_) = body else { return ResponseKind::AddRaftVoter(Default::default()) };
+    ResponseKind::AddRaftVoter(
+        AddRaftVoterResponse::default().with_error_code(code).with_error_message(refusal_message(code)),
+    )
 }

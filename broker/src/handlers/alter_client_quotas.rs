@@ -4,7 +4,10 @@
 //! (`onelog_state::quotas`); the valid ones go into one `AlterClientQuotas` op, so they apply
 //! together and every node throttles by the same table. `validate_only` proposes nothing.
 //! Any node accepts the request, as any Kafka broker does (the admin client sends it to the
-//! least-loaded node): a follower forwards it to the leader.
+//! least-loaded node): a follower forwards it to the leader at dispatch (`Route::Leader` on
+//! its registry row).
+//!
+//! Access: CLUSTER ALTER_CONFIGS, checked by the pipeline (`handlers::HANDLERS`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -15,54 +18,40 @@ use kafka_protocol::messages::{
 };
 
 use super::util::str_bytes;
-use super::HandlerResult;
-use crate::authz::{self, code, op, Subject};
+use super::{Forwarded, HandlerResult};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
-use crate::net::forward;
 use onelog_state::command::AlterClientQuotasOp;
 use onelog_state::quotas::{validate_alteration, validate_entity, QuotaAlteration};
+use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::AlterClientQuotas;
 pub const VERSIONS: (i16, i16) = (0, 1);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
+pub const FORWARDED: Forwarded = Forwarded { when: |_| true, settled: shown };
+
+/// Answered once every alteration the leader accepted shows here, so a Describe sent here
+/// next sees it.
+fn shown(request: &RequestKind, response: &ResponseKind, state: &BrokerState) -> bool {
+    let (RequestKind::AlterClientQuotas(body), ResponseKind::AlterClientQuotas(r)) = (request, response)
+    else {
+        return true;
+    };
+    body.validate_only
+        || r.entries.iter().zip(&body.entries).all(|(result, entry)| {
+            result.error_code != error_code::NONE
+                || check(entry).ok().is_none_or(|a| state.client_quotas.shows(&a))
+        })
+}
+
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let origin = forward::Origin::of(&req);
-    let who = Subject::of(&req);
     let RequestKind::AlterClientQuotas(body) = req.body else {
         anyhow::bail!("not an AlterClientQuotas body")
     };
-    if !ctx.may_propose() && !forward::is_forwarded() {
-        // Answered once every alteration the leader accepted shows here, so a Describe sent
-        // here next sees it.
-        let alterations: Vec<Option<QuotaAlteration>> = body.entries.iter().map(|e| check(e).ok()).collect();
-        let settled = |response: &ResponseKind, state: &onelog_state::BrokerState| {
-            let ResponseKind::AlterClientQuotas(r) = response else { return true };
-            body.validate_only
-                || r.entries.iter().zip(&alterations).all(|(entry, alteration)| {
-                    entry.error_code != error_code::NONE
-                        || alteration.as_ref().is_none_or(|a| state.client_quotas.shows(a))
-                })
-        };
-        let relayed = forward::relay(
-            &ctx,
-            &origin,
-            KEY,
-            req.api_version,
-            RequestKind::AlterClientQuotas(body.clone()),
-            settled,
-        );
-        let failed = || ResponseKind::AlterClientQuotas(all_failed(&body, error_code::NOT_CONTROLLER));
-        return Ok(Some(relayed.await.unwrap_or_else(failed)));
-    }
-    // KafkaApis: ALTER_CONFIGS on the cluster, checked by the leader (a forwarded request as
-    // its original principal).
-    if !authz::cluster_allowed(&ctx, &who, op::ALTER_CONFIGS) {
-        return Ok(Some(ResponseKind::AlterClientQuotas(all_failed(
-            &body,
-            code::CLUSTER_AUTHORIZATION_FAILED,
-        ))));
+    // A follower the leader could not answer for at dispatch.
+    if !ctx.may_propose() && !req.forwarded {
+        return Ok(Some(ResponseKind::AlterClientQuotas(all_failed(&body, error_code::NOT_CONTROLLER))));
     }
     Ok(Some(ResponseKind::AlterClientQuotas(alter(&ctx, &body).await)))
 }
@@ -146,4 +135,13 @@ fn response(
 
 fn all_failed(body: &AlterClientQuotasRequest, code: i16) -> AlterClientQuotasResponse {
     response(body, body.entries.iter().map(|_| (code, None)).collect())
+}
+
+/// The whole request refused with `code` on every entry, its entity echoed
+/// (`AlterClientQuotasRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::AlterClientQuotas(body) = body else {
+        return ResponseKind::AlterClientQuotas(Default::default());
+    };
+    ResponseKind::AlterClientQuotas(all_failed(body, code))
 }

@@ -6,10 +6,12 @@
 //! (`scram::keys`), so the log holds neither a password nor a salted password. The valid
 //! users go into one `AlterScramCredentials` op; apply answers each user, refusing the
 //! deletion of a credential that does not exist. One result per user, one bad user never
-//! failing another. A controller API: a follower forwards it to the leader, as Kafka brokers
-//! forward to the active controller.
+//! failing another. A controller API: a follower forwards it to the leader at dispatch
+//! (`Route::Leader` on its registry row), as Kafka brokers forward to the active controller.
+//!
+//! Access: CLUSTER ALTER, checked by the pipeline (`handlers::HANDLERS`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -19,60 +21,53 @@ use kafka_protocol::messages::{
 };
 
 use super::util::str_bytes;
-use super::HandlerResult;
-use crate::authz::{self, code, op, Subject};
+use super::{Forwarded, HandlerResult};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
-use crate::net::forward;
 use crate::scram::keys;
 use onelog_state::command::AlterScramCredentialsOp;
 use onelog_state::scram::{
     validate_deletion, validate_upsertion, Grouped, ScramCredential, UserScramAlteration,
 };
+use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::AlterUserScramCredentials;
 pub const VERSIONS: (i16, i16) = (0, 0);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
+pub const FORWARDED: Forwarded = Forwarded { when: |_| true, settled: shown };
+
 /// Per user, in order of first appearance: the alteration to propose, or the refusal.
 type Checked = Vec<(String, Result<UserScramAlteration, (i16, String)>)>;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let origin = forward::Origin::of(&req);
-    let who = Subject::of(&req);
     let RequestKind::AlterUserScramCredentials(body) = req.body else {
         anyhow::bail!("not an AlterUserScramCredentials body")
     };
     let checked = check(&body);
-    if !ctx.may_propose() && !forward::is_forwarded() {
-        // Answered once every change the leader accepted shows here, so a Describe sent here
-        // next sees it.
-        let valid: BTreeMap<&str, &UserScramAlteration> =
-            checked.iter().filter_map(|(user, a)| Some((user.as_str(), a.as_ref().ok()?))).collect();
-        let settled = |response: &ResponseKind, state: &onelog_state::BrokerState| {
-            let ResponseKind::AlterUserScramCredentials(r) = response else { return true };
-            r.results
-                .iter()
-                .filter(|r| r.error_code == error_code::NONE)
-                .all(|r| valid.get(r.user.as_str()).is_none_or(|a| state.scram.shows(a)))
-        };
-        let kind = RequestKind::AlterUserScramCredentials(body.clone());
-        let relayed = forward::relay(&ctx, &origin, KEY, req.api_version, kind, settled).await;
-        let failed = || {
-            let all =
-                checked.iter().map(|(user, _)| (user.clone(), error_code::NOT_CONTROLLER, None)).collect();
-            ResponseKind::AlterUserScramCredentials(response(all))
-        };
-        return Ok(Some(relayed.unwrap_or_else(failed)));
-    }
-    // KafkaApis: ALTER on the cluster, checked by the leader (a forwarded request as its
-    // original principal); every user CLUSTER_AUTHORIZATION_FAILED.
-    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
-        let all =
-            checked.into_iter().map(|(user, _)| (user, code::CLUSTER_AUTHORIZATION_FAILED, None)).collect();
+    // A follower the leader could not answer for at dispatch.
+    if !ctx.may_propose() && !req.forwarded {
+        let all = checked.into_iter().map(|(user, _)| (user, error_code::NOT_CONTROLLER, None)).collect();
         return Ok(Some(ResponseKind::AlterUserScramCredentials(response(all))));
     }
     Ok(Some(ResponseKind::AlterUserScramCredentials(alter(&ctx, checked).await)))
+}
+
+/// Answered once every change the leader accepted shows here, so a Describe sent here next
+/// sees it.
+fn shown(request: &RequestKind, response: &ResponseKind, state: &BrokerState) -> bool {
+    let (RequestKind::AlterUserScramCredentials(body), ResponseKind::AlterUserScramCredentials(r)) =
+        (request, response)
+    else {
+        return true;
+    };
+    let checked = check(body);
+    let valid: BTreeMap<&str, &UserScramAlteration> =
+        checked.iter().filter_map(|(user, a)| Some((user.as_str(), a.as_ref().ok()?))).collect();
+    r.results
+        .iter()
+        .filter(|r| r.error_code == error_code::NONE)
+        .all(|r| valid.get(r.user.as_str()).is_none_or(|a| state.scram.shows(a)))
 }
 
 async fn alter(ctx: &Ctx, checked: Checked) -> AlterUserScramCredentialsResponse {
@@ -145,4 +140,17 @@ fn response(results: Vec<(String, i16, Option<String>)>) -> AlterUserScramCreden
         })
         .collect();
     AlterUserScramCredentialsResponse::default().with_results(results)
+}
+
+/// The whole request refused with `code` on every user it names, once each and sorted by name
+/// (`AlterUserScramCredentialsRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::AlterUserScramCredentials(body) = body else {
+        return ResponseKind::AlterUserScramCredentials(Default::default());
+    };
+    let deleted = body.deletions.iter().map(|d| &d.name);
+    let users: BTreeSet<&str> =
+        deleted.chain(body.upsertions.iter().map(|u| &u.name)).map(|n| n.as_str()).collect();
+    let all = users.into_iter().map(|user| (user.to_string(), code, None)).collect();
+    ResponseKind::AlterUserScramCredentials(response(all))
 }

@@ -1,9 +1,9 @@
-//! CreateAcls (key 30), v1–v3, as Kafka's `AclApis.handleCreateAcls`: SECURITY_DISABLED
-//! without an authorizer; ALTER on the cluster, else every creation
-//! CLUSTER_AUTHORIZATION_FAILED; each binding validated with Kafka's messages
+//! CreateAcls (key 30), v1–v3, as Kafka's `AclApis.handleCreateAcls`. Access: CLUSTER ALTER,
+//! checked by the pipeline (`handlers::HANDLERS`); then SECURITY_DISABLED without an
+//! authorizer; each binding validated with Kafka's messages
 //! (`onelog_state::acls::validate_binding`), the valid ones put in the log as one
 //! `CreateAcls` op (apply validates again and counts against the bound). A controller API: a
-//! follower forwards it to the leader.
+//! follower forwards it to the leader at dispatch (`Route::Leader` on its registry row).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -14,46 +14,37 @@ use onelog_state::acls::{validate_binding, AclBinding, AclEntry, ResourcePattern
 use onelog_state::command::CreateAclsOp;
 
 use super::util::str_bytes;
-use super::{not_served, HandlerResult};
-use crate::authz::{self, code, op, Subject};
+use super::{not_served, Forwarded, HandlerResult};
+use crate::authz;
 use crate::ctx::SharedCtx;
 use crate::errors::{propose_error_code, Addressed};
-use crate::net::forward;
+use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::CreateAcls;
 pub const VERSIONS: (i16, i16) = (1, 3);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
+pub const FORWARDED: Forwarded = Forwarded { when: |_| true, settled: created };
+
+/// Every binding the leader created is here too.
+fn created(request: &RequestKind, response: &ResponseKind, state: &BrokerState) -> bool {
+    let (RequestKind::CreateAcls(body), ResponseKind::CreateAcls(r)) = (request, response) else {
+        return true;
+    };
+    r.results
+        .iter()
+        .zip(&body.creations)
+        .all(|(r, c)| r.error_code != error_code::NONE || state.acls.contains(&binding(c)))
+}
+
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
-    let forwarded = forward::is_forwarded();
-    let origin = forward::Origin::of(&req);
     let RequestKind::CreateAcls(body) = req.body else { anyhow::bail!("not a CreateAcls body") };
     if !authz::enabled(&ctx) {
         return Ok(Some(all(&body, not_served::SECURITY_DISABLED, Some(not_served::NO_AUTHORIZER))));
     }
-    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
-        return Ok(Some(all(&body, code::CLUSTER_AUTHORIZATION_FAILED, None)));
-    }
-    if !ctx.may_propose() && !forwarded {
-        let bindings: Vec<AclBinding> = body.creations.iter().map(binding).collect();
-        let settled = |response: &ResponseKind, state: &onelog_state::BrokerState| {
-            let ResponseKind::CreateAcls(r) = response else { return true };
-            r.results
-                .iter()
-                .zip(&bindings)
-                .all(|(r, b)| r.error_code != error_code::NONE || state.acls.contains(b))
-        };
-        let relayed = forward::relay(
-            &ctx,
-            &origin,
-            KEY,
-            req.api_version,
-            RequestKind::CreateAcls(body.clone()),
-            settled,
-        );
-        let failed = || all(&body, error_code::NOT_CONTROLLER, None);
-        return Ok(Some(relayed.await.unwrap_or_else(failed)));
+    // A follower the leader could not answer for at dispatch.
+    if !ctx.may_propose() && !req.forwarded {
+        return Ok(Some(all(&body, error_code::NOT_CONTROLLER, None)));
     }
     let mut results: Vec<(i16, Option<String>)> = Vec::with_capacity(body.creations.len());
     let mut valid = Vec::new();
@@ -118,4 +109,10 @@ fn all(body: &CreateAclsRequest, code: i16, message: Option<&str>) -> ResponseKi
         })
         .collect();
     ResponseKind::CreateAcls(CreateAclsResponse::default().with_results(results))
+}
+
+/// The whole request refused with `code` on every creation (`CreateAclsRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::CreateAcls(body) = body else { return ResponseKind::CreateAcls(Default::default()) };
+    all(body, code, None)
 }

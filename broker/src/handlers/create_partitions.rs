@@ -1,7 +1,8 @@
 //! CreatePartitions (key 37): grow a topic's partition count, in one Raft entry, with the
 //! replicas a client assigns to each new partition (checked as Kafka checks them,
-//! `onelog_state::assignment`) recorded for Metadata. A follower relays it to the leader
-//! (`net::forward`).
+//! `onelog_state::assignment`) recorded for Metadata. A follower forwards it to the leader at
+//! dispatch (`Route::Leader` on its registry row); `validate_only` is answered where it
+//! arrives.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -9,46 +10,37 @@ use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicR
 use kafka_protocol::messages::{ApiKey, CreatePartitionsResponse, RequestKind, ResponseKind};
 
 use super::util::str_bytes;
-use super::HandlerResult;
+use super::{Forwarded, HandlerResult};
 use crate::authz::{self, code, op, rt, Subject};
 use crate::controller;
 use crate::ctx::SharedCtx;
-use crate::net::forward;
 use onelog_state::assignment;
 use onelog_state::command::NewPartitions;
+use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::CreatePartitions;
 pub const VERSIONS: (i16, i16) = (0, 3);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
+pub const FORWARDED: Forwarded = Forwarded {
+    when: |body| matches!(body, RequestKind::CreatePartitions(b) if !b.validate_only),
+    settled: grown,
+};
+
+/// Every topic the leader grew has its new partitions here too.
+fn grown(request: &RequestKind, response: &ResponseKind, state: &BrokerState) -> bool {
+    let (RequestKind::CreatePartitions(body), ResponseKind::CreatePartitions(r)) = (request, response) else {
+        return true;
+    };
+    let ok = |n: &str| r.results.iter().any(|t| t.name.0.as_str() == n && t.error_code == 0);
+    body.topics.iter().filter(|t| ok(t.name.0.as_str())).all(|t| {
+        state.topics.get(t.name.0.as_str()).is_none_or(|s| s.partitions.len() >= t.count.max(0) as usize)
+    })
+}
+
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let origin = forward::Origin::of(&req);
     let who = Subject::of(&req);
     let RequestKind::CreatePartitions(body) = req.body else { anyhow::bail!("not a CreatePartitions body") };
-    if !ctx.may_propose() && !forward::is_forwarded() && !body.validate_only {
-        let wanted: Vec<(String, usize)> =
-            body.topics.iter().map(|t| (t.name.0.to_string(), t.count.max(0) as usize)).collect();
-        // Every topic the leader grew has its new partitions here too.
-        let grown = |response: &ResponseKind, state: &onelog_state::BrokerState| {
-            let ResponseKind::CreatePartitions(r) = response else { return true };
-            let ok = |n: &String| r.results.iter().any(|t| t.name.0.as_str() == n && t.error_code == 0);
-            wanted
-                .iter()
-                .filter(|(n, _)| ok(n))
-                .all(|(n, count)| state.topics.get(n).is_none_or(|t| t.partitions.len() >= *count))
-        };
-        let relayed = forward::relay(
-            &ctx,
-            &origin,
-            KEY,
-            req.api_version,
-            RequestKind::CreatePartitions(body.clone()),
-            grown,
-        );
-        if let Some(response) = relayed.await {
-            return Ok(Some(response));
-        }
-    }
     let items: Vec<NewPartitions> = body
         .topics
         .iter()

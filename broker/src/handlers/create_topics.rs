@@ -1,6 +1,6 @@
 //! CreateTopics (key 19): validated against Kafka's rules, created in one Raft entry. A
-//! follower relays it to the leader (`net::forward`), as Kafka brokers relay it to the
-//! controller.
+//! follower forwards it to the leader at dispatch (`Route::Leader` on its registry row), as
+//! Kafka brokers forward it to the controller; `validate_only` is answered where it arrives.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +11,7 @@ use kafka_protocol::messages::{ApiKey, CreateTopicsResponse, RequestKind, Respon
 
 use super::describe_configs::topic_entries;
 use super::util::{str_bytes, uuid};
-use super::HandlerResult;
+use super::{Forwarded, HandlerResult};
 use crate::authz::{self, code, op, rt, Subject};
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
@@ -21,17 +21,16 @@ pub const KEY: ApiKey = ApiKey::CreateTopics;
 pub const VERSIONS: (i16, i16) = (2, 7);
 pub const ACCEPTED_MIN_VERSION: i16 = 2;
 
+/// A follower forwards every creation (a validation it answers itself), and answers once it
+/// has applied every topic the leader created.
+pub const FORWARDED: Forwarded = Forwarded {
+    when: |body| matches!(body, RequestKind::CreateTopics(b) if !b.validate_only),
+    settled: |_, response, state| forward::topics_created(response, state),
+};
+
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let origin = forward::Origin::of(&req);
     let who = Subject::of(&req);
     let RequestKind::CreateTopics(body) = req.body else { anyhow::bail!("not a CreateTopics body") };
-    if !ctx.may_propose() && !forward::is_forwarded() && !body.validate_only {
-        let body = RequestKind::CreateTopics(body.clone());
-        let relayed = forward::relay(&ctx, &origin, KEY, req.api_version, body, forward::topics_created);
-        if let Some(response) = relayed.await {
-            return Ok(Some(response));
-        }
-    }
     let requests: Vec<TopicRequest> = body
         .topics
         .iter()

@@ -1,8 +1,9 @@
-//! DeleteAcls (key 31), v1–v3, as Kafka's `AclApis.handleDeleteAcls`: SECURITY_DISABLED
-//! without an authorizer; ALTER on the cluster, else every filter
-//! CLUSTER_AUTHORIZATION_FAILED. The filters go into the log as one `DeleteAcls` op and are
+//! DeleteAcls (key 31), v1–v3, as Kafka's `AclApis.handleDeleteAcls`. Access: CLUSTER ALTER,
+//! checked by the pipeline (`handlers::HANDLERS`); then SECURITY_DISABLED without an
+//! authorizer. The filters go into the log as one `DeleteAcls` op and are
 //! evaluated in apply, so every replica deletes the same bindings and the answer lists what
-//! was deleted. A controller API: a follower forwards it to the leader.
+//! was deleted. A controller API: a follower forwards it to the leader at dispatch
+//! (`Route::Leader` on its registry row).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -13,43 +14,32 @@ use onelog_state::acls::AclFilter;
 use onelog_state::command::DeleteAclsOp;
 
 use super::util::str_bytes;
-use super::{not_served, HandlerResult};
-use crate::authz::{self, code, op, Subject};
+use super::{not_served, Forwarded, HandlerResult};
+use crate::authz;
 use crate::ctx::SharedCtx;
 use crate::errors::{propose_error_code, Addressed};
-use crate::net::forward;
+use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::DeleteAcls;
 pub const VERSIONS: (i16, i16) = (1, 3);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
+pub const FORWARDED: Forwarded = Forwarded { when: |_| true, settled: deleted };
+
+/// Settled once nothing the filters match is left here.
+fn deleted(request: &RequestKind, _: &ResponseKind, state: &BrokerState) -> bool {
+    let RequestKind::DeleteAcls(body) = request else { return true };
+    body.filters.iter().all(|f| state.acls.matching(&filter(f)).is_empty())
+}
+
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
-    let forwarded = forward::is_forwarded();
-    let origin = forward::Origin::of(&req);
     let RequestKind::DeleteAcls(body) = req.body else { anyhow::bail!("not a DeleteAcls body") };
     if !authz::enabled(&ctx) {
         return Ok(Some(all(&body, not_served::SECURITY_DISABLED, Some(not_served::NO_AUTHORIZER))));
     }
-    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
-        return Ok(Some(all(&body, code::CLUSTER_AUTHORIZATION_FAILED, None)));
-    }
-    if !ctx.may_propose() && !forwarded {
-        let filters: Vec<AclFilter> = body.filters.iter().map(filter).collect();
-        // Settled once nothing the filters match is left here.
-        let settled = |_: &ResponseKind, state: &onelog_state::BrokerState| {
-            filters.iter().all(|f| state.acls.matching(f).is_empty())
-        };
-        let relayed = forward::relay(
-            &ctx,
-            &origin,
-            KEY,
-            req.api_version,
-            RequestKind::DeleteAcls(body.clone()),
-            settled,
-        );
-        let failed = || all(&body, error_code::NOT_CONTROLLER, None);
-        return Ok(Some(relayed.await.unwrap_or_else(failed)));
+    // A follower the leader could not answer for at dispatch.
+    if !ctx.may_propose() && !req.forwarded {
+        return Ok(Some(all(&body, error_code::NOT_CONTROLLER, None)));
     }
     let filters: Vec<AclFilter> = body.filters.iter().map(filter).collect();
     let results = match ctx.proposer.propose(DeleteAclsOp { filters }).await {
@@ -114,4 +104,10 @@ fn all(body: &DeleteAclsRequest, code: i16, message: Option<&str>) -> ResponseKi
         })
         .collect();
     ResponseKind::DeleteAcls(DeleteAclsResponse::default().with_filter_results(results))
+}
+
+/// The whole request refused with `code` on every filter (`DeleteAclsRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::DeleteAcls(body) = body else { return ResponseKind::DeleteAcls(Default::default()) };
+    all(body, code, None)
 }

@@ -1,5 +1,5 @@
 //! DeleteTopics (key 20): by name (v0–5) or by topic id (v6+), in one Raft entry. A follower
-//! relays it to the leader (`net::forward`).
+//! forwards it to the leader at dispatch (`Route::Leader` on its registry row).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -7,41 +7,30 @@ use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{ApiKey, DeleteTopicsResponse, RequestKind, ResponseKind};
 
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
-use super::HandlerResult;
+use super::{Forwarded, HandlerResult};
 use crate::authz::{self, code, op, rt, Subject};
 use crate::controller;
 use crate::ctx::SharedCtx;
-use crate::net::forward;
+use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::DeleteTopics;
 pub const VERSIONS: (i16, i16) = (1, 6);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
+pub const FORWARDED: Forwarded = Forwarded { when: |_| true, settled: gone };
+
+/// Every topic the leader deleted is gone here too (named by name, or by id in v6+).
+fn gone(_: &RequestKind, response: &ResponseKind, state: &BrokerState) -> bool {
+    let ResponseKind::DeleteTopics(r) = response else { return true };
+    r.responses.iter().filter(|t| t.error_code == 0).all(|t| match &t.name {
+        Some(n) => !state.topics.contains_key(n.as_str()),
+        None => state.topic_by_id(&uuid_bytes(&t.topic_id)).is_none(),
+    })
+}
+
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let origin = forward::Origin::of(&req);
     let who = Subject::of(&req);
     let RequestKind::DeleteTopics(body) = req.body else { anyhow::bail!("not a DeleteTopics body") };
-    if !ctx.may_propose() && !forward::is_forwarded() {
-        // Every topic the leader deleted is gone here too (named by name, or by id in v6+).
-        let gone = |response: &ResponseKind, state: &onelog_state::BrokerState| {
-            let ResponseKind::DeleteTopics(r) = response else { return true };
-            r.responses.iter().filter(|t| t.error_code == 0).all(|t| match &t.name {
-                Some(n) => !state.topics.contains_key(n.as_str()),
-                None => state.topic_by_id(&uuid_bytes(&t.topic_id)).is_none(),
-            })
-        };
-        let relayed = forward::relay(
-            &ctx,
-            &origin,
-            KEY,
-            req.api_version,
-            RequestKind::DeleteTopics(body.clone()),
-            gone,
-        );
-        if let Some(response) = relayed.await {
-            return Ok(Some(response));
-        }
-    }
     // Resolve every requested topic to (name, id) first; unknown ids are answered directly.
     let wanted: Vec<(Option<String>, [u8; 16])> = if req.api_version >= 6 {
         body.topics

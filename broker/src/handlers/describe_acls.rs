@@ -1,7 +1,9 @@
 //! DescribeAcls (key 29), v1–v3, as Kafka's `AclApis.handleDescribeAcls`: SECURITY_DISABLED
-//! without an authorizer; DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED; the
-//! bindings the filter matches, grouped by resource pattern, from this node's applied state
-//! (every node holds the whole table).
+//! without an authorizer; the bindings the filter matches, grouped by resource pattern, from
+//! this node's applied state (every node holds the whole table).
+//!
+//! Access: CLUSTER DESCRIBE, checked by the pipeline (`handlers::HANDLERS`) before the
+//! authorizer is looked for, as Kafka does.
 
 use kafka_compat::codec::Request;
 use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
@@ -10,7 +12,7 @@ use onelog_state::acls::{validate_filter, AclFilter};
 
 use super::util::str_bytes;
 use super::{not_served, HandlerResult};
-use crate::authz::{self, code, op, Subject};
+use crate::authz;
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::DescribeAcls;
@@ -18,18 +20,9 @@ pub const VERSIONS: (i16, i16) = (1, 3);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::DescribeAcls(body) = req.body else { anyhow::bail!("not a DescribeAcls body") };
-    let error = |code: i16, message: Option<String>| {
-        Ok(Some(ResponseKind::DescribeAcls(
-            DescribeAclsResponse::default().with_error_code(code).with_error_message(message.map(str_bytes)),
-        )))
-    };
     if !authz::enabled(&ctx) {
-        return error(not_served::SECURITY_DISABLED, Some(not_served::NO_AUTHORIZER.to_string()));
-    }
-    if !authz::cluster_allowed(&ctx, &who, op::DESCRIBE) {
-        return error(code::CLUSTER_AUTHORIZATION_FAILED, None);
+        return Ok(Some(error(not_served::SECURITY_DISABLED, Some(not_served::NO_AUTHORIZER.to_string()))));
     }
     let filter = AclFilter {
         resource_type: body.resource_type_filter,
@@ -41,7 +34,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         permission: body.permission_type,
     };
     if let Err(refusal) = validate_filter(&filter) {
-        return error(refusal.error_code, Some(refusal.message));
+        return Ok(Some(error(refusal.error_code, Some(refusal.message))));
     }
     let matching = ctx.applied.state(|s| s.acls.matching(&filter));
     // `matching` is ordered by pattern, so each pattern's entries are adjacent.
@@ -68,4 +61,16 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         }
     }
     Ok(Some(ResponseKind::DescribeAcls(DescribeAclsResponse::default().with_resources(resources))))
+}
+
+fn error(code: i16, message: Option<String>) -> ResponseKind {
+    ResponseKind::DescribeAcls(
+        DescribeAclsResponse::default().with_error_code(code).with_error_message(message.map(str_bytes)),
+    )
+}
+
+/// The whole request refused with `code` at the top level (`DescribeAclsRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::DescribeAcls(_) = body else { return ResponseKind::DescribeAcls(Default::default()) };
+    error(code, None)
 }

@@ -4,6 +4,8 @@
 //! Filter components: match type 0 names an entity exactly, 1 the type's default entity, 2
 //! any entity of the type; `strict` excludes entities with types beyond the filter's. Errors
 //! are Kafka's: INVALID_REQUEST for a bad filter, UNSUPPORTED_VERSION for an unknown type.
+//!
+//! Access: CLUSTER DESCRIBE_CONFIGS, checked by the pipeline (`handlers::HANDLERS`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -14,7 +16,6 @@ use kafka_protocol::messages::{
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::authz::{self, code, op, Subject};
 use crate::ctx::SharedCtx;
 use onelog_state::quotas::{FilterComponent, FilterMatch, QuotaError};
 
@@ -27,17 +28,9 @@ const MATCH_DEFAULT: i8 = 1;
 const MATCH_ANY: i8 = 2;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::DescribeClientQuotas(body) = req.body else {
         anyhow::bail!("not a DescribeClientQuotas body")
     };
-    // KafkaApis: DESCRIBE_CONFIGS on the cluster.
-    if !authz::cluster_allowed(&ctx, &who, op::DESCRIBE_CONFIGS) {
-        let refused = DescribeClientQuotasResponse::default()
-            .with_error_code(code::CLUSTER_AUTHORIZATION_FAILED)
-            .with_entries(None);
-        return Ok(Some(ResponseKind::DescribeClientQuotas(refused)));
-    }
     let response = match filter(&body) {
         Ok(components) => {
             ctx.applied.state(|state| match state.client_quotas.describe(&components, body.strict) {
@@ -102,4 +95,18 @@ fn failed(e: QuotaError) -> DescribeClientQuotasResponse {
         .with_error_code(e.error_code)
         .with_error_message(Some(str_bytes(e.message)))
         .with_entries(None)
+}
+
+/// The whole request refused with `code` at the top level, entries null
+/// (`DescribeClientQuotasRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::DescribeClientQuotas(_) = body else {
+        return ResponseKind::DescribeClientQuotas(Default::default());
+    };
+    ResponseKind::DescribeClientQuotas(
+        DescribeClientQuotasResponse::default()
+            .with_error_code(code)
+            .with_error_message(None)
+            .with_entries(None),
+    )
 }

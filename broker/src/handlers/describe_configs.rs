@@ -2,6 +2,13 @@
 //! sources and defaults, so tools see every effective value (DESIGN §6: defaults must be
 //! listed). Synonyms come most specific first, as Kafka orders them: topic, dynamic broker,
 //! dynamic cluster default, static broker, default.
+//!
+//! Read your writes through any node: a follower may not have applied a change the leader has
+//! already answered (AlterConfigs goes to the controller, the leader; clients such as sarama
+//! describe through another broker right after). So a follower forwards a request for
+//! cluster-wide resources (topics, groups, client metrics) to the leader at dispatch
+//! (`Route::Leader` on its registry row); a broker resource stays here, where this node's
+//! static configs are. If the leader cannot be asked, this node answers.
 
 use std::collections::BTreeMap;
 
@@ -13,12 +20,11 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{ApiKey, DescribeConfigsResponse, RequestKind, ResponseKind};
 
 use super::util::str_bytes;
-use super::HandlerResult;
+use super::{Forwarded, HandlerResult};
 use crate::authz;
 use crate::config::BrokerConfig;
 use crate::config_admin::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::ctx::SharedCtx;
-use crate::net::forward;
 use onelog_state::configs::{
     client_metrics_entries, group_entries, DynamicConfigs, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER,
@@ -29,6 +35,14 @@ use onelog_state::BrokerState;
 pub const KEY: ApiKey = ApiKey::DescribeConfigs;
 pub const VERSIONS: (i16, i16) = (1, 4);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
+
+pub const FORWARDED: Forwarded = Forwarded { when: cluster_wide, settled: |_, _, _| true };
+
+/// Whether every resource asked for is cluster-wide (no broker resource).
+fn cluster_wide(body: &RequestKind) -> bool {
+    let RequestKind::DescribeConfigs(body) = body else { return false };
+    !body.resources.is_empty() && body.resources.iter().all(|r| r.resource_type != RESOURCE_BROKER)
+}
 
 /// One effective config value and where it comes from, most specific first in `synonyms`.
 pub struct ConfigEntry {
@@ -191,24 +205,8 @@ fn entries_of(ctx: &SharedCtx, resource_type: i8, name: &str) -> Result<Vec<Conf
 }
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let origin = forward::Origin::of(&req);
     let who = crate::authz::Subject::of(&req);
     let RequestKind::DescribeConfigs(body) = req.body else { anyhow::bail!("not a DescribeConfigs body") };
-    // Read your writes through any node: a follower may not have applied a change the leader
-    // has already answered (AlterConfigs goes to the controller, the leader; clients such as
-    // sarama describe through another broker right after). Cluster-wide resources (topics,
-    // groups, client metrics) are answered by the leader; a broker resource stays here, where
-    // this node's static configs are. If the leader cannot be asked, this node answers.
-    let cluster_wide =
-        !body.resources.is_empty() && body.resources.iter().all(|r| r.resource_type != RESOURCE_BROKER);
-    if cluster_wide && !ctx.may_propose() && !forward::is_forwarded() {
-        let asked = RequestKind::DescribeConfigs(body.clone());
-        match forward::to_leader(&ctx, &origin, KEY, req.api_version, asked).await {
-            Ok(response @ ResponseKind::DescribeConfigs(_)) => return Ok(Some(response)),
-            Ok(_) => tracing::debug!("the leader answered DescribeConfigs with another response"),
-            Err(e) => tracing::debug!(error = %format!("{e:#}"), "forwarding DescribeConfigs failed"),
-        }
-    }
     let mut results = Vec::with_capacity(body.resources.len());
     for resource in &body.resources {
         let name = resource.resource_name.as_str();

@@ -5,6 +5,8 @@
 //! entries are written, so no replica has a "future" log. v4 adds the file system's total and
 //! usable bytes (statvfs). A requested partition that does not exist is left out, as Kafka
 //! does; a null topic list means every partition.
+//!
+//! Access: CLUSTER DESCRIBE, checked by the pipeline (`handlers::HANDLERS`).
 
 use std::collections::BTreeMap;
 
@@ -17,7 +19,6 @@ use kafka_protocol::messages::{ApiKey, DescribeLogDirsResponse, RequestKind, Res
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
-use crate::authz::{self, code, op, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::DescribeLogDirs;
@@ -28,14 +29,7 @@ pub const ACCEPTED_MIN_VERSION: i16 = 1;
 const UNKNOWN_BYTES: i64 = -1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::DescribeLogDirs(body) = req.body else { anyhow::bail!("not a DescribeLogDirs body") };
-    // KafkaApis: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (v3+ top level).
-    if !authz::cluster_allowed(&ctx, &who, op::DESCRIBE) {
-        return Ok(Some(ResponseKind::DescribeLogDirs(
-            DescribeLogDirsResponse::default().with_error_code(code::CLUSTER_AUTHORIZATION_FAILED),
-        )));
-    }
     // topic → partitions wanted (None: all of the topic's).
     let wanted: Option<BTreeMap<String, Vec<i32>>> =
         body.topics.map(|ts| ts.into_iter().map(|t| (t.topic.0.to_string(), t.partitions)).collect());
@@ -89,4 +83,13 @@ fn topics(ctx: &Ctx, wanted: Option<&BTreeMap<String, Vec<i32>>>) -> Vec<Describ
             })
             .collect()
     })
+}
+
+/// The whole request refused with `code` at the top level (v3+; older versions have no such
+/// field and see no results) and no log dir, as `KafkaApis.handleDescribeLogDirsRequest`.
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::DescribeLogDirs(_) = body else {
+        return ResponseKind::DescribeLogDirs(Default::default());
+    };
+    ResponseKind::DescribeLogDirs(DescribeLogDirsResponse::default().with_error_code(code))
 }

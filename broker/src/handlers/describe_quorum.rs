@@ -6,20 +6,26 @@
 //! matched entry; the leader's own last log index + 1), so Kafka's tools compute lag as
 //! leader log end − voter log end. Learners are the observers. openraft keeps no per-follower
 //! fetch times, so the timestamps are -1 (unknown). A follower cannot see replication
-//! progress: it forwards the request to the leader, as a Kafka broker forwards it to the
-//! active controller. Any other topic-partition is UNKNOWN_TOPIC_OR_PARTITION (top level, as
-//! `KafkaRaftClient` answers).
+//! progress: it forwards the request to the leader at dispatch (`Route::Leader` on its
+//! registry row), as a Kafka broker forwards it to the active controller; a node named Raft
+//! leader that may not propose yet cannot forward to itself and describes. Any other
+//! topic-partition is UNKNOWN_TOPIC_OR_PARTITION (top level, as `KafkaRaftClient` answers),
+//! where it arrives.
+//!
+//! Access: CLUSTER DESCRIBE, checked by the pipeline (`handlers::HANDLERS`) before the
+//! partition is looked at, as Kafka's controller checks it before `KafkaRaftClient` answers.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::describe_quorum_response::{
     Listener, Node, PartitionData, ReplicaState, TopicData,
 };
-use kafka_protocol::messages::{ApiKey, DescribeQuorumResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::{
+    ApiKey, DescribeQuorumRequest, DescribeQuorumResponse, RequestKind, ResponseKind,
+};
 
-use super::util::{str_bytes, topic_name};
-use super::HandlerResult;
-use crate::authz::{self, code, op, Subject};
+use super::util::{refusal_message, str_bytes, topic_name};
+use super::{Forwarded, HandlerResult};
 use crate::ctx::{Ctx, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::DescribeQuorum;
@@ -34,16 +40,22 @@ const UNKNOWN_TIMESTAMP: i64 = -1;
 /// The listener name v2 reports for each node's Kafka address.
 const LISTENER: &str = "PLAINTEXT";
 
-pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let forwarded = crate::net::forward::is_forwarded();
-    let origin = crate::net::forward::Origin::of(&req);
-    let who = Subject::of(&req);
-    let RequestKind::DescribeQuorum(body) = req.body else { anyhow::bail!("not a DescribeQuorum body") };
-    let asks_metadata_partition = body.topics.len() == 1
+pub const FORWARDED: Forwarded = Forwarded {
+    when: |body| matches!(body, RequestKind::DescribeQuorum(b) if asks_metadata_partition(b)),
+    settled: |_, _, _| true,
+};
+
+/// Whether the request asks for the one partition onelog describes.
+fn asks_metadata_partition(body: &DescribeQuorumRequest) -> bool {
+    body.topics.len() == 1
         && body.topics[0].topic_name.0.as_str() == METADATA_TOPIC
         && body.topics[0].partitions.len() == 1
-        && body.topics[0].partitions[0].partition_index == METADATA_PARTITION;
-    if !asks_metadata_partition {
+        && body.topics[0].partitions[0].partition_index == METADATA_PARTITION
+}
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::DescribeQuorum(body) = req.body else { anyhow::bail!("not a DescribeQuorum body") };
+    if !asks_metadata_partition(&body) {
         return Ok(Some(ResponseKind::DescribeQuorum(
             DescribeQuorumResponse::default()
                 .with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION)
@@ -52,48 +64,23 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 )))),
         )));
     }
-    // Kafka's controller: DESCRIBE on the cluster.
-    if !authz::cluster_allowed(&ctx, &who, op::DESCRIBE) {
-        return Ok(Some(ResponseKind::DescribeQuorum(
-            DescribeQuorumResponse::default()
-                .with_error_code(code::CLUSTER_AUTHORIZATION_FAILED)
-                .with_error_message(Some(str_bytes("Cluster authorization failed."))),
-        )));
-    }
+    // A follower the leader could not answer for at dispatch, or a forwarded request that
+    // reached a node no longer leading (never forwarded again).
     if !ctx.leadership.is_raft_leader() {
-        return forward(&ctx, &origin, req.api_version, body, forwarded).await;
+        return Ok(Some(ResponseKind::DescribeQuorum(not_leader())));
     }
     Ok(Some(ResponseKind::DescribeQuorum(describe(&ctx, req.api_version))))
 }
 
-async fn forward(
-    ctx: &Ctx,
-    origin: &crate::net::forward::Origin,
-    version: i16,
-    body: kafka_protocol::messages::DescribeQuorumRequest,
-    forwarded: bool,
-) -> HandlerResult {
-    // A forwarded request that reaches a node no longer leading is not forwarded again.
-    let answer = if forwarded {
-        Err(anyhow::anyhow!("forwarded to a node that no longer leads"))
-    } else {
-        crate::net::forward::to_leader(ctx, origin, KEY, version, RequestKind::DescribeQuorum(body)).await
-    };
-    match answer {
-        Ok(response) => Ok(Some(response)),
-        Err(e) => {
-            tracing::debug!(error = %e, "DescribeQuorum not forwarded to the leader");
-            let partition = PartitionData::default()
-                .with_partition_index(METADATA_PARTITION)
-                .with_error_code(error_code::NOT_LEADER_OR_FOLLOWER)
-                .with_leader_id((-1).into());
-            Ok(Some(ResponseKind::DescribeQuorum(DescribeQuorumResponse::default().with_topics(
-                vec![TopicData::default()
-                    .with_topic_name(topic_name(METADATA_TOPIC))
-                    .with_partitions(vec![partition])],
-            ))))
-        }
-    }
+/// NOT_LEADER_OR_FOLLOWER on the partition, no leader known: clients ask again.
+fn not_leader() -> DescribeQuorumResponse {
+    let partition = PartitionData::default()
+        .with_partition_index(METADATA_PARTITION)
+        .with_error_code(error_code::NOT_LEADER_OR_FOLLOWER)
+        .with_leader_id((-1).into());
+    DescribeQuorumResponse::default().with_topics(vec![TopicData::default()
+        .with_topic_name(topic_name(METADATA_TOPIC))
+        .with_partitions(vec![partition])])
 }
 
 fn describe(ctx: &Ctx, version: i16) -> DescribeQuorumResponse {
@@ -142,4 +129,15 @@ fn describe(ctx: &Ctx, version: i16) -> DescribeQuorumResponse {
         response = response.with_nodes(nodes);
     }
     response
+}
+
+/// The whole request refused with `code` at the top level, with Kafka's message for it
+/// (`DescribeQuorumRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::DescribeQuorum(_) = body else {
+        return ResponseKind::DescribeQuorum(Default::default());
+    };
+    ResponseKind::DescribeQuorum(
+        DescribeQuorumResponse::default().with_error_code(code).with_error_message(refusal_message(code)),
+    )
 }

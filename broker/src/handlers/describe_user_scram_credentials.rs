@@ -5,6 +5,8 @@
 //! with a credential; a named user without one is RESOURCE_NOT_FOUND, a user named twice
 //! DUPLICATE_RESOURCE, each with Kafka's message. Any node answers from its applied state, as
 //! any Kafka broker answers from its metadata image.
+//!
+//! Access: CLUSTER DESCRIBE, checked by the pipeline (`handlers::HANDLERS`).
 
 use std::collections::BTreeMap;
 
@@ -18,7 +20,6 @@ use onelog_state::scram::ScramCredentials;
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::authz::{self, code, op, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::DescribeUserScramCredentials;
@@ -29,18 +30,9 @@ const DUPLICATE_USER: &str =
 const NO_CREDENTIAL: &str = "Attempt to describe a user credential that does not exist: ";
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::DescribeUserScramCredentials(body) = req.body else {
         anyhow::bail!("not a DescribeUserScramCredentials body")
     };
-    // KafkaApis: DESCRIBE on the cluster, else a top-level CLUSTER_AUTHORIZATION_FAILED.
-    if !authz::cluster_allowed(&ctx, &who, op::DESCRIBE) {
-        return Ok(Some(ResponseKind::DescribeUserScramCredentials(
-            DescribeUserScramCredentialsResponse::default()
-                .with_error_code(code::CLUSTER_AUTHORIZATION_FAILED)
-                .with_error_message(Some(str_bytes("Cluster authorization failed."))),
-        )));
-    }
     let named: Vec<String> = body.users.unwrap_or_default().into_iter().map(|u| u.name.to_string()).collect();
     let results = ctx.applied.state(|state| describe(&state.scram, &named));
     Ok(Some(ResponseKind::DescribeUserScramCredentials(
@@ -68,7 +60,7 @@ fn describe(table: &ScramCredentials, named: &[String]) -> Vec<DescribeUserScram
         .into_iter()
         .map(|user| {
             if times.get(user).is_some_and(|t| *t > 1) {
-                refused(user, error_code::DUPLICATE_RESOURCE, DUPLICATE_USER)
+                user_refused(user, error_code::DUPLICATE_RESOURCE, DUPLICATE_USER)
             } else {
                 one(table, user)
             }
@@ -78,7 +70,7 @@ fn describe(table: &ScramCredentials, named: &[String]) -> Vec<DescribeUserScram
 
 fn one(table: &ScramCredentials, user: &str) -> DescribeUserScramCredentialsResult {
     let Some(credentials) = table.user(user) else {
-        return refused(user, error_code::RESOURCE_NOT_FOUND, NO_CREDENTIAL);
+        return user_refused(user, error_code::RESOURCE_NOT_FOUND, NO_CREDENTIAL);
     };
     let infos = credentials
         .iter()
@@ -91,9 +83,34 @@ fn one(table: &ScramCredentials, user: &str) -> DescribeUserScramCredentialsResu
         .with_credential_infos(infos)
 }
 
-fn refused(user: &str, code: i16, message: &str) -> DescribeUserScramCredentialsResult {
+fn user_refused(user: &str, code: i16, message: &str) -> DescribeUserScramCredentialsResult {
     DescribeUserScramCredentialsResult::default()
         .with_user(str_bytes(user.to_string()))
         .with_error_code(code)
         .with_error_message(Some(str_bytes(format!("{message}{user}"))))
+}
+
+/// The whole request refused with `code`: at the top level, and on every user it names
+/// (`DescribeUserScramCredentialsRequest.getErrorResponse`; Kafka's client reads the top level).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::DescribeUserScramCredentials(body) = body else {
+        return ResponseKind::DescribeUserScramCredentials(Default::default());
+    };
+    let results = body
+        .users
+        .iter()
+        .flatten()
+        .map(|u| {
+            DescribeUserScramCredentialsResult::default()
+                .with_user(u.name.clone())
+                .with_error_code(code)
+                .with_error_message(None)
+        })
+        .collect();
+    ResponseKind::DescribeUserScramCredentials(
+        DescribeUserScramCredentialsResponse::default()
+            .with_error_code(code)
+            .with_error_message(None)
+            .with_results(results),
+    )
 }

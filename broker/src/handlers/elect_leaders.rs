@@ -4,8 +4,9 @@
 //! - preferred election (type 0, the only one in v0): the preferred replica is the first one
 //!   Metadata lists. If the Raft leader is it: ELECTION_NOT_NEEDED (84), as Kafka answers for
 //!   a partition already led by its preferred replica. Otherwise PREFERRED_LEADER_NOT_AVAILABLE
-//!   (80) with a message: moving the leader means moving every partition's, and openraft 0.9
-//!   has no leader transfer; restarting the leader makes another voter take over.
+//!   (80) with a message: moving the leader moves every partition's at once, so it is an
+//!   operator's act on the admin API (`POST /leader/transfer`, `onelog admin transfer-leader`),
+//!   not a per-partition election.
 //! - unclean election (type 1): with a leader, ELECTION_NOT_NEEDED (Kafka elects uncleanly only
 //!   a partition without a leader); without one, ELIGIBLE_LEADERS_NOT_AVAILABLE (83): Raft
 //!   never elects a replica missing committed entries.
@@ -14,6 +15,8 @@
 //!
 //! A null partition list means every partition; as Kafka does, only the partitions where an
 //! election was attempted or failed are listed then, so ELECTION_NOT_NEEDED ones are omitted.
+//!
+//! Access: CLUSTER ALTER, checked by the pipeline (`handlers::HANDLERS`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -22,7 +25,6 @@ use kafka_protocol::messages::{ApiKey, ElectLeadersResponse, RequestKind, Respon
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
-use crate::authz::{self, code, op, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::ElectLeaders;
@@ -36,14 +38,7 @@ const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
 const ELECTION_NOT_NEEDED: i16 = 84;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::ElectLeaders(body) = req.body else { anyhow::bail!("not an ElectLeaders body") };
-    // KafkaApis: ALTER on the cluster.
-    if !authz::cluster_allowed(&ctx, &who, op::ALTER) {
-        return Ok(Some(ResponseKind::ElectLeaders(
-            ElectLeadersResponse::default().with_error_code(code::CLUSTER_AUTHORIZATION_FAILED),
-        )));
-    }
     let election = if req.api_version >= 1 { body.election_type } else { PREFERRED };
     if election != PREFERRED && election != UNCLEAN {
         return Ok(Some(ResponseKind::ElectLeaders(
@@ -98,7 +93,7 @@ fn outcome(ctx: &Ctx, election: i8) -> (i16, Option<&'static str>) {
         (_, Some(l)) if Some(l) == preferred => (ELECTION_NOT_NEEDED, None),
         (_, Some(_)) => (
             PREFERRED_LEADER_NOT_AVAILABLE,
-            Some("onelog has one leader for all partitions (the Raft leader) and cannot transfer it; restart the leader to move it"),
+            Some("onelog has one leader for all partitions (the Raft leader); move it with the admin API's POST /leader/transfer (onelog admin transfer-leader)"),
         ),
         (_, None) => (PREFERRED_LEADER_NOT_AVAILABLE, Some("no Raft leader is elected yet")),
     }
@@ -109,4 +104,22 @@ fn result(partition: i32, (code, message): (i16, Option<&'static str>)) -> Parti
         .with_partition_id(partition)
         .with_error_code(code)
         .with_error_message(message.map(str_bytes))
+}
+
+/// The whole request refused with `code`: at the top level (v1+) and on every partition it
+/// names (v0 has only these), none when it names none (`ElectLeadersRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::ElectLeaders(body) = body else { return ResponseKind::ElectLeaders(Default::default()) };
+    let results = body
+        .topic_partitions
+        .iter()
+        .flatten()
+        .map(|t| {
+            let partitions = t.partitions.iter().map(|p| result(*p, (code, None))).collect();
+            ReplicaElectionResult::default().with_topic(t.topic.clone()).with_partition_result(partitions)
+        })
+        .collect();
+    ResponseKind::ElectLeaders(
+        ElectLeadersResponse::default().with_error_code(code).with_replica_election_results(results),
+    )
 }

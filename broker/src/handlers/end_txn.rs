@@ -4,6 +4,8 @@
 //! and decides the pending offsets; the reply comes after it is committed and applied, so
 //! the transaction is complete when the client hears of it and there is no
 //! CONCURRENT_TRANSACTIONS window. A retry of an applied decision succeeds.
+//!
+//! Access: TRANSACTIONAL_ID WRITE, checked by the pipeline (`handlers::HANDLERS`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -11,7 +13,6 @@ use kafka_protocol::messages::{ApiKey, EndTxnResponse, ProducerId, RequestKind, 
 
 use super::util::producer;
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
 
@@ -22,15 +23,7 @@ const BUMPS_EPOCH_FROM_VERSION: i16 = 5;
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::EndTxn(body) = req.body else { anyhow::bail!("not an EndTxn body") };
-    if !authz::allowed(&ctx, &who, rt::TRANSACTIONAL_ID, &body.transactional_id.0, op::WRITE) {
-        let refused = EndTxnResponse::default()
-            .with_error_code(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1);
-        return Ok(Some(ResponseKind::EndTxn(refused)));
-    }
     let tid = body.transactional_id.0.as_str();
     let id = producer(body.producer_id, body.producer_epoch);
     let bump_epoch = req.api_version >= BUMPS_EPOCH_FROM_VERSION;
@@ -48,4 +41,21 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         }
     };
     Ok(Some(ResponseKind::EndTxn(response)))
+}
+
+/// The transactional id whose transaction the request ends.
+pub fn checked_name(body: &RequestKind) -> Option<&str> {
+    let RequestKind::EndTxn(body) = body else { return None };
+    Some(&body.transactional_id.0)
+}
+
+/// The request refused with `code`, no producer id or epoch (`KafkaApis.handleEndTxnRequest`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::EndTxn(_) = body else { return ResponseKind::EndTxn(Default::default()) };
+    ResponseKind::EndTxn(
+        EndTxnResponse::default()
+            .with_error_code(code)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1),
+    )
 }

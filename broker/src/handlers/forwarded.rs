@@ -1,7 +1,7 @@
 //! The leader's side of forwarding (`net::forward`, `raft::transport::envelope`): a request a
-//! follower forwarded is served by its own handler from the registry, as the principal, client
-//! address and listener the follower's connection had, with `forward::is_forwarded` true so it
-//! is never forwarded again.
+//! follower forwarded goes through the pipeline's access check and its handler
+//! (`dispatch::serve`), as the principal, client address and listener the follower's
+//! connection had, marked `forwarded` so it is never forwarded again.
 
 use std::sync::Arc;
 
@@ -11,9 +11,8 @@ use kafka_compat::codec::{decode_request, encode_response};
 use kafka_compat::frame::FRAME_PREFIX_BYTES;
 use kafka_compat::principal::KafkaPrincipal;
 
-use super::{lookup, Run};
+use super::{dispatch, lookup, Run};
 use crate::ctx::SharedCtx;
-use crate::net::forward;
 use crate::raft::transport::envelope::{Envelope, EnvelopeFuture, ForwardHandler};
 
 pub struct Forwarded {
@@ -23,9 +22,7 @@ pub struct Forwarded {
 impl ForwardHandler for Forwarded {
     fn serve(&self, envelope: Envelope) -> EnvelopeFuture {
         let ctx = self.ctx.clone();
-        Box::pin(forward::as_forwarded(
-            async move { serve(ctx, envelope).await.map_err(|e| format!("{e:#}")) },
-        ))
+        Box::pin(async move { serve(ctx, envelope).await.map_err(|e| format!("{e:#}")) })
     }
 }
 
@@ -35,14 +32,16 @@ async fn serve(ctx: SharedCtx, envelope: Envelope) -> anyhow::Result<Vec<u8>> {
         Arc::new(KafkaPrincipal { principal_type: envelope.principal_type, name: envelope.principal_name });
     request.client_address = envelope.client_address;
     request.listener = envelope.listener.map(Arc::from);
+    request.forwarded = true;
     let (key, version, corr) = (request.api_key, request.api_version, request.header.correlation_id);
     let handler = lookup(key as i16).context("no handler for the forwarded request")?;
     // Ordered handlers (Produce, OffsetCommit) are answered by the leader directly, never
     // forwarded.
-    let Run::Concurrent(run) = handler.run else {
+    let Run::Concurrent(_) = handler.run else {
         anyhow::bail!("{key:?} is not forwarded");
     };
-    let response = run(ctx, request).await?.context("the forwarded request has no response")?;
+    let response =
+        dispatch::serve(ctx, handler, request).await?.context("the forwarded request has no response")?;
     let frame = encode_response(key, version, corr, &response)?;
     Ok(frame.slice(FRAME_PREFIX_BYTES..).to_vec())
 }

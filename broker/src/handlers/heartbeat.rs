@@ -1,6 +1,8 @@
 //! Heartbeat (key 12), v0–v4: keeps a member's session alive; REBALANCE_IN_PROGRESS tells it
 //! to rejoin, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID that it was fenced (see `coord::group`).
 //! An empty or over-long group id is INVALID_GROUP_ID, as in every group API.
+//!
+//! Access: GROUP READ, checked by the pipeline (`handlers::HANDLERS`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -8,7 +10,6 @@ use kafka_protocol::messages::{ApiKey, HeartbeatResponse, RequestKind, ResponseK
 
 use super::util::{adopt_group, group_id_invalid};
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::Heartbeat;
@@ -16,11 +17,8 @@ pub const VERSIONS: (i16, i16) = (0, 4);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::Heartbeat(body) = req.body else { anyhow::bail!("not a Heartbeat body") };
-    let code = if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::READ) {
-        code::GROUP_AUTHORIZATION_FAILED
-    } else if group_id_invalid(&body.group_id.0) {
+    let code = if group_id_invalid(&body.group_id.0) {
         error_code::INVALID_GROUP_ID
     } else if !ctx.is_leader() {
         error_code::NOT_COORDINATOR
@@ -34,4 +32,16 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         )
     };
     Ok(Some(ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code))))
+}
+
+/// The group the member heartbeats in.
+pub fn checked_name(body: &RequestKind) -> Option<&str> {
+    let RequestKind::Heartbeat(body) = body else { return None };
+    Some(&body.group_id.0)
+}
+
+/// The request refused with `code` (`HeartbeatRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::Heartbeat(_) = body else { return ResponseKind::Heartbeat(Default::default()) };
+    ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code))
 }

@@ -13,10 +13,11 @@
 //! epoch bumps its own epoch; a stale one is fenced.
 //!
 //! Any broker may be asked (librdkafka and Java ask the least loaded one), so a follower
-//! forwards the request to the leader, as Metadata forwards topic auto-creation. When no
-//! leader can answer the reply is COORDINATOR_LOAD_IN_PROGRESS, which every client retries as
-//! it is. Not NOT_COORDINATOR: on that Java's idempotent producer looks up a *transaction*
-//! coordinator (FindCoordinator with a null key), which is meaningless without transactions.
+//! forwards a request without a transactional id to the leader at dispatch (`Route::Leader` on
+//! its registry row), as Metadata forwards topic auto-creation. When no leader can answer the
+//! reply is COORDINATOR_LOAD_IN_PROGRESS, which every client retries as it is. Not
+//! NOT_COORDINATOR: on that Java's idempotent producer looks up a *transaction* coordinator
+//! (FindCoordinator with a null key), which is meaningless without transactions.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -27,7 +28,7 @@ use kafka_protocol::messages::{
 use onelog_state::command::InitProducerIdOp;
 use onelog_state::txns::ProducerIdEpoch;
 
-use super::HandlerResult;
+use super::{Forwarded, HandlerResult};
 use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, txn_failure_code, Addressed};
@@ -36,11 +37,16 @@ pub const KEY: ApiKey = ApiKey::InitProducerId;
 pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
+/// An idempotent producer's request (no transactional id); a transactional one is answered
+/// here (the transaction coordinator is the leader: FindCoordinator sends clients there).
+pub const FORWARDED: Forwarded = Forwarded {
+    when: |body| matches!(body, RequestKind::InitProducerId(b) if b.transactional_id.is_none()),
+    settled: |_, _, _| true,
+};
+
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
-    let origin = crate::net::forward::Origin::of(&req);
     let RequestKind::InitProducerId(body) = req.body else { anyhow::bail!("not an InitProducerId body") };
-    let forwarded = crate::net::forward::is_forwarded();
     if let Some(refused) = authorization(&ctx, &who, &body) {
         return Ok(Some(ResponseKind::InitProducerId(error(refused))));
     }
@@ -48,8 +54,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         // The transaction coordinator is the leader (FindCoordinator); clients look again.
         Some(tid) => init_transactional(&ctx, tid, &body, req.api_version).await,
         None if ctx.may_propose() => allocate(&ctx).await,
-        None if forwarded => error(error_code::COORDINATOR_LOAD_IN_PROGRESS),
-        None => forward(&ctx, &origin, req.api_version, body).await,
+        // A follower the leader could not answer for, or a forwarded request that reached a
+        // node no longer leading.
+        None => error(error_code::COORDINATOR_LOAD_IN_PROGRESS),
     };
     Ok(Some(ResponseKind::InitProducerId(response)))
 }
@@ -112,25 +119,6 @@ async fn allocate(ctx: &Ctx) -> InitProducerIdResponse {
         Err(e) => {
             tracing::debug!(error = %e, "InitProducerId not committed; the client retries");
             error(propose_error_code(&e, Addressed::AnyBroker))
-        }
-    }
-}
-
-async fn forward(
-    ctx: &Ctx,
-    origin: &crate::net::forward::Origin,
-    version: i16,
-    body: InitProducerIdRequest,
-) -> InitProducerIdResponse {
-    match crate::net::forward::to_leader(ctx, origin, KEY, version, RequestKind::InitProducerId(body)).await {
-        Ok(ResponseKind::InitProducerId(response)) => response,
-        Ok(other) => {
-            tracing::warn!(?other, "InitProducerId: the leader answered with another message");
-            error(error_code::COORDINATOR_LOAD_IN_PROGRESS)
-        }
-        Err(e) => {
-            tracing::debug!(error = %format!("{e:#}"), "InitProducerId: forwarding to the leader failed");
-            error(error_code::COORDINATOR_LOAD_IN_PROGRESS)
         }
     }
 }

@@ -4,6 +4,8 @@
 //! still leave in request order). KIP-394: v4+ first joins without a member id are answered
 //! MEMBER_ID_REQUIRED with the id to use. v0 has no rebalance timeout: the session timeout is
 //! used, as Kafka does. A follower answers NOT_COORDINATOR.
+//!
+//! Access: GROUP READ, checked by the pipeline (`handlers::HANDLERS`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -12,7 +14,6 @@ use kafka_protocol::messages::{ApiKey, JoinGroupResponse, RequestKind, ResponseK
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::group::{JoinRequest, JoinResult};
 use crate::ctx::SharedCtx;
 
@@ -21,13 +22,10 @@ pub const VERSIONS: (i16, i16) = (0, 9);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::JoinGroup(body) = req.body else { anyhow::bail!("not a JoinGroup body") };
     let v = req.api_version;
     let member_id = body.member_id.to_string();
-    let result = if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::READ) {
-        error(code::GROUP_AUTHORIZATION_FAILED, &member_id)
-    } else if group_id_invalid(&body.group_id.0) {
+    let result = if group_id_invalid(&body.group_id.0) {
         error(error_code::INVALID_GROUP_ID, &member_id)
     } else if !ctx.is_leader() {
         error(error_code::NOT_COORDINATOR, &member_id)
@@ -75,4 +73,17 @@ fn response(r: JoinResult, v: i16) -> JoinGroupResponse {
         .with_leader(str_bytes(r.leader))
         .with_member_id(str_bytes(r.member_id))
         .with_members(members)
+}
+
+/// The group the request joins.
+pub fn checked_name(body: &RequestKind) -> Option<&str> {
+    let RequestKind::JoinGroup(body) = body else { return None };
+    Some(&body.group_id.0)
+}
+
+/// The request refused with `code`; every other field is Kafka's "unknown" (generation -1, no
+/// member id, leader or members), as `JoinGroupRequest.getErrorResponse`.
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::JoinGroup(_) = body else { return ResponseKind::JoinGroup(Default::default()) };
+    ResponseKind::JoinGroup(JoinGroupResponse::default().with_error_code(code).with_generation_id(-1))
 }

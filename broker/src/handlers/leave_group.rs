@@ -3,6 +3,8 @@
 //! with its own code, and a static member may be named by its instance id alone; before v3
 //! the one member's code is the request's. An empty or over-long group id is INVALID_GROUP_ID
 //! for the whole request.
+//!
+//! Access: GROUP READ, checked by the pipeline (`handlers::HANDLERS`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -11,7 +13,6 @@ use kafka_protocol::messages::{ApiKey, LeaveGroupResponse, RequestKind, Response
 
 use super::util::{adopt_group, group_id_invalid};
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::LeaveGroup;
@@ -19,12 +20,7 @@ pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::LeaveGroup(body) = req.body else { anyhow::bail!("not a LeaveGroup body") };
-    if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::READ) {
-        let refused = LeaveGroupResponse::default().with_error_code(code::GROUP_AUTHORIZATION_FAILED);
-        return Ok(Some(ResponseKind::LeaveGroup(refused)));
-    }
     let leader = ctx.is_leader();
     if leader {
         adopt_group(&ctx, &body.group_id.0);
@@ -58,4 +54,17 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         LeaveGroupResponse::default().with_error_code(code)
     };
     Ok(Some(ResponseKind::LeaveGroup(response)))
+}
+
+/// The group the members leave.
+pub fn checked_name(body: &RequestKind) -> Option<&str> {
+    let RequestKind::LeaveGroup(body) = body else { return None };
+    Some(&body.group_id.0)
+}
+
+/// The whole request refused with `code` at the top level, no member listed
+/// (`LeaveGroupRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::LeaveGroup(_) = body else { return ResponseKind::LeaveGroup(Default::default()) };
+    ResponseKind::LeaveGroup(LeaveGroupResponse::default().with_error_code(code))
 }

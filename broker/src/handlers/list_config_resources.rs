@@ -6,6 +6,8 @@
 //! topics from the applied state, brokers (every Raft member), groups (committed in the log
 //! or with members in the coordinator), client metrics (none). A type Kafka does not list
 //! (broker loggers, unknown codes) is INVALID_REQUEST, as Kafka answers.
+//!
+//! Access: CLUSTER DESCRIBE_CONFIGS, checked by the pipeline (`handlers::HANDLERS`).
 
 use std::collections::BTreeSet;
 
@@ -75,4 +77,13 @@ fn names(ctx: &Ctx, resource_type: i8) -> Vec<String> {
         }
         _ => Vec::new(), // client metrics: none configured
     }
+}
+
+/// The whole request refused with `code` at the top level, no resource listed
+/// (`ListConfigResourcesRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::ListConfigResources(_) = body else {
+        return ResponseKind::ListConfigResources(Default::default());
+    };
+    ResponseKind::ListConfigResources(ListConfigResourcesResponse::default().with_error_code(code))
 }

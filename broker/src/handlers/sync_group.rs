@@ -8,6 +8,8 @@
 //! v5 (KIP-559) carries protocol type and name; a mismatch with the group's is
 //! INCONSISTENT_GROUP_PROTOCOL, as Kafka answers. An empty or over-long group id is
 //! INVALID_GROUP_ID. Assignment bytes are carried untouched, parsed or not.
+//!
+//! Access: GROUP READ, checked by the pipeline (`handlers::HANDLERS`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -15,7 +17,6 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, SyncGroupRespo
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::group::{SyncOutcome, SyncResult};
 use crate::ctx::SharedCtx;
 use crate::leader::proposer::ProposeError;
@@ -26,12 +27,9 @@ pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::SyncGroup(body) = req.body else { anyhow::bail!("not a SyncGroup body") };
     let group_id = body.group_id.0.to_string();
-    let result = if !authz::allowed(&ctx, &who, rt::GROUP, &group_id, op::READ) {
-        SyncResult { error_code: code::GROUP_AUTHORIZATION_FAILED, ..Default::default() }
-    } else if group_id_invalid(&group_id) {
+    let result = if group_id_invalid(&group_id) {
         SyncResult { error_code: error_code::INVALID_GROUP_ID, ..Default::default() }
     } else if !ctx.is_leader() {
         SyncResult { error_code: error_code::NOT_COORDINATOR, ..Default::default() }
@@ -102,4 +100,16 @@ fn protocol_mismatch(
     let type_differs = body.protocol_type.as_ref().is_some_and(|t| **t != *view.protocol_type);
     let name_differs = body.protocol_name.as_ref().is_some_and(|n| **n != *view.protocol_name);
     (type_differs || name_differs).then_some(error_code::INCONSISTENT_GROUP_PROTOCOL)
+}
+
+/// The group the request syncs.
+pub fn checked_name(body: &RequestKind) -> Option<&str> {
+    let RequestKind::SyncGroup(body) = body else { return None };
+    Some(&body.group_id.0)
+}
+
+/// The request refused with `code` and an empty assignment (`SyncGroupRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::SyncGroup(_) = body else { return ResponseKind::SyncGroup(Default::default()) };
+    ResponseKind::SyncGroup(SyncGroupResponse::default().with_error_code(code))
 }

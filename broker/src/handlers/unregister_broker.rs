@@ -1,6 +1,8 @@
 //! UnregisterBroker (key 64), v0: KRaft's membership change. onelog's brokers are the voters of its
 //! one openraft group, whose membership changes through the admin API, not the Kafka protocol:
 //! answered INVALID_REQUEST (42) with a message naming the admin API's endpoints.
+//!
+//! Access: CLUSTER ALTER, checked by the pipeline (`handlers::HANDLERS`), as Kafka's controller.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -23,4 +25,14 @@ pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
             .with_error_code(error_code::INVALID_REQUEST)
             .with_error_message(Some(str_bytes(MESSAGE))),
     )))
+}
+
+/// The whole request refused with `code` at the top level (`UnregisterBrokerRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::UnregisterBroker(_) = body else {
+        return ResponseKind::UnregisterBroker(Default::default());
+    };
+    ResponseKind::UnregisterBroker(
+        UnregisterBrokerResponse::default().with_error_code(code).with_error_message(None),
+    )
 }

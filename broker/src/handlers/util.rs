@@ -5,6 +5,7 @@ use kafka_protocol::messages::{ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use onelog_state::txns::ProducerIdEpoch;
 
+use crate::authz::code;
 use crate::errors::{propose_error_code, Addressed};
 use crate::leader::proposer::ProposeError;
 
@@ -14,6 +15,19 @@ pub fn str_bytes(s: impl Into<String>) -> StrBytes {
 
 pub fn topic_name(s: impl Into<String>) -> TopicName {
     TopicName(str_bytes(s))
+}
+
+/// Kafka's own message for an authorization failure (`Errors.message()`), which some refusals
+/// carry beside the code; None for any other code.
+pub fn refusal_message(code: i16) -> Option<StrBytes> {
+    let message = match code {
+        code::TOPIC_AUTHORIZATION_FAILED => "Topic authorization failed.",
+        code::GROUP_AUTHORIZATION_FAILED => "Group authorization failed.",
+        code::CLUSTER_AUTHORIZATION_FAILED => "Cluster authorization failed.",
+        code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED => "Transactional Id authorization failed.",
+        _ => return None,
+    };
+    Some(str_bytes(message))
 }
 
 pub fn uuid(id: &[u8; 16]) -> uuid::Uuid {

@@ -21,6 +21,9 @@
 //!
 //! Like Kafka's marker, the abort applies to whatever transaction the producer has open at that
 //! epoch when the entry applies; a transaction that ended in between is left alone.
+//!
+//! Access: CLUSTER CLUSTER_ACTION, checked by the pipeline (`handlers::HANDLERS`): refused,
+//! every partition is answered CLUSTER_AUTHORIZATION_FAILED and nothing is aborted.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -35,7 +38,6 @@ use onelog_state::txns::{BrokerAbort, ProducerIdEpoch};
 
 use super::util::producer;
 use super::HandlerResult;
-use crate::authz::{self, code, op, Subject};
 use crate::coord::txn::views::{self, AbortTarget};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
@@ -52,14 +54,7 @@ enum Decided {
 }
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = Subject::of(&req);
     let RequestKind::WriteTxnMarkers(body) = req.body else { anyhow::bail!("not a WriteTxnMarkers body") };
-    // KafkaApis: CLUSTER_ACTION on the cluster (brokers' own request), else every partition
-    // CLUSTER_AUTHORIZATION_FAILED and nothing aborted.
-    if !authz::cluster_allowed(&ctx, &who, op::CLUSTER_ACTION) {
-        let refused = std::iter::repeat(code::CLUSTER_AUTHORIZATION_FAILED);
-        return Ok(Some(ResponseKind::WriteTxnMarkers(response(&body, refused))));
-    }
     let decided = decide(&ctx, &body);
     let aborted = abort(&ctx, &decided).await;
     let codes = decided.into_iter().map(|d| match d {
@@ -156,4 +151,13 @@ fn response(body: &WriteTxnMarkersRequest, mut codes: impl Iterator<Item = i16>)
         })
         .collect();
     WriteTxnMarkersResponse::default().with_markers(markers)
+}
+
+/// The whole request refused with `code` on every partition of every marker
+/// (`WriteTxnMarkersRequest.getErrorResponse`).
+pub fn refused(body: &RequestKind, code: i16) -> ResponseKind {
+    let RequestKind::WriteTxnMarkers(body) = body else {
+        return ResponseKind::WriteTxnMarkers(Default::default());
+    };
+    ResponseKind::WriteTxnMarkers(response(body, std::iter::repeat(code)))
 }

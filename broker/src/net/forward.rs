@@ -13,8 +13,9 @@
 //! the leader authorizes the client and not the follower. The Raft connection is mutually
 //! authenticated with the cluster secret: a Kafka client cannot pretend a request was
 //! forwarded (before, any client could, by setting the client id `onelog-forward`). On the
-//! leader the handler runs inside [`FORWARDED`] (`handlers::forwarded`), which is how it knows
-//! not to forward again.
+//! leader the request is marked `forwarded` (`handlers::forwarded`), so it is never forwarded
+//! again. Which APIs a follower forwards is declared on the registry (`Route::Leader`) and
+//! done once, at dispatch (`handlers::dispatch`).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -37,17 +38,6 @@ const CREATE_TOPICS_VERSION: i16 = 5;
 
 /// Client id of the request frames in an envelope (the principal travels beside it).
 pub const FORWARDED_CLIENT_ID: &str = "onelog-forward";
-
-tokio::task_local! {
-    /// Set while the leader serves a request a follower forwarded.
-    static FORWARDED: ();
-}
-
-/// Whether the request being served was forwarded here by a follower over the Raft
-/// transport: the leader never forwards it again.
-pub fn is_forwarded() -> bool {
-    FORWARDED.try_with(|_| ()).is_ok()
-}
 
 /// Who sent a request, as the leader must see it: the principal the authorizer checks (test
 /// principals of `fault-injection` builds already resolved), the client address and the
@@ -161,10 +151,4 @@ pub async fn create_topics_on_leader(ctx: &Ctx, origin: &Origin, names: &[String
 pub fn topics_created(response: &ResponseKind, state: &BrokerState) -> bool {
     let ResponseKind::CreateTopics(r) = response else { return true };
     r.topics.iter().filter(|t| t.error_code == 0).all(|t| state.topics.contains_key(t.name.0.as_str()))
-}
-
-/// Runs `serving` (a forwarded request's handler, on the leader) so that [`is_forwarded`]
-/// is true inside it.
-pub async fn as_forwarded<T>(serving: impl std::future::Future<Output = T>) -> T {
-    FORWARDED.scope((), serving).await
 }

@@ -2,29 +2,29 @@
 //! listeners), reads length-prefixed frames, runs one task per request, and writes responses
 //! strictly in request order (a FIFO of pending responses per connection, so a produce
 //! waiting for its Raft commit never lets a later response overtake). On SASL listeners the
-//! read loop first runs the connection's authentication (`sasl::session`). A response that
+//! read loop first runs the connection's authentication (`sasl::session`); every other frame
+//! goes to the request pipeline the node passes in (`handlers::dispatch`). A response that
 //! carries a quota throttle mutes the connection for that long (KIP-219). Who may connect is
 //! `connections` (one budget for all listeners, as Kafka's `max.connections`); how a frame is
 //! read in bounded time and memory is `framing`; what clients do wrong is counted and logged at
 //! a bounded rate in `incidents`.
 
-use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_compat::codec::{self, DecodeError};
+use kafka_compat::codec;
 use kafka_compat::principal::KafkaPrincipal;
 use kafka_protocol::messages::ApiKey;
 use prometheus_client::metrics::counter::Counter;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::connections::{self, Connections, Slot};
+use super::exchange::{Dispatch, Incoming, Pending, Refused, Reply, Sender};
 use super::framing::{self, Activity, FrameLimits, ReadError, RequestMemory, Reservation};
 use super::incidents::{ADDRESS_STATS, STATS};
 use super::sasl::session::{Session, Verdict};
@@ -33,13 +33,8 @@ use crate::config::listeners::SecurityProtocol;
 use crate::config::security::{ListenerSpec, SaslSettings};
 use crate::ctx::SharedCtx;
 use crate::fatal;
-use crate::handlers::{self, api_versions, HandlerFuture, Run};
 use crate::limits;
-use crate::metrics::{self, recorded::ListenerLabels, METRICS};
-use crate::quotas::{
-    self,
-    request_time::{self, Timed},
-};
+use crate::metrics::{recorded::ListenerLabels, METRICS};
 
 /// One Kafka listener, ready to serve: its name, protocol, and TLS and SASL if it has them.
 pub struct Listener {
@@ -74,10 +69,12 @@ struct Shared {
     connections: Arc<Connections>,
     memory: RequestMemory,
     frame_limits: FrameLimits,
+    /// The request pipeline (`handlers::dispatch`).
+    dispatch: Dispatch,
 }
 
 /// Serves every listener until the node stops.
-pub async fn serve_all(listeners: Vec<(TcpListener, Listener)>, ctx: SharedCtx) {
+pub async fn serve_all(listeners: Vec<(TcpListener, Listener)>, ctx: SharedCtx, dispatch: Dispatch) {
     let settings = ctx.config.settings.listener;
     let open_files_allow = connections::open_files_allow();
     let total_max = open_files_allow.map_or(settings.max_connections, |n| n.min(settings.max_connections));
@@ -97,6 +94,7 @@ pub async fn serve_all(listeners: Vec<(TcpListener, Listener)>, ctx: SharedCtx) 
             read_timeout: Duration::from_millis(settings.request_read_timeout_ms),
             idle_timeout: Duration::from_millis(settings.connections_max_idle_ms),
         },
+        dispatch,
     };
     let mut running = tokio::task::JoinSet::new();
     for (socket, listener) in listeners {
@@ -191,40 +189,17 @@ async fn accepted(
     drop(slot);
 }
 
-/// A response slot: the task producing the response.
-type Pending = JoinHandle<anyhow::Result<Reply>>;
-
-/// A response's bytes (None: the request wants none) and the quota throttle it asks for.
-struct Reply {
-    bytes: Option<Bytes>,
-    throttle_ms: i32,
-    /// The client does not wait out the throttle itself (pre-KIP-219 versions): the response
-    /// is held back for the throttle time instead.
-    hold_response: bool,
-}
-
-impl Reply {
-    fn unthrottled(bytes: Option<Bytes>) -> Self {
-        Reply { bytes, throttle_ms: 0, hold_response: false }
-    }
-}
-
 /// Until when the connection reads no request: Kafka mutes a throttled channel.
 type Mute = Arc<Mutex<Option<Instant>>>;
-
-/// Who sent a connection's requests, for `route`.
-struct Sender {
-    ip: IpAddr,
-    listener: Arc<str>,
-    principal: Arc<KafkaPrincipal>,
-}
 
 /// A reply ready now (the SASL exchange's answers).
 fn ready(bytes: Bytes) -> Pending {
     tokio::spawn(async move { Ok(Reply::unthrottled(Some(bytes))) })
 }
 
-/// `principal`: the connection's before any SASL (its certificate's, or ANONYMOUS).
+/// `principal`: the connection's before any SASL (its certificate's, or ANONYMOUS). Reads
+/// frames until the client closes, a frame is refused or the node stops; the writer task
+/// sends the replies in request order.
 async fn serve_connection<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
     stream: S,
     peer: SocketAddr,
@@ -233,118 +208,162 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
     shared: Shared,
     ctx: SharedCtx,
 ) {
-    let Shared { memory, frame_limits, .. } = shared;
     let (reader, writer) = tokio::io::split(stream);
     let mut reader = BufReader::new(reader);
-    let mut sasl = listener.sasl.clone().map(|settings| Session::new(settings, peer));
-    debug_assert_eq!(sasl.is_some(), listener.protocol.uses_sasl());
     let (tx, rx) = mpsc::channel::<Pending>(limits::INFLIGHT_REQUESTS_PER_CONNECTION_MAX);
-    let mute: Mute = Arc::default();
-    let activity = Activity::new();
-    // Looked up once per connection, not per frame: a family lookup takes a lock.
-    let bytes_in = METRICS.request_bytes.get_or_create(&listener.labels).clone();
-    let bytes_out = METRICS.response_bytes.get_or_create(&listener.labels).clone();
+    let mut conn = Connection {
+        peer,
+        principal,
+        sasl: listener.sasl.clone().map(|settings| Session::new(settings, peer)),
+        mute: Arc::default(),
+        activity: Activity::new(),
+        tx,
+        listener,
+        ctx,
+    };
+    debug_assert_eq!(conn.sasl.is_some(), conn.listener.protocol.uses_sasl());
+    let bytes_out = METRICS.response_bytes.get_or_create(&conn.listener.labels).clone();
+    let limits = shared.frame_limits;
     let writing = write_responses(
         writer,
         rx,
         peer,
-        mute.clone(),
-        activity.clone(),
-        frame_limits.idle_timeout,
+        conn.mute.clone(),
+        conn.activity.clone(),
+        limits.idle_timeout,
         bytes_out,
     );
     let write_loop = tokio::spawn(writing);
-    // Before authentication a frame is at most Kafka's `sasl.server.max.receive.size`: an
-    // unauthenticated client cannot make the broker buffer a large frame.
-    let unauthenticated_limits = FrameLimits {
-        frame_bytes_max: frame_limits.frame_bytes_max.min(limits::SASL_UNAUTHENTICATED_FRAME_BYTES_MAX),
-        ..frame_limits
-    };
-    loop {
-        let unauthenticated = sasl.as_ref().is_some_and(|s| s.principal().is_none());
-        let bounds = if unauthenticated { &unauthenticated_limits } else { &frame_limits };
-        let (frame, reservation) = match framing::read_frame(&mut reader, &memory, bounds, &activity).await {
-            Ok(read) => read,
-            Err(e) => {
-                closing_on_read_error(peer, &e);
-                break;
+    conn.read_loop(&mut reader, &shared).await;
+    drop(conn);
+    let _ = write_loop.await;
+}
+
+/// One connection's read side: who it is, its SASL exchange, and the queue to its writer.
+struct Connection {
+    peer: SocketAddr,
+    /// Before any SASL: the certificate's principal, or ANONYMOUS.
+    principal: Arc<KafkaPrincipal>,
+    sasl: Option<Session>,
+    mute: Mute,
+    activity: Arc<Activity>,
+    tx: mpsc::Sender<Pending>,
+    listener: Arc<Listener>,
+    ctx: SharedCtx,
+}
+
+/// What to do after a frame.
+enum Next {
+    Read,
+    Close,
+}
+
+impl Connection {
+    async fn read_loop<R: AsyncBufRead + Unpin>(&mut self, reader: &mut R, shared: &Shared) {
+        // Before authentication a frame is at most Kafka's `sasl.server.max.receive.size`: an
+        // unauthenticated client cannot make the broker buffer a large frame.
+        let frame_limits = shared.frame_limits;
+        let unauthenticated_limits = FrameLimits {
+            frame_bytes_max: frame_limits.frame_bytes_max.min(limits::SASL_UNAUTHENTICATED_FRAME_BYTES_MAX),
+            ..frame_limits
+        };
+        // Looked up once per connection, not per frame: a family lookup takes a lock.
+        let bytes_in = METRICS.request_bytes.get_or_create(&self.listener.labels).clone();
+        loop {
+            let unauthenticated = self.sasl.as_ref().is_some_and(|s| s.principal().is_none());
+            let bounds = if unauthenticated { &unauthenticated_limits } else { &frame_limits };
+            let (frame, reservation) =
+                match framing::read_frame(reader, &shared.memory, bounds, &self.activity).await {
+                    Ok(read) => read,
+                    Err(e) => return closing_on_read_error(self.peer, &e),
+                };
+            // A node stopping on a fault answers nothing from its frozen state (`fatal.rs`).
+            if fatal::is_stopping() {
+                return;
+            }
+            // The frame and its 4-byte length prefix.
+            bytes_in.inc_by(frame.len() as u64 + 4);
+            // A throttled connection's next request waits out the throttle (the bytes may
+            // already be here; Kafka would leave them in the socket buffer).
+            let muted_until = self.mute.lock().expect("mute lock").take();
+            if let Some(until) = muted_until {
+                tokio::time::sleep_until(until).await;
+            }
+            let next = match self.sasl_step(&frame).await {
+                Some(next) => next,
+                None => self.dispatch(frame, reservation, shared.dispatch).await,
+            };
+            if let Next::Close = next {
+                return;
+            }
+        }
+    }
+
+    /// The SASL exchange's part of a frame on a SASL listener: `None` when the frame is a
+    /// request for the pipeline.
+    async fn sasl_step(&mut self, frame: &Bytes) -> Option<Next> {
+        let verdict = self.sasl.as_mut()?.on_frame(frame, &self.ctx);
+        let (answer, close) = match verdict {
+            Verdict::Route => return None,
+            Verdict::Answer(bytes) => (bytes, false),
+            Verdict::AnswerAndClose(bytes) => (bytes, true),
+            Verdict::Close(why) => {
+                let (peer, listener) = (self.peer, &self.listener.name);
+                STATS.sasl_state_closes.record(|t| {
+                    tracing::warn!(%peer, %listener, suppressed = t.suppressed, total = t.total, "closing connection: {why}");
+                });
+                return Some(Next::Close);
             }
         };
-        // A node stopping on a fault answers nothing from its frozen state (`fatal.rs`).
-        if fatal::is_stopping() {
-            break;
-        }
-        // The frame and its 4-byte length prefix.
-        bytes_in.inc_by(frame.len() as u64 + 4);
-        // A throttled connection's next request waits out the throttle (the bytes may already
-        // be here; Kafka would leave them in the socket buffer).
-        let muted_until = mute.lock().expect("mute lock").take();
-        if let Some(until) = muted_until {
-            tokio::time::sleep_until(until).await;
-        }
-        if let Some(session) = sasl.as_mut() {
-            let verdict = session.on_frame(&frame, &ctx);
-            let (answer, close) = match verdict {
-                Verdict::Route => (None, false),
-                Verdict::Answer(bytes) => (Some(bytes), false),
-                Verdict::AnswerAndClose(bytes) => (Some(bytes), true),
-                Verdict::Close(why) => {
-                    STATS.sasl_state_closes.record(|t| {
-                        tracing::warn!(%peer, listener = %listener.name, suppressed = t.suppressed, total = t.total, "closing connection: {why}");
-                    });
-                    break;
-                }
-            };
-            if let Some(bytes) = answer {
-                activity.request_started();
-                if tx.send(ready(bytes)).await.is_err() || close {
-                    break;
-                }
-                continue;
-            }
-        }
+        self.activity.request_started();
+        let sent = self.tx.send(ready(answer)).await.is_ok();
+        Some(if sent && !close { Next::Read } else { Next::Close })
+    }
+
+    /// Hands a request to the pipeline and queues its reply.
+    async fn dispatch(&mut self, frame: Bytes, memory: Reservation, dispatch: Dispatch) -> Next {
+        let peer = self.peer;
         let sender = Sender {
             ip: peer.ip(),
-            listener: listener.name.clone(),
-            principal: sasl.as_ref().and_then(Session::principal).unwrap_or_else(|| principal.clone()),
+            listener: self.listener.name.clone(),
+            principal: self
+                .sasl
+                .as_ref()
+                .and_then(Session::principal)
+                .unwrap_or_else(|| self.principal.clone()),
         };
         let lookup = codec::peek_prefix(&frame).is_ok_and(|p| {
             p.api_key == ApiKey::Metadata as i16 || p.api_key == ApiKey::FindCoordinator as i16
         });
-        match route(&ctx, frame, reservation, sender).await {
-            Ok(pending) => {
-                activity.request_started();
-                if tx.send(pending).await.is_err() {
-                    break;
-                }
-                // A lookup (Metadata, FindCoordinator) answered, then the connection closed:
-                // the client looks for the leader or coordinator elsewhere (see
-                // `Leadership::is_cut_off`). Other requests get their NOT_LEADER_OR_FOLLOWER
-                // (or coordinator) error on an open connection, and the lookup that follows
-                // ends here.
-                if lookup && ctx.leadership.is_cut_off() {
-                    STATS.cut_off_closes.record(|t| {
-                        tracing::info!(%peer, suppressed = t.suppressed, total = t.total, "closing client connection: this node is cut off from the quorum");
-                    });
-                    break;
-                }
-            }
-            Err(Refused::Malformed(reason)) => {
-                STATS.malformed_requests.record(|t| {
+        let pending = match dispatch(self.ctx.clone(), Incoming { frame, memory, sender }).await {
+            Ok(pending) => pending,
+            Err(refused) => {
+                let (stats, reason) = match refused {
+                    Refused::Malformed(reason) => (&STATS.malformed_requests, reason),
+                    Refused::Failed(reason) => (&STATS.request_failures, reason),
+                };
+                stats.record(|t| {
                     tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "closing connection: {reason}");
                 });
-                break;
+                return Next::Close;
             }
-            Err(Refused::Failed(reason)) => {
-                STATS.request_failures.record(|t| {
-                    tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "closing connection: {reason}");
-                });
-                break;
-            }
+        };
+        self.activity.request_started();
+        if self.tx.send(pending).await.is_err() {
+            return Next::Close;
         }
+        // A lookup (Metadata, FindCoordinator) answered, then the connection closed: the
+        // client looks for the leader or coordinator elsewhere (see `Leadership::is_cut_off`).
+        // Other requests get their NOT_LEADER_OR_FOLLOWER (or coordinator) error on an open
+        // connection, and the lookup that follows ends here.
+        if lookup && self.ctx.leadership.is_cut_off() {
+            STATS.cut_off_closes.record(|t| {
+                tracing::info!(%peer, suppressed = t.suppressed, total = t.total, "closing client connection: this node is cut off from the quorum");
+            });
+            return Next::Close;
+        }
+        Next::Read
     }
-    drop(tx);
-    let _ = write_loop.await;
 }
 
 /// Counts (and logs, at a bounded rate) why a connection's reader stopped.
@@ -426,115 +445,4 @@ async fn write_responses<W: AsyncWrite + Unpin>(
         }
     }
     writer.shutdown().await
-}
-
-/// Why `route` closes the connection instead of answering.
-enum Refused {
-    /// The frame is not a request this broker serves (unknown key, version, undecodable).
-    Malformed(String),
-    /// An ordered handler's first stage failed.
-    Failed(String),
-}
-
-/// Checks api key and version against the handler registry, then spawns the handler. An
-/// ordered handler's first stage runs here, in the read loop, so that requests of one
-/// connection reach the log in the order they were sent (Kafka appends a connection's
-/// produce requests in order; librdkafka pipelines them).
-async fn route(
-    ctx: &SharedCtx,
-    frame: Bytes,
-    memory: Reservation,
-    sender: Sender,
-) -> Result<Pending, Refused> {
-    let malformed = |reason: String| Refused::Malformed(reason);
-    let received = Instant::now();
-    let prefix = codec::peek_prefix(&frame).map_err(|e| malformed(e.to_string()))?;
-    let Some(handler) = handlers::lookup(prefix.api_key) else {
-        return Err(malformed(format!("unknown api key {}", prefix.api_key)));
-    };
-    let version = prefix.api_version;
-    if handler.key == ApiKey::ApiVersions && version > handler.max_version {
-        // KIP-511: answer in v0 with UNSUPPORTED_VERSION and our ranges.
-        let corr = prefix.correlation_id;
-        return Ok(tokio::spawn(async move {
-            Ok(Reply::unthrottled(Some(codec::encode_api_versions_fallback(corr, api_versions::keys())?)))
-        }));
-    }
-    if handler.key == ApiKey::Produce && version < handler.accepted_min_version {
-        // Advertised-only versions still get an answer (every partition UNSUPPORTED_VERSION),
-        // never a closed connection; api_version_sweep is the regression test.
-        let answer = kafka_compat::legacy_produce::unsupported_version_response(&frame).map_err(malformed)?;
-        return Ok(tokio::spawn(async move {
-            drop(memory);
-            Ok(Reply::unthrottled(answer))
-        }));
-    }
-    if version < handler.accepted_min_version || version > handler.max_version {
-        return Err(malformed(format!(
-            "{:?} v{version} is not served (accepted v{}..=v{})",
-            handler.key, handler.accepted_min_version, handler.max_version
-        )));
-    }
-    let mut request = codec::decode_request(frame).map_err(|e: DecodeError| malformed(e.to_string()))?;
-    request.client_address = Some(sender.ip);
-    request.listener = Some(sender.listener);
-    request.principal = sender.principal;
-    let (key, version, corr) = (request.api_key, request.api_version, request.header.correlation_id);
-    let metered = RequestMeter::new(ctx, &request);
-    let response: HandlerFuture = match handler.run {
-        Run::Concurrent(run) => run(ctx.clone(), request),
-        Run::Ordered(submit) => match Timed::new(submit(ctx.clone(), request), metered.busy.clone()).await {
-            Ok(rest) => rest,
-            Err(e) => return Err(Refused::Failed(format!("{key:?} v{version}: {e:#}"))),
-        },
-    };
-    let response = Timed::new(response, metered.busy.clone());
-    Ok(tokio::spawn(async move {
-        let response = response.await?;
-        drop(memory);
-        let errors = response.as_ref().map(metrics::error_codes::of).unwrap_or_default();
-        METRICS.request_answered(metrics::recorded::api_name(key), version, received.elapsed(), &errors);
-        let request_throttle_ms = metered.throttle_ms(key);
-        match response {
-            Some(mut body) => {
-                request_time::raise_throttle(&mut body, request_throttle_ms);
-                Ok(Reply {
-                    bytes: Some(codec::encode_response(key, version, corr, &body)?),
-                    throttle_ms: quotas::response_throttle_ms(&body).max(request_throttle_ms),
-                    hold_response: !quotas::client_waits_itself(key, version),
-                })
-            }
-            None => Ok(Reply { throttle_ms: request_throttle_ms, ..Reply::unthrottled(None) }),
-        }
-    }))
-}
-
-/// One request's thread time, metered against its principal's and client id's
-/// `request_percentage` (`quotas::request_time`).
-struct RequestMeter {
-    ctx: SharedCtx,
-    user: Arc<KafkaPrincipal>,
-    client_id: Option<kafka_protocol::protocol::StrBytes>,
-    busy: Arc<AtomicU64>,
-}
-
-impl RequestMeter {
-    fn new(ctx: &SharedCtx, request: &codec::Request) -> Self {
-        RequestMeter {
-            ctx: ctx.clone(),
-            user: request.principal.clone(),
-            client_id: request.header.client_id.clone(),
-            busy: Arc::default(),
-        }
-    }
-
-    /// The throttle the request's thread time earns (0 within quota, or with none set).
-    fn throttle_ms(&self, key: ApiKey) -> i32 {
-        if request_time::exempt(key) {
-            return 0;
-        }
-        let busy = self.busy.load(Ordering::Relaxed);
-        let client_id = self.client_id.as_ref().map(|c| c.as_str());
-        self.ctx.quotas.record_request_time(&self.ctx.applied, &self.user.name, client_id, busy)
-    }
 }

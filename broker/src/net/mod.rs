@@ -3,6 +3,7 @@
 //! SASL exchange) and forwarding of requests a follower must pass to the leader.
 
 pub mod connections;
+pub mod exchange;
 pub mod forward;
 pub mod framing;
 pub mod incidents;

@@ -21,7 +21,6 @@ pub mod request_time;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use kafka_protocol::messages::{ApiKey, ResponseKind};
 use onelog_state::quotas::{
     ClientQuotas, SensorKey, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE,
 };
@@ -177,26 +176,5 @@ impl QuotaManager {
             ),
             None => 0,
         }
-    }
-}
-
-/// The throttle a response asks of its connection: Produce and Fetch are the APIs onelog
-/// meters.
-pub fn response_throttle_ms(body: &ResponseKind) -> i32 {
-    match body {
-        ResponseKind::Produce(r) => r.throttle_time_ms,
-        ResponseKind::Fetch(r) => r.throttle_time_ms,
-        _ => 0,
-    }
-}
-
-/// KIP-219: from these versions the client waits out `throttle_time_ms` itself, so the broker
-/// answers at once and then reads nothing more from the connection for that long; to older
-/// clients Kafka sends the response only after the throttle time.
-pub fn client_waits_itself(key: ApiKey, version: i16) -> bool {
-    match key {
-        ApiKey::Produce => version >= 6,
-        ApiKey::Fetch => version >= 8,
-        _ => true,
     }
 }

@@ -1,0 +1,65 @@
+//! What a listener and the request pipeline (`handlers::dispatch`) hand each other: the
+//! frame with who sent it, and the reply to write. The listener knows connections and
+//! bytes; the pipeline knows APIs. The node passes the pipeline to the listeners as a
+//! [`Dispatch`] function, so the network layer never imports the handlers above it.
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_compat::principal::KafkaPrincipal;
+use tokio::task::JoinHandle;
+
+use super::framing::Reservation;
+use crate::ctx::SharedCtx;
+
+/// A request's frame as read from its connection, and who sent it.
+pub struct Incoming {
+    pub frame: Bytes,
+    /// The frame's request memory, released when the response is written.
+    pub memory: Reservation,
+    pub sender: Sender,
+}
+
+/// Who sent a connection's requests.
+pub struct Sender {
+    pub ip: IpAddr,
+    pub listener: Arc<str>,
+    pub principal: Arc<KafkaPrincipal>,
+}
+
+/// What the writer sends back for one request: the encoded response (`None` for a produce
+/// with acks=0) and the throttle it asks for.
+pub struct Reply {
+    pub bytes: Option<Bytes>,
+    pub throttle_ms: i32,
+    /// The client does not wait out the throttle itself (pre-KIP-219 versions): the response
+    /// is held back for the throttle time instead.
+    pub hold_response: bool,
+}
+
+impl Reply {
+    pub fn unthrottled(bytes: Option<Bytes>) -> Self {
+        Reply { bytes, throttle_ms: 0, hold_response: false }
+    }
+}
+
+/// A reply being computed; the connection's writer awaits them in request order.
+pub type Pending = JoinHandle<anyhow::Result<Reply>>;
+
+/// Why the pipeline closes the connection instead of answering.
+pub enum Refused {
+    /// The frame is not a request this broker serves (unknown key, version, undecodable).
+    Malformed(String),
+    /// An ordered handler's first stage failed.
+    Failed(String),
+}
+
+pub type Dispatched = Pin<Box<dyn Future<Output = Result<Pending, Refused>> + Send>>;
+
+/// The request pipeline: called in the connection's read loop, in request order. It returns
+/// once the request is submitted (an ordered handler's first stage has run), with the reply
+/// still being computed.
+pub type Dispatch = fn(SharedCtx, Incoming) -> Dispatched;
