@@ -217,9 +217,15 @@ for client in clients:
                 row.append("fail (no line, exit %s)" % rc)
                 failed += 1
                 continue
-            row.append(d["result"])
-            failed += d["result"] == "fail"
+            # A driver that exits non-zero (a crash or a timeout after its last line) fails
+            # each of its cells, whatever it printed.
+            row.append(d["result"] if rc == "0" else "fail (exit %s, printed %s)" % (rc, d["result"]))
+            failed += d["result"] == "fail" or rc != "0"
             details.append("| %s %s | %s | %s | %s |" % (client, proto, s, d["result"], d["detail"].replace("|", "\\|").replace("\n", " ")))
+        if rc != "0":
+            stderr = open(os.path.join(work, "%s.%s.stderr" % (client, proto)), errors="replace").read().strip()
+            tail = stderr.splitlines()[-1] if stderr else "no stderr"
+            details.append("| %s %s | driver | fail | exit %s: %s |" % (client, proto, rc, tail.replace("|", "\\|")))
         who = "alice (SCRAM-SHA-512)" if proto == "SASL_SSL" else "CN=bob (certificate)"
         rows.append("| %s | %s | %s | %s | %s | %s |" % (client, version, proto, who, " | ".join(row), secs.get("%s.%s" % (client, proto), "?")))
 text = ["# Security acceptance (issue #15)", "",
