@@ -25,6 +25,9 @@
 # (DIR/node-ID.pem, DIR/ca.pem), the ACL authorizer with allow.everyone.if.no.acl.found=false
 # and super.users=User:admin;User:CN=admin,OU=clients,O=onelog-test; peers advertise all three.
 # ONELOG_SECURITY_AUTHORIZER overrides authorizer.class.name (set and empty: no authorizer).
+# Without ONELOG_SECURITY_DIR, ONELOG_SASL_PLAINTEXT_BASE_PORT=P gives every node a
+# SASL_PLAINTEXT listener (SCRAM-SHA-256/512, no TLS, no authorizer) on P+ID-1 beside its
+# PLAINTEXT one: for client suites that test SCRAM logins (scripts/kgo-suite.sh).
 # Binary: ONELOG_BIN, else ${CARGO_TARGET_DIR:-target}/release/onelog, built first with
 # `cargo build --release -p broker`.
 set -euo pipefail
@@ -45,23 +48,34 @@ admin_port() { echo $((admin_base_port + $1 - 1)); }
 security_dir="${ONELOG_SECURITY_DIR:-}"
 sasl_ssl_port() { echo $((${ONELOG_SASL_SSL_BASE_PORT:-$((base_port + 300))} + $1 - 1)); }
 ssl_port() { echo $((${ONELOG_SSL_BASE_PORT:-$((base_port + 400))} + $1 - 1)); }
+sasl_plaintext_base="${ONELOG_SASL_PLAINTEXT_BASE_PORT:-}"
 # A node's Kafka address(es) as peers and advertised.listeners name them.
 kafka_addresses() {
     if [ -n "$security_dir" ]; then
         echo "PLAINTEXT://127.0.0.1:$(kafka_port "$1");SASL_SSL://127.0.0.1:$(sasl_ssl_port "$1");SSL://127.0.0.1:$(ssl_port "$1")"
+    elif [ -n "$sasl_plaintext_base" ]; then
+        echo "PLAINTEXT://127.0.0.1:$(kafka_port "$1");SASL_PLAINTEXT://127.0.0.1:$((sasl_plaintext_base + $1 - 1))"
     else
         echo "127.0.0.1:$(kafka_port "$1")"
     fi
 }
-# The security settings of node $1 (ONELOG_SECURITY_DIR), one --config each.
+# The security settings of node $1 (ONELOG_SECURITY_DIR, ONELOG_SASL_PLAINTEXT_BASE_PORT), one
+# --config each.
 security_args() {
+    local certs listeners kv
+    if [ -z "$security_dir" ] && [ -n "$sasl_plaintext_base" ]; then
+        listeners="$(kafka_addresses "$1" | tr ';' ',')"
+        for kv in "listeners=$listeners" "advertised.listeners=$listeners" \
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT" \
+            sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512; do
+            printf '%s\0%s\0' --config "$kv"
+        done
+    fi
     [ -n "$security_dir" ] || return 0
-    local certs listeners
     certs="$(cd "$security_dir" && pwd)"
     [ -s "$certs/node-$1.pem" ] && [ -s "$certs/ca.pem" ] ||
         die "ONELOG_SECURITY_DIR=$security_dir has no node-$1.pem/ca.pem (scripts/security-certs.sh)"
     listeners="$(kafka_addresses "$1" | tr ';' ',')"
-    local kv
     for kv in "listeners=$listeners" "advertised.listeners=$listeners" \
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL" \
         ssl.keystore.type=PEM "ssl.keystore.location=$certs/node-$1.pem" \

@@ -53,13 +53,19 @@ pub async fn delay(name: &str) {
 pub async fn delay(_name: &str) {}
 
 /// Whether `ONELOG_FAULT_FLAGS` (comma-separated) names `name`: a behaviour switched on for
-/// the whole run, such as a leader lease that never holds. Read once per process.
+/// the whole run, such as a leader lease that never holds. Read once per process, at the first
+/// flag consulted, which logs "fault injection active: flags …": a test asserts that line, since
+/// a build without the feature ignores the variable and would pass it without the fault.
 #[cfg(feature = "fault-injection")]
 pub fn flag(name: &str) -> bool {
     static FLAGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     let flags = FLAGS.get_or_init(|| {
         let v = std::env::var("ONELOG_FAULT_FLAGS").unwrap_or_default();
-        v.split(',').filter(|f| !f.is_empty()).map(str::to_string).collect()
+        let flags: Vec<String> = v.split(',').filter(|f| !f.is_empty()).map(str::to_string).collect();
+        if !flags.is_empty() {
+            tracing::warn!("fault injection active: flags {}", flags.join(","));
+        }
+        flags
     });
     flags.iter().any(|f| f == name)
 }

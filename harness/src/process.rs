@@ -26,6 +26,33 @@ pub const LOG_TAIL_LINES: usize = 60;
 /// Spawn attempts when another process takes the chosen port first.
 const PORT_ATTEMPTS: usize = 3;
 
+/// The lines of a broker log that contain every one of `needles`, colour codes removed (the
+/// broker's log colours its fields, in a file too). Tests that inject a fault assert its log
+/// line this way: a binary built without the `fault-injection` feature ignores the fault
+/// variables and never writes it.
+pub fn log_lines_with(log: &Path, needles: &[&str]) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    Ok(text.lines().map(strip_ansi).filter(|line| needles.iter().all(|n| line.contains(n))).collect())
+}
+
+/// `line` without ANSI escape sequences (`ESC [ ... letter`).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// How to run one broker.
 #[derive(Debug, Clone)]
 pub struct BrokerOptions {

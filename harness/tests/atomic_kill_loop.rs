@@ -2,9 +2,9 @@
 //! inventory change — one Produce request spanning two topics — while the Raft leader of a
 //! three-node cluster is killed with SIGKILL again and again. No crash may leave one topic
 //! with a record the other lacks, read back under read_committed (librdkafka) and
-//! read_uncommitted (raw Fetch); every acknowledged pair is present.
+//! read_uncommitted (raw Fetch); every acknowledged pair is present, and no pair is there twice
+//! (each key is sent once, in one attempt, so a second copy is a write applied twice).
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -62,8 +62,17 @@ async fn sender(nodes: Vec<SocketAddr>, stop: Arc<AtomicBool>) -> (Vec<u64>, usi
     (acked, failed)
 }
 
-fn keys_of(records: impl Iterator<Item = Option<Vec<u8>>>) -> BTreeSet<String> {
-    records.map(|k| String::from_utf8_lossy(&k.unwrap_or_default()).into_owned()).collect()
+/// The keys as a sorted list: a multiset, so that a duplicated record makes two lists differ
+/// and shows in `duplicates`.
+fn keys_of(records: impl Iterator<Item = Option<Vec<u8>>>) -> Vec<String> {
+    let mut keys: Vec<String> =
+        records.map(|k| String::from_utf8_lossy(&k.unwrap_or_default()).into_owned()).collect();
+    keys.sort();
+    keys
+}
+
+fn duplicates(sorted_keys: &[String]) -> Vec<&String> {
+    sorted_keys.windows(2).filter(|w| w[0] == w[1]).map(|w| &w[1]).collect()
 }
 
 async fn scenario(cluster: &mut Cluster) -> Result<()> {
@@ -109,12 +118,21 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
         committed_orders.len(),
         uncommitted_orders.len()
     );
+    for (view, keys) in [
+        ("read_committed orders", &committed_orders),
+        ("read_committed inventory", &committed_inventory),
+        ("read_uncommitted orders", &uncommitted_orders),
+        ("read_uncommitted inventory", &uncommitted_inventory),
+    ] {
+        let twice = duplicates(keys);
+        ensure!(twice.is_empty(), "{view}: {} keys stored more than once: {twice:?}", twice.len());
+    }
     ensure!(committed_orders == committed_inventory, "read_committed: orders and inventory differ");
     ensure!(uncommitted_orders == uncommitted_inventory, "read_uncommitted: orders and inventory differ");
     ensure!(committed_orders == uncommitted_orders, "no transactions here: both views must agree");
     for id in &acked {
         let key = format!("order-{id:06}");
-        ensure!(committed_orders.contains(&key), "acknowledged pair {key} is missing");
+        ensure!(committed_orders.binary_search(&key).is_ok(), "acknowledged pair {key} is missing");
     }
     ensure!(acked.len() > 100, "the sender made too little progress to test anything: {}", acked.len());
     Ok(())

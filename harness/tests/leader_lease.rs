@@ -12,13 +12,15 @@
 //! round (cluster_failover's SIGSTOP case).
 //!
 //! A test-only flag (`ONELOG_FAULT_FLAGS=lease.lapsed`) makes the lease never hold on any node
-//! of a three-node cluster. Then: Produce outside a transaction (acks=all), OffsetCommit and
+//! of a three-node cluster; the leader must log that it read the flag (a binary built without
+//! `fault-injection` ignores it, and the test would test nothing). Then: Produce outside a transaction (acks=all), OffsetCommit and
 //! CreateTopics succeed on the leader; Fetch, ListOffsets and OffsetFetch are served after a
 //! quorum round; a transactional Produce, answered from its committed entry since issue 17,
 //! is not refused for the lease either (it meets the transaction checks).
 
 use anyhow::{ensure, Result};
 use harness::batch::{encode_batch, TestRecord};
+use harness::process::log_lines_with;
 use harness::raw_ops::{
     create_topics_ok, fetch_request, fetch_results, produce, produce_results, produce_transactional,
     topic_name, BatchFor, FETCH_VERSION_CAP,
@@ -114,6 +116,15 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
         "transactional produce without the lease: {results:?}, expected the transaction's own refusal"
     );
     println!("a transactional produce without the lease reaches the transaction checks");
+
+    // The leader that served all this ran with the lease switched off.
+    let active =
+        log_lines_with(&cluster.log_path(leader), &["fault injection active: flags", "lease.lapsed"])?;
+    ensure!(
+        !active.is_empty(),
+        "leader {leader} never logged 'fault injection active: flags lease.lapsed': is ONELOG_BIN \
+         built with --features fault-injection (scripts/test.sh)?"
+    );
     Ok(())
 }
 
