@@ -3,7 +3,10 @@
 //! The folder tree is the architecture (docs/ARCHITECTURE.md has the picture and the table of
 //! what may touch what):
 //! - `net/`: the Kafka listener, framing, and forwarding to the leader;
-//! - `handlers/`: one file per Kafka API, thin: decode → one call → encode;
+//! - `pipeline/`: the one way a request reaches its handler (access check, forwarding,
+//!   throttling, counting), driven by the registry's declarations;
+//! - `handlers/`: one file per Kafka API, thin: decode → one call → encode; the registry
+//!   (`handlers::HANDLERS`) declares each API's access, route and response hooks;
 //! - `coord/txn/`: the transaction coordinator (leader memory, views, duties);
 //! - `coord/group/`: the classic group coordinator;
 //! - `controller.rs`: topic administration (the Raft leader is Kafka's controller);
@@ -36,6 +39,7 @@ pub mod limits;
 pub mod metrics;
 pub mod net;
 pub mod node;
+pub mod pipeline;
 pub mod quotas;
 pub mod raft;
 pub mod scram;

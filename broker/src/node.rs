@@ -197,7 +197,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         identity: identity.clone(),
     });
     let _ = serving.set(ctx.clone());
-    let _ = forward_slot.set(Arc::new(crate::handlers::forwarded::Forwarded { ctx: ctx.clone() }));
+    let _ = forward_slot.set(Arc::new(crate::pipeline::forwarded::Forwarded { ctx: ctx.clone() }));
     let duty = Arc::new(duties::DutyCtx {
         node_id: node.node_id,
         leadership: leadership.clone(),
@@ -218,7 +218,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let advertised_all: Vec<String> = node.advertised.iter().map(|e| e.to_string()).collect();
     tracing::info!(kafka = %node.kafka_listener, advertised = %advertised_all.join(","), node_id = node.node_id, "onelog ready");
     tokio::select! {
-        () = listener::serve_all(bound, ctx, crate::handlers::dispatch::dispatch) => {}
+        () = listener::serve_all(bound, ctx, crate::pipeline::dispatch) => {}
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
     leadership.begin_shutdown();

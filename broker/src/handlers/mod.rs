@@ -1,4 +1,5 @@
-//! One file per Kafka API, and the one registry that drives both dispatch and ApiVersions.
+//! One file per Kafka API, and the one registry that drives both the request pipeline
+//! (`pipeline`) and ApiVersions.
 //!
 //! Handlers are thin: take the decoded request, make one domain call, build the response.
 //! Each partition carries its own error code; one failing partition never fails the request.
@@ -35,13 +36,11 @@ pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
-pub mod dispatch;
 pub mod elect_leaders;
 pub mod end_txn;
 pub mod expire_delegation_token;
 pub mod fetch;
 pub mod find_coordinator;
-pub mod forwarded;
 pub mod get_telemetry_subscriptions;
 pub mod heartbeat;
 pub mod incremental_alter_configs;

@@ -1,7 +1,7 @@
 //! What the broker knows about each Kafka API besides its handler, declared on the API's row of
 //! the registry (`handlers::HANDLERS`): who may call it ([`Access`]), which node serves it
 //! ([`Route`]), and how its response is throttled and its error codes counted ([`Hooks`]). The
-//! request pipeline (`net::route`) reads these and nothing else, so an API added to the
+//! request pipeline (`pipeline`) reads these and nothing else, so an API added to the
 //! registry cannot be silently unauthorized, unthrottled or uncounted: every field is required.
 
 use kafka_protocol::messages::{RequestKind, ResponseKind};

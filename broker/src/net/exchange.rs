@@ -1,4 +1,4 @@
-//! What a listener and the request pipeline (`handlers::dispatch`) hand each other: the
+//! What a listener and the request pipeline (`pipeline`) hand each other: the
 //! frame with who sent it, and the reply to write. The listener knows connections and
 //! bytes; the pipeline knows APIs. The node passes the pipeline to the listeners as a
 //! [`Dispatch`] function, so the network layer never imports the handlers above it.

@@ -15,7 +15,7 @@
 //! forwarded (before, any client could, by setting the client id `onelog-forward`). On the
 //! leader the request is marked `forwarded` (`handlers::forwarded`), so it is never forwarded
 //! again. Which APIs a follower forwards is declared on the registry (`Route::Leader`) and
-//! done once, at dispatch (`handlers::dispatch`).
+//! done once, at dispatch (`pipeline`).
 
 use std::net::IpAddr;
 use std::sync::Arc;

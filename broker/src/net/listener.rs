@@ -3,7 +3,7 @@
 //! strictly in request order (a FIFO of pending responses per connection, so a produce
 //! waiting for its Raft commit never lets a later response overtake). On SASL listeners the
 //! read loop first runs the connection's authentication (`sasl::session`); every other frame
-//! goes to the request pipeline the node passes in (`handlers::dispatch`). A response that
+//! goes to the request pipeline the node passes in (`pipeline`). A response that
 //! carries a quota throttle mutes the connection for that long (KIP-219). Who may connect is
 //! `connections` (one budget for all listeners, as Kafka's `max.connections`); how a frame is
 //! read in bounded time and memory is `framing`; what clients do wrong is counted and logged at
@@ -69,7 +69,7 @@ struct Shared {
     connections: Arc<Connections>,
     memory: RequestMemory,
     frame_limits: FrameLimits,
-    /// The request pipeline (`handlers::dispatch`).
+    /// The request pipeline (`pipeline`).
     dispatch: Dispatch,
 }
 

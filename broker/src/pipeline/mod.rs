@@ -1,7 +1,7 @@
 //! The request pipeline, the one way a Kafka request reaches its handler: lookup in the
 //! registry → version check → decode → principal → the declared access check → forward when
 //! the route is `Leader` and this node cannot propose → run → throttle → count. Everything it
-//! knows about an API comes from the API's row of [`HANDLERS`](super::HANDLERS) (`policy`).
+//! knows about an API comes from the API's row of `handlers::HANDLERS` (`handlers::policy`).
 //!
 //! The listener calls [`dispatch`] in the connection's read loop, in request order. An ordered
 //! handler's first stage runs there, so that requests of one connection reach the log in the
@@ -17,10 +17,12 @@ use kafka_compat::principal::KafkaPrincipal;
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 use tokio::time::Instant;
 
-use super::policy::{Access, Checked};
-use super::{api_versions, lookup, Handler, HandlerFuture, HandlerResult, Route, Run};
+pub mod forwarded;
+
 use crate::authz::{self, code, rt, Subject, CLUSTER_NAME};
 use crate::ctx::{Ctx, SharedCtx};
+use crate::handlers::policy::{Access, Checked};
+use crate::handlers::{api_versions, lookup, Handler, HandlerFuture, HandlerResult, Route, Run};
 use crate::metrics::{self, METRICS};
 use crate::net::exchange::{Dispatched, Incoming, Pending, Refused, Reply};
 use crate::net::forward;

@@ -1,6 +1,6 @@
 //! The leader's side of forwarding (`net::forward`, `raft::transport::envelope`): a request a
 //! follower forwarded goes through the pipeline's access check and its handler
-//! (`dispatch::serve`), as the principal, client address and listener the follower's
+//! (`pipeline::serve`), as the principal, client address and listener the follower's
 //! connection had, marked `forwarded` so it is never forwarded again.
 
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use kafka_compat::codec::{decode_request, encode_response};
 use kafka_compat::frame::FRAME_PREFIX_BYTES;
 use kafka_compat::principal::KafkaPrincipal;
 
-use super::{dispatch, lookup, Run};
 use crate::ctx::SharedCtx;
+use crate::handlers::{lookup, Run};
 use crate::raft::transport::envelope::{Envelope, EnvelopeFuture, ForwardHandler};
 
 pub struct Forwarded {
@@ -41,7 +41,7 @@ async fn serve(ctx: SharedCtx, envelope: Envelope) -> anyhow::Result<Vec<u8>> {
         anyhow::bail!("{key:?} is not forwarded");
     };
     let response =
-        dispatch::serve(ctx, handler, request).await?.context("the forwarded request has no response")?;
+        super::serve(ctx, handler, request).await?.context("the forwarded request has no response")?;
     let frame = encode_response(key, version, corr, &response)?;
     Ok(frame.slice(FRAME_PREFIX_BYTES..).to_vec())
 }
