@@ -10,6 +10,7 @@
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
+use kafka_compat::isolation_level::READ_COMMITTED;
 use kafka_compat::records::RecordInfo;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -34,7 +35,6 @@ const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
-const READ_COMMITTED: i8 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
