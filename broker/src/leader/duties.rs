@@ -32,6 +32,8 @@ pub struct DutyCtx {
     pub applied: AppliedView,
     pub proposer: Proposer,
     pub config: Arc<BrokerConfig>,
+    /// Woken when the leader tells this node it was removed (`raft::transport::removal`).
+    pub removal: Arc<removal::RemovalNotice>,
 }
 
 impl DutyCtx {
@@ -91,7 +93,7 @@ async fn watch_raft(ctx: SharedCtx) {
                 fatal::stop("Raft node stopped", &"its metrics channel closed");
             },
             // The leader no longer replicates to a node it removed; it tells it instead.
-            () = removal::removal_noticed() => {
+            () = ctx.removal.noticed() => {
                 return shut_down_removed(leadership, "the leader removed this node; shutting down");
             }
         }
