@@ -236,7 +236,7 @@ fn read_partition(
         data.records = Some(bytes::Bytes::new());
         return Ok(error_code::NONE);
     }
-    let read = log.lock().expect("partition lock").read(offset, max_bytes.max(1), upper)?;
+    let read = log.lock().read(offset, max_bytes.max(1), upper)?;
     data.records = Some(read.map(|r| r.bytes).unwrap_or_default());
     Ok(error_code::NONE)
 }

@@ -208,7 +208,7 @@ fn retention_trims(ctx: &SharedCtx) -> Vec<TrimLog> {
                 config.topic_int(&applied.state, name, "retention.bytes", settings.log_retention_bytes);
             for (p, ps) in topic.partitions.iter().enumerate() {
                 let Some(log) = partitions.get(&topic.topic_id, p as i32) else { continue };
-                let log = log.lock().expect("partition lock");
+                let log = log.lock();
                 let mut remaining = log.total_bytes() as i64;
                 let mut new_start = ps.log_start_offset;
                 for (next_base, bytes, max_ts) in log.sealed_segments() {
