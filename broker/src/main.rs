@@ -4,6 +4,7 @@
 //! `onelog admin …` is the operators' command line against a running cluster (`broker::cli`).
 //! Everything but argument parsing, logging and the runtime lives in the `broker` library.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +31,14 @@ enum Command {
     Admin(broker::cli::AdminArgs),
 }
 
+/// Colour only for a person at a terminal: a log file gets plain lines, as Kafka's and
+/// Redpanda's do. `with_ansi` overrides tracing-subscriber's own NO_COLOR check, so it is
+/// repeated here (https://no-color.org: set and non-empty means no colour).
+fn colour_logs() -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    std::io::stderr().is_terminal() && !no_color
+}
+
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     if let Some(Command::Admin(admin)) = cli.command {
@@ -40,6 +49,7 @@ fn main() -> anyhow::Result<ExitCode> {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,openraft=warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(colour_logs())
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let result = runtime.block_on(broker::node::run(cli.broker));

@@ -23,6 +23,7 @@ use crate::limits;
 use crate::net::listener;
 use crate::raft::network::Network;
 use crate::raft::transport::auth::Identity;
+use crate::raft::transport::transfer::LeaderTransfer;
 use crate::raft::transport::vote_gate::VoteGate;
 use crate::raft::transport::RaftService;
 use crate::raft::{rejoin, sm_store};
@@ -98,10 +99,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // What the restart costs: every entry above the checkpoint is applied again.
     let to_replay = last_log_index.map_or(0, |last| last.saturating_sub(checkpoint_index.unwrap_or(0)));
     tracing::info!(?checkpoint_index, ?last_log_index, to_replay, "opened the log and the checkpoint");
+    // One per node: a transfer pauses this node's writes and withholds its heartbeats only.
+    let transfer = Arc::new(LeaderTransfer::default());
     let raft = Raft::new(
         node.node_id,
         Arc::new(raft_config()?),
-        Network::new(identity.clone()),
+        Network::new(identity.clone(), transfer.clone()),
         log_store,
         state_machine,
     )
@@ -110,6 +113,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // (or when peers exist), so many single-node brokers can share a machine.
     // Filled once the Kafka handlers' context exists: forwarded requests wait for it.
     let forward_slot = crate::raft::transport::envelope::ForwardSlot::default();
+    let removal = Arc::new(crate::raft::transport::removal::RemovalNotice::default());
     let raft_addr = match node.raft_listen {
         Some(addr) => {
             let listener = TcpListener::bind(addr)
@@ -121,6 +125,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 votes: votes.clone(),
                 log: log_reader,
                 forward: forward_slot.clone(),
+                removal: removal.clone(),
             };
             tokio::spawn(crate::raft::transport::serve_raft(listener, service));
             addr.to_string()
@@ -136,6 +141,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             node_id: node.node_id,
             identity: identity.clone(),
             raft: raft.clone(),
+            transfer: transfer.clone(),
             applied: applied.clone(),
             kafka: advertised.clone(),
             votes: votes.clone(),
@@ -171,6 +177,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         node.node_id,
         raft.clone(),
         applied.clone(),
+        transfer,
         node.advertised.clone(),
         &inter_broker_listener(&node),
     ));
@@ -204,6 +211,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         applied,
         proposer,
         config: config.clone(),
+        removal,
     });
     duties::start(duty.clone(), raft.clone());
     crate::coord::group::duties::start(duty.clone(), ctx.groups.clone());

@@ -23,6 +23,9 @@ use harness::java::tool;
 use harness::raw_ops::{create_topics, create_topics_ok, produce_request, produce_results, BatchFor};
 use harness::txn::{transactional_config, READ_UNCOMMITTED, TXN_CALL_TIMEOUT};
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{
+    GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+};
 use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -50,9 +53,6 @@ const LITERAL: i8 = 3;
 const READ: i8 = 3;
 const WRITE: i8 = 4;
 const CREATE: i8 = 5;
-const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
-const GROUP_AUTHORIZATION_FAILED: i16 = 30;
-const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 const DESCRIBE: i8 = 8;
 const ALLOW: i8 = 3;
 

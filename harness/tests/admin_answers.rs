@@ -8,6 +8,11 @@ use anyhow::{ensure, Context, Result};
 use harness::atomic::{send_atomic, Slice};
 use harness::raw_ops::{create_topics_ok, topic_name};
 use harness::{Broker, BrokerOptions, RawClient};
+use kafka_compat::error_code::{
+    DELEGATION_TOKEN_AUTH_DISABLED, ELECTION_NOT_NEEDED, FEATURE_UPDATE_FAILED, GROUP_ID_NOT_FOUND,
+    INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST, RESOURCE_NOT_FOUND, UNKNOWN_SUBSCRIPTION_ID,
+    UNKNOWN_TOPIC_OR_PARTITION,
+};
 use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -24,15 +29,6 @@ const OMITTED: i32 = i32::MIN;
 const TOPIC_OPERATIONS: i32 = 3576;
 const GROUP_OPERATIONS: i32 = 328;
 const CLUSTER_OPERATIONS: i32 = 8096;
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const GROUP_ID_NOT_FOUND: i16 = 69;
-const ELECTION_NOT_NEEDED: i16 = 84;
-const RESOURCE_NOT_FOUND: i16 = 91;
-const UNKNOWN_SUBSCRIPTION_ID: i16 = 117;
-const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
-const INVALID_REQUEST: i16 = 42;
-const DELEGATION_TOKEN_AUTH_DISABLED: i16 = 61;
-const FEATURE_UPDATE_FAILED: i16 = 96;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_owned())

@@ -21,6 +21,7 @@ use anyhow::{ensure, Context, Result};
 use harness::java;
 use harness::raw_ops::{fetch_request, fetch_results, topic_name};
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{INVALID_CONFIG, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE};
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -37,9 +38,6 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 
 const SEGMENT_BYTES: u64 = 1 << 20;
 const TIMEOUT: Duration = Duration::from_secs(30);
-const OFFSET_OUT_OF_RANGE: i16 = 1;
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-const INVALID_CONFIG: i16 = 40;
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
 
 type Admin = AdminClient<DefaultClientContext>;

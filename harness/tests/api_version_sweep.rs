@@ -17,6 +17,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use harness::raw_client::frame_with_header;
 use harness::raw_ops::{create_topics_ok, topic_name};
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::UNSUPPORTED_VERSION;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::Decodable;
 
@@ -29,7 +30,6 @@ use sweep_builders::{build, Fixture};
 const SEGMENT_BYTES: u32 = 1024 * 1024;
 /// Produce versions advertised but answered UNSUPPORTED_VERSION (kafka-protocol cannot encode them).
 const LEGACY_PRODUCE_VERSIONS: std::ops::RangeInclusive<i16> = 0..=2;
-const UNSUPPORTED_VERSION: i16 = 35;
 /// How long the cluster's replicas may take to learn the new topic.
 const TOPIC_PROPAGATION: Duration = Duration::from_secs(10);
 

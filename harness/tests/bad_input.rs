@@ -9,13 +9,12 @@ use harness::check::{assert_closes, assert_serving};
 use harness::raw_client::frame_with_header;
 use harness::raw_ops::{create_topics, create_topics_ok, produce, produce_results, BatchFor};
 use harness::{Broker, BrokerOptions, RawClient};
+use kafka_compat::error_code::{
+    CORRUPT_MESSAGE, INVALID_TOPIC_EXCEPTION, MESSAGE_TOO_LARGE, UNSUPPORTED_VERSION,
+};
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-const CORRUPT_MESSAGE: i16 = 2;
-const MESSAGE_TOO_LARGE: i16 = 10;
-const INVALID_TOPIC_EXCEPTION: i16 = 17;
-const UNSUPPORTED_VERSION: i16 = 35;
 const API_KEY_PRODUCE: i16 = 0;
 const API_KEY_API_VERSIONS: i16 = 18;
 

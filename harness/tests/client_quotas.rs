@@ -19,6 +19,7 @@ use anyhow::{ensure, Context, Result};
 use harness::batch::{encode_batch, TestRecord};
 use harness::raw_ops::{create_topics_ok, fetch_request, fetch_results, produce, produce_results, BatchFor};
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{INVALID_REQUEST, NONE, UNSUPPORTED_VERSION};
 use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
 use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
 use kafka_protocol::messages::{
@@ -33,9 +34,6 @@ const FREE: &str = "free-app";
 /// Bytes per second allowed to THROTTLED, producing and fetching.
 const RATE: f64 = 100_000.0;
 const BATCH_VALUE_BYTES: usize = 600_000;
-const NONE: i16 = 0;
-const UNSUPPORTED_VERSION: i16 = 35;
-const INVALID_REQUEST: i16 = 42;
 const APPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn s(v: &str) -> StrBytes {

@@ -23,6 +23,7 @@ use harness::raw_ops::{
     PRODUCE_VERSION_CAP,
 };
 use harness::{admin_api, Cluster, RawClient};
+use kafka_compat::error_code::NOT_LEADER_OR_FOLLOWER;
 use kafka_protocol::messages::{FetchRequest, ProduceRequest};
 
 const TOPIC: &str = "failover";
@@ -36,7 +37,6 @@ const ACK_TIMEOUT: Duration = Duration::from_secs(60);
 /// A new leader must be agreed on within this; the measured time is printed.
 const NEW_LEADER_TIMEOUT: Duration = Duration::from_secs(15);
 const READ_TIMEOUT: Duration = Duration::from_secs(120);
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 /// Raw records written outside the load use these sender numbers (the load uses 0..SENDERS).
 const RAW_SENDER_NEW_LEADER: usize = 90;
 const RAW_SENDER_OLD_LEADER: usize = 91;

@@ -15,6 +15,7 @@ use harness::cluster::ELECTION_TIMEOUT_MAX;
 use harness::kafka::{client_config, create_topics};
 use harness::raw_ops::topic_name;
 use harness::{Broker, BrokerOptions, Cluster, RawClient};
+use kafka_compat::error_code::{INVALID_REQUEST, NOT_COORDINATOR};
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -168,7 +169,7 @@ async fn raw_scenario(broker: &Broker) -> Result<()> {
         );
     }
     let unknown_type = client.request(1, &FindCoordinatorRequest::default().with_key_type(7)).await?;
-    ensure!(unknown_type.error_code == 42, "key type 7: {unknown_type:?}");
+    ensure!(unknown_type.error_code == INVALID_REQUEST, "key type 7: {unknown_type:?}");
 
     for version in 2..=8i16 {
         let offset = 100 + i64::from(version);
@@ -229,8 +230,6 @@ async fn raw_scenario(broker: &Broker) -> Result<()> {
     ensure!(listed.groups.is_empty(), "groups left without offsets disappear: {listed:?}");
     Ok(())
 }
-
-const NOT_COORDINATOR: i16 = 16;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_leader_coordinates_and_committed_offsets_survive_failover() {

@@ -15,6 +15,7 @@ use anyhow::{ensure, Context, Result};
 use harness::process::onelog_binary;
 use harness::raw_ops::create_topics;
 use harness::{Broker, BrokerOptions, RawClient};
+use kafka_compat::error_code::UNKNOWN_TOPIC_OR_PARTITION;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{DescribeConfigsRequest, MetadataRequest, TopicName};
@@ -23,7 +24,6 @@ use kafka_protocol::protocol::StrBytes;
 /// DescribeConfigs' ConfigSource codes.
 const STATIC_BROKER_CONFIG: i8 = 4;
 const DEFAULT_CONFIG: i8 = 5;
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 /// How long a broker with a bad configuration may take to exit.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -21,6 +21,7 @@ use harness::cluster::ELECTION_TIMEOUT_MAX;
 use harness::kafka::{client_config, create_topics, group_member_config, produce_numbered};
 use harness::raw_ops::topic_name;
 use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{ILLEGAL_GENERATION, MEMBER_ID_REQUIRED, NOT_COORDINATOR, UNKNOWN_MEMBER_ID};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::offset_commit_request::{
@@ -45,10 +46,6 @@ const FIRST_BATCH: usize = 20_000;
 const SECOND_BATCH: usize = 10_000;
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 const TIMEOUT: Duration = Duration::from_secs(60);
-const ILLEGAL_GENERATION: i16 = 22;
-const UNKNOWN_MEMBER_ID: i16 = 25;
-const NOT_COORDINATOR: i16 = 16;
-const MEMBER_ID_REQUIRED: i16 = 79;
 
 /// What every consumer task reports: its assignment, and each message value it processed.
 #[derive(Default)]

@@ -7,6 +7,7 @@
 
 use anyhow::{ensure, Context, Result};
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{NONE, UNKNOWN_TOPIC_OR_PARTITION};
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -16,8 +17,6 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 const TOPIC: &str = "relayed";
-const NONE: i16 = 0;
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
 fn name() -> TopicName {
     TopicName(StrBytes::from_static_str(TOPIC))

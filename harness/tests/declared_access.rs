@@ -9,6 +9,9 @@ use anyhow::{ensure, Context, Result};
 use broker::handlers::{Access, Handler, HANDLERS};
 use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_compat::codec::{decode_response, encode_request};
+use kafka_compat::error_code::{
+    CLUSTER_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+};
 use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData};
 use kafka_protocol::messages::alter_replica_log_dirs_request::{AlterReplicaLogDir, AlterReplicaLogDirTopic};
 use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialDeletion;
@@ -42,9 +45,9 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     let mut checked = 0;
     for handler in HANDLERS {
         let (refused, code) = match handler.access {
-            Access::Cluster(_, c) => (c.refused, 31),
-            Access::Group(_, c) => (c.refused, 30),
-            Access::TransactionalId(_, c) => (c.refused, 53),
+            Access::Cluster(_, c) => (c.refused, CLUSTER_AUTHORIZATION_FAILED),
+            Access::Group(_, c) => (c.refused, GROUP_AUTHORIZATION_FAILED),
+            Access::TransactionalId(_, c) => (c.refused, TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
             Access::PerItem(_) | Access::Open(_) => continue,
         };
         let request = with_one_item(handler);

@@ -23,12 +23,12 @@ use harness::batch::{encode_batch, TestRecord};
 use harness::kafka::{client_config, read_partitions};
 use harness::raw_ops::{create_topics_ok, produce, produce_results, BatchFor};
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::KAFKA_STORAGE_ERROR;
 use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::IncrementalAlterConfigsRequest;
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-const KAFKA_STORAGE_ERROR: i16 = 56;
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 const OP_SET: i8 = 0;

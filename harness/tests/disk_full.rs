@@ -17,9 +17,9 @@ use harness::disk::{available_bytes, ballast, Tmpfs};
 use harness::kafka::{client_config, read_partitions};
 use harness::raw_ops::{create_topics_ok, produce, produce_results, BatchFor};
 use harness::{Broker, BrokerOptions, RawClient};
+use kafka_compat::error_code::KAFKA_STORAGE_ERROR;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-const KAFKA_STORAGE_ERROR: i16 = 56;
 const MIB: u64 = 1024 * 1024;
 /// Room for the Raft log's two 64 MiB preallocated segments, the reserve and the records.
 const FS_BYTES: u64 = 448 * MIB;

@@ -10,6 +10,10 @@ use bytes::Bytes;
 use harness::batch::{encode_batch, TestRecord};
 use harness::raw_ops::{produce_at, topic_name, BatchFor};
 use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{
+    COORDINATOR_NOT_AVAILABLE, INVALID_CONFIG, INVALID_RECORD, INVALID_REPLICA_ASSIGNMENT,
+    MEMBER_ID_REQUIRED, NOT_COORDINATOR,
+};
 use kafka_protocol::messages::create_partitions_request::{
     CreatePartitionsAssignment, CreatePartitionsTopic,
 };
@@ -27,12 +31,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
-const INVALID_CONFIG: i16 = 40;
-const MEMBER_ID_REQUIRED: i16 = 79;
-const NOT_COORDINATOR: i16 = 16;
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-const INVALID_RECORD: i16 = 87;
 const MAX_TIMESTAMP: i64 = -3;
 /// Partition segments of 1 MiB (Kafka's minimum `segment.bytes`): these tests write little.
 const SEGMENT_BYTES: u64 = 1 << 20;

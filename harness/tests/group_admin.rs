@@ -9,6 +9,10 @@ use bytes::Bytes;
 use harness::kafka::{client_config, create_topics};
 use harness::raw_ops::topic_name;
 use harness::{Broker, BrokerOptions, RawClient};
+use kafka_compat::error_code::{
+    GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, ILLEGAL_GENERATION, INVALID_GROUP_ID, MEMBER_ID_REQUIRED,
+    NON_EMPTY_GROUP, UNKNOWN_MEMBER_ID, UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION,
+};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::offset_commit_request::{
@@ -29,15 +33,6 @@ use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::types::RDKafkaErrorCode;
 
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const ILLEGAL_GENERATION: i16 = 22;
-const INVALID_GROUP_ID: i16 = 24;
-const UNKNOWN_MEMBER_ID: i16 = 25;
-const UNSUPPORTED_VERSION: i16 = 35;
-const NON_EMPTY_GROUP: i16 = 68;
-const GROUP_ID_NOT_FOUND: i16 = 69;
-const MEMBER_ID_REQUIRED: i16 = 79;
-const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 const API_KEY_DELETE_GROUPS: i16 = 42;
 const API_KEY_OFFSET_DELETE: i16 = 47;
 const API_KEY_CONSUMER_GROUP_HEARTBEAT: i16 = 68;

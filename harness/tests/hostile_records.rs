@@ -20,6 +20,7 @@ use harness::raw_ops::{
     create_topics_ok, end_offsets, fetch_all, produce, produce_results, topic_name, BatchFor,
 };
 use harness::{Broker, BrokerOptions, RawClient};
+use kafka_compat::error_code::{CORRUPT_MESSAGE, INVALID_CONFIG, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE};
 use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -29,10 +30,6 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 
-const CORRUPT_MESSAGE: i16 = 2;
-const MESSAGE_TOO_LARGE: i16 = 10;
-const RECORD_LIST_TOO_LARGE: i16 = 18;
-const INVALID_CONFIG: i16 = 40;
 const MAX_TIMESTAMP: i64 = -3;
 /// Partitions and bytes per partition of reproduction 1's request.
 const WIDE_PARTITIONS: i32 = 70;

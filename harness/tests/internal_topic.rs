@@ -8,6 +8,7 @@ use anyhow::{ensure, Context, Result};
 use harness::batch::{encode_batch, TestRecord};
 use harness::raw_ops::{end_offsets, fetch_request, fetch_results, produce, topic_name, BatchFor};
 use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
@@ -16,8 +17,6 @@ use kafka_protocol::messages::{
 };
 
 const NAME: &str = "__consumer_offsets";
-const INVALID_TOPIC_EXCEPTION: i16 = 17;
-const TOPIC_ALREADY_EXISTS: i16 = 36;
 
 async fn metadata(
     client: &mut RawClient,

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use harness::certs::TestPki;
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM};
 use kafka_protocol::messages::{
     ListGroupsRequest, MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
 };
@@ -205,7 +206,11 @@ async fn sasl_plain_over_plaintext_and_ssl() {
         // A wrong password: SASL_AUTHENTICATION_FAILED with Kafka's message, then closed.
         let mut raw = RawClient::connect(sasl).await?;
         let failed = plain_login(&mut raw, "alice", "wrong").await?;
-        ensure!(failed.error_code == 58, "wrong password: error {}", failed.error_code);
+        ensure!(
+            failed.error_code == SASL_AUTHENTICATION_FAILED,
+            "wrong password: error {}",
+            failed.error_code
+        );
         ensure!(
             failed.error_message.as_deref() == Some("Authentication failed: Invalid username or password"),
             "{:?}",
@@ -227,11 +232,18 @@ async fn sasl_plain_over_plaintext_and_ssl() {
         // Re-authentication as the same user succeeds; as another user it fails.
         ensure!(plain_login(&mut raw, "alice", "alice-secret").await?.error_code == 0, "re-authentication");
         let changed = plain_login(&mut raw, "admin", "admin-secret").await?;
-        ensure!(changed.error_code == 58, "re-authentication as another principal: {changed:?}");
+        ensure!(
+            changed.error_code == SASL_AUTHENTICATION_FAILED,
+            "re-authentication as another principal: {changed:?}"
+        );
         // A request before SaslHandshake: ILLEGAL_SASL_STATE, and the connection is closed.
         let mut early = RawClient::connect(sasl).await?;
         let refused = early.request(4, &ListGroupsRequest::default()).await?;
-        ensure!(refused.error_code == 34, "ListGroups before authentication: error {}", refused.error_code);
+        ensure!(
+            refused.error_code == ILLEGAL_SASL_STATE,
+            "ListGroups before authentication: error {}",
+            refused.error_code
+        );
         early.expect_closed(Duration::from_secs(5)).await?;
         // Before authentication a frame is at most 512 KiB (Kafka's sasl.server.max.receive.size).
         let mut large = RawClient::connect(sasl).await?;
@@ -242,7 +254,7 @@ async fn sasl_plain_over_plaintext_and_ssl() {
         let answer = unknown
             .request(1, &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("GSSAPI")))
             .await?;
-        ensure!(answer.error_code == 33, "GSSAPI: {answer:?}");
+        ensure!(answer.error_code == UNSUPPORTED_SASL_MECHANISM, "GSSAPI: {answer:?}");
         ensure!(answer.mechanisms.iter().any(|m| m.as_str() == "PLAIN"), "{answer:?}");
         // SaslHandshake v0: the token follows as a raw frame, answered by a raw (empty) frame.
         let mut legacy = RawClient::connect(sasl).await?;
@@ -274,7 +286,7 @@ async fn sasl_plain_over_plaintext_and_ssl() {
         let answer = plain
             .request(1, &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")))
             .await?;
-        ensure!(answer.error_code == 34, "SaslHandshake on PLAINTEXT: {answer:?}");
+        ensure!(answer.error_code == ILLEGAL_SASL_STATE, "SaslHandshake on PLAINTEXT: {answer:?}");
         anyhow::Ok(())
     }
     .await;

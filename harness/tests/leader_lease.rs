@@ -26,6 +26,7 @@ use harness::raw_ops::{
     topic_name, BatchFor, FETCH_VERSION_CAP,
 };
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::INVALID_PRODUCER_ID_MAPPING;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -36,7 +37,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
 const TOPIC: &str = "lease";
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,6 +7,7 @@ use anyhow::{ensure, Context, Result};
 use harness::atomic::{send_atomic, Slice};
 use harness::raw_ops::{create_topics_ok, topic_name};
 use harness::{Broker, BrokerOptions, RawClient};
+use kafka_compat::isolation_level::READ_COMMITTED;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::ListOffsetsRequest;
 
@@ -40,7 +41,7 @@ async fn scenario(broker: &mut Broker) -> Result<()> {
                 ]),
             ]);
             if version >= ISOLATION_FROM_VERSION {
-                request = request.with_isolation_level(1);
+                request = request.with_isolation_level(READ_COMMITTED);
             }
             // A fresh connection per request: a broken response closes it.
             let mut client = RawClient::connect(broker.addr()).await?;

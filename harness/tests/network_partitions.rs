@@ -45,6 +45,7 @@ use harness::load::{check_acked_exactly_once, LoadOptions, ProduceLoad};
 use harness::probe::{blocking_request, probe_api_versions};
 use harness::txn::{read_values, send_sync, transactional_producer, READ_COMMITTED, TXN_CALL_TIMEOUT};
 use harness::{Cluster, ClusterOptions, ProxyMode};
+use kafka_compat::error_code::COORDINATOR_NOT_AVAILABLE;
 use kafka_protocol::messages::{DescribeClusterRequest, FindCoordinatorRequest, MetadataRequest};
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::{FutureProducer, Producer};
@@ -66,7 +67,6 @@ const NEW_LEADER_TIMEOUT: Duration = Duration::from_secs(15);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 const READ_TIMEOUT: Duration = Duration::from_secs(120);
 const POLL: Duration = Duration::from_millis(20);
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 /// A removed node must exit within this after the removal (or the heal); measured and printed.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(30);
 

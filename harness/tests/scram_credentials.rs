@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use harness::java;
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{
+    DUPLICATE_RESOURCE, NONE, RESOURCE_NOT_FOUND, UNACCEPTABLE_CREDENTIAL, UNSUPPORTED_SASL_MECHANISM,
+};
 use kafka_protocol::messages::alter_user_scram_credentials_request::{
     ScramCredentialDeletion, ScramCredentialUpsertion,
 };
@@ -27,11 +30,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-const NONE: i16 = 0;
-const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-const RESOURCE_NOT_FOUND: i16 = 91;
-const DUPLICATE_RESOURCE: i16 = 92;
-const UNACCEPTABLE_CREDENTIAL: i16 = 93;
 const APPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn s(v: &str) -> StrBytes {

@@ -13,6 +13,7 @@ use harness::batch::{encode_batch, TestRecord};
 use harness::process::log_lines_with;
 use harness::raw_ops::{create_topics_ok, produce, BatchFor};
 use harness::{Broker, BrokerOptions, RawClient};
+use kafka_compat::error_code::UNKNOWN_TOPIC_OR_PARTITION;
 
 const TOPIC: &str = "first-write";
 /// How long the fault holds the leader's first entry of its term: far longer than start-up.
@@ -56,7 +57,7 @@ async fn first_produce_succeeds(broker: &Broker, create: bool) -> Result<()> {
     if create {
         // The topic does not exist yet: a serving leader says so, a waiting one says
         // NOT_LEADER_OR_FOLLOWER (6).
-        ensure!(code == 3, "the first Produce on a fresh node: {produced:?}");
+        ensure!(code == UNKNOWN_TOPIC_OR_PARTITION, "the first Produce on a fresh node: {produced:?}");
         create_topics_ok(&mut client, &[(TOPIC, 1)]).await?;
         let again = produce(&mut client, -1, &batches).await?;
         let code = again.responses[0].partition_responses[0].error_code;

@@ -28,6 +28,7 @@ use harness::txn::{
     transactional_producer, READ_COMMITTED, READ_UNCOMMITTED, TXN_CALL_TIMEOUT,
 };
 use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{CONCURRENT_TRANSACTIONS, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED};
 use kafka_protocol::messages::describe_transactions_response::TransactionState as Described;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
@@ -43,10 +44,6 @@ use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
 const TIMEOUT: Duration = TXN_CALL_TIMEOUT;
-/// Kafka error codes the fencing checks expect.
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const PRODUCER_FENCED: i16 = 90;
-const CONCURRENT_TRANSACTIONS: i16 = 51;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn librdkafka_thirteen_physical_ten_logical() {

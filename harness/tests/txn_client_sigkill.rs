@@ -21,6 +21,7 @@ use harness::kafka::{client_config, create_topics};
 use harness::raw_ops::topic_name;
 use harness::txn::{committed_offset, read_values, READ_COMMITTED, READ_UNCOMMITTED};
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::UNSTABLE_OFFSET_COMMIT;
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{GroupId, OffsetFetchRequest};
 use kafka_protocol::protocol::StrBytes;
@@ -34,8 +35,6 @@ const TRANSACTIONAL_ID: &str = "eos-worker";
 const RECORDS: usize = 10;
 /// Longest a worker may take to reach its marker or to finish.
 const WORKER_TIMEOUT: Duration = Duration::from_secs(90);
-/// Kafka's UNSTABLE_OFFSET_COMMIT (KIP-447).
-const UNSTABLE_OFFSET_COMMIT: i16 = 88;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn consume_process_produce_survives_sigkill_between_produce_and_commit() {

@@ -21,6 +21,10 @@ use anyhow::{bail, ensure, Context, Result};
 use harness::kafka::create_topics;
 use harness::txn::{describe_transactions, open_after_commit, TXN_CALL_TIMEOUT as TXN_TIMEOUT};
 use harness::{Cluster, ClusterOptions, RawClient};
+use kafka_compat::error_code::{
+    INVALID_PRODUCER_EPOCH, INVALID_REQUEST, NONE, NOT_COORDINATOR, NOT_LEADER_OR_FOLLOWER,
+    TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION,
+};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::describe_producers_response::ProducerState;
 use kafka_protocol::messages::describe_transactions_response::TransactionState as Described;
@@ -35,13 +39,6 @@ use rdkafka::producer::Producer;
 
 const TOPIC: &str = "tooling";
 const TXN_ID: &str = "tooling-txn";
-const NONE: i16 = 0;
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-const NOT_COORDINATOR: i16 = 16;
-const INVALID_REQUEST: i16 = 42;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 /// How long a replica may take to apply what the leader acknowledged.
 const APPLY_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -1,7 +1,9 @@
 //! Kafka error codes as data (`org.apache.kafka.common.protocol.Errors`).
 //!
-//! Only the codes onelog returns are named; they travel through the broker as plain `i16`s so
-//! that one failing partition never fails a whole request.
+//! Only the codes onelog returns or its tests expect are named, each once, here: the broker,
+//! `state` and the harness use these names and define none of their own. Each constant has
+//! Kafka's name (a test checks it against [`name`]); they travel through the broker as plain
+//! `i16`s so that one failing partition never fails a whole request.
 
 pub const NONE: i16 = 0;
 pub const UNKNOWN_SERVER_ERROR: i16 = -1;
@@ -69,6 +71,26 @@ pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;
 pub const PRODUCER_FENCED: i16 = 90;
 pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 pub const TRANSACTION_ABORTABLE: i16 = 120;
+// Authorization (`AclAuthorizer`; SECURITY_DISABLED: the ACL APIs with no authorizer).
+pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+pub const SECURITY_DISABLED: i16 = 54;
+// SASL (KIP-43, KIP-152).
+pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+pub const ILLEGAL_SASL_STATE: i16 = 34;
+pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
+// APIs onelog answers without serving them: delegation tokens (KIP-48), log directories
+// (KIP-113), preferred-leader elections (KIP-183, KIP-460), features (KIP-584), client
+// telemetry (KIP-714).
+pub const LOG_DIR_NOT_FOUND: i16 = 57;
+pub const DELEGATION_TOKEN_AUTH_DISABLED: i16 = 61;
+pub const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
+pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
+pub const ELECTION_NOT_NEEDED: i16 = 84;
+pub const FEATURE_UPDATE_FAILED: i16 = 96;
+pub const UNKNOWN_SUBSCRIPTION_ID: i16 = 117;
 
 /// Kafka's name of an error code as its clients print it (`GROUP_ID_NOT_FOUND`), from
 /// kafka-protocol's table; `NONE` for 0 and `UNKNOWN_ERROR_CODE_<n>` for a code it lacks.
@@ -101,5 +123,22 @@ mod tests {
         assert_eq!(super::name(super::UNKNOWN_SERVER_ERROR), "UNKNOWN_SERVER_ERROR");
         assert_eq!(super::name(super::NONE), "NONE");
         assert_eq!(super::name(-999), "UNKNOWN_ERROR_CODE_-999");
+    }
+
+    /// Every `pub const NAME: i16 = CODE;` of this file: its name is Kafka's for its code, and
+    /// no code is named twice.
+    #[test]
+    fn every_constant_has_kafkas_name_once() {
+        let mut seen = std::collections::BTreeMap::new();
+        for line in include_str!("error_code.rs").lines() {
+            let Some(rest) = line.strip_prefix("pub const ") else { continue };
+            let (name, value) = rest.split_once(": i16 = ").expect("a constant line");
+            let code: i16 = value.trim_end_matches(';').parse().expect("a literal code");
+            assert_eq!(super::name(code), name, "error code {code}");
+            if let Some(other) = seen.insert(code, name) {
+                panic!("error code {code} is named twice: {other} and {name}");
+            }
+        }
+        assert!(seen.len() > 70, "only {} constants found", seen.len());
     }
 }

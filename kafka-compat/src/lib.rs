@@ -12,6 +12,7 @@ pub mod control;
 pub mod error_code;
 pub mod frame;
 pub mod inflate;
+pub mod isolation_level;
 pub mod legacy_produce;
 pub mod principal;
 pub mod records;

@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 use kafka_compat::batch::{stamp_batch, BatchStamp};
+use kafka_compat::error_code;
 
 use super::*;
 use crate::command::Refusal;
@@ -58,7 +59,10 @@ fn multi_topic_produce_applies_all_or_nothing() {
     let bad = produce(vec![("orders", 0, vec![batch(0, 3)]), ("inventory", 0, vec![batch(7, 1)])]);
     let (state, results, effects) = apply_all(&[create("orders", 1, 1), create("inventory", 1, 2), bad]);
     assert!(
-        matches!(&results[2], OpResult::Produced(Err(Refusal { error_code: 6, .. }))),
+        matches!(
+            &results[2],
+            OpResult::Produced(Err(Refusal { error_code: error_code::NOT_LEADER_OR_FOLLOWER, .. }))
+        ),
         "{:?}",
         results[2]
     );
@@ -70,7 +74,10 @@ fn multi_topic_produce_applies_all_or_nothing() {
 fn unknown_partition_refuses_the_whole_op() {
     let op = produce(vec![("orders", 0, vec![batch(0, 1)]), ("orders", 5, vec![batch(0, 1)])]);
     let (state, results, _) = apply_all(&[create("orders", 1, 1), op]);
-    assert!(matches!(&results[1], OpResult::Produced(Err(Refusal { error_code: 3, .. }))));
+    assert!(matches!(
+        &results[1],
+        OpResult::Produced(Err(Refusal { error_code: error_code::UNKNOWN_TOPIC_OR_PARTITION, .. }))
+    ));
     assert_eq!(state.partition("orders", 0).unwrap().log_end_offset, 0);
 }
 

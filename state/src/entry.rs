@@ -88,7 +88,8 @@ pub enum Proposal {
     /// committed and applied (issue 17): everything a client was told about a transaction is
     /// then in the log, so a new leader carries the transaction on instead of aborting it.
     /// Kept apart from `Produce` for one request being one proposal whatever its size, and
-    /// for the chaos checker's own test ([`EntryOptions::bug_ack_txn_before_commit`]).
+    /// for the chaos checker's own test (the broker's `leader::bugs`, fault-injection build
+    /// only, answers those of an open transaction once stamped).
     ProduceTransactional(Vec<UnstampedAppend>),
 }
 
@@ -119,16 +120,6 @@ pub struct EntryOptions {
     pub log_append_time_default: bool,
     /// The leader's broker id: whose dynamic broker configs apply.
     pub node_id: i32,
-    /// A deliberately broken leader, for the chaos checker's own test (issue 14: "the checker
-    /// is not blind"): answer every produce once stamped, before its entry commits, so a leader
-    /// crash loses acknowledged writes. Only a test-only flag of the fault-injection build
-    /// sets it.
-    pub bug_ack_before_commit: bool,
-    /// The same for transactional writes of a transaction already open in the committed
-    /// state: what onelog did before issue 17, when a new leader aborted every open
-    /// transaction. With that abort gone, a leader crash then commits a transaction without
-    /// a write its client was told about; the chaos checker must see it (lost, torn).
-    pub bug_ack_txn_before_commit: bool,
 }
 
 /// The answer to one proposal.
@@ -161,6 +152,26 @@ pub struct Entry {
     pub open_txn_writes: bool,
 }
 
+impl Entry {
+    /// Answers each produce proposal that `chosen` names (by proposal index) as stamped, now,
+    /// where [`Waiting::as_stamped`] can: the chaos checker's test bugs (the broker's
+    /// `leader::bugs`, fault-injection build only, and the replay test's leader fault).
+    /// `state` is the one the entry was built against.
+    pub fn answer_as_stamped(&mut self, state: &BrokerState, chosen: &[bool]) {
+        let decisions = std::mem::take(&mut self.decisions);
+        self.decisions = decisions
+            .into_iter()
+            .zip(chosen.iter().chain(std::iter::repeat(&false)))
+            .map(|(decision, &chosen)| match decision {
+                Decision::Waiting(waiting) if chosen => waiting
+                    .as_stamped(state, &self.command)
+                    .map_or_else(Decision::Waiting, Decision::Answered),
+                decision => decision,
+            })
+            .collect();
+    }
+}
+
 /// Builds one entry from the queued proposals, in queue order, against `state` (the applied
 /// state).
 pub fn build_entry(
@@ -176,7 +187,8 @@ pub fn build_entry(
     // produce op (`Op::changes_produce_checks`): a marker takes the next offset of its
     // partitions, which would shift the offsets stamped into a later produce op; a topic
     // deletion or an expired transactional id would refuse it. (Only the checker's test bugs
-    // answer a produce with its stamp before commit; then it must also apply as stamped.) The proposals
+    // answer a produce with its stamp before commit, [`Waiting::as_stamped`]; then it must also
+    // apply as stamped.) The proposals
     // were queued together, unanswered, so either order is one the clients could have seen.
     let mut deferred = Vec::new();
     for proposal in proposals {
@@ -198,26 +210,16 @@ pub fn build_entry(
                 let slots = entry.add_produce(appends);
                 if slots.iter().all(|s| matches!(s, Slot::Decided(_))) {
                     Decision::Answered(Answer::Produced(slots.into_iter().map(|s| s.answer(&[])).collect()))
-                } else if options.bug_ack_before_commit
-                    && !slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. }))
-                {
-                    let stamped = slots.into_iter().map(|s| entry.stamped_answer(s)).collect();
-                    Decision::Answered(Answer::Produced(stamped))
                 } else {
                     Decision::Waiting(Waiting::Produce(slots))
                 }
             }
             Proposal::ProduceTransactional(appends) => {
-                let open = appends.iter().flat_map(|a| &a.batches).all(|b| txn_is_open(state, &b.header));
+                let open = writes_open_txn(state, &appends);
                 let slots = entry.add_produce(appends);
-                let duplicate_in_entry = slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. }));
                 if slots.iter().all(|s| matches!(s, Slot::Decided(_))) {
                     // Nothing goes into the entry for it, so nothing would answer it later.
                     Decision::Answered(Answer::Produced(slots.into_iter().map(|s| s.answer(&[])).collect()))
-                } else if open && options.bug_ack_txn_before_commit && !duplicate_in_entry {
-                    open_txn_writes = true;
-                    let stamped = slots.into_iter().map(|s| entry.stamped_answer(s)).collect();
-                    Decision::Answered(Answer::Produced(stamped))
                 } else {
                     open_txn_writes |= open;
                     Decision::Waiting(Waiting::Produce(slots))
@@ -244,11 +246,17 @@ pub fn takeover_ops(state: &BrokerState, limits: &ReplicatedLimits) -> Vec<Op> {
     }
 }
 
+/// Whether every batch of `appends` (a `ProduceTransactional`) belongs to a transaction
+/// already open in the applied state: see [`txn_is_open`].
+pub fn writes_open_txn(state: &BrokerState, appends: &[UnstampedAppend]) -> bool {
+    appends.iter().flat_map(|a| &a.batches).all(|b| txn_is_open(state, &b.header))
+}
+
 /// Whether the batch's transaction is already open in the applied (committed) state at the
 /// batch's epoch: a write after the transaction's first. Before issue 17 such writes were
-/// answered once stamped; now only the chaos checker's test bug does that
-/// ([`EntryOptions::bug_ack_txn_before_commit`]), and the fault-injection build holds their
-/// entries at a delay point so that a test can kill their leader with them in flight.
+/// answered once stamped; now only the chaos checker's test bug does that (the broker's
+/// `leader::bugs`, fault-injection build only), and that build holds their entries at a
+/// delay point so that a test can kill their leader with them in flight.
 pub fn txn_is_open(state: &BrokerState, header: &BatchHeader) -> bool {
     state.txns.by_producer(header.producer_id).is_some_and(|(_, meta)| {
         meta.state == TxnState::Ongoing && meta.producer_epoch == header.producer_epoch
@@ -273,6 +281,19 @@ impl Waiting {
                 Answer::Produced(slots.into_iter().map(|s| s.answer(results)).collect())
             }
         }
+    }
+
+    /// The answer this produce gets if `command`, built against `state`, applies as stamped:
+    /// what a deliberately broken leader sends before the entry commits (the chaos checker's
+    /// own test, issue 14: "the checker is not blind"; only the broker's fault-injection build
+    /// does). `Err(self)` for an op, and for a produce with a partition that is a duplicate of
+    /// a batch in the same entry (true only if that op applies).
+    pub fn as_stamped(self, state: &BrokerState, command: &Command) -> Result<Answer, Waiting> {
+        let Waiting::Produce(slots) = self else { return Err(self) };
+        if slots.iter().any(|s| matches!(s, Slot::DuplicateInEntry { .. })) {
+            return Err(Waiting::Produce(slots));
+        }
+        Ok(Answer::Produced(slots.into_iter().map(|s| stamped_answer(state, command, s)).collect()))
     }
 
     /// The answer when the entry did not commit here: partitions decided at stamping keep
@@ -321,6 +342,22 @@ impl Slot {
                 other => refusal(other),
             },
         }
+    }
+}
+
+/// One partition's answer if `command` applies as stamped (see [`Waiting::as_stamped`]).
+fn stamped_answer(state: &BrokerState, command: &Command, slot: Slot) -> PartitionProduced {
+    let Slot::Appended { op, index } = slot else { return slot.answer(&[]) };
+    let Op::Produce(produce) = &command.ops[op] else { unreachable!("a produce slot names a produce op") };
+    let append = &produce.partitions[index];
+    let header = parse_header(&append.batches[0]).expect("stamped by the builder");
+    let log_start_offset = state.partition(&append.topic, append.partition).map_or(0, |p| p.log_start_offset);
+    PartitionProduced {
+        error_code: error_code::NONE,
+        message: None,
+        base_offset: header.base_offset,
+        log_start_offset,
+        append_time_ms: command.stamp.now_ms,
     }
 }
 
@@ -445,22 +482,6 @@ impl<'a> EntryBuilder<'a> {
     }
 
     /// The answer for a slot from its stamp alone (transactional produce, see `Proposal`).
-    fn stamped_answer(&self, slot: Slot) -> PartitionProduced {
-        let Slot::Appended { op, index } = slot else { return slot.answer(&[]) };
-        let Op::Produce(produce) = &self.ops[op] else { unreachable!("a produce slot names a produce op") };
-        let append = &produce.partitions[index];
-        let header = parse_header(&append.batches[0]).expect("stamped by this builder");
-        let log_start_offset =
-            self.state.partition(&append.topic, append.partition).map_or(0, |p| p.log_start_offset);
-        PartitionProduced {
-            error_code: error_code::NONE,
-            message: None,
-            base_offset: header.base_offset,
-            log_start_offset,
-            append_time_ms: self.stamp.now_ms,
-        }
-    }
-
     /// Stamps offsets and the term into `append`'s batches and records its idempotent batch.
     fn stamp_append(&mut self, append: UnstampedAppend, seq: Option<BatchSeq>, op: usize) -> PartitionAppend {
         let partition = self.state.partition(&append.topic, append.partition).expect("checked");

@@ -238,27 +238,27 @@ fn an_end_txn_between_produces_does_not_shift_their_offsets() {
 }
 
 /// Issue 17: every transactional write waits for its entry, the first of its transaction and
-/// the later ones alike, so a leader change loses none that its client was told about. Only
-/// the checker's test bug answers the later ones once stamped (what onelog did before, when a
-/// new leader aborted every open transaction); the entry says it holds such writes either way.
+/// the later ones alike, so a leader change loses none that its client was told about. The
+/// entry says it holds writes of an open transaction; only the checker's test bug (the
+/// broker's fault-injection build) answers those once stamped, with `Waiting::as_stamped`,
+/// what onelog did before, when a new leader aborted every open transaction.
 #[test]
-fn every_transactional_write_waits_for_its_entry_unless_the_test_bug_is_on() {
-    for bug in [false, true] {
-        let mut state = state_with_topic(1);
-        let id = init_txn(&mut state, "t");
-        let options = EntryOptions { bug_ack_txn_before_commit: bug, ..EntryOptions::default() };
-        for (seq, open) in [(0, false), (1, true)] {
-            let built = build_entry(&state, stamp(), &options, vec![txn_write(id, seq)]);
-            assert_eq!(
-                answered_now(&built.decisions[0]),
-                bug && open,
-                "bug {bug}, write {seq}: answered at once?"
-            );
-            assert_eq!(built.open_txn_writes, open, "write {seq}: of an open transaction?");
-            apply(&mut state, &built.command);
-        }
-        assert_eq!(state.partition("t", 0).unwrap().log_end_offset, 2);
+fn every_transactional_write_waits_for_its_entry() {
+    let mut state = state_with_topic(1);
+    let id = init_txn(&mut state, "t");
+    for (seq, open) in [(0, false), (1, true)] {
+        let write = txn_write(id, seq);
+        let Proposal::ProduceTransactional(appends) = &write else { unreachable!() };
+        assert_eq!(writes_open_txn(&state, appends), open, "write {seq}: of an open transaction?");
+        let mut built = build(&state, vec![write]);
+        assert!(!answered_now(&built.decisions[0]), "write {seq}: answered at once");
+        assert_eq!(built.open_txn_writes, open, "write {seq}: the entry holds an open transaction's write?");
+        let Some(Decision::Waiting(waiting)) = built.decisions.pop() else { unreachable!() };
+        let stamped = waiting.as_stamped(&state, &built.command).expect("a produce answers as stamped");
+        assert_eq!(outcome(&stamped), vec![(0, i64::from(seq))]);
+        apply(&mut state, &built.command);
     }
+    assert_eq!(state.partition("t", 0).unwrap().log_end_offset, 2);
 }
 
 /// Regression: a transactional produce decided entirely at stamping (here a late retry of a
@@ -302,11 +302,11 @@ fn a_topic_deletion_in_the_same_entry_does_not_lose_a_write_answered_at_stamping
     let id = init_txn(&mut state, "a");
     run_entry(&mut state, vec![txn_write(id, 0)]);
     let delete = Proposal::Op(Op::DeleteTopics(DeleteTopicsOp { names: vec!["t".into()] }));
-    let options = EntryOptions { bug_ack_txn_before_commit: true, ..EntryOptions::default() };
-    let built = build_entry(&state, stamp(), &options, vec![delete, txn_write(id, 1)]);
-    assert!(answered_now(&built.decisions[1]), "with the test bug, answered once stamped");
-    let Decision::Answered(answer) = &built.decisions[1] else { unreachable!() };
-    assert_eq!(outcome(answer), vec![(0, 1)]);
+    let mut built = build(&state, vec![delete, txn_write(id, 1)]);
+    // What the test bug answers once stamped.
+    let Some(Decision::Waiting(waiting)) = built.decisions.pop() else { unreachable!() };
+    let answer = waiting.as_stamped(&state, &built.command).expect("a produce answers as stamped");
+    assert_eq!(outcome(&answer), vec![(0, 1)]);
     let results = apply(&mut state, &built.command);
     assert!(
         results.iter().all(|r| !matches!(r, OpResult::Produced(Err(_)))),

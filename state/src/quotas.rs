@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use kafka_compat::error_code::{INVALID_REQUEST, UNSUPPORTED_VERSION};
 use serde::{Deserialize, Serialize};
 
 pub const ENTITY_USER: &str = "user";
@@ -80,9 +81,6 @@ pub struct QuotaError {
     pub error_code: i16,
     pub message: String,
 }
-
-const INVALID_REQUEST: i16 = 42;
-const UNSUPPORTED_VERSION: i16 = 35;
 
 fn invalid(message: impl Into<String>) -> QuotaError {
     QuotaError { error_code: INVALID_REQUEST, message: message.into() }

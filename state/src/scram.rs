@@ -22,8 +22,6 @@ use serde::{Deserialize, Serialize};
 use crate::command::ItemResult;
 use crate::limits;
 
-/// Kafka's UNSUPPORTED_SASL_MECHANISM (33).
-pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 /// Kafka's minimum iterations for both SCRAM-SHA mechanisms (`ScramMechanism.minIterations`)
 /// and the controller's maximum (`ScramControlManager.MAX_ITERATIONS`).
 pub const ITERATIONS_MIN: i32 = 4096;
@@ -217,7 +215,7 @@ fn validate_user_and_mechanism(user: &str, mechanism: i8) -> Result<ScramMechani
         ));
     }
     ScramMechanism::from_type(mechanism)
-        .ok_or_else(|| (UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism".to_string()))
+        .ok_or_else(|| (error_code::UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism".to_string()))
 }
 
 /// One alteration of a user: the mechanism and the credential to set, `None` to delete it.
@@ -298,7 +296,7 @@ mod tests {
         );
         assert_eq!(
             refused(validate_upsertion("a", 0, 4096, b"s", &sp)),
-            (UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism".into())
+            (error_code::UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism".into())
         );
         assert_eq!(refused(validate_upsertion("a", 1, 4095, b"s", &sp)).1, "Too few iterations");
         assert_eq!(refused(validate_upsertion("a", 1, 16385, b"s", &sp)).1, "Too many iterations");

@@ -70,7 +70,7 @@ fn digest_of(node_id: u64, applied: &Applied, partitions: &Partitions) -> io::Re
                 hash: None,
             };
             if let Some(log) = partitions.get(&topic.topic_id, p as i32) {
-                let log = log.lock().expect("partition lock");
+                let log = log.lock();
                 let mut crc = 0u32;
                 let (batches, bytes) = log.visit_stored_bytes(
                     ps.log_start_offset,

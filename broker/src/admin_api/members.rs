@@ -175,7 +175,7 @@ pub async fn transfer(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpErr
         .parse()
         .map_err(|_| HttpError::new(400, format!("to {:?} is not a node id (u64)", query.get("to"))))?;
     use crate::raft::transport::transfer::{self, TransferError};
-    Ok(match transfer::transfer(&ctx.raft, &ctx.identity, to).await {
+    Ok(match transfer::transfer(&ctx.raft, &ctx.identity, &ctx.transfer, to).await {
         Ok((leader, term)) => {
             Response::json(200, json!({ "node_id": ctx.node_id, "leader": leader, "term": term }))
         }

@@ -91,9 +91,8 @@ pub async fn gather(sources: Sources<'_>) -> Snapshot {
             for (name, topic) in &state.topics {
                 for (index, p) in topic.partitions.iter().enumerate() {
                     let partition = index as i32;
-                    let size_bytes = logs
-                        .get(&topic.topic_id, partition)
-                        .map_or(0, |log| log.lock().expect("partition lock").total_bytes());
+                    let size_bytes =
+                        logs.get(&topic.topic_id, partition).map_or(0, |log| log.lock().total_bytes());
                     rows.push(PartitionRow {
                         topic: name.clone(),
                         partition,

@@ -70,6 +70,7 @@ use tokio::net::TcpListener;
 use crate::ctx::SharedCtx;
 use crate::raft::applied::AppliedView;
 use crate::raft::transport::auth::Identity;
+use crate::raft::transport::transfer::LeaderTransfer;
 use crate::raft::transport::vote_gate::VoteGate;
 use crate::raft::Raft;
 
@@ -81,6 +82,9 @@ pub struct AdminCtx {
     /// This node's id and cluster secret, for the Raft messages admin calls send.
     pub identity: Identity,
     pub raft: Raft,
+    /// This node's leadership transfer (`POST /leader/transfer`), shared with its Raft network
+    /// and its `Leadership`.
+    pub transfer: Arc<LeaderTransfer>,
     pub applied: AppliedView,
     /// The advertised Kafka address, `host:port`.
     pub kafka: String,

@@ -18,6 +18,7 @@ use crate::config::BrokerConfig;
 use crate::raft::network::Network;
 use crate::raft::sm_store;
 use crate::raft::transport::auth::Identity;
+use crate::raft::transport::transfer::LeaderTransfer;
 use crate::raft::transport::vote_gate::{VoteGate, Votes};
 use crate::raft::{NodeAddr, Raft};
 use onelog_state::command::Command;
@@ -37,13 +38,14 @@ async fn node(dir: &tempfile::TempDir, id: u64) -> AdminCtx {
     let broker_config = Arc::new(BrokerConfig::from_overrides(&[]).expect("config"));
     let (state_machine, applied) =
         sm_store::open(dir.path().join("state"), broker_config, None).expect("state machine");
-    let raft = Raft::new(id, config, Network::new(Identity::new(id, None)), log_store, state_machine)
-        .await
-        .expect("raft");
+    let transfer = Arc::new(LeaderTransfer::default());
+    let network = Network::new(Identity::new(id, None), transfer.clone());
+    let raft = Raft::new(id, config, network, log_store, state_machine).await.expect("raft");
     AdminCtx {
         node_id: id,
         identity: Identity::new(id, None),
         raft,
+        transfer,
         applied,
         kafka: KAFKA.to_string(),
         votes: Arc::new(VoteGate::new(Votes::Open)),

@@ -130,14 +130,9 @@ pub fn authorized_operations(
     })
 }
 
-/// Kafka's authorization error codes.
-pub mod code {
-    pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
-    pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
-    pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
-    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
-    pub const SECURITY_DISABLED: i16 = 54;
-}
+/// Kafka's error codes, the authorization ones among them (`code::TOPIC_AUTHORIZATION_FAILED`),
+/// under the name the handlers import; they are defined once, in `kafka_compat::error_code`.
+pub use kafka_compat::error_code as code;
 
 /// The results of the items that passed a check, put back among those refused, in request
 /// order: `allowed[i]` says whether item `i` was checked on (its result is the next of

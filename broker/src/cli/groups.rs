@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 use bytes::Buf;
 use clap::Subcommand;
 use kafka_compat::error_code;
+use kafka_compat::isolation_level::READ_UNCOMMITTED;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::{
     ConsumerProtocolAssignment, DescribeGroupsRequest, GroupId, ListGroupsRequest, OffsetFetchRequest,
@@ -17,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::kafka::{check, Kafka};
 use super::table::{cell, Report, Table};
-use super::topics::{list_offsets, offset_cell, offset_json, READ_UNCOMMITTED};
+use super::topics::{list_offsets, offset_cell, offset_json};
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum GroupCommand {

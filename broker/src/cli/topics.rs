@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use clap::Subcommand;
 use kafka_compat::error_code;
+use kafka_compat::isolation_level::{READ_COMMITTED, READ_UNCOMMITTED};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, MetadataResponse, TopicName};
 use serde_json::{json, Value};
@@ -28,9 +29,6 @@ pub enum TopicCommand {
 /// ListOffsets' special timestamps (KIP-79): the log start offset and the end of the log.
 const EARLIEST: i64 = -2;
 const LATEST: i64 = -1;
-/// ListOffsets' isolation levels (KIP-98): latest is the HW, or the LSO when read committed.
-pub const READ_UNCOMMITTED: i8 = 0;
-const READ_COMMITTED: i8 = 1;
 
 /// A partition's offset, or the Kafka error code it was answered with.
 pub type Offset = Result<i64, i16>;

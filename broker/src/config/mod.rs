@@ -284,12 +284,7 @@ impl Settings {
 
     /// What the leader's settings add to building an entry.
     pub fn entry_options(&self, node_id: u64) -> EntryOptions {
-        EntryOptions {
-            log_append_time_default: self.log_append_time,
-            node_id: node_id as i32,
-            bug_ack_before_commit: crate::fault::flag("bug.ack-before-commit"),
-            bug_ack_txn_before_commit: crate::fault::flag("bug.ack-txn-before-commit"),
-        }
+        EntryOptions { log_append_time_default: self.log_append_time, node_id: node_id as i32 }
     }
 }
 

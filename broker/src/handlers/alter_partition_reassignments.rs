@@ -7,6 +7,7 @@
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
+use kafka_compat::error_code::INVALID_REPLICA_ASSIGNMENT;
 use kafka_protocol::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
 };
@@ -22,7 +23,6 @@ use crate::ctx::SharedCtx;
 pub const KEY: ApiKey = ApiKey::AlterPartitionReassignments;
 pub const VERSIONS: (i16, i16) = (0, 1);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
-const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 const MESSAGE: &str =
     "onelog places every partition on every Raft voter; change the voters through the admin API (/members)";
 

@@ -5,6 +5,7 @@
 //! Access: CLUSTER ALTER, checked by the pipeline (`handlers::HANDLERS`).
 
 use kafka_compat::codec::Request;
+use kafka_compat::error_code::LOG_DIR_NOT_FOUND;
 use kafka_protocol::messages::alter_replica_log_dirs_response::{
     AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult,
 };
@@ -18,7 +19,6 @@ use crate::ctx::SharedCtx;
 pub const KEY: ApiKey = ApiKey::AlterReplicaLogDirs;
 pub const VERSIONS: (i16, i16) = (1, 2);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
-const LOG_DIR_NOT_FOUND: i16 = 57;
 
 pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::AlterReplicaLogDirs(body) = req.body else {

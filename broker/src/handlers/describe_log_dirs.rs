@@ -68,9 +68,7 @@ fn topics(ctx: &Ctx, wanted: Option<&BTreeMap<String, Vec<i32>>>) -> Vec<Describ
                     .filter(|p| (0..topic.partitions.len() as i32).contains(p))
                     .map(|p| {
                         // A partition never written has no segment yet: 0 bytes.
-                        let size = logs
-                            .get(&topic.topic_id, p)
-                            .map_or(0, |log| log.lock().expect("partition lock").total_bytes());
+                        let size = logs.get(&topic.topic_id, p).map_or(0, |log| log.lock().total_bytes());
                         DescribeLogDirsPartition::default()
                             .with_partition_index(p)
                             .with_partition_size(size as i64)

@@ -20,6 +20,9 @@
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
+use kafka_compat::error_code::{
+    ELECTION_NOT_NEEDED, ELIGIBLE_LEADERS_NOT_AVAILABLE, PREFERRED_LEADER_NOT_AVAILABLE,
+};
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::{ApiKey, ElectLeadersResponse, RequestKind, ResponseKind};
 
@@ -33,9 +36,6 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 const PREFERRED: i8 = 0;
 const UNCLEAN: i8 = 1;
-const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
-const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
-const ELECTION_NOT_NEEDED: i16 = 84;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::ElectLeaders(body) = req.body else { anyhow::bail!("not an ElectLeaders body") };

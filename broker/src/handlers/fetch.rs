@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
+use kafka_compat::isolation_level::READ_COMMITTED;
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{ApiKey, FetchResponse, ProducerId, RequestKind, ResponseKind};
@@ -24,8 +25,6 @@ use crate::quotas::{Governing, QuotaKind, QuotaManager};
 pub const KEY: ApiKey = ApiKey::Fetch;
 pub const VERSIONS: (i16, i16) = (4, 16);
 pub const ACCEPTED_MIN_VERSION: i16 = 4;
-
-const READ_COMMITTED: i8 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
@@ -237,7 +236,7 @@ fn read_partition(
         data.records = Some(bytes::Bytes::new());
         return Ok(error_code::NONE);
     }
-    let read = log.lock().expect("partition lock").read(offset, max_bytes.max(1), upper)?;
+    let read = log.lock().read(offset, max_bytes.max(1), upper)?;
     data.records = Some(read.map(|r| r.bytes).unwrap_or_default());
     Ok(error_code::NONE)
 }

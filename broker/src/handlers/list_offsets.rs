@@ -10,6 +10,7 @@
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
+use kafka_compat::isolation_level::READ_COMMITTED;
 use kafka_compat::records::RecordInfo;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -34,7 +35,6 @@ const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
-const READ_COMMITTED: i8 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
@@ -130,7 +130,7 @@ fn max_timestamp_record(
     if batch_offset < 0 {
         return Ok((-1, -1));
     }
-    let log = log.lock().expect("partition lock");
+    let log = log.lock();
     let holding = log.index_entries().find(|e| (e.base_offset..=e.last_offset).contains(&batch_offset));
     let Some(entry) = holding.copied() else { return Ok((timestamp, batch_offset)) };
     let batch = log.read_batch(&entry)?;
@@ -164,7 +164,7 @@ fn offset_for_timestamp(
     high_watermark: i64,
     inflate_left: &mut usize,
 ) -> anyhow::Result<(i64, i64)> {
-    let log = log.lock().expect("partition lock");
+    let log = log.lock();
     let Some(entry) =
         log.index_entries().find(|e| e.max_timestamp >= target && e.base_offset < high_watermark).copied()
     else {

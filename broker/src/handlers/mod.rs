@@ -307,7 +307,10 @@ mod tests {
                 Access::Cluster(_, checked)
                 | Access::Group(_, checked)
                 | Access::TransactionalId(_, checked) => {
-                    let refused = (checked.refused)(&not_this_api, 31);
+                    let refused = (checked.refused)(
+                        &not_this_api,
+                        kafka_compat::error_code::CLUSTER_AUTHORIZATION_FAILED,
+                    );
                     assert!(
                         encode_response(h.key, h.max_version, 0, &refused).is_ok(),
                         "{:?}: refusal",

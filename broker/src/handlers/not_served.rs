@@ -12,7 +12,7 @@ use kafka_protocol::messages::ApiKey;
 const LOG_INTERVAL: Duration = Duration::from_secs(60);
 
 /// What Kafka answers the ACL APIs when no authorizer is configured (`AclApis`).
-pub const SECURITY_DISABLED: i16 = 54;
+pub use kafka_compat::error_code::SECURITY_DISABLED;
 pub const NO_AUTHORIZER: &str = "No Authorizer is configured.";
 
 static LAST_LOGGED: Mutex<BTreeMap<i16, Instant>> = Mutex::new(BTreeMap::new());

@@ -4,6 +4,7 @@
 //! answers a push for a subscription it does not know; nothing is stored.
 
 use kafka_compat::codec::Request;
+use kafka_compat::error_code::UNKNOWN_SUBSCRIPTION_ID;
 use kafka_protocol::messages::{ApiKey, PushTelemetryResponse, RequestKind, ResponseKind};
 
 use super::{not_served, HandlerResult};
@@ -12,7 +13,6 @@ use crate::ctx::SharedCtx;
 pub const KEY: ApiKey = ApiKey::PushTelemetry;
 pub const VERSIONS: (i16, i16) = (0, 0);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
-const UNKNOWN_SUBSCRIPTION_ID: i16 = 117;
 
 pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::PushTelemetry(_) = req.body else { anyhow::bail!("not a PushTelemetry body") };

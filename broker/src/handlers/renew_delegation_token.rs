@@ -3,6 +3,7 @@
 //! (61); so does onelog, so `kafka-delegation-tokens.sh` reports the feature as disabled.
 
 use kafka_compat::codec::Request;
+use kafka_compat::error_code::DELEGATION_TOKEN_AUTH_DISABLED;
 use kafka_protocol::messages::{ApiKey, RenewDelegationTokenResponse, RequestKind, ResponseKind};
 
 use super::{not_served, HandlerResult};
@@ -11,7 +12,6 @@ use crate::ctx::SharedCtx;
 pub const KEY: ApiKey = ApiKey::RenewDelegationToken;
 pub const VERSIONS: (i16, i16) = (1, 2);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
-const DELEGATION_TOKEN_AUTH_DISABLED: i16 = 61;
 
 pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::RenewDelegationToken(_) = req.body else {

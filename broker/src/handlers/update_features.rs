@@ -5,6 +5,7 @@
 //! Access: CLUSTER ALTER, checked by the pipeline (`handlers::HANDLERS`).
 
 use kafka_compat::codec::Request;
+use kafka_compat::error_code::FEATURE_UPDATE_FAILED;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, UpdateFeaturesResponse};
 
 use super::util::str_bytes;
@@ -14,7 +15,6 @@ use crate::ctx::SharedCtx;
 pub const KEY: ApiKey = ApiKey::UpdateFeatures;
 pub const VERSIONS: (i16, i16) = (0, 1);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
-const FEATURE_UPDATE_FAILED: i16 = 96;
 const MESSAGE: &str = "onelog's finalized features are fixed (transaction.version=2) and cannot be updated";
 
 pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {

@@ -32,6 +32,8 @@ pub struct DutyCtx {
     pub applied: AppliedView,
     pub proposer: Proposer,
     pub config: Arc<BrokerConfig>,
+    /// Woken when the leader tells this node it was removed (`raft::transport::removal`).
+    pub removal: Arc<removal::RemovalNotice>,
 }
 
 impl DutyCtx {
@@ -91,7 +93,7 @@ async fn watch_raft(ctx: SharedCtx) {
                 fatal::stop("Raft node stopped", &"its metrics channel closed");
             },
             // The leader no longer replicates to a node it removed; it tells it instead.
-            () = removal::removal_noticed() => {
+            () = ctx.removal.noticed() => {
                 return shut_down_removed(leadership, "the leader removed this node; shutting down");
             }
         }
@@ -206,7 +208,7 @@ fn retention_trims(ctx: &SharedCtx) -> Vec<TrimLog> {
                 config.topic_int(&applied.state, name, "retention.bytes", settings.log_retention_bytes);
             for (p, ps) in topic.partitions.iter().enumerate() {
                 let Some(log) = partitions.get(&topic.topic_id, p as i32) else { continue };
-                let log = log.lock().expect("partition lock");
+                let log = log.lock();
                 let mut remaining = log.total_bytes() as i64;
                 let mut new_start = ps.log_start_offset;
                 for (next_base, bytes, max_ts) in log.sealed_segments() {

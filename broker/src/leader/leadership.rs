@@ -4,6 +4,7 @@
 //! flag, so no other module needs the Raft handle to answer "am I the leader?".
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::RaftMetrics;
@@ -13,6 +14,7 @@ use super::lease::LeaderLease;
 use crate::config::listeners::{parse_peer_kafka, Endpoint};
 use crate::limits;
 use crate::raft::applied::AppliedView;
+use crate::raft::transport::transfer::LeaderTransfer;
 use crate::raft::{NodeAddr, Raft};
 
 /// A broker as Metadata and DescribeCluster list it.
@@ -31,6 +33,8 @@ pub struct Leadership {
     /// Set before a graceful shutdown (SIGTERM, removal) stops the Raft node: requests are
     /// refused from then on, and that stop is not taken for a fault.
     shutting_down: AtomicBool,
+    /// This node's leadership transfer: writes pause while one is under way.
+    transfer: Arc<LeaderTransfer>,
     /// This node's advertised listeners now (`advertised.listeners`).
     advertised: Vec<Endpoint>,
     /// The listener whose addresses [`Leadership::brokers`] gives: the one nodes reach each
@@ -39,11 +43,13 @@ pub struct Leadership {
 }
 
 impl Leadership {
-    /// `inter_broker`: the listener name [`Leadership::brokers`] answers for.
+    /// `inter_broker`: the listener name [`Leadership::brokers`] answers for; `transfer`: the
+    /// node's leadership-transfer state, which its Raft network and admin API share.
     pub fn new(
         node_id: u64,
         raft: Raft,
         applied: AppliedView,
+        transfer: Arc<LeaderTransfer>,
         advertised: Vec<Endpoint>,
         inter_broker: &str,
     ) -> Self {
@@ -53,6 +59,7 @@ impl Leadership {
             applied,
             lease: LeaderLease::default(),
             shutting_down: AtomicBool::new(false),
+            transfer,
             advertised,
             inter_broker: inter_broker.to_string(),
         }
@@ -174,7 +181,7 @@ impl Leadership {
         // requests first.
         self.is_raft_leader()
             && !self.is_shutting_down()
-            && !crate::raft::transport::transfer::writes_paused()
+            && !self.transfer.writes_paused()
             && self.applied_own_term()
     }
 

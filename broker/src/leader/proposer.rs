@@ -29,6 +29,12 @@ use onelog_state::command::{
     Command, LeaderStamp, Op, OpResult, PartitionProduced, ReplicatedLimits, TypedOp,
 };
 use onelog_state::entry::{self, Answer, Decision, EntryOptions, Proposal, UnstampedAppend};
+// The fault-injection build's entries may carry the chaos checker's test bugs (`bugs`); a
+// release build proposes what the pure builder decides.
+#[cfg(feature = "fault-injection")]
+use super::bugs::build_entry;
+#[cfg(not(feature = "fault-injection"))]
+use onelog_state::entry::build_entry;
 use openraft::error::{ClientWriteError, RaftError};
 use tokio::sync::{mpsc, oneshot};
 
@@ -287,10 +293,8 @@ impl Sequencer {
         let stamp = LeaderStamp { now_ms: wall_clock_ms(), term: term as i32 };
         let (proposals, replies): (Vec<Proposal>, Vec<Reply>) = queued.into_iter().unzip();
         let replies_count = replies.len();
-        let built = self
-            .options
-            .applied
-            .state(|state| entry::build_entry(state, stamp, &self.options.entry, proposals));
+        let built =
+            self.options.applied.state(|state| build_entry(state, stamp, &self.options.entry, proposals));
         // `Proposal::size_bytes` bounds each op's encoding from above, so this holds; if it
         // ever did not, refusing the entry (before any answer leaves) keeps the node up where
         // raft-store would refuse the write and the node would stop.

@@ -30,6 +30,7 @@ use serde::Serialize;
 use super::transport::auth::Identity;
 use super::transport::client::{CallError, Peer};
 use super::transport::codec::{self, Kind};
+use super::transport::transfer::LeaderTransfer;
 use super::{NodeAddr, TypeConfig};
 use crate::limits;
 
@@ -38,13 +39,15 @@ type RpcResult<T, E = RaftError<u64>> = Result<T, RPCError<u64, NodeAddr, E>>;
 /// The network factory one `Raft` owns: one [`Peer`] (one connection) per target node.
 pub struct Network {
     identity: Identity,
+    transfer: Arc<LeaderTransfer>,
     peers: BTreeMap<u64, Arc<Peer>>,
 }
 
 impl Network {
-    /// The factory of the node `identity` names, holding the cluster secret its handshakes use.
-    pub fn new(identity: Identity) -> Self {
-        Network { identity, peers: BTreeMap::new() }
+    /// The factory of the node `identity` names, holding the cluster secret its handshakes use;
+    /// `transfer` is that node's leadership transfer, which withholds its AppendEntries.
+    pub fn new(identity: Identity, transfer: Arc<LeaderTransfer>) -> Self {
+        Network { identity, transfer, peers: BTreeMap::new() }
     }
 }
 
@@ -63,7 +66,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
                 peer
             }
         };
-        PeerClient { target, node: node.clone(), peer }
+        PeerClient { target, node: node.clone(), peer, transfer: self.transfer.clone() }
     }
 }
 
@@ -71,6 +74,7 @@ pub struct PeerClient {
     target: u64,
     node: NodeAddr,
     peer: Arc<Peer>,
+    transfer: Arc<LeaderTransfer>,
 }
 
 impl PeerClient {
@@ -141,7 +145,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         if let Some(too_large) = too_large(&rpc) {
             return Err(RPCError::PayloadTooLarge(too_large));
         }
-        if super::transport::transfer::heartbeats_withheld() {
+        if self.transfer.heartbeats_withheld() {
             // A leadership transfer lets every voter's lease on this leader run out.
             let withheld = AnyError::error("withheld during a leadership transfer");
             return Err(RPCError::Unreachable(Unreachable::new(&withheld)));

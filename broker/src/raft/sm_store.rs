@@ -208,7 +208,7 @@ impl StateMachineStore {
         // checkpointed offsets and is truncated and re-applied on start.
         let logs = read(&self.shared.partitions).all();
         for log in logs {
-            log.lock().expect("partition lock").flush()?;
+            log.lock().flush()?;
         }
         let bytes = checkpoint::encode(&checkpoint);
         // Partition files flushed past the previous checkpoint, the new one not yet written.

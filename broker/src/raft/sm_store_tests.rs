@@ -55,7 +55,7 @@ fn log_entries() -> Vec<Entry<TypeConfig>> {
 fn read_all(sm: &StateMachineStore, partition: i32) -> (Vec<u8>, usize) {
     let log = sm.shared.partitions.read().unwrap().get(&[9; 16], partition).expect("log");
     let (mut out, mut batches, mut offset) = (Vec::new(), 0, 0);
-    while let Some(r) = log.lock().unwrap().read(offset, 1 << 20, i64::MAX).unwrap() {
+    while let Some(r) = log.lock().read(offset, 1 << 20, i64::MAX).unwrap() {
         let mut at = 0;
         while at < r.bytes.len() {
             let h = kafka_compat::batch::parse_header(&r.bytes[at..]).expect("whole batches");

@@ -79,7 +79,7 @@ pub fn write(
         let log = partitions.get(&topic_id, partition).ok_or_else(|| {
             io::Error::new(io::ErrorKind::NotFound, format!("no log for partition {partition}"))
         })?;
-        let log = log.lock().expect("partition lock");
+        let log = log.lock();
         let (first_offset, ranges) = log.export_ranges(end_offset);
         let len: u64 = ranges.iter().map(|r| r.2).sum();
         out.write_all(&topic_id)?;

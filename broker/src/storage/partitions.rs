@@ -7,15 +7,38 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::partition_log::SegmentPolicy;
+use super::partition_log::{PartitionLog, SegmentPolicy};
 use crate::config::BrokerConfig;
-use crate::fault;
+use crate::{fatal, fault};
 use onelog_state::BrokerState;
 use onelog_state::Effect;
 
-pub type SharedLog = Arc<Mutex<super::partition_log::PartitionLog>>;
+pub type SharedLog = Arc<PartitionLock>;
+
+/// One partition's log behind its lock. A poisoned lock (a panic while it was held: the log
+/// may be half-appended or half-trimmed) is a broken invariant and stops the node through
+/// `fatal`, as the applied state's lock does (`raft::applied`), never a panic in every later
+/// Fetch, ListOffsets or apply of that partition.
+pub struct PartitionLock {
+    /// The partition's directory, for the message.
+    dir: PathBuf,
+    log: Mutex<PartitionLog>,
+}
+
+impl PartitionLock {
+    fn new(dir: PathBuf, log: PartitionLog) -> SharedLog {
+        Arc::new(PartitionLock { dir, log: Mutex::new(log) })
+    }
+
+    /// The log, locked; stops the node if the lock is poisoned.
+    pub fn lock(&self) -> MutexGuard<'_, PartitionLog> {
+        self.log.lock().unwrap_or_else(|_| {
+            fatal::invariant(&format!("the lock of partition log {} is poisoned", self.dir.display()))
+        })
+    }
+}
 
 pub struct Partitions {
     root: PathBuf,
@@ -64,13 +87,12 @@ impl Partitions {
             partitions.remember_policy(state, &topic.topic_id);
             for (p, ps) in topic.partitions.iter().enumerate() {
                 let dir = partitions.dir(&topic.topic_id, p as i32);
-                let log =
-                    super::partition_log::PartitionLog::open(&dir, ps.log_start_offset, ps.log_end_offset)?;
+                let log = PartitionLog::open(&dir, ps.log_start_offset, ps.log_end_offset)?;
                 if log.log_end_offset().unwrap_or(ps.log_start_offset) < ps.log_end_offset {
                     tracing::error!(topic = %name, partition = p, expected = ps.log_end_offset,
                         found = ?log.log_end_offset(), "partition files end before the checkpoint");
                 }
-                partitions.logs.insert((topic.topic_id, p as i32), Arc::new(Mutex::new(log)));
+                partitions.logs.insert((topic.topic_id, p as i32), PartitionLock::new(dir, log));
             }
         }
         Ok(partitions)
@@ -135,9 +157,9 @@ impl Partitions {
             match effect {
                 Effect::CreatePartitionLog { topic_id, partition } => {
                     self.remember_policy(state, topic_id);
-                    let log =
-                        super::partition_log::PartitionLog::open(&self.dir(topic_id, *partition), 0, 0)?;
-                    self.logs.insert((*topic_id, *partition), Arc::new(Mutex::new(log)));
+                    let dir = self.dir(topic_id, *partition);
+                    let log = PartitionLog::open(&dir, 0, 0)?;
+                    self.logs.insert((*topic_id, *partition), PartitionLock::new(dir, log));
                 }
                 Effect::Append { topic_id, partition, batch } => {
                     if !topics_written.contains(topic_id) {
@@ -154,12 +176,12 @@ impl Partitions {
                     }
                     let policy = self.policies.get(topic_id).copied().unwrap_or(self.policy_default);
                     let log = self.get(topic_id, *partition).ok_or_else(|| missing(topic_id, *partition))?;
-                    log.lock().expect("partition lock").append(batch, policy)?;
+                    log.lock().append(batch, policy)?;
                 }
                 Effect::DeleteTopicLogs { topic_id } => self.delete_topic(topic_id)?,
                 Effect::TrimLog { topic_id, partition, log_start_offset } => {
                     let log = self.get(topic_id, *partition).ok_or_else(|| missing(topic_id, *partition))?;
-                    log.lock().expect("partition lock").trim(*log_start_offset)?;
+                    log.lock().trim(*log_start_offset)?;
                 }
             }
         }
@@ -188,4 +210,44 @@ impl Partitions {
 
 fn missing(topic_id: &[u8; 16], partition: i32) -> io::Error {
     io::Error::new(io::ErrorKind::NotFound, format!("no partition log for {}-{partition}", hex(topic_id)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    /// Set in the child process that poisons a partition lock.
+    const CHILD: &str = "ONELOG_TEST_POISONED_PARTITION_LOCK";
+    const NAME: &str =
+        "storage::partitions::tests::a_poisoned_partition_lock_stops_the_node_with_exit_code_70";
+
+    /// A panic while a partition's lock is held (here in another thread) leaves it poisoned;
+    /// the next `lock` ends the process through `fatal` (exit code 70), never a panic. The
+    /// exit is checked in a child process: this test binary run again on this one test.
+    #[test]
+    fn a_poisoned_partition_lock_stops_the_node_with_exit_code_70() {
+        if std::env::var_os(CHILD).is_some() {
+            let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).try_init();
+            let dir = tempfile::tempdir().expect("tempdir");
+            let log = PartitionLog::open(dir.path(), 0, 0).expect("partition log");
+            let lock = PartitionLock::new(dir.path().to_path_buf(), log);
+            let holder = lock.clone();
+            let panicked = std::thread::spawn(move || {
+                let _held = holder.lock();
+                panic!("a panic with the partition lock held");
+            })
+            .join();
+            assert!(panicked.is_err() && lock.log.is_poisoned());
+            let guard = lock.lock();
+            unreachable!("locking a poisoned partition lock returned ({} bytes)", guard.total_bytes());
+        }
+        let exe = std::env::current_exe().expect("test binary");
+        let output =
+            Command::new(exe).args(["--exact", NAME, "--nocapture"]).env(CHILD, "1").output().expect("child");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(crate::fatal::EXIT_CODE), "child: {stderr}");
+        assert!(stderr.contains("the lock of partition log"), "child: {stderr}");
+    }
 }

@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use kafka_compat::isolation_level::{READ_COMMITTED, READ_UNCOMMITTED};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::ListOffsetsRequest;
 use rand::rngs::StdRng;
@@ -149,8 +150,8 @@ async fn stable_ends(
         let Ok(mut client) = RawClient::connect(*addr).await else { continue };
         let mut rounds = Vec::new();
         for _ in 0..2 {
-            let committed = list_ends(&mut client, topic, partitions, 1).await;
-            let high = list_ends(&mut client, topic, partitions, 0).await;
+            let committed = list_ends(&mut client, topic, partitions, READ_COMMITTED).await;
+            let high = list_ends(&mut client, topic, partitions, READ_UNCOMMITTED).await;
             match (committed, high) {
                 (Ok(c), Ok(h)) => rounds.push((c, h)),
                 _ => break,

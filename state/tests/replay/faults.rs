@@ -28,7 +28,7 @@ pub(crate) enum Fault {
         from_step: u64,
     },
     /// Not a replica's fault but every leader's: writes of an open transaction answered once
-    /// stamped, what onelog did before issue 17 (`EntryOptions::bug_ack_txn_before_commit`).
+    /// stamped, what onelog did before issue 17 (the broker's `leader::bugs`).
     /// With no takeover abort, a lost entry then lets a transaction commit without a write
     /// its client was told about.
     AckTxnAtStamping,

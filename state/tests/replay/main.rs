@@ -68,7 +68,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use onelog_state::command::Command;
-use onelog_state::entry::{build_entry, takeover_ops};
+use onelog_state::entry::{build_entry, takeover_ops, writes_open_txn, Proposal};
 use rand::Rng;
 
 use checks::check_entry;
@@ -278,11 +278,23 @@ fn run(seed: u64, target_ops: usize, fault: Fault) -> Result<Stats, Divergence> 
         let stamp = sim.stamp();
         let before = cluster.replicas[sim.leader].state.clone();
         let options = sim.options;
-        let built = catch_unwind(AssertUnwindSafe(|| build_entry(&before, stamp, &options, proposals)))
-            .map_err(|panic| {
-                let what = format!("the leader's build_entry panicked: {}", panic_message(&*panic));
-                fail(&cluster, step, what, "(not built)".into())
-            })?;
+        // The leader fault `AckTxnAtStamping`: what the broker's `leader::bugs` does.
+        let early: Vec<bool> = proposals
+            .iter()
+            .map(|p| {
+                sim.leader_bug
+                    && matches!(p, Proposal::ProduceTransactional(a) if writes_open_txn(&before, a))
+            })
+            .collect();
+        let built = catch_unwind(AssertUnwindSafe(|| {
+            let mut built = build_entry(&before, stamp, &options, proposals);
+            built.answer_as_stamped(&before, &early);
+            built
+        }))
+        .map_err(|panic| {
+            let what = format!("the leader's build_entry panicked: {}", panic_message(&*panic));
+            fail(&cluster, step, what, "(not built)".into())
+        })?;
         let command = built.command;
         if command.ops.is_empty() {
             let ctx = EntryCtx { before: &before, command: &command, response: None, lost: false };

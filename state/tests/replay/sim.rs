@@ -90,12 +90,7 @@ impl Sim {
                 self.limits = limits_preset(&mut self.rng);
             }
         }
-        self.options = EntryOptions {
-            log_append_time_default: self.rng.gen_bool(0.25),
-            node_id: 1,
-            bug_ack_before_commit: false,
-            bug_ack_txn_before_commit: self.leader_bug,
-        };
+        self.options = EntryOptions { log_append_time_default: self.rng.gen_bool(0.25), node_id: 1 };
         self.stats.terms += 1;
     }
 

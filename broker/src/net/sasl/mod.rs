@@ -11,10 +11,9 @@ pub mod throttle;
 use crate::config::security::SaslSettings;
 use crate::ctx::SharedCtx;
 
-/// Kafka error codes of the SASL exchange (`Errors`).
-pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-pub const ILLEGAL_SASL_STATE: i16 = 34;
-pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
+/// Where the SaslHandshake and SaslAuthenticate handlers import it from; Kafka's error codes
+/// are defined in `kafka_compat::error_code`.
+pub use kafka_compat::error_code::ILLEGAL_SASL_STATE;
 
 /// Kafka's message for a bad PLAIN (or SCRAM) login: the same whether the user or the password
 /// is wrong, so it tells an attacker nothing.

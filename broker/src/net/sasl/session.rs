@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_compat::codec::{self, Request};
+use kafka_compat::error_code::{ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM};
 use kafka_compat::principal::KafkaPrincipal;
 use kafka_protocol::messages::{
     ApiKey, DescribeAclsResponse, DescribeClusterResponse, FindCoordinatorResponse, HeartbeatResponse,
@@ -25,10 +26,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
 use super::throttle::THROTTLE;
-use super::{
-    served_mechanisms, server_for, AuthFailure, SaslServer, Step, ILLEGAL_SASL_STATE,
-    SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM,
-};
+use super::{served_mechanisms, server_for, AuthFailure, SaslServer, Step};
 use crate::config::security::SaslSettings;
 use crate::ctx::SharedCtx;
 use crate::net::incidents::ADDRESS_STATS;

@@ -30,18 +30,22 @@ pub struct Removed {
     pub membership_index: u64,
 }
 
-/// Woken once a notice was believed; `watch_raft` waits on it. One per process: a process
-/// runs one node.
-static REMOVED: Notify = Notify::const_new();
+/// One node's side of the notice: woken once a notice was believed; `watch_raft` waits on it.
+/// Owned by the node (its Raft service and its duties share it), so that in a process running
+/// several nodes a notice stops only the node it names.
+#[derive(Debug, Default)]
+pub struct RemovalNotice(Notify);
 
-/// Resolves once this node was told, believably, that it was removed.
-pub async fn removal_noticed() {
-    REMOVED.notified().await;
+impl RemovalNotice {
+    /// Resolves once this node was told, believably, that it was removed.
+    pub async fn noticed(&self) {
+        self.0.notified().await;
+    }
 }
 
 /// Removed node's side: believes the notice only if it names a membership newer than the one
-/// this node has, and this node.
-pub fn on_removed(raft: &Raft, req: Removed) -> Result<(), String> {
+/// this node has, and this node; then wakes `notice`.
+pub fn on_removed(raft: &Raft, notice: &RemovalNotice, req: Removed) -> Result<(), String> {
     let (id, own_index) = {
         let metrics = raft.metrics();
         let m = metrics.borrow();
@@ -61,7 +65,7 @@ pub fn on_removed(raft: &Raft, req: Removed) -> Result<(), String> {
         membership_index = req.membership_index,
         "told by the leader that this node was removed"
     );
-    REMOVED.notify_one();
+    notice.0.notify_one();
     Ok(())
 }
 

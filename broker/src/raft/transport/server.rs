@@ -39,6 +39,8 @@ pub struct RaftService {
     pub log: LogReader<TypeConfig>,
     /// The Kafka handlers that serve forwarded requests (`envelope`), once the node has them.
     pub forward: super::envelope::ForwardSlot,
+    /// Woken when the leader tells this node it was removed (`removal`).
+    pub removal: Arc<super::removal::RemovalNotice>,
 }
 
 /// Serves Raft RPCs from peers until the local Raft node shuts down (then returns `Ok`).
@@ -241,7 +243,9 @@ async fn handle(
         }
         Request::InstallSnapshot(req) => encode_response(request_id, &raft.install_snapshot(req).await),
         Request::TimeoutNow(req) => encode_response(request_id, &super::handover::on_timeout_now(raft, req)),
-        Request::Removed(req) => encode_response(request_id, &super::removal::on_removed(raft, req)),
+        Request::Removed(req) => {
+            encode_response(request_id, &super::removal::on_removed(raft, &service.removal, req))
+        }
         Request::LogState(query) => {
             tracing::debug!(from = query.from, "a peer asks how much log this node holds");
             encode_response(request_id, &super::log_state::on_log_state(raft, &service.log).await)

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::auth::{self, Auth, Challenge, Hello, Identity};
 use super::codec::{self, Kind, PROTOCOL_VERSION};
+use super::transfer::{self, LeaderTransfer};
 use super::vote_gate::{VoteGate, Votes};
 use super::{serve_raft, RaftService};
 use crate::config::BrokerConfig;
@@ -34,6 +35,8 @@ pub(super) struct TestNode {
     pub raft: Raft,
     pub addr: NodeAddr,
     pub server: JoinHandle<anyhow::Result<()>>,
+    /// This node's own leadership-transfer flags, as `node::run` gives each node.
+    pub transfer: Arc<LeaderTransfer>,
     _dir: tempfile::TempDir,
 }
 
@@ -71,11 +74,20 @@ pub(super) async fn start_node_with_secret(
     let (state_machine, _) =
         sm_store::open(dir.path().join("state"), BrokerConfig::from_overrides(&[])?.into(), None)?;
     let log = log_store.reader();
-    let raft = Raft::new(id, config, Network::new(identity.clone()), log_store, state_machine).await?;
+    let transfer = Arc::new(LeaderTransfer::default());
+    let network = Network::new(identity.clone(), transfer.clone());
+    let raft = Raft::new(id, config, network, log_store, state_machine).await?;
     let votes = Arc::new(VoteGate::new(Votes::Open));
-    let service = RaftService { raft: raft.clone(), identity, votes, log, forward: Default::default() };
+    let service = RaftService {
+        raft: raft.clone(),
+        identity,
+        votes,
+        log,
+        forward: Default::default(),
+        removal: Default::default(),
+    };
     let server = tokio::spawn(serve_raft(listener, service));
-    Ok(TestNode { id, raft, addr, server, _dir: dir })
+    Ok(TestNode { id, raft, addr, server, transfer, _dir: dir })
 }
 
 pub(super) async fn start_cluster(
@@ -152,6 +164,46 @@ async fn three_nodes_replicate_and_survive_leader_loss() -> anyhow::Result<()> {
     let index = write(new_leader, 3).await?;
     assert_applied_everywhere(&survivors, index).await?;
     for node in survivors {
+        node.raft.shutdown().await?;
+    }
+    Ok(())
+}
+
+/// A leadership transfer among three nodes of one process: the leader pauses its own writes
+/// and withholds its own heartbeats, no other node's flags move (each node owns its
+/// `LeaderTransfer`; they were process-wide statics), another node takes over, and every
+/// flag is clear afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leadership_transfer_sets_only_the_leaders_flags() -> anyhow::Result<()> {
+    let nodes = start_cluster(&[1, 2, 3], raft_config(|_| {})).await?;
+    let leader_id = leader_of(&nodes[0], None).await?;
+    let leader = nodes.iter().find(|n| n.id == leader_id).expect("leader is a member");
+    let target = nodes.iter().find(|n| n.id != leader_id).expect("a follower");
+    let index = write(leader, 3).await?;
+    assert_applied_everywhere(&nodes.iter().collect::<Vec<_>>(), index).await?;
+
+    let identity = Identity::new(leader_id, None);
+    let moving = transfer::transfer(&leader.raft, &identity, &leader.transfer, target.id);
+    let observe = async {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !leader.transfer.heartbeats_withheld() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let flags = |n: &TestNode| (n.transfer.writes_paused(), n.transfer.heartbeats_withheld());
+        (flags(leader), nodes.iter().filter(|n| n.id != leader_id).map(flags).collect::<Vec<_>>())
+    };
+    let (moved, (leader_flags, others)) = tokio::join!(moving, observe);
+    let (new_leader, _term) = moved?;
+    assert_eq!(leader_flags, (true, true), "the leader's writes paused and heartbeats withheld");
+    assert_eq!(others, vec![(false, false); 2], "another node's flags moved with the leader's");
+    assert_ne!(new_leader, leader_id);
+    for node in &nodes {
+        assert!(!node.transfer.writes_paused() && !node.transfer.heartbeats_withheld(), "node {}", node.id);
+    }
+    let new_leader = nodes.iter().find(|n| n.id == new_leader).expect("new leader is a member");
+    let index = write(new_leader, 1).await?;
+    assert_applied_everywhere(&nodes.iter().collect::<Vec<_>>(), index).await?;
+    for node in &nodes {
         node.raft.shutdown().await?;
     }
     Ok(())
@@ -309,7 +361,9 @@ async fn vote(client: &mut PeerClient, option: &RPCOption) -> VoteResult {
 }
 
 async fn client_for(addr: String) -> PeerClient {
-    Network::new(Identity::new(1, None)).new_client(7, &NodeAddr { raft: addr, kafka: String::new() }).await
+    Network::new(Identity::new(1, None), Default::default())
+        .new_client(7, &NodeAddr { raft: addr, kafka: String::new() })
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -373,7 +427,7 @@ async fn append_entries_rtt() -> anyhow::Result<()> {
         leader_commit: m.last_applied,
         entries: vec![],
     };
-    let mut network = Network::new(Identity::new(leader.id, None));
+    let mut network = Network::new(Identity::new(leader.id, None), Default::default());
     let option = RPCOption::new(Duration::from_secs(1));
 
     let mut client = network.new_client(follower.id, &follower.addr).await;

@@ -5,17 +5,19 @@
 //! lasts; the SIGTERM handover gets round that by stopping the old leader. A transfer keeps it
 //! running, so instead it:
 //!
-//! 1. stops taking writes (`writes_paused`, read by `Leadership::may_propose`), so the target
-//!    can catch up with a log that no longer grows;
+//! 1. stops taking writes ([`LeaderTransfer::writes_paused`], read by
+//!    `Leadership::may_propose`), so the target can catch up with a log that no longer grows;
 //! 2. waits until the target has matched the last log index;
-//! 3. withholds its own AppendEntries and heartbeats (`heartbeats_withheld`, read by the peer
-//!    client in `raft::network`), so every voter's lease on it runs out;
+//! 3. withholds its own AppendEntries and heartbeats ([`LeaderTransfer::heartbeats_withheld`],
+//!    read by the peer client in `raft::network`), so every voter's lease on it runs out;
 //! 4. sends the target `TimeoutNow` (it stands once the lease is over), and waits for a new
 //!    leader; then it resumes. Writes are refused meanwhile (NOT_LEADER_OR_FOLLOWER, which
 //!    clients retry), about one election timeout.
 //!
 //! Another up-to-date voter may win the election instead of the target; the answer says who
-//! leads. The flags are process-wide: a process runs one node.
+//! leads. The flags belong to the node ([`LeaderTransfer`], one per node, shared by its
+//! `Leadership`, its Raft network and its admin API), so two nodes in one process never see
+//! each other's transfer.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -23,19 +25,27 @@ use std::time::Duration;
 use super::auth::Identity;
 use super::handover::send_timeout_now;
 use crate::limits;
-use crate::raft::Raft;
+use crate::raft::{Metrics, Raft};
 
-static WRITES_PAUSED: AtomicBool = AtomicBool::new(false);
-static HEARTBEATS_WITHHELD: AtomicBool = AtomicBool::new(false);
-/// One transfer at a time.
-static TRANSFERRING: AtomicBool = AtomicBool::new(false);
-
-pub fn writes_paused() -> bool {
-    WRITES_PAUSED.load(Ordering::SeqCst)
+/// One node's leadership-transfer state: what a transfer under way has switched off.
+#[derive(Debug, Default)]
+pub struct LeaderTransfer {
+    writes_paused: AtomicBool,
+    heartbeats_withheld: AtomicBool,
+    /// One transfer at a time.
+    transferring: AtomicBool,
 }
 
-pub fn heartbeats_withheld() -> bool {
-    HEARTBEATS_WITHHELD.load(Ordering::SeqCst)
+impl LeaderTransfer {
+    /// Whether this node refuses writes while the target catches up (step 1).
+    pub fn writes_paused(&self) -> bool {
+        self.writes_paused.load(Ordering::SeqCst)
+    }
+
+    /// Whether this node withholds AppendEntries and heartbeats from its peers (step 3).
+    pub fn heartbeats_withheld(&self) -> bool {
+        self.heartbeats_withheld.load(Ordering::SeqCst)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,40 +67,48 @@ pub enum TransferError {
 }
 
 /// Clears the flags however the transfer ends.
-struct Resume;
+struct Resume<'a>(&'a LeaderTransfer);
 
-impl Drop for Resume {
+impl Drop for Resume<'_> {
     fn drop(&mut self) {
-        HEARTBEATS_WITHHELD.store(false, Ordering::SeqCst);
-        WRITES_PAUSED.store(false, Ordering::SeqCst);
-        TRANSFERRING.store(false, Ordering::SeqCst);
+        self.0.heartbeats_withheld.store(false, Ordering::SeqCst);
+        self.0.writes_paused.store(false, Ordering::SeqCst);
+        self.0.transferring.store(false, Ordering::SeqCst);
     }
 }
 
-/// Moves leadership from this node (`me`) to `to`; returns the new leader and its term.
-pub async fn transfer(raft: &Raft, identity: &Identity, to: u64) -> Result<(u64, u64), TransferError> {
-    let me = identity.node_id;
+/// The Raft address of voter `to` and the current term, if this node (`me`) leads and may hand
+/// over to `to`.
+fn target(m: &Metrics, me: u64, to: u64) -> Result<(String, u64), TransferError> {
+    if m.current_leader != Some(me) {
+        return Err(TransferError::NotLeader(m.current_leader));
+    }
+    if to == me {
+        return Err(TransferError::AlreadyLeads(me));
+    }
+    let membership = m.membership_config.membership();
+    if !membership.voter_ids().any(|id| id == to) {
+        return Err(TransferError::NotAVoter(to));
+    }
+    let addr = membership.get_node(&to).map(|n| n.raft.clone()).ok_or(TransferError::NotAVoter(to))?;
+    Ok((addr, m.current_term))
+}
+
+/// Moves leadership from this node to `to`; returns the new leader and its term. `state` is
+/// this node's [`LeaderTransfer`].
+pub async fn transfer(
+    raft: &Raft,
+    identity: &Identity,
+    state: &LeaderTransfer,
+    to: u64,
+) -> Result<(u64, u64), TransferError> {
     let mut metrics = raft.metrics();
-    let (addr, term) = {
-        let m = metrics.borrow();
-        if m.current_leader != Some(me) {
-            return Err(TransferError::NotLeader(m.current_leader));
-        }
-        if to == me {
-            return Err(TransferError::AlreadyLeads(me));
-        }
-        let membership = m.membership_config.membership();
-        if !membership.voter_ids().any(|id| id == to) {
-            return Err(TransferError::NotAVoter(to));
-        }
-        let addr = membership.get_node(&to).map(|n| n.raft.clone()).ok_or(TransferError::NotAVoter(to))?;
-        (addr, m.current_term)
-    };
-    if TRANSFERRING.swap(true, Ordering::SeqCst) {
+    let (addr, term) = target(&metrics.borrow(), identity.node_id, to)?;
+    if state.transferring.swap(true, Ordering::SeqCst) {
         return Err(TransferError::Busy);
     }
-    let _resume = Resume;
-    WRITES_PAUSED.store(true, Ordering::SeqCst);
+    let _resume = Resume(state);
+    state.writes_paused.store(true, Ordering::SeqCst);
     tracing::info!(to, term, "leadership transfer: writes paused until the target has caught up");
 
     let catch_up = Duration::from_millis(limits::LEADER_TRANSFER_CATCH_UP_MS);
@@ -112,7 +130,7 @@ pub async fn transfer(raft: &Raft, identity: &Identity, to: u64) -> Result<(u64,
         return Err(TransferError::NotCaughtUp(to));
     }
 
-    HEARTBEATS_WITHHELD.store(true, Ordering::SeqCst);
+    state.heartbeats_withheld.store(true, Ordering::SeqCst);
     send_timeout_now(identity, to, addr, term).await.map_err(|e| TransferError::Failed(format!("{e:#}")))?;
     let wait = Duration::from_millis(limits::LEADER_TRANSFER_ELECTION_MS);
     let elected = tokio::time::timeout(wait, async {
