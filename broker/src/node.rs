@@ -59,16 +59,56 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     tracing::info!(configs = %config.describe_set(), "configuration");
     let node: NodeSettings = config.node.clone();
     let _lock = lock_data_dir(&node.data_dir)?;
-    let advertised = node.advertised_kafka.clone();
-    // Certificates are read before anything else: a bad keystore fails start-up at once.
+    let (kafka_listeners, peers) = preflight(&node)?;
+    let identity = Identity::new(node.node_id, node.cluster_secret.clone());
+    if !peers.is_empty() && !identity.has_secret() {
+        tracing::warn!(
+            "onelog.cluster.secret.file is not set: the Raft port admits any process that speaks its protocol; \
+             give every node the same secret file"
+        );
+    }
+    let opened = open_raft(&node, &config, &identity, !peers.is_empty()).await?;
+    // Filled once the Kafka handlers' context exists: forwarded requests wait for it.
+    let forward_slot = crate::raft::transport::envelope::ForwardSlot::default();
+    let removal = Arc::new(crate::raft::transport::removal::RemovalNotice::default());
+    let raft_addr = serve_raft_port(&node, &opened, &identity, &forward_slot, &removal).await?;
+    // Up before the rejoin decision, which can wait long, so `/status` shows the node waiting.
+    let serving = Arc::new(std::sync::OnceLock::new());
+    start_admin(&node, &opened, &identity, &serving).await?;
+    let me = NodeAddr { raft: raft_addr, kafka: peer_kafka_text(&node.advertised) };
+    join_cluster(&node, &identity, &peers, &opened, me).await?;
+    let ctx = serving_ctx(&node, &config, &opened, &identity, removal).await;
+    let _ = serving.set(ctx.clone());
+    let _ = forward_slot.set(Arc::new(crate::pipeline::forwarded::Forwarded { ctx: ctx.clone() }));
+    let bound = bind_kafka(&node, kafka_listeners).await?;
+    let advertised_all: Vec<String> = node.advertised.iter().map(|e| e.to_string()).collect();
+    tracing::info!(kafka = %node.kafka_listener, advertised = %advertised_all.join(","), node_id = node.node_id, "onelog ready");
+    let leadership = ctx.leadership.clone();
+    tokio::select! {
+        () = listener::serve_all(bound, ctx, crate::pipeline::dispatch) => {}
+        _ = shutdown_signal() => tracing::info!("shutting down"),
+    }
+    leadership.begin_shutdown();
+    // Kafka requests are refused from here (`Leadership::is_leader`); the entries in
+    // flight replicate, then the most caught-up follower takes over.
+    let raft = opened.raft;
+    crate::raft::transport::handover::hand_over(&raft, &identity, Duration::from_secs(2)).await;
+    checkpoint_before_exit(&raft).await;
+    raft.shutdown().await.ok();
+    tracing::info!("onelog stopped");
+    Ok(())
+}
+
+/// What start-up checks before it touches the data directory: the listeners' certificates (a
+/// bad keystore fails at once), the peers, and that every port is free (the Kafka listener
+/// itself is bound only once the node can serve).
+fn preflight(node: &NodeSettings) -> anyhow::Result<(Vec<listener::Listener>, BTreeMap<u64, NodeAddr>)> {
     let kafka_listeners =
         node.listeners.iter().map(listener::Listener::prepare).collect::<anyhow::Result<Vec<_>>>()?;
     let peers = parse_peers(&node.peers)?;
     if !peers.is_empty() && node.raft_listen.is_none() {
         anyhow::bail!("onelog.peers (--peers) needs onelog.raft.listener (--raft-listen): peers must be able to reach this node");
     }
-    // A taken port is reported before the data directory is touched; the Kafka listener itself
-    // is bound only once the node can serve (see the end of this function).
     for spec in &node.listeners {
         std::net::TcpListener::bind(resolve(&spec.endpoint.address())?)
             .with_context(|| format!("the Kafka listener {} (listeners)", spec.endpoint))?;
@@ -77,20 +117,33 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         std::net::TcpListener::bind(admin)
             .with_context(|| format!("the admin API listener {admin} (onelog.admin.listener)"))?;
     }
+    Ok((kafka_listeners, peers))
+}
 
-    let identity = Identity::new(node.node_id, node.cluster_secret.clone());
-    if !peers.is_empty() && !identity.has_secret() {
-        tracing::warn!(
-            "onelog.cluster.secret.file is not set: the Raft port admits any process that speaks its protocol; \
-             give every node the same secret file"
-        );
-    }
+/// The node's storage and its Raft node, opened but not yet serving.
+struct Opened {
+    raft: Raft,
+    applied: crate::raft::applied::AppliedView,
+    votes: Arc<VoteGate>,
+    start: rejoin::Start,
+    log_reader: raft_store::LogReader<TypeConfig>,
+    /// One per node: a transfer pauses this node's writes and withholds its heartbeats only.
+    transfer: Arc<LeaderTransfer>,
+}
+
+/// Opens the Raft log and the state machine's checkpoint, and creates the Raft node.
+async fn open_raft(
+    node: &NodeSettings,
+    config: &Arc<BrokerConfig>,
+    identity: &Identity,
+    has_peers: bool,
+) -> anyhow::Result<Opened> {
     let mut log_store =
         LogStore::<TypeConfig>::open(&node.data_dir.join("raft-log"), LogStoreOptions::default())?;
     let log_state = openraft::storage::RaftLogStorage::get_log_state(&mut log_store).await?;
     let log_purged = log_state.last_purged_log_id;
     let log_reader = log_store.reader();
-    let start = rejoin::at_start(&node.data_dir, log_state.last_log_id.is_none(), !peers.is_empty())?;
+    let start = rejoin::at_start(&node.data_dir, log_state.last_log_id.is_none(), has_peers)?;
     let votes = Arc::new(VoteGate::new(start.votes()));
     let (state_machine, applied) =
         sm_store::open(node.data_dir.join("state"), config.clone(), log_purged.map(|l| l.index))?;
@@ -99,73 +152,84 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // What the restart costs: every entry above the checkpoint is applied again.
     let to_replay = last_log_index.map_or(0, |last| last.saturating_sub(checkpoint_index.unwrap_or(0)));
     tracing::info!(?checkpoint_index, ?last_log_index, to_replay, "opened the log and the checkpoint");
-    // One per node: a transfer pauses this node's writes and withholds its heartbeats only.
     let transfer = Arc::new(LeaderTransfer::default());
-    let raft = Raft::new(
-        node.node_id,
-        Arc::new(raft_config()?),
-        Network::new(identity.clone(), transfer.clone()),
-        log_store,
-        state_machine,
-    )
-    .await?;
-    // A one-node cluster has no peers to hear from; the Raft listener is bound when asked for
-    // (or when peers exist), so many single-node brokers can share a machine.
-    // Filled once the Kafka handlers' context exists: forwarded requests wait for it.
-    let forward_slot = crate::raft::transport::envelope::ForwardSlot::default();
-    let removal = Arc::new(crate::raft::transport::removal::RemovalNotice::default());
-    let raft_addr = match node.raft_listen {
-        Some(addr) => {
-            let listener = TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("binding the Raft listener {addr} (onelog.raft.listener)"))?;
-            let service = RaftService {
-                raft: raft.clone(),
-                identity: identity.clone(),
-                votes: votes.clone(),
-                log: log_reader,
-                forward: forward_slot.clone(),
-                removal: removal.clone(),
-            };
-            tokio::spawn(crate::raft::transport::serve_raft(listener, service));
-            addr.to_string()
-        }
-        None => String::new(),
+    let network = Network::new(identity.clone(), transfer.clone());
+    let raft = Raft::new(node.node_id, Arc::new(raft_config()?), network, log_store, state_machine).await?;
+    Ok(Opened { raft, applied, votes, start, log_reader, transfer })
+}
+
+/// Serves the Raft port when one is configured and returns its address. A one-node cluster
+/// has no peers to hear from; the Raft listener is bound when asked for (or when peers
+/// exist), so many single-node brokers can share a machine.
+async fn serve_raft_port(
+    node: &NodeSettings,
+    opened: &Opened,
+    identity: &Identity,
+    forward: &crate::raft::transport::envelope::ForwardSlot,
+    removal: &Arc<crate::raft::transport::removal::RemovalNotice>,
+) -> anyhow::Result<String> {
+    let Some(addr) = node.raft_listen else { return Ok(String::new()) };
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the Raft listener {addr} (onelog.raft.listener)"))?;
+    let service = RaftService {
+        raft: opened.raft.clone(),
+        identity: identity.clone(),
+        votes: opened.votes.clone(),
+        log: opened.log_reader.clone(),
+        forward: forward.clone(),
+        removal: removal.clone(),
     };
-    let me = NodeAddr { raft: raft_addr, kafka: peer_kafka_text(&node.advertised) };
-    // Up before the rejoin decision, which can wait long, so `/status` shows the node waiting.
-    let serving = Arc::new(std::sync::OnceLock::new());
-    crate::admin_api::start(
-        node.admin_listen,
-        crate::admin_api::AdminCtx {
-            node_id: node.node_id,
-            identity: identity.clone(),
-            raft: raft.clone(),
-            transfer: transfer.clone(),
-            applied: applied.clone(),
-            kafka: advertised.clone(),
-            votes: votes.clone(),
-            serving: serving.clone(),
-            leader_changes: crate::admin_api::leader_changes::watch(raft.clone()),
-            token: node.admin_token.clone(),
-        },
-    )
-    .await?;
-    // A node with an empty log learns from its peers whether the cluster is new or one it lost
-    // its data in (`raft::rejoin`); only for a new one does the lowest id initialize it.
-    let catching_up = match start {
+    tokio::spawn(crate::raft::transport::serve_raft(listener, service));
+    Ok(addr.to_string())
+}
+
+async fn start_admin(
+    node: &NodeSettings,
+    opened: &Opened,
+    identity: &Identity,
+    serving: &Arc<std::sync::OnceLock<crate::ctx::SharedCtx>>,
+) -> anyhow::Result<()> {
+    let raft = &opened.raft;
+    let admin = crate::admin_api::AdminCtx {
+        node_id: node.node_id,
+        identity: identity.clone(),
+        raft: raft.clone(),
+        transfer: opened.transfer.clone(),
+        applied: opened.applied.clone(),
+        kafka: node.advertised_kafka.clone(),
+        votes: opened.votes.clone(),
+        serving: serving.clone(),
+        leader_changes: crate::admin_api::leader_changes::watch(raft.clone()),
+        token: node.admin_token.clone(),
+    };
+    crate::admin_api::start(node.admin_listen, admin).await?;
+    Ok(())
+}
+
+/// A node with an empty log learns from its peers whether the cluster is new or one it lost
+/// its data in (`raft::rejoin`); only for a new one does the lowest id initialize it, with
+/// every voter's addresses (the others learn the membership from its first AppendEntries).
+async fn join_cluster(
+    node: &NodeSettings,
+    identity: &Identity,
+    peers: &BTreeMap<u64, NodeAddr>,
+    opened: &Opened,
+    me: NodeAddr,
+) -> anyhow::Result<()> {
+    let raft = &opened.raft;
+    let catching_up = match opened.start {
         rejoin::Start::Normal => None,
         rejoin::Start::CatchingUp(target) => Some(target),
-        rejoin::Start::Ask => match rejoin::decide(&identity, &peers, &node.data_dir, &votes).await? {
+        rejoin::Start::Ask => match rejoin::decide(identity, peers, &node.data_dir, &opened.votes).await? {
             rejoin::Decision::NewCluster => None,
             rejoin::Decision::Existing { target } => Some(target),
         },
     };
     if let Some(target) = catching_up {
+        let votes = opened.votes.clone();
         tokio::spawn(rejoin::open_when_caught_up(raft.clone(), target, node.data_dir.clone(), votes));
     }
-    // A fresh cluster is initialized by its lowest-id voter only, with every voter's
-    // addresses; the others learn the membership from its first AppendEntries.
     let lowest = peers.keys().next().is_none_or(|id| node.node_id < *id);
     if catching_up.is_none() && !raft.is_initialized().await? && lowest {
         let mut members = peers.clone();
@@ -173,13 +237,26 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         tracing::info!(node_id = node.node_id, voters = members.len(), "initializing a new cluster");
         raft.initialize(members).await?;
     }
+    Ok(())
+}
+
+/// The request context once the node has caught up with the log, and the leader's duties
+/// started on it.
+async fn serving_ctx(
+    node: &NodeSettings,
+    config: &Arc<BrokerConfig>,
+    opened: &Opened,
+    identity: &Identity,
+    removal: Arc<crate::raft::transport::removal::RemovalNotice>,
+) -> crate::ctx::SharedCtx {
+    let (raft, applied) = (&opened.raft, &opened.applied);
     let leadership = Arc::new(Leadership::new(
         node.node_id,
         raft.clone(),
         applied.clone(),
-        transfer,
+        opened.transfer.clone(),
         node.advertised.clone(),
-        &inter_broker_listener(&node),
+        &inter_broker_listener(node),
     ));
     let proposer = Proposer::start(ProposerOptions {
         leadership: leadership.clone(),
@@ -189,8 +266,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         limits: config.settings.replicated_limits(),
         entry: config.settings.entry_options(node.node_id),
     });
-    wait_until_caught_up(&raft, node.node_id).await;
-
+    wait_until_caught_up(raft, node.node_id).await;
     let ctx = Arc::new(Ctx {
         node_id: node.node_id,
         data_dir: std::fs::canonicalize(&node.data_dir).unwrap_or_else(|_| node.data_dir.clone()),
@@ -203,12 +279,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         quotas: Default::default(),
         identity: identity.clone(),
     });
-    let _ = serving.set(ctx.clone());
-    let _ = forward_slot.set(Arc::new(crate::pipeline::forwarded::Forwarded { ctx: ctx.clone() }));
     let duty = Arc::new(duties::DutyCtx {
         node_id: node.node_id,
-        leadership: leadership.clone(),
-        applied,
+        leadership,
+        applied: applied.clone(),
         proposer,
         config: config.clone(),
         removal,
@@ -216,6 +290,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     duties::start(duty.clone(), raft.clone());
     crate::coord::group::duties::start(duty.clone(), ctx.groups.clone());
     crate::coord::txn::duties::start(duty, ctx.txns.clone());
+    ctx
+}
+
+/// Binds every Kafka listener, now that the node can serve.
+async fn bind_kafka(
+    node: &NodeSettings,
+    kafka_listeners: Vec<listener::Listener>,
+) -> anyhow::Result<Vec<(TcpListener, listener::Listener)>> {
     let mut bound = Vec::new();
     for (spec, kafka_listener) in node.listeners.iter().zip(kafka_listeners) {
         let socket = TcpListener::bind(resolve(&spec.endpoint.address())?)
@@ -223,20 +305,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("binding the Kafka listener {} (listeners)", spec.endpoint))?;
         bound.push((socket, kafka_listener));
     }
-    let advertised_all: Vec<String> = node.advertised.iter().map(|e| e.to_string()).collect();
-    tracing::info!(kafka = %node.kafka_listener, advertised = %advertised_all.join(","), node_id = node.node_id, "onelog ready");
-    tokio::select! {
-        () = listener::serve_all(bound, ctx, crate::pipeline::dispatch) => {}
-        _ = shutdown_signal() => tracing::info!("shutting down"),
-    }
-    leadership.begin_shutdown();
-    // Kafka requests are refused from here (`Leadership::is_leader`); the entries in
-    // flight replicate, then the most caught-up follower takes over.
-    crate::raft::transport::handover::hand_over(&raft, &identity, Duration::from_secs(2)).await;
-    checkpoint_before_exit(&raft).await;
-    raft.shutdown().await.ok();
-    tracing::info!("onelog stopped");
-    Ok(())
+    Ok(bound)
 }
 
 /// A checkpoint of everything applied, so the next start replays nothing it has already
