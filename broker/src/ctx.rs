@@ -15,7 +15,7 @@ use crate::leader::leadership::Leadership;
 use crate::leader::proposer::Proposer;
 use crate::quotas::QuotaManager;
 use crate::raft::applied::AppliedView;
-use crate::raft::transport::auth::Identity;
+use crate::raft::transport::peers::Peers;
 
 pub struct Ctx {
     pub node_id: u64,
@@ -31,9 +31,9 @@ pub struct Ctx {
     pub txns: Arc<TxnCoordinator>,
     /// This node's byte-rate measurements against the replicated client quotas.
     pub quotas: QuotaManager,
-    /// This node's Raft identity: forwarding to the leader goes over the authenticated Raft
-    /// transport (`net::forward`).
-    pub identity: Identity,
+    /// This node's connections to its peers, which its Raft node uses too: forwarding to the
+    /// leader goes over the authenticated Raft transport (`net::forward`).
+    pub peers: Arc<Peers>,
 }
 
 impl Ctx {

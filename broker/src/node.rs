@@ -23,6 +23,7 @@ use crate::limits;
 use crate::net::listener;
 use crate::raft::network::Network;
 use crate::raft::transport::auth::Identity;
+use crate::raft::transport::peers::Peers;
 use crate::raft::transport::transfer::LeaderTransfer;
 use crate::raft::transport::vote_gate::VoteGate;
 use crate::raft::transport::RaftService;
@@ -77,7 +78,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     start_admin(&node, &opened, &identity, &serving).await?;
     let me = NodeAddr { raft: raft_addr, kafka: peer_kafka_text(&node.advertised) };
     join_cluster(&node, &identity, &peers, &opened, me).await?;
-    let ctx = serving_ctx(&node, &config, &opened, &identity, removal).await;
+    let ctx = serving_ctx(&node, &config, &opened, removal).await;
     let _ = serving.set(ctx.clone());
     let _ = forward_slot.set(Arc::new(crate::pipeline::forwarded::Forwarded { ctx: ctx.clone() }));
     let bound = bind_kafka(&node, kafka_listeners).await?;
@@ -129,6 +130,8 @@ struct Opened {
     log_reader: raft_store::LogReader<TypeConfig>,
     /// One per node: a transfer pauses this node's writes and withholds its heartbeats only.
     transfer: Arc<LeaderTransfer>,
+    /// The node's connections to its peers, shared by replication and forwarding.
+    peers: Arc<Peers>,
 }
 
 /// Opens the Raft log and the state machine's checkpoint, and creates the Raft node.
@@ -153,9 +156,10 @@ async fn open_raft(
     let to_replay = last_log_index.map_or(0, |last| last.saturating_sub(checkpoint_index.unwrap_or(0)));
     tracing::info!(?checkpoint_index, ?last_log_index, to_replay, "opened the log and the checkpoint");
     let transfer = Arc::new(LeaderTransfer::default());
-    let network = Network::new(identity.clone(), transfer.clone());
+    let peers = Peers::new(identity.clone());
+    let network = Network::with_peers(peers.clone(), transfer.clone());
     let raft = Raft::new(node.node_id, Arc::new(raft_config()?), network, log_store, state_machine).await?;
-    Ok(Opened { raft, applied, votes, start, log_reader, transfer })
+    Ok(Opened { raft, applied, votes, start, log_reader, transfer, peers })
 }
 
 /// Serves the Raft port when one is configured and returns its address. A one-node cluster
@@ -246,7 +250,6 @@ async fn serving_ctx(
     node: &NodeSettings,
     config: &Arc<BrokerConfig>,
     opened: &Opened,
-    identity: &Identity,
     removal: Arc<crate::raft::transport::removal::RemovalNotice>,
 ) -> crate::ctx::SharedCtx {
     let (raft, applied) = (&opened.raft, &opened.applied);
@@ -277,7 +280,7 @@ async fn serving_ctx(
         groups: GroupCoordinator::new(config.settings.group),
         txns: Arc::new(TxnCoordinator::new(leadership.clone(), applied.clone(), proposer.clone())),
         quotas: Default::default(),
-        identity: identity.clone(),
+        peers: opened.peers.clone(),
     });
     let duty = Arc::new(duties::DutyCtx {
         node_id: node.node_id,

@@ -4,6 +4,10 @@
 //! relay such requests to the controller (KIP-590). A follower now relays CreateTopics,
 //! CreatePartitions and DeleteTopics to the leader and answers once it has applied the change
 //! itself, so its next Metadata shows it.
+//!
+//! Regression (issue 27): each forwarded request opened (and authenticated) a Raft-transport
+//! connection of its own; forwarding now rides the connection the follower keeps to the
+//! leader for Raft, so twenty relayed requests open no new connection.
 
 use anyhow::{ensure, Context, Result};
 use harness::{Cluster, ClusterOptions, RawClient};
@@ -73,5 +77,26 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     ensure!(code == NONE, "DeleteTopics through follower {follower}: error {code}");
     let (code, _) = described(&mut client).await?;
     ensure!(code == UNKNOWN_TOPIC_OR_PARTITION, "the follower still describes the deleted topic ({code})");
+    relays_on_one_connection(cluster, follower, &mut client).await
+}
+
+/// Twenty relayed CreateTopics open no Raft-transport connection beyond those the follower
+/// had: its log names each connection it makes ("connected to raft peer").
+async fn relays_on_one_connection(cluster: &mut Cluster, follower: u64, client: &mut RawClient) -> Result<()> {
+    let log = cluster.log_path(follower);
+    let connections = || harness::process::log_lines_with(&log, &["connected to raft peer"]).map(|l| l.len());
+    let before = connections()?;
+    let version = client.version::<CreateTopicsRequest>(7)?;
+    for i in 0..20 {
+        let topic = CreatableTopic::default()
+            .with_name(TopicName(StrBytes::from_string(format!("relayed-{i}"))))
+            .with_num_partitions(1)
+            .with_replication_factor(-1);
+        let create = CreateTopicsRequest::default().with_timeout_ms(10_000).with_topics(vec![topic]);
+        let code = client.request(version, &create).await?.topics.first().context("no result")?.error_code;
+        ensure!(code == NONE, "relayed CreateTopics {i}: error {code}");
+    }
+    let after = connections()?;
+    ensure!(after == before, "twenty relayed requests opened {} Raft connections", after - before);
     Ok(())
 }

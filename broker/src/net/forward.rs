@@ -118,7 +118,7 @@ pub async fn to_leader(
         request: frame.slice(kafka_compat::frame::FRAME_PREFIX_BYTES..).to_vec(),
     };
     let ttl = Duration::from_millis(limits::FORWARD_TIMEOUT_MS);
-    let response = envelope::send(&ctx.identity, leader, &raft_addr, &envelope, ttl).await?;
+    let response = envelope::send(&ctx.peers, leader, &raft_addr, &envelope, ttl).await?;
     anyhow::ensure!(
         response.len() <= limits::FORWARD_RESPONSE_BYTES_MAX,
         "the leader's answer is {} bytes, over {}",

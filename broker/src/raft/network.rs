@@ -11,7 +11,6 @@
 //!
 //! [`transport`]: super::transport
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use openraft::error::{
@@ -30,24 +29,30 @@ use serde::Serialize;
 use super::transport::auth::Identity;
 use super::transport::client::{CallError, Peer};
 use super::transport::codec::{self, Kind};
+use super::transport::peers::Peers;
 use super::transport::transfer::LeaderTransfer;
 use super::{NodeAddr, TypeConfig};
 use crate::limits;
 
 type RpcResult<T, E = RaftError<u64>> = Result<T, RPCError<u64, NodeAddr, E>>;
 
-/// The network factory one `Raft` owns: one [`Peer`] (one connection) per target node.
+/// The network factory one `Raft` owns: one [`Peer`] (one connection) per target node, from
+/// the node's [`Peers`], which forwarding shares.
 pub struct Network {
-    identity: Identity,
+    peers: Arc<Peers>,
     transfer: Arc<LeaderTransfer>,
-    peers: BTreeMap<u64, Arc<Peer>>,
 }
 
 impl Network {
     /// The factory of the node `identity` names, holding the cluster secret its handshakes use;
     /// `transfer` is that node's leadership transfer, which withholds its AppendEntries.
     pub fn new(identity: Identity, transfer: Arc<LeaderTransfer>) -> Self {
-        Network { identity, transfer, peers: BTreeMap::new() }
+        Network::with_peers(Peers::new(identity), transfer)
+    }
+
+    /// The factory over connections the node shares with forwarding.
+    pub fn with_peers(peers: Arc<Peers>, transfer: Arc<LeaderTransfer>) -> Self {
+        Network { peers, transfer }
     }
 }
 
@@ -56,16 +61,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 
     async fn new_client(&mut self, target: u64, node: &NodeAddr) -> PeerClient {
         // Tests route each directed link through its own proxy (`fault::raft_dial`).
-        let addr = crate::fault::raft_dial(target).unwrap_or_else(|| node.raft.clone());
-        let peer = match self.peers.get(&target) {
-            Some(peer) if peer.addr() == addr => peer.clone(),
-            // New target, or the membership moved it: the old connection goes when unused.
-            _ => {
-                let peer = Arc::new(Peer::new(self.identity.clone(), target, addr));
-                self.peers.insert(target, peer.clone());
-                peer
-            }
-        };
+        let peer = self.peers.get(target, &node.raft);
         PeerClient { target, node: node.clone(), peer, transfer: self.transfer.clone() }
     }
 }

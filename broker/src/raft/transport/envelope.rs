@@ -13,9 +13,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::auth::Identity;
-use super::client::Peer;
 use super::codec::{self, Kind};
+use super::peers::Peers;
 use crate::limits;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,16 +50,16 @@ pub async fn on_envelope(slot: &ForwardSlot, envelope: Envelope) -> EnvelopeResp
     handler.serve(envelope).await
 }
 
-/// Sends `envelope` to node `target` at its Raft address and waits at most `ttl`.
+/// Sends `envelope` to node `target` at its Raft address, over the connection the node keeps
+/// to it (`peers`), and waits at most `ttl`.
 pub async fn send(
-    identity: &Identity,
+    peers: &Peers,
     target: u64,
     addr: &str,
     envelope: &Envelope,
     ttl: Duration,
 ) -> anyhow::Result<Vec<u8>> {
-    let addr = crate::fault::raft_dial(target).unwrap_or_else(|| addr.to_string());
-    let peer = Peer::new(identity.clone(), target, addr);
+    let peer = peers.get(target, addr);
     let request_id = peer.next_request_id();
     let frame = codec::encode(Kind::Forward, request_id, envelope, limits::RAFT_FRAME_BYTES_MAX)?;
     let response = peer.call(request_id, frame, ttl).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;

@@ -21,6 +21,7 @@ pub mod envelope;
 mod guard;
 pub mod handover;
 pub mod log_state;
+pub mod peers;
 pub mod removal;
 pub mod server;
 pub mod transfer;
