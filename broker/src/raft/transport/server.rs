@@ -18,6 +18,7 @@ use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest, 
 use raft_store::LogReader;
 use serde::Serialize;
 use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
@@ -79,70 +80,26 @@ async fn raft_stopped(raft: Raft) {
     while metrics.changed().await.is_ok() {}
 }
 
+/// One peer connection, in phases: the handshake (who calls, and does it know the cluster
+/// secret), the requests until either side stops or a frame is bad, then the close.
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
     service: RaftService,
-    mut stop: watch::Receiver<()>,
+    stop: watch::Receiver<()>,
 ) {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
     let mut reader = BufReader::with_capacity(limits::RAFT_SOCKET_BUFFER_BYTES, read_half);
-    let handshake = Duration::from_millis(limits::RAFT_HANDSHAKE_TIMEOUT_MS);
-    let from = match tokio::time::timeout(handshake, accept(&mut reader, &mut write_half, &service.identity))
-        .await
-    {
-        Ok(Ok(from)) => from,
-        Ok(Err(e)) => {
-            REFUSED_HANDSHAKES.record(|t| {
-                tracing::warn!(%peer, error = %e, suppressed = t.suppressed, total = t.total, "raft peer handshake refused; closing");
-            });
-            return;
-        }
-        Err(_) => {
-            REFUSED_HANDSHAKES.record(|t| {
-                tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "raft peer sent no handshake in time; closing");
-            });
-            return;
-        }
+    let Some(from) = handshake(&mut reader, &mut write_half, &service.identity, peer).await else {
+        return;
     };
     tracing::debug!(%peer, from, "raft peer connected");
 
     let (responses, outbound) = mpsc::channel(limits::RAFT_INFLIGHT_RPCS_PER_CONNECTION_MAX);
     let writer = tokio::spawn(codec::write_frames(outbound, write_half));
-    let inflight = Arc::new(Semaphore::new(limits::RAFT_INFLIGHT_RPCS_PER_CONNECTION_MAX));
-    let outcome = loop {
-        let next = async {
-            // Stop reading while the connection has its limit of requests being handled.
-            // (The semaphore is never closed, so `ok()` is always `Some`.)
-            let permit = inflight.clone().acquire_owned().await.ok();
-            (permit, codec::read_frame(&mut reader, limits::RAFT_FRAME_BYTES_MAX).await)
-        };
-        let (permit, frame) = tokio::select! {
-            _ = stop.changed() => break Ok(()),
-            next = next => next,
-        };
-        let request = match frame {
-            Ok(None) => break Ok(()),
-            Ok(Some(frame)) => Request::decode(frame),
-            Err(e) => Err(e),
-        };
-        match request {
-            Ok(request) => {
-                // A request openraft must never see (another sender, an absurd term, a vote
-                // from outside the membership) closes the connection.
-                if let Err(refused) = guard::check(&service.raft, from, &request.1) {
-                    guard::REFUSED.record(|t| {
-                        tracing::warn!(%peer, from, %refused, suppressed = t.suppressed, total = t.total, "raft request refused; closing");
-                    });
-                    break Ok(());
-                }
-                drop(tokio::spawn(handle(request, service.clone(), responses.clone(), permit)))
-            }
-            Err(e) => break Err(e),
-        }
-    };
-    match outcome {
+    let connection = Connection { peer, from, service, responses };
+    match connection.serve_requests(&mut reader, stop).await {
         Ok(()) => tracing::debug!(%peer, "raft peer connection closed"),
         Err(e) => tracing::warn!(%peer, error = %e, "bad frame from raft peer; closing the connection"),
     }
@@ -151,14 +108,95 @@ async fn serve_connection(
     writer.abort();
 }
 
+/// The handshake under its deadline: the client's node id, or `None` (logged at a bounded
+/// rate) when it was refused or did not finish in time, and the connection is to close.
+async fn handshake(
+    reader: &mut BufReader<OwnedReadHalf>,
+    writer: &mut OwnedWriteHalf,
+    identity: &Identity,
+    peer: SocketAddr,
+) -> Option<u64> {
+    let deadline = Duration::from_millis(limits::RAFT_HANDSHAKE_TIMEOUT_MS);
+    match tokio::time::timeout(deadline, accept(reader, writer, identity)).await {
+        Ok(Ok(from)) => Some(from),
+        Ok(Err(e)) => {
+            REFUSED_HANDSHAKES.record(|t| {
+                tracing::warn!(%peer, error = %e, suppressed = t.suppressed, total = t.total, "raft peer handshake refused; closing");
+            });
+            None
+        }
+        Err(_) => {
+            REFUSED_HANDSHAKES.record(|t| {
+                tracing::warn!(%peer, suppressed = t.suppressed, total = t.total, "raft peer sent no handshake in time; closing");
+            });
+            None
+        }
+    }
+}
+
+/// A connection past its handshake: who is at the other end, and where responses go.
+struct Connection {
+    peer: SocketAddr,
+    /// The node id the client proved in the handshake.
+    from: u64,
+    service: RaftService,
+    /// Into the connection's writer task.
+    responses: mpsc::Sender<Vec<u8>>,
+}
+
+impl Connection {
+    /// Reads requests and runs each in its own task, until the node stops, the client closes,
+    /// a request is refused (`Ok`) or a frame is bad (`Err`).
+    async fn serve_requests(
+        &self,
+        reader: &mut BufReader<OwnedReadHalf>,
+        mut stop: watch::Receiver<()>,
+    ) -> Result<(), FrameError> {
+        let inflight = Arc::new(Semaphore::new(limits::RAFT_INFLIGHT_RPCS_PER_CONNECTION_MAX));
+        loop {
+            let next = async {
+                // Stop reading while the connection has its limit of requests being handled.
+                // (The semaphore is never closed, so `ok()` is always `Some`.)
+                let permit = inflight.clone().acquire_owned().await.ok();
+                (permit, codec::read_frame(reader, limits::RAFT_FRAME_BYTES_MAX).await)
+            };
+            let (permit, frame) = tokio::select! {
+                _ = stop.changed() => return Ok(()),
+                next = next => next,
+            };
+            let request = match frame? {
+                None => return Ok(()),
+                Some(frame) => Request::decode(frame)?,
+            };
+            if !self.admit(&request) {
+                return Ok(());
+            }
+            drop(tokio::spawn(handle(request, self.service.clone(), self.responses.clone(), permit)));
+        }
+    }
+
+    /// A request openraft must never see (another sender, an absurd term, a vote from outside
+    /// the membership) is refused, and closes the connection.
+    fn admit(&self, request: &(u64, Request)) -> bool {
+        let Err(refused) = guard::check(&self.service.raft, self.from, &request.1) else {
+            return true;
+        };
+        let (peer, from) = (self.peer, self.from);
+        guard::REFUSED.record(|t| {
+            tracing::warn!(%peer, from, %refused, suppressed = t.suppressed, total = t.total, "raft request refused; closing");
+        });
+        false
+    }
+}
+
 /// Handshakes refused or not completed in time, logged at a bounded rate.
 pub(super) static REFUSED_HANDSHAKES: crate::incident::Incident = crate::incident::Incident::new();
 
 /// The server's half of the handshake (`auth`); returns the client's node id once it has
 /// proved the cluster secret.
 async fn accept(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
-    writer: &mut tokio::net::tcp::OwnedWriteHalf,
+    reader: &mut BufReader<OwnedReadHalf>,
+    writer: &mut OwnedWriteHalf,
     identity: &Identity,
 ) -> anyhow::Result<u64> {
     let node_id = identity.node_id;
@@ -186,7 +224,7 @@ async fn accept(
 }
 
 async fn read_handshake<T: serde::de::DeserializeOwned>(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
+    reader: &mut BufReader<OwnedReadHalf>,
 ) -> anyhow::Result<T> {
     let frame = codec::read_frame(reader, limits::RAFT_HANDSHAKE_FRAME_BYTES_MAX)
         .await?
