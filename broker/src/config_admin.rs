@@ -11,10 +11,10 @@
 use kafka_compat::error_code;
 use kafka_protocol::protocol::StrBytes;
 
-use crate::authz;
 use crate::config::BrokerConfig;
 use crate::ctx::Ctx;
 use crate::errors::{propose_error_code, Addressed};
+use crate::security::authz;
 use onelog_state::command::{AlterConfigsOp, ItemResult};
 use onelog_state::configs::{
     altered, AlterKind, ConfigAlteration, ConfigResource, Overrides, ResourceAlteration,

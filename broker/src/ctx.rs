@@ -13,9 +13,9 @@ use crate::coord::group::Coordinator as GroupCoordinator;
 use crate::coord::txn::TxnCoordinator;
 use crate::leader::leadership::Leadership;
 use crate::leader::proposer::Proposer;
-use crate::quotas::QuotaManager;
 use crate::raft::applied::AppliedView;
 use crate::raft::transport::peers::Peers;
+use crate::security::quotas::QuotaManager;
 
 pub struct Ctx {
     pub node_id: u64,

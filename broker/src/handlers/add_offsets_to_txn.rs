@@ -10,9 +10,9 @@ use kafka_protocol::messages::{AddOffsetsToTxnResponse, ApiKey, RequestKind, Res
 
 use super::util::producer;
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::AddOffsetsToTxn;
 pub const VERSIONS: (i16, i16) = (0, 4);

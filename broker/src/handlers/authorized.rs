@@ -4,8 +4,8 @@
 //! the requesting principal may do, each operation's bit being `1 << code`. Without an
 //! authorizer that is every one of them. When not asked for, Kafka answers `i32::MIN`.
 
-use crate::authz::{self, op, rt, Subject, CLUSTER_NAME};
 use crate::ctx::Ctx;
+use crate::security::authz::{self, op, rt, Subject, CLUSTER_NAME};
 
 /// Kafka's `authorizedOperations` when the request did not ask for it.
 pub const OMITTED: i32 = i32::MIN;

@@ -14,8 +14,8 @@ use kafka_protocol::messages::{ApiKey, ConsumerGroupDescribeResponse, RequestKin
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::ConsumerGroupDescribe;
 pub const VERSIONS: (i16, i16) = (0, 1);

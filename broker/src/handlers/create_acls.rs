@@ -15,9 +15,9 @@ use onelog_state::command::CreateAclsOp;
 
 use super::util::str_bytes;
 use super::{not_served, Forwarded, HandlerResult};
-use crate::authz;
 use crate::ctx::SharedCtx;
 use crate::errors::{propose_error_code, Addressed};
+use crate::security::authz;
 use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::CreateAcls;

@@ -11,9 +11,9 @@ use kafka_protocol::messages::{ApiKey, CreatePartitionsResponse, RequestKind, Re
 
 use super::util::str_bytes;
 use super::{Forwarded, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::controller;
 use crate::ctx::SharedCtx;
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::assignment;
 use onelog_state::command::NewPartitions;
 use onelog_state::BrokerState;

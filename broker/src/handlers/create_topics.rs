@@ -12,10 +12,10 @@ use kafka_protocol::messages::{ApiKey, CreateTopicsResponse, RequestKind, Respon
 use super::describe_configs::topic_entries;
 use super::util::{str_bytes, uuid};
 use super::{Forwarded, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
 use crate::net::forward;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::CreateTopics;
 pub const VERSIONS: (i16, i16) = (2, 7);

@@ -17,8 +17,8 @@ use kafka_protocol::messages::{ApiKey, DeleteGroupsResponse, RequestKind, Respon
 
 use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::command::{DeleteGroupsOp, GroupDeletion};
 
 pub const KEY: ApiKey = ApiKey::DeleteGroups;

@@ -10,9 +10,9 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{ApiKey, DeleteRecordsResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::command::{DeleteRecordsOp, LowWatermark, TrimLog};
 
 pub const KEY: ApiKey = ApiKey::DeleteRecords;

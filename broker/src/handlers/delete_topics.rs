@@ -8,9 +8,9 @@ use kafka_protocol::messages::{ApiKey, DeleteTopicsResponse, RequestKind, Respon
 
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::{Forwarded, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::controller;
 use crate::ctx::SharedCtx;
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::DeleteTopics;

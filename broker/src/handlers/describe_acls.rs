@@ -12,8 +12,8 @@ use onelog_state::acls::{validate_filter, AclFilter};
 
 use super::util::str_bytes;
 use super::{not_served, HandlerResult};
-use crate::authz;
 use crate::ctx::SharedCtx;
+use crate::security::authz;
 
 pub const KEY: ApiKey = ApiKey::DescribeAcls;
 pub const VERSIONS: (i16, i16) = (1, 3);

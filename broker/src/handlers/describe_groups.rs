@@ -15,9 +15,9 @@ use kafka_protocol::messages::{ApiKey, DescribeGroupsResponse, GroupId, RequestK
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::group::GroupState;
 use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DescribeGroups;
 pub const VERSIONS: (i16, i16) = (0, 5);

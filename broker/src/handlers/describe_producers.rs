@@ -16,9 +16,9 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::{ApiKey, DescribeProducersResponse, ProducerId, RequestKind, ResponseKind};
 
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::txn::views::{self, ActiveProducer};
 use crate::ctx::SharedCtx;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DescribeProducers;
 pub const VERSIONS: (i16, i16) = (0, 0);

@@ -25,10 +25,10 @@ use kafka_protocol::messages::{
 
 use super::util::{topic_name, uuid};
 use super::{authorized, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::internal_topic;
 use crate::limits::DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DescribeTopicPartitions;
 pub const VERSIONS: (i16, i16) = (0, 0);

@@ -21,10 +21,10 @@ use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
 use onelog_state::txns::Transactions;
 
-use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::txn::memory::Added;
 use crate::coord::txn::views::TxnView;
 use crate::ctx::SharedCtx;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DescribeTransactions;
 pub const VERSIONS: (i16, i16) = (0, 0);

@@ -15,12 +15,12 @@ use kafka_protocol::messages::{ApiKey, FetchResponse, ProducerId, RequestKind, R
 
 use super::util::uuid_bytes;
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::clock::wall_clock_ms;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::internal_topic;
 use crate::limits;
-use crate::quotas::{Governing, QuotaKind, QuotaManager};
+use crate::security::authz::{self, code, op, rt, Subject};
+use crate::security::quotas::{Governing, QuotaKind, QuotaManager};
 
 pub const KEY: ApiKey = ApiKey::Fetch;
 pub const VERSIONS: (i16, i16) = (4, 16);

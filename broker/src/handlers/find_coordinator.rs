@@ -19,10 +19,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::leader::leadership::BrokerInfo;
 use crate::limits;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::FindCoordinator;
 pub const VERSIONS: (i16, i16) = (0, 4);

@@ -29,9 +29,9 @@ use onelog_state::command::InitProducerIdOp;
 use onelog_state::txns::ProducerIdEpoch;
 
 use super::{Forwarded, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, txn_failure_code, Addressed};
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::InitProducerId;
 pub const VERSIONS: (i16, i16) = (0, 5);

@@ -20,8 +20,8 @@ use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsResponse, RequestKind,
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::authz::{self, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{self, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::ListGroups;
 pub const VERSIONS: (i16, i16) = (0, 5);

@@ -18,9 +18,9 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ApiKey, ListOffsetsResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::limits;
+use crate::security::authz::{self, code, op, rt, Subject};
 use crate::storage::partitions::SharedLog;
 use onelog_state::PartitionState;
 

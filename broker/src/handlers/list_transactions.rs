@@ -19,9 +19,9 @@ use kafka_protocol::messages::{
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::authz::{self, op, rt, Subject};
 use crate::coord::txn::views;
 use crate::ctx::SharedCtx;
+use crate::security::authz::{self, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::ListTransactions;
 pub const VERSIONS: (i16, i16) = (0, 1);

@@ -20,11 +20,11 @@ use kafka_protocol::messages::{ApiKey, MetadataResponse, RequestKind, ResponseKi
 
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::{authorized, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
 use crate::internal_topic;
 use crate::net::forward;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::Metadata;
 pub const VERSIONS: (i16, i16) = (0, 12);

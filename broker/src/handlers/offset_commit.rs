@@ -26,10 +26,10 @@ use kafka_protocol::messages::{
 
 use super::util::{adopt_group, group_op_failed, topic_name};
 use super::HandlerFuture;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::leader::proposer::ProposeError;
 use crate::limits;
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::command::{ItemResult, OffsetCommitEntry, OffsetCommitOp};
 use onelog_state::groups::CommitResult;
 

@@ -23,9 +23,9 @@ use kafka_protocol::messages::{
 
 use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::group::Subscriptions;
 use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::command::OffsetDeleteOp;
 
 pub const KEY: ApiKey = ApiKey::OffsetDelete;

@@ -22,8 +22,8 @@ use kafka_protocol::messages::{ApiKey, GroupId, OffsetFetchResponse, RequestKind
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::OffsetFetch;

@@ -9,8 +9,8 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::OffsetForLeaderEpoch;
 pub const VERSIONS: (i16, i16) = (2, 4);

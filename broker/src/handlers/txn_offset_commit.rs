@@ -18,10 +18,10 @@ use onelog_state::command::{OffsetCommitEntry, OffsetCommitOp, TxnOffsetCommitOp
 
 use super::util::{producer, topic_name};
 use super::{offset_commit, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
 use crate::limits;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::TxnOffsetCommit;
 /// v5 (KIP-890 part 2) adds the group implicitly; AddOffsetsToTxn is never required here.

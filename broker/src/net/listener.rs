@@ -27,7 +27,6 @@ use super::connections::{self, Connections, Slot};
 use super::exchange::{Dispatch, Incoming, Pending, Refused, Reply, Sender};
 use super::framing::{self, Activity, FrameLimits, ReadError, RequestMemory, Reservation};
 use super::incidents::{ADDRESS_STATS, STATS};
-use super::sasl::session::{Session, Verdict};
 use super::tls::{self, Tls};
 use crate::config::listeners::SecurityProtocol;
 use crate::config::security::{ListenerSpec, SaslSettings};
@@ -35,6 +34,7 @@ use crate::ctx::SharedCtx;
 use crate::fatal;
 use crate::limits;
 use crate::metrics::{recorded::ListenerLabels, METRICS};
+use crate::security::sasl::session::{Session, Verdict};
 
 /// One Kafka listener, ready to serve: its name, protocol, and TLS and SASL if it has them.
 pub struct Listener {

@@ -19,14 +19,14 @@ use tokio::time::Instant;
 
 pub mod forwarded;
 
-use crate::authz::{self, code, rt, Subject, CLUSTER_NAME};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::handlers::policy::{Access, Checked};
 use crate::handlers::{api_versions, lookup, Handler, HandlerFuture, HandlerResult, Route, Run};
 use crate::metrics::{self, METRICS};
 use crate::net::exchange::{Dispatched, Incoming, Pending, Refused, Reply};
 use crate::net::forward;
-use crate::quotas::request_time::Timed;
+use crate::security::authz::{self, code, rt, Subject, CLUSTER_NAME};
+use crate::security::quotas::request_time::Timed;
 
 /// The pipeline as the listeners call it (`net::exchange::Dispatch`).
 pub fn dispatch(ctx: SharedCtx, incoming: Incoming) -> Dispatched {

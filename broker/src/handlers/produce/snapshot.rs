@@ -10,9 +10,9 @@ use kafka_protocol::messages::produce_request::TopicProduceData;
 use onelog_state::entry::is_log_append_time;
 use onelog_state::BrokerState;
 
-use crate::authz::{self, op, rt, Subject};
 use crate::ctx::Ctx;
-use crate::quotas::{Governing, QuotaKind, QuotaManager};
+use crate::security::authz::{self, op, rt, Subject};
+use crate::security::quotas::{Governing, QuotaKind, QuotaManager};
 
 pub struct Snapshot {
     /// Whether the principal may WRITE the request's transactional id; checked before

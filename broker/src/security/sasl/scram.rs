@@ -4,7 +4,7 @@
 
 use super::{AuthFailure, SaslServer, Step};
 use crate::ctx::SharedCtx;
-use crate::scram::{self, Mechanism, ScramError, ServerExchange};
+use crate::security::scram::{self, Mechanism, ScramError, ServerExchange};
 
 pub struct ScramServer {
     mechanism: Mechanism,

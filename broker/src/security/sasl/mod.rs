@@ -49,7 +49,7 @@ pub fn server_for(mechanism: &str, settings: &SaslSettings, ctx: &SharedCtx) -> 
     if mechanism == plain::NAME {
         return Some(Box::new(plain::PlainServer::new(settings.plain_users.clone())));
     }
-    let scram = crate::scram::Mechanism::from_name(mechanism)?;
+    let scram = crate::security::scram::Mechanism::from_name(mechanism)?;
     Some(Box::new(scram::ScramServer::new(scram, ctx)))
 }
 
@@ -59,5 +59,5 @@ pub fn served_mechanisms(settings: &SaslSettings) -> Vec<String> {
 }
 
 fn served(mechanism: &str) -> bool {
-    mechanism == plain::NAME || crate::scram::Mechanism::from_name(mechanism).is_some()
+    mechanism == plain::NAME || crate::security::scram::Mechanism::from_name(mechanism).is_some()
 }
