@@ -204,8 +204,7 @@ pub async fn serve(ctx: &Ctx, req: AlterRequest<'_>) -> Vec<ItemResult> {
         .into_iter()
         .map(|r| {
             // KafkaApis: ALTER_CONFIGS on the resource (the cluster for a broker).
-            match authz::config_refusal(
-                ctx,
+            match ctx.authorizer.config_refusal(
                 &req.who,
                 r.resource_type,
                 r.resource_name,

@@ -52,7 +52,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         .collect();
     // KafkaApis: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED for it.
     let alterable =
-        authz::allowed_each(&ctx, &who, rt::TOPIC, items.iter().map(|i| i.topic.as_str()), op::ALTER);
+        ctx.authorizer.allowed_each(&who, rt::TOPIC, items.iter().map(|i| i.topic.as_str()), op::ALTER);
     let mut keep = alterable.iter();
     let mut items = items;
     items.retain(|_| *keep.next().unwrap_or(&false));

@@ -211,7 +211,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     for resource in &body.resources {
         let name = resource.resource_name.as_str();
         let refused =
-            authz::config_refusal(&ctx, &who, resource.resource_type, name, authz::op::DESCRIBE_CONFIGS);
+            ctx.authorizer.config_refusal(&who, resource.resource_type, name, authz::op::DESCRIBE_CONFIGS);
         let entries = match refused {
             Some(code) => Err((code, String::new())),
             None => entries_of(&ctx, resource.resource_type, name),

@@ -5,12 +5,13 @@
 //! - `scram/`: the SCRAM-SHA-256/512 server exchange over the replicated credentials;
 //! - `principal_rules.rs`: `ssl.principal.mapping.rules` (Kafka's `SslPrincipalMapper`), used
 //!   by the configuration at start-up and by `net/tls/principal.rs`;
-//! - `authz/`: the authorizer over the replicated ACL table;
+//! - `authz/`: the authorizer ([`authz::Authorizer`]) over the replicated ACL table;
 //! - `quotas/`: client byte-rate and request-time quotas against the replicated quota table.
 //!
 //! TLS stays in `net/tls`: it is transport. Layering: security sits below `ctx.rs`, the
-//! pipeline and the handlers, and above `config` and `raft::applied`; until its functions take
-//! narrow views instead of `&Ctx` (the next step), `authz` and `sasl` still read `Ctx`.
+//! pipeline and the handlers, and above `config` and `raft::applied`. It takes narrow views —
+//! its settings and the [`AppliedView`](crate::raft::applied::AppliedView) — never `&Ctx`, so
+//! nothing here can reach the proposer, the coordinators or leadership.
 
 pub mod authz;
 pub mod principal_rules;
