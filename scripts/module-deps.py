@@ -3,10 +3,10 @@
 "never" rule of docs/ARCHITECTURE.md.
 
 A module is a top-level folder or file of broker/src (`handlers`, `net`, `leader`, `raft`,
-...), except under `coord/` and `net/`, where each child (`coord::txn`, `net::listener`) is its
-own module. Tests (`*_tests.rs`, `tests.rs`) are left out: they may reach anywhere. Every
-`crate::a::b` path in a non-test file is an edge from the file's module to `a` (or
-`coord::b`).
+...), except under `coord/`, `net/` and `security/`, where each child (`coord::txn`,
+`net::listener`, `security::authz`) is its own module. Tests (`*_tests.rs`, `tests.rs`) are
+left out: they may reach anywhere. Every `crate::a::b` path in a non-test file is an edge
+from the file's module to `a` (or `coord::b`).
 
 The "never" rules are read from the table under ARCHITECTURE's "What may touch what", so that
 the document stays their one source: a cell saying ``SUBJECT ... never VERB `OBJECT` `` forbids
@@ -32,7 +32,7 @@ SUBJECTS = {
     # state crate could only reach the node's modules through the `broker` crate.
     "apply": ("state/src", re.compile(r"apply\w*\.rs$"), "broker::"),
 }
-SPLIT = {"coord", "net"}  # folders whose children are modules of their own
+SPLIT = {"coord", "net", "security"}  # folders whose children are modules of their own
 
 
 def module_of(rel):
@@ -140,7 +140,7 @@ def as_module(name):
 
 
 def within(module, rule_module):
-    """A rule on `coord` or `net` covers each of their child modules."""
+    """A rule on `coord`, `net` or `security` covers each of their child modules."""
     return module == rule_module or module.startswith(rule_module + "::")
 
 

@@ -11,10 +11,10 @@
 use kafka_compat::error_code;
 use kafka_protocol::protocol::StrBytes;
 
-use crate::authz;
 use crate::config::BrokerConfig;
 use crate::ctx::Ctx;
 use crate::errors::{propose_error_code, Addressed};
+use crate::security::authz;
 use onelog_state::command::{AlterConfigsOp, ItemResult};
 use onelog_state::configs::{
     altered, AlterKind, ConfigAlteration, ConfigResource, Overrides, ResourceAlteration,
@@ -204,8 +204,7 @@ pub async fn serve(ctx: &Ctx, req: AlterRequest<'_>) -> Vec<ItemResult> {
         .into_iter()
         .map(|r| {
             // KafkaApis: ALTER_CONFIGS on the resource (the cluster for a broker).
-            match authz::config_refusal(
-                ctx,
+            match ctx.authorizer.config_refusal(
                 &req.who,
                 r.resource_type,
                 r.resource_name,

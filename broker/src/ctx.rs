@@ -13,9 +13,10 @@ use crate::coord::group::Coordinator as GroupCoordinator;
 use crate::coord::txn::TxnCoordinator;
 use crate::leader::leadership::Leadership;
 use crate::leader::proposer::Proposer;
-use crate::quotas::QuotaManager;
 use crate::raft::applied::AppliedView;
 use crate::raft::transport::peers::Peers;
+use crate::security::authz::Authorizer;
+use crate::security::quotas::QuotaManager;
 
 pub struct Ctx {
     pub node_id: u64,
@@ -29,6 +30,8 @@ pub struct Ctx {
     pub groups: GroupCoordinator,
     /// Transactions, coordinated while this node leads (see `coord::txn`).
     pub txns: Arc<TxnCoordinator>,
+    /// Who may do what: the authorization settings over the applied ACLs (`security::authz`).
+    pub authorizer: Authorizer,
     /// This node's byte-rate measurements against the replicated client quotas.
     pub quotas: QuotaManager,
     /// This node's connections to its peers, which its Raft node uses too: forwarding to the

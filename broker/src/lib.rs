@@ -20,7 +20,6 @@
 
 pub mod admin_api;
 pub mod alloc_guard;
-pub mod authz;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -40,7 +39,6 @@ pub mod metrics;
 pub mod net;
 pub mod node;
 pub mod pipeline;
-pub mod quotas;
 pub mod raft;
-pub mod scram;
+pub mod security;
 pub mod storage;

@@ -330,7 +330,7 @@ pub const SCRAM_MESSAGE_BYTES_MAX: usize = 8 * 1024;
 pub const TLS_RELOAD_POLL_MS: u64 = 2_000;
 
 /// SASL authentication attempts one client address may make at once, and per second after
-/// that (`net::sasl::throttle`): generous for clients that open a connection per broker and
+/// that (`security::sasl::throttle`): generous for clients that open a connection per broker and
 /// re-authenticate (KIP-152), far below what guessing passwords needs.
 pub const SASL_ATTEMPTS_BURST: u32 = 100;
 pub const SASL_ATTEMPTS_PER_SECOND: u32 = 20;

@@ -29,6 +29,7 @@ use crate::raft::transport::vote_gate::VoteGate;
 use crate::raft::transport::RaftService;
 use crate::raft::{rejoin, sm_store};
 use crate::raft::{NodeAddr, Raft, TypeConfig};
+use crate::security::authz::Authorizer;
 
 fn raft_config() -> anyhow::Result<openraft::Config> {
     let config = openraft::Config {
@@ -279,6 +280,7 @@ async fn serving_ctx(
         proposer: proposer.clone(),
         groups: GroupCoordinator::new(config.settings.group),
         txns: Arc::new(TxnCoordinator::new(leadership.clone(), applied.clone(), proposer.clone())),
+        authorizer: Authorizer::new(config.settings.authz.clone(), applied.clone()),
         quotas: Default::default(),
         peers: opened.peers.clone(),
     });

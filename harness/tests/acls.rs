@@ -4,7 +4,7 @@
 //!
 //! Principals come from the `fault-injection` build's test mapping: a client id
 //! `onelog-test-principal:<name>` on an unauthenticated connection acts as `User:<name>`
-//! (`broker::authz`), until SASL users replace it.
+//! (`broker::security::authz`), until SASL users replace it.
 //!
 //! - `kafka_acls_cli_adds_lists_and_removes`: Kafka 4.1's `kafka-acls.sh`, through a follower
 //!   (CreateAcls and DeleteAcls are forwarded to the leader over the Raft transport with the

@@ -82,7 +82,11 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
 
 /// Twenty relayed CreateTopics open no Raft-transport connection beyond those the follower
 /// had: its log names each connection it makes ("connected to raft peer").
-async fn relays_on_one_connection(cluster: &mut Cluster, follower: u64, client: &mut RawClient) -> Result<()> {
+async fn relays_on_one_connection(
+    cluster: &mut Cluster,
+    follower: u64,
+    client: &mut RawClient,
+) -> Result<()> {
     let log = cluster.log_path(follower);
     let connections = || harness::process::log_lines_with(&log, &["connected to raft peer"]).map(|l| l.len());
     let before = connections()?;

@@ -8,7 +8,7 @@
 //! `AclApis.handleCreateAcls` (CLUSTER named `kafka-cluster`, no empty name), with their
 //! messages. The bindings are kept by resource type, then pattern type, then name, which is the
 //! index the authorizer looks up: a check is a few ordered-map lookups, not a scan of every
-//! binding (see `broker::authz`).
+//! binding (see `broker::security::authz`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;

@@ -4,7 +4,7 @@
 //!
 //! The table is replicated state so that every node throttles alike and a quota survives a
 //! failover; the rate measurement itself is per node, as in Kafka, where each broker measures
-//! the bytes it serves (`broker::quotas`).
+//! the bytes it serves (`broker::security::quotas`).
 //!
 //! Validation follows Kafka's `ClientQuotaControlManager` (entity types, their combinations,
 //! the keys each combination accepts, positive and, for integral keys, whole values) with its

@@ -5,7 +5,7 @@
 //! credential survives a failover. It holds only what RFC 5802 §5 says the server keeps —
 //! salt, StoredKey, ServerKey, iteration count — never the password nor the salted password:
 //! the broker derives the keys from the request's salted password before proposing
-//! (`broker::scram::keys`), so the log never carries anything a client could log in with.
+//! (`broker::security::scram::keys`), so the log never carries anything a client could log in with.
 //!
 //! Validation follows Kafka's `ScramControlManager` with its codes and messages, per user: one
 //! user's bad alteration never fails another's. One difference: Kafka's KRaft controller

@@ -131,7 +131,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("group.max.session.timeout.ms", "1800000", Int),
     // KIP-389: members per group (else GROUP_MAX_SIZE_REACHED).
     at_least("group.max.size", "2147483647", Int, 1),
-    // Authorization (`authz`, `config::authz`), Kafka's names: an empty class name is no
+    // Authorization (`security::authz`, `config::authz`), Kafka's names: an empty class name is no
     // authorizer (everything allowed, the ACL APIs answer SECURITY_DISABLED); Kafka's two ACL
     // authorizer class names select onelog's built-in one. `super.users` is `;`-separated.
     def("authorizer.class.name", "", STRING),

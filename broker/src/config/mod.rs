@@ -15,7 +15,6 @@ mod defs;
 mod jaas;
 pub mod listeners;
 mod node_settings;
-pub mod principal_rules;
 pub mod security;
 #[cfg(test)]
 mod security_tests;

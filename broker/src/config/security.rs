@@ -10,8 +10,8 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 
 use super::listeners::{Endpoint, SecurityProtocol};
-use super::principal_rules::PrincipalMapper;
 use super::{jaas, Values};
+use crate::security::principal_rules::PrincipalMapper;
 
 /// Prefix of Kafka's per-listener overrides.
 pub const LISTENER_PREFIX: &str = "listener.name.";

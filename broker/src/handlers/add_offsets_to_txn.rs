@@ -10,9 +10,9 @@ use kafka_protocol::messages::{AddOffsetsToTxnResponse, ApiKey, RequestKind, Res
 
 use super::util::producer;
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::AddOffsetsToTxn;
 pub const VERSIONS: (i16, i16) = (0, 4);
@@ -23,9 +23,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::AddOffsetsToTxn(body) = req.body else { anyhow::bail!("not an AddOffsetsToTxn body") };
     let id = producer(body.producer_id, body.producer_epoch);
     // KafkaApis: WRITE on the transactional id, then READ on the group.
-    let code = if !authz::allowed(&ctx, &who, rt::TRANSACTIONAL_ID, &body.transactional_id.0, op::WRITE) {
+    let code = if !ctx.authorizer.allowed(&who, rt::TRANSACTIONAL_ID, &body.transactional_id.0, op::WRITE) {
         code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    } else if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::READ) {
+    } else if !ctx.authorizer.allowed(&who, rt::GROUP, &body.group_id.0, op::READ) {
         code::GROUP_AUTHORIZATION_FAILED
     } else {
         added(&ctx, &body, id, req.api_version)

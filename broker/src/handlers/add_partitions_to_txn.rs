@@ -14,9 +14,9 @@ use kafka_protocol::messages::{AddPartitionsToTxnResponse, ApiKey, RequestKind, 
 
 use super::util::producer;
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::AddPartitionsToTxn;
 pub const VERSIONS: (i16, i16) = (0, 3);
@@ -39,8 +39,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     // KafkaApis: WRITE on the transactional id, then on each topic; with any topic refused
     // nothing is added (OPERATION_NOT_ATTEMPTED for the rest).
     let writable =
-        authz::allowed_each(&ctx, &who, rt::TOPIC, wanted.iter().map(|(t, _)| t.as_str()), op::WRITE);
-    let authorized = if !authz::allowed(&ctx, &who, rt::TRANSACTIONAL_ID, tid, op::WRITE) {
+        ctx.authorizer.allowed_each(&who, rt::TOPIC, wanted.iter().map(|(t, _)| t.as_str()), op::WRITE);
+    let authorized = if !ctx.authorizer.allowed(&who, rt::TRANSACTIONAL_ID, tid, op::WRITE) {
         Err(vec![code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED; wanted.len()])
     } else if writable.iter().any(|w| !w) {
         let codes = writable

@@ -11,9 +11,9 @@ use kafka_protocol::messages::{
 use onelog_state::BrokerState;
 
 use super::{Forwarded, HandlerResult};
-use crate::authz::Subject;
 use crate::config_admin::{self, AlterRequest, ResourceRequest};
 use crate::ctx::SharedCtx;
+use crate::security::authz::Subject;
 
 pub const KEY: ApiKey = ApiKey::AlterConfigs;
 pub const VERSIONS: (i16, i16) = (0, 2);

@@ -3,7 +3,7 @@
 //!
 //! Each alteration is validated with Kafka's codes and messages (`onelog_state::scram`); an
 //! upsertion's salted password becomes StoredKey and ServerKey here, before proposing
-//! (`scram::keys`), so the log holds neither a password nor a salted password. The valid
+//! (`security::scram::keys`), so the log holds neither a password nor a salted password. The valid
 //! users go into one `AlterScramCredentials` op; apply answers each user, refusing the
 //! deletion of a credential that does not exist. One result per user, one bad user never
 //! failing another. A controller API: a follower forwards it to the leader at dispatch
@@ -24,7 +24,7 @@ use super::util::str_bytes;
 use super::{Forwarded, HandlerResult};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
-use crate::scram::keys;
+use crate::security::scram::keys;
 use onelog_state::command::AlterScramCredentialsOp;
 use onelog_state::scram::{
     validate_deletion, validate_upsertion, Grouped, ScramCredential, UserScramAlteration,

@@ -4,8 +4,8 @@
 //! the requesting principal may do, each operation's bit being `1 << code`. Without an
 //! authorizer that is every one of them. When not asked for, Kafka answers `i32::MIN`.
 
-use crate::authz::{self, op, rt, Subject, CLUSTER_NAME};
 use crate::ctx::Ctx;
+use crate::security::authz::{op, rt, Subject, CLUSTER_NAME};
 
 /// Kafka's `authorizedOperations` when the request did not ask for it.
 pub const OMITTED: i32 = i32::MIN;
@@ -43,7 +43,7 @@ pub fn group(ctx: &Ctx, who: &Subject, asked: bool, group_id: &str) -> i32 {
 /// Kafka's `handleDescribeCluster` and Metadata: 0 for a principal that may not DESCRIBE
 /// the cluster.
 pub fn cluster(ctx: &Ctx, who: &Subject, asked: bool) -> i32 {
-    if asked && !authz::cluster_allowed(ctx, who, op::DESCRIBE) {
+    if asked && !ctx.authorizer.cluster_allowed(who, op::DESCRIBE) {
         return 0;
     }
     of(ctx, who, asked, rt::CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
@@ -51,7 +51,7 @@ pub fn cluster(ctx: &Ctx, who: &Subject, asked: bool) -> i32 {
 
 fn of(ctx: &Ctx, who: &Subject, asked: bool, resource_type: i8, name: &str, operations: &[i8]) -> i32 {
     if asked {
-        authz::authorized_operations(ctx, who, resource_type, name, operations)
+        ctx.authorizer.authorized_operations(who, resource_type, name, operations)
     } else {
         OMITTED
     }

@@ -14,8 +14,8 @@ use kafka_protocol::messages::{ApiKey, ConsumerGroupDescribeResponse, RequestKin
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::ConsumerGroupDescribe;
 pub const VERSIONS: (i16, i16) = (0, 1);
@@ -32,7 +32,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         .into_iter()
         .map(|id| {
             let operations = authorized::group(&ctx, &who, body.include_authorized_operations, &id.0);
-            let (code, message) = if !authz::allowed(&ctx, &who, rt::GROUP, &id.0, op::DESCRIBE) {
+            let (code, message) = if !ctx.authorizer.allowed(&who, rt::GROUP, &id.0, op::DESCRIBE) {
                 (code::GROUP_AUTHORIZATION_FAILED, None)
             } else if group_id_invalid(&id.0) {
                 (error_code::INVALID_GROUP_ID, None)

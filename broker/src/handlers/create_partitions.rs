@@ -11,9 +11,9 @@ use kafka_protocol::messages::{ApiKey, CreatePartitionsResponse, RequestKind, Re
 
 use super::util::str_bytes;
 use super::{Forwarded, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::controller;
 use crate::ctx::SharedCtx;
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::assignment;
 use onelog_state::command::NewPartitions;
 use onelog_state::BrokerState;
@@ -52,7 +52,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         .collect();
     // KafkaApis: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED for it.
     let alterable =
-        authz::allowed_each(&ctx, &who, rt::TOPIC, items.iter().map(|i| i.topic.as_str()), op::ALTER);
+        ctx.authorizer.allowed_each(&who, rt::TOPIC, items.iter().map(|i| i.topic.as_str()), op::ALTER);
     let mut keep = alterable.iter();
     let mut items = items;
     items.retain(|_| *keep.next().unwrap_or(&false));

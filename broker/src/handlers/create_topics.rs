@@ -12,10 +12,10 @@ use kafka_protocol::messages::{ApiKey, CreateTopicsResponse, RequestKind, Respon
 use super::describe_configs::topic_entries;
 use super::util::{str_bytes, uuid};
 use super::{Forwarded, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
 use crate::net::forward;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::CreateTopics;
 pub const VERSIONS: (i16, i16) = (2, 7);
@@ -48,10 +48,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         })
         .collect();
     // KafkaApis: CREATE on the cluster, else on each topic (TOPIC_AUTHORIZATION_FAILED).
-    let creatable: Vec<bool> = if authz::cluster_allowed(&ctx, &who, op::CREATE) {
+    let creatable: Vec<bool> = if ctx.authorizer.cluster_allowed(&who, op::CREATE) {
         vec![true; requests.len()]
     } else {
-        authz::allowed_each(&ctx, &who, rt::TOPIC, requests.iter().map(|r| r.name.as_str()), op::CREATE)
+        ctx.authorizer.allowed_each(&who, rt::TOPIC, requests.iter().map(|r| r.name.as_str()), op::CREATE)
     };
     let allowed: Vec<TopicRequest> =
         requests.iter().zip(&creatable).filter(|(_, c)| **c).map(|(r, _)| r.clone()).collect();

@@ -15,7 +15,6 @@ use onelog_state::command::DeleteAclsOp;
 
 use super::util::str_bytes;
 use super::{not_served, Forwarded, HandlerResult};
-use crate::authz;
 use crate::ctx::SharedCtx;
 use crate::errors::{propose_error_code, Addressed};
 use onelog_state::BrokerState;
@@ -34,7 +33,7 @@ fn deleted(request: &RequestKind, _: &ResponseKind, state: &BrokerState) -> bool
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DeleteAcls(body) = req.body else { anyhow::bail!("not a DeleteAcls body") };
-    if !authz::enabled(&ctx) {
+    if !ctx.authorizer.enabled() {
         return Ok(Some(all(&body, not_served::SECURITY_DISABLED, Some(not_served::NO_AUTHORIZER))));
     }
     // A follower the leader could not answer for at dispatch.

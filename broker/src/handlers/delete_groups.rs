@@ -17,8 +17,8 @@ use kafka_protocol::messages::{ApiKey, DeleteGroupsResponse, RequestKind, Respon
 
 use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::command::{DeleteGroupsOp, GroupDeletion};
 
 pub const KEY: ApiKey = ApiKey::DeleteGroups;
@@ -30,7 +30,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DeleteGroups(body) = req.body else { anyhow::bail!("not a DeleteGroups body") };
     let ids: Vec<String> = body.groups_names.iter().map(|g| g.0.to_string()).collect();
     // KafkaApis: DELETE on each group, else GROUP_AUTHORIZATION_FAILED for it.
-    let deletable = authz::allowed_each(&ctx, &who, rt::GROUP, ids.iter().map(String::as_str), op::DELETE);
+    let deletable = ctx.authorizer.allowed_each(&who, rt::GROUP, ids.iter().map(String::as_str), op::DELETE);
     let allowed: Vec<String> =
         ids.iter().zip(&deletable).filter(|(_, d)| **d).map(|(id, _)| id.clone()).collect();
     let codes =

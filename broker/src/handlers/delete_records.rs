@@ -10,9 +10,9 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{ApiKey, DeleteRecordsResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::command::{DeleteRecordsOp, LowWatermark, TrimLog};
 
 pub const KEY: ApiKey = ApiKey::DeleteRecords;
@@ -35,7 +35,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         .collect();
     // KafkaApis: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
     let deletable =
-        authz::allowed_each(&ctx, &who, rt::TOPIC, requested.iter().map(|r| r.topic.as_str()), op::DELETE);
+        ctx.authorizer.allowed_each(&who, rt::TOPIC, requested.iter().map(|r| r.topic.as_str()), op::DELETE);
     let mut keep = deletable.iter();
     let mut requested = requested;
     requested.retain(|_| *keep.next().unwrap_or(&false));

@@ -8,9 +8,9 @@ use kafka_protocol::messages::{ApiKey, DeleteTopicsResponse, RequestKind, Respon
 
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::{Forwarded, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::controller;
 use crate::ctx::SharedCtx;
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::DeleteTopics;
@@ -54,7 +54,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     };
     // KafkaApis: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED for it.
     let names: Vec<String> = resolved.iter().flatten().map(|(n, _)| n.clone()).collect();
-    let deletable = authz::allowed_each(&ctx, &who, rt::TOPIC, names.iter().map(String::as_str), op::DELETE);
+    let deletable =
+        ctx.authorizer.allowed_each(&who, rt::TOPIC, names.iter().map(String::as_str), op::DELETE);
     let allowed = names.iter().zip(&deletable).filter(|(_, d)| **d).map(|(n, _)| n.clone()).collect();
     let outcomes = controller::delete_topics(&ctx, allowed).await;
     let mut outcomes =

@@ -12,7 +12,6 @@ use onelog_state::acls::{validate_filter, AclFilter};
 
 use super::util::str_bytes;
 use super::{not_served, HandlerResult};
-use crate::authz;
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::DescribeAcls;
@@ -21,7 +20,7 @@ pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::DescribeAcls(body) = req.body else { anyhow::bail!("not a DescribeAcls body") };
-    if !authz::enabled(&ctx) {
+    if !ctx.authorizer.enabled() {
         return Ok(Some(error(not_served::SECURITY_DISABLED, Some(not_served::NO_AUTHORIZER.to_string()))));
     }
     let filter = AclFilter {

@@ -8,8 +8,8 @@ use kafka_protocol::messages::{ApiKey, DescribeClusterResponse, RequestKind, Res
 
 use super::util::str_bytes;
 use super::{authorized, HandlerResult};
-use crate::authz::Subject;
 use crate::ctx::SharedCtx;
+use crate::security::authz::Subject;
 
 pub const KEY: ApiKey = ApiKey::DescribeCluster;
 pub const VERSIONS: (i16, i16) = (0, 1);

@@ -21,10 +21,10 @@ use kafka_protocol::messages::{ApiKey, DescribeConfigsResponse, RequestKind, Res
 
 use super::util::str_bytes;
 use super::{Forwarded, HandlerResult};
-use crate::authz;
 use crate::config::BrokerConfig;
 use crate::config_admin::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::ctx::SharedCtx;
+use crate::security::authz;
 use onelog_state::configs::{
     client_metrics_entries, group_entries, DynamicConfigs, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER,
@@ -205,13 +205,13 @@ fn entries_of(ctx: &SharedCtx, resource_type: i8, name: &str) -> Result<Vec<Conf
 }
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let who = crate::authz::Subject::of(&req);
+    let who = crate::security::authz::Subject::of(&req);
     let RequestKind::DescribeConfigs(body) = req.body else { anyhow::bail!("not a DescribeConfigs body") };
     let mut results = Vec::with_capacity(body.resources.len());
     for resource in &body.resources {
         let name = resource.resource_name.as_str();
         let refused =
-            authz::config_refusal(&ctx, &who, resource.resource_type, name, authz::op::DESCRIBE_CONFIGS);
+            ctx.authorizer.config_refusal(&who, resource.resource_type, name, authz::op::DESCRIBE_CONFIGS);
         let entries = match refused {
             Some(code) => Err((code, String::new())),
             None => entries_of(&ctx, resource.resource_type, name),

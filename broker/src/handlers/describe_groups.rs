@@ -15,9 +15,9 @@ use kafka_protocol::messages::{ApiKey, DescribeGroupsResponse, GroupId, RequestK
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::group::GroupState;
 use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DescribeGroups;
 pub const VERSIONS: (i16, i16) = (0, 5);
@@ -32,7 +32,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         .into_iter()
         .map(|id| {
             // Kafka: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it.
-            if !authz::allowed(&ctx, &who, rt::GROUP, &id.0, op::DESCRIBE) {
+            if !ctx.authorizer.allowed(&who, rt::GROUP, &id.0, op::DESCRIBE) {
                 return DescribedGroup::default()
                     .with_error_code(code::GROUP_AUTHORIZATION_FAILED)
                     .with_group_id(id)

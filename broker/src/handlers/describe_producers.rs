@@ -16,9 +16,9 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::{ApiKey, DescribeProducersResponse, ProducerId, RequestKind, ResponseKind};
 
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::txn::views::{self, ActiveProducer};
 use crate::ctx::SharedCtx;
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DescribeProducers;
 pub const VERSIONS: (i16, i16) = (0, 0);
@@ -31,7 +31,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     };
     // KafkaApis: READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
     let readable =
-        authz::allowed_each(&ctx, &who, rt::TOPIC, body.topics.iter().map(|t| t.name.0.as_str()), op::READ);
+        ctx.authorizer.allowed_each(&who, rt::TOPIC, body.topics.iter().map(|t| t.name.0.as_str()), op::READ);
     let topics = ctx.applied.state(|state| {
         body.topics
             .into_iter()

@@ -25,10 +25,10 @@ use kafka_protocol::messages::{
 
 use super::util::{topic_name, uuid};
 use super::{authorized, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::internal_topic;
 use crate::limits::DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX;
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DescribeTopicPartitions;
 pub const VERSIONS: (i16, i16) = (0, 0);
@@ -65,7 +65,7 @@ fn describe(
         return invalid_cursor(&names);
     }
     // Kafka: DESCRIBE on each topic; a listing of all leaves the others out.
-    let allowed = authz::allowed_each(ctx, who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
+    let allowed = ctx.authorizer.allowed_each(who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
     let names: Vec<(String, bool)> =
         names.into_iter().zip(allowed).filter(|(_, allowed)| *allowed || !listed_all).collect();
     let mut budget = body.response_partition_limit.clamp(1, DESCRIBE_TOPIC_PARTITIONS_LIMIT_MAX) as usize;

@@ -21,10 +21,10 @@ use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
 use onelog_state::txns::Transactions;
 
-use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::txn::memory::Added;
 use crate::coord::txn::views::TxnView;
 use crate::ctx::SharedCtx;
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DescribeTransactions;
 pub const VERSIONS: (i16, i16) = (0, 0);
@@ -37,7 +37,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     };
     // KafkaApis: DESCRIBE on each transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
     let ids = body.transactional_ids.iter().map(|id| id.0.as_str());
-    let described = authz::allowed_each(&ctx, &who, rt::TRANSACTIONAL_ID, ids, op::DESCRIBE);
+    let described = ctx.authorizer.allowed_each(&who, rt::TRANSACTIONAL_ID, ids, op::DESCRIBE);
     let states = if ctx.is_leader() {
         let ids = body.transactional_ids;
         ctx.txns.view(|txns, added| {

@@ -15,12 +15,12 @@ use kafka_protocol::messages::{ApiKey, FetchResponse, ProducerId, RequestKind, R
 
 use super::util::uuid_bytes;
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::clock::wall_clock_ms;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::internal_topic;
 use crate::limits;
-use crate::quotas::{Governing, QuotaKind, QuotaManager};
+use crate::security::authz::{code, op, rt, Subject};
+use crate::security::quotas::{Governing, QuotaKind, QuotaManager};
 
 pub const KEY: ApiKey = ApiKey::Fetch;
 pub const VERSIONS: (i16, i16) = (4, 16);
@@ -72,7 +72,7 @@ fn throttled(ctx: &Ctx, quota: &Governing, response: FetchResponse, bytes: usize
 /// KafkaApis: READ on each topic, checked once per request (not per long-poll pass); one
 /// flag per requested topic, in order.
 fn readable_topics(ctx: &Ctx, who: &Subject, body: &FetchRequest, version: i16) -> Vec<bool> {
-    if !authz::enabled(ctx) {
+    if !ctx.authorizer.enabled() {
         return vec![true; body.topics.len()];
     }
     let names: Vec<String> = body
@@ -87,7 +87,7 @@ fn readable_topics(ctx: &Ctx, who: &Subject, body: &FetchRequest, version: i16) 
             name.unwrap_or_default()
         })
         .collect();
-    authz::allowed_each(ctx, who, rt::TOPIC, names.iter().map(String::as_str), op::READ)
+    ctx.authorizer.allowed_each(who, rt::TOPIC, names.iter().map(String::as_str), op::READ)
 }
 
 /// One pass over every requested partition: (response, record bytes, any partition error).

@@ -19,10 +19,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::leader::leadership::BrokerInfo;
 use crate::limits;
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::FindCoordinator;
 pub const VERSIONS: (i16, i16) = (0, 4);
@@ -77,7 +77,7 @@ fn authorized(ctx: &Ctx, who: &Subject, key_type: i8, key: &str) -> Result<(), (
         KEY_TYPE_TRANSACTION => (rt::TRANSACTIONAL_ID, code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
         _ => return Ok(()),
     };
-    if authz::allowed(ctx, who, resource_type, key, op::DESCRIBE) {
+    if ctx.authorizer.allowed(who, resource_type, key, op::DESCRIBE) {
         Ok(())
     } else {
         Err((refused, String::new()))

@@ -29,9 +29,9 @@ use onelog_state::command::InitProducerIdOp;
 use onelog_state::txns::ProducerIdEpoch;
 
 use super::{Forwarded, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, txn_failure_code, Addressed};
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::InitProducerId;
 pub const VERSIONS: (i16, i16) = (0, 5);
@@ -65,12 +65,12 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 /// on the cluster or WRITE on some topic; checked before anything is proposed.
 fn authorization(ctx: &Ctx, who: &Subject, body: &InitProducerIdRequest) -> Option<i16> {
     match body.transactional_id.as_ref().map(|t| t.0.as_str()) {
-        Some(tid) if !authz::allowed(ctx, who, rt::TRANSACTIONAL_ID, tid, op::WRITE) => {
+        Some(tid) if !ctx.authorizer.allowed(who, rt::TRANSACTIONAL_ID, tid, op::WRITE) => {
             Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         }
         Some(_) => None,
-        None if authz::cluster_allowed(ctx, who, op::IDEMPOTENT_WRITE)
-            || authz::allowed_on_any(ctx, who, rt::TOPIC, op::WRITE) =>
+        None if ctx.authorizer.cluster_allowed(who, op::IDEMPOTENT_WRITE)
+            || ctx.authorizer.allowed_on_any(who, rt::TOPIC, op::WRITE) =>
         {
             None
         }

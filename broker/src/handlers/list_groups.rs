@@ -20,8 +20,8 @@ use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsResponse, RequestKind,
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::authz::{self, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::ListGroups;
 pub const VERSIONS: (i16, i16) = (0, 5);
@@ -35,8 +35,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
     let RequestKind::ListGroups(body) = req.body else { anyhow::bail!("not a ListGroups body") };
     // KafkaApis: every group with DESCRIBE on the cluster, else those the principal may describe.
-    let all_groups = authz::cluster_allowed(&ctx, &who, op::DESCRIBE);
-    let describable = |id: &str| all_groups || authz::allowed(&ctx, &who, rt::GROUP, id, op::DESCRIBE);
+    let all_groups = ctx.authorizer.cluster_allowed(&who, op::DESCRIBE);
+    let describable = |id: &str| all_groups || ctx.authorizer.allowed(&who, rt::GROUP, id, op::DESCRIBE);
     let leader = ctx.leader_id();
     if leader.is_none() {
         let response = ListGroupsResponse::default().with_error_code(error_code::COORDINATOR_NOT_AVAILABLE);

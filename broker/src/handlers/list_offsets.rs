@@ -18,9 +18,9 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ApiKey, ListOffsetsResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::limits;
+use crate::security::authz::{code, op, rt, Subject};
 use crate::storage::partitions::SharedLog;
 use onelog_state::PartitionState;
 
@@ -40,8 +40,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
     let RequestKind::ListOffsets(body) = req.body else { anyhow::bail!("not a ListOffsets body") };
     // KafkaApis: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
-    let described = authz::allowed_each(
-        &ctx,
+    let described = ctx.authorizer.allowed_each(
         &who,
         rt::TOPIC,
         body.topics.iter().map(|t| t.name.0.as_str()),

@@ -19,9 +19,9 @@ use kafka_protocol::messages::{
 
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::authz::{self, op, rt, Subject};
 use crate::coord::txn::views;
 use crate::ctx::SharedCtx;
+use crate::security::authz::{op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::ListTransactions;
 pub const VERSIONS: (i16, i16) = (0, 1);
@@ -49,7 +49,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             .filter(|view| filter.accepts(view))
             // KafkaApis: only the transactional ids the principal may DESCRIBE.
             .filter(|view| {
-                authz::allowed(&ctx, &who, rt::TRANSACTIONAL_ID, &view.transactional_id, op::DESCRIBE)
+                ctx.authorizer.allowed(&who, rt::TRANSACTIONAL_ID, &view.transactional_id, op::DESCRIBE)
             })
             .map(|view| {
                 TransactionState::default()

@@ -20,11 +20,11 @@ use kafka_protocol::messages::{ApiKey, MetadataResponse, RequestKind, ResponseKi
 
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::{authorized, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::controller::{self, TopicRequest};
 use crate::ctx::SharedCtx;
 use crate::internal_topic;
 use crate::net::forward;
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::Metadata;
 pub const VERSIONS: (i16, i16) = (0, 12);
@@ -47,9 +47,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         (version < 4 || body.allow_auto_topic_creation) && ctx.config.settings.auto_create_topics;
     // Kafka: auto-creation needs CREATE on the cluster or on the topic (and DESCRIBE on it).
     let creatable = |name: &str| {
-        authz::allowed(&ctx, &who, rt::TOPIC, name, op::DESCRIBE)
-            && (authz::cluster_allowed(&ctx, &who, op::CREATE)
-                || authz::allowed(&ctx, &who, rt::TOPIC, name, op::CREATE))
+        ctx.authorizer.allowed(&who, rt::TOPIC, name, op::DESCRIBE)
+            && (ctx.authorizer.cluster_allowed(&who, op::CREATE)
+                || ctx.authorizer.allowed(&who, rt::TOPIC, name, op::CREATE))
     };
     if let (true, Some(requested)) = (auto_create, &requested) {
         let allowed: Vec<_> =
@@ -93,12 +93,12 @@ fn restrict(
     all_topics: bool,
     creatable: Option<&dyn Fn(&str) -> bool>,
 ) {
-    if !authz::enabled(ctx) {
+    if !ctx.authorizer.enabled() {
         return;
     }
     let names: Vec<String> =
         topics.iter().map(|t| t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default()).collect();
-    let allowed = authz::allowed_each(ctx, who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
+    let allowed = ctx.authorizer.allowed_each(who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
     if all_topics {
         let mut keep = allowed.into_iter();
         topics.retain(|_| keep.next().unwrap_or(false));

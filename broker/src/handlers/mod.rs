@@ -80,9 +80,9 @@ use kafka_protocol::messages::{ApiKey, ResponseKind};
 
 pub use policy::{Access, Checked, Forwarded, Hooks, Route, NEVER};
 
-use crate::authz::op;
 use crate::ctx::SharedCtx;
 use crate::metrics::error_codes::{self, Codes};
+use crate::security::authz::op;
 
 /// `Ok(None)`: the request wants no response (produce with acks=0).
 pub type HandlerResult = anyhow::Result<Option<ResponseKind>>;

@@ -26,10 +26,10 @@ use kafka_protocol::messages::{
 
 use super::util::{adopt_group, group_op_failed, topic_name};
 use super::HandlerFuture;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::leader::proposer::ProposeError;
 use crate::limits;
+use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::command::{ItemResult, OffsetCommitEntry, OffsetCommitOp};
 use onelog_state::groups::CommitResult;
 
@@ -46,9 +46,9 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     // KafkaApis: READ on the group (else every partition GROUP_AUTHORIZATION_FAILED), then
     // READ on each topic: a refused topic's partitions get TOPIC_AUTHORIZATION_FAILED and the
     // others are committed.
-    let group_allowed = authz::allowed(&ctx, &who, rt::GROUP, &op.group_id, op::READ);
+    let group_allowed = ctx.authorizer.allowed(&who, rt::GROUP, &op.group_id, op::READ);
     let readable =
-        authz::allowed_each(&ctx, &who, rt::TOPIC, op.commits.iter().map(|c| c.topic.as_str()), op::READ);
+        ctx.authorizer.allowed_each(&who, rt::TOPIC, op.commits.iter().map(|c| c.topic.as_str()), op::READ);
     let mut keep = readable.iter();
     op.commits.retain(|_| *keep.next().unwrap_or(&false));
     let n = op.commits.len();

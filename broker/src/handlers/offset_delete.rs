@@ -23,9 +23,9 @@ use kafka_protocol::messages::{
 
 use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::coord::group::Subscriptions;
 use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{code, op, rt, Subject};
 use onelog_state::command::OffsetDeleteOp;
 
 pub const KEY: ApiKey = ApiKey::OffsetDelete;
@@ -37,12 +37,12 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::OffsetDelete(body) = req.body else { anyhow::bail!("not an OffsetDelete body") };
     // KafkaApis: DELETE on the group, then READ on each topic (TOPIC_AUTHORIZATION_FAILED
     // for its partitions, which keep their offsets).
-    if !authz::allowed(&ctx, &who, rt::GROUP, &body.group_id.0, op::DELETE) {
+    if !ctx.authorizer.allowed(&who, rt::GROUP, &body.group_id.0, op::DELETE) {
         let refused = OffsetDeleteResponse::default().with_error_code(code::GROUP_AUTHORIZATION_FAILED);
         return Ok(Some(ResponseKind::OffsetDelete(refused)));
     }
     let names = body.topics.iter().map(|t| t.name.0.as_str());
-    let readable = authz::allowed_each(&ctx, &who, rt::TOPIC, names, op::READ);
+    let readable = ctx.authorizer.allowed_each(&who, rt::TOPIC, names, op::READ);
     let response = match delete(&ctx, &body, &readable).await {
         Ok(codes) => response(&body, &codes),
         Err(code) => OffsetDeleteResponse::default().with_error_code(code),

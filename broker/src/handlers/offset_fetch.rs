@@ -22,8 +22,8 @@ use kafka_protocol::messages::{ApiKey, GroupId, OffsetFetchResponse, RequestKind
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
+use crate::security::authz::{code, op, rt, Subject};
 use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::OffsetFetch;
@@ -65,9 +65,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             single_response(state, stable, coordinator, &body.group_id.0, wanted, req.api_version)
         }
     });
-    if authz::enabled(&ctx) {
+    if ctx.authorizer.enabled() {
         restrict(&ctx, &who, &mut response, &all_topics, single_all_topics);
-        let refused = single_group.is_some_and(|g| !authz::allowed(&ctx, &who, rt::GROUP, &g, op::DESCRIBE));
+        let refused =
+            single_group.is_some_and(|g| !ctx.authorizer.allowed(&who, rt::GROUP, &g, op::DESCRIBE));
         if refused {
             response = OffsetFetchResponse::default().with_error_code(code::GROUP_AUTHORIZATION_FAILED);
         }
@@ -86,7 +87,7 @@ fn restrict(
     single_all_topics: bool,
 ) {
     for (group, all) in response.groups.iter_mut().zip(all_topics) {
-        if !authz::allowed(ctx, who, rt::GROUP, &group.group_id.0, op::DESCRIBE) {
+        if !ctx.authorizer.allowed(who, rt::GROUP, &group.group_id.0, op::DESCRIBE) {
             *group = OffsetFetchResponseGroup::default()
                 .with_group_id(group.group_id.clone())
                 .with_error_code(code::GROUP_AUTHORIZATION_FAILED);
@@ -94,7 +95,7 @@ fn restrict(
         }
         let names: Vec<String> = group.topics.iter().map(|t| t.name.0.to_string()).collect();
         let allowed =
-            authz::allowed_each(ctx, who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
+            ctx.authorizer.allowed_each(who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
         let mut keep = allowed.iter();
         if *all {
             group.topics.retain(|_| *keep.next().unwrap_or(&false));
@@ -107,7 +108,7 @@ fn restrict(
         }
     }
     let names: Vec<String> = response.topics.iter().map(|t| t.name.0.to_string()).collect();
-    let allowed = authz::allowed_each(ctx, who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
+    let allowed = ctx.authorizer.allowed_each(who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE);
     if single_all_topics {
         let mut keep = allowed.iter();
         response.topics.retain(|_| *keep.next().unwrap_or(&false));

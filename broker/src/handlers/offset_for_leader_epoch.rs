@@ -9,8 +9,8 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
+use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::OffsetForLeaderEpoch;
 pub const VERSIONS: (i16, i16) = (2, 4);
@@ -22,8 +22,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         anyhow::bail!("not an OffsetForLeaderEpoch body")
     };
     // KafkaApis: DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
-    let described = authz::allowed_each(
-        &ctx,
+    let described = ctx.authorizer.allowed_each(
         &who,
         rt::TOPIC,
         body.topics.iter().map(|t| t.topic.0.as_str()),

@@ -1,5 +1,5 @@
 //! SaslAuthenticate (key 36), v0–v2, when it reaches a handler: on a SASL listener the
-//! connection's read loop serves the exchange (`net::sasl::session`), so this is a listener
+//! connection's read loop serves the exchange (`security::sasl::session`), so this is a listener
 //! without SASL, or an authenticated connection that is not re-authenticating. Kafka answers
 //! ILLEGAL_SASL_STATE with this message (`KafkaApis.handleSaslAuthenticateRequest`).
 
@@ -9,7 +9,7 @@ use kafka_protocol::messages::{ApiKey, ResponseKind, SaslAuthenticateResponse};
 use super::util::str_bytes;
 use super::HandlerResult;
 use crate::ctx::SharedCtx;
-use crate::net::sasl::ILLEGAL_SASL_STATE;
+use crate::security::sasl::ILLEGAL_SASL_STATE;
 
 pub const KEY: ApiKey = ApiKey::SaslAuthenticate;
 pub const VERSIONS: (i16, i16) = (0, 2);

@@ -1,5 +1,5 @@
 //! SaslHandshake (key 17), v0–v1, when it reaches a handler: on a SASL listener the
-//! connection's read loop serves the exchange itself (`net::sasl::session`), so a handshake
+//! connection's read loop serves the exchange itself (`security::sasl::session`), so a handshake
 //! gets here only on a listener without SASL, or after authentication when re-authentication
 //! is off. Kafka answers both ILLEGAL_SASL_STATE.
 
@@ -8,7 +8,7 @@ use kafka_protocol::messages::{ApiKey, ResponseKind, SaslHandshakeResponse};
 
 use super::HandlerResult;
 use crate::ctx::SharedCtx;
-use crate::net::sasl::ILLEGAL_SASL_STATE;
+use crate::security::sasl::ILLEGAL_SASL_STATE;
 
 pub const KEY: ApiKey = ApiKey::SaslHandshake;
 pub const VERSIONS: (i16, i16) = (0, 1);

@@ -18,10 +18,10 @@ use onelog_state::command::{OffsetCommitEntry, OffsetCommitOp, TxnOffsetCommitOp
 
 use super::util::{producer, topic_name};
 use super::{offset_commit, HandlerResult};
-use crate::authz::{self, code, op, rt, Subject};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
 use crate::limits;
+use crate::security::authz::{self, code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::TxnOffsetCommit;
 /// v5 (KIP-890 part 2) adds the group implicitly; AddOffsetsToTxn is never required here.
@@ -35,10 +35,11 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     // KafkaApis: WRITE on the transactional id, READ on the group, then READ on each topic:
     // a refused topic's partitions get TOPIC_AUTHORIZATION_FAILED, the others are committed.
     let readable =
-        authz::allowed_each(&ctx, &who, rt::TOPIC, op.commits.iter().map(|c| c.topic.as_str()), op::READ);
-    let refused_all = if !authz::allowed(&ctx, &who, rt::TRANSACTIONAL_ID, &op.transactional_id, op::WRITE) {
+        ctx.authorizer.allowed_each(&who, rt::TOPIC, op.commits.iter().map(|c| c.topic.as_str()), op::READ);
+    let refused_all = if !ctx.authorizer.allowed(&who, rt::TRANSACTIONAL_ID, &op.transactional_id, op::WRITE)
+    {
         Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    } else if !authz::allowed(&ctx, &who, rt::GROUP, &op.group_id, op::READ) {
+    } else if !ctx.authorizer.allowed(&who, rt::GROUP, &op.group_id, op::READ) {
         Some(code::GROUP_AUTHORIZATION_FAILED)
     } else {
         None

@@ -5,9 +5,9 @@ use kafka_protocol::messages::{ProducerId, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use onelog_state::txns::ProducerIdEpoch;
 
-use crate::authz::code;
 use crate::errors::{propose_error_code, Addressed};
 use crate::leader::proposer::ProposeError;
+use crate::security::authz::code;
 
 pub fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())

@@ -29,10 +29,10 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, RequestKind, ResponseKind};
 use onelog_state::BrokerState;
 
-use crate::authz::Subject;
 use crate::ctx::Ctx;
 use crate::limits;
 use crate::raft::transport::envelope::{self, Envelope};
+use crate::security::authz::Subject;
 
 const CREATE_TOPICS_VERSION: i16 = 5;
 

@@ -2,7 +2,7 @@
 //! listeners), reads length-prefixed frames, runs one task per request, and writes responses
 //! strictly in request order (a FIFO of pending responses per connection, so a produce
 //! waiting for its Raft commit never lets a later response overtake). On SASL listeners the
-//! read loop first runs the connection's authentication (`sasl::session`); every other frame
+//! read loop first runs the connection's authentication (`security::sasl::session`); every other frame
 //! goes to the request pipeline the node passes in (`pipeline`). A response that
 //! carries a quota throttle mutes the connection for that long (KIP-219). Who may connect is
 //! `connections` (one budget for all listeners, as Kafka's `max.connections`); how a frame is
@@ -27,7 +27,6 @@ use super::connections::{self, Connections, Slot};
 use super::exchange::{Dispatch, Incoming, Pending, Refused, Reply, Sender};
 use super::framing::{self, Activity, FrameLimits, ReadError, RequestMemory, Reservation};
 use super::incidents::{ADDRESS_STATS, STATS};
-use super::sasl::session::{Session, Verdict};
 use super::tls::{self, Tls};
 use crate::config::listeners::SecurityProtocol;
 use crate::config::security::{ListenerSpec, SaslSettings};
@@ -35,6 +34,8 @@ use crate::ctx::SharedCtx;
 use crate::fatal;
 use crate::limits;
 use crate::metrics::{recorded::ListenerLabels, METRICS};
+use crate::security::sasl::session::{Session, Verdict};
+use crate::security::sasl::SaslView;
 
 /// One Kafka listener, ready to serve: its name, protocol, and TLS and SASL if it has them.
 pub struct Listener {
@@ -62,13 +63,14 @@ impl Listener {
     }
 }
 
-/// What every listener of the node shares: the connection budget, request memory and the
-/// frame bounds.
+/// What every listener of the node shares: the connection budget, request memory, the frame
+/// bounds and the SASL exchanges' view (the node's attempt throttle).
 #[derive(Clone)]
 struct Shared {
     connections: Arc<Connections>,
     memory: RequestMemory,
     frame_limits: FrameLimits,
+    sasl: SaslView,
     /// The request pipeline (`pipeline`).
     dispatch: Dispatch,
 }
@@ -94,6 +96,7 @@ pub async fn serve_all(listeners: Vec<(TcpListener, Listener)>, ctx: SharedCtx, 
             read_timeout: Duration::from_millis(settings.request_read_timeout_ms),
             idle_timeout: Duration::from_millis(settings.connections_max_idle_ms),
         },
+        sasl: SaslView::new(ctx.applied.clone()),
         dispatch,
     };
     let mut running = tokio::task::JoinSet::new();
@@ -214,7 +217,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
     let mut conn = Connection {
         peer,
         principal,
-        sasl: listener.sasl.clone().map(|settings| Session::new(settings, peer)),
+        sasl: listener.sasl.clone().map(|settings| Session::new(settings, shared.sasl.clone(), peer)),
         mute: Arc::default(),
         activity: Activity::new(),
         tx,
@@ -302,7 +305,7 @@ impl Connection {
     /// The SASL exchange's part of a frame on a SASL listener: `None` when the frame is a
     /// request for the pipeline.
     async fn sasl_step(&mut self, frame: &Bytes) -> Option<Next> {
-        let verdict = self.sasl.as_mut()?.on_frame(frame, &self.ctx);
+        let verdict = self.sasl.as_mut()?.on_frame(frame);
         let (answer, close) = match verdict {
             Verdict::Route => return None,
             Verdict::Answer(bytes) => (bytes, false),

@@ -8,5 +8,4 @@ pub mod forward;
 pub mod framing;
 pub mod incidents;
 pub mod listener;
-pub mod sasl;
 pub mod tls;

@@ -19,14 +19,14 @@ use tokio::time::Instant;
 
 pub mod forwarded;
 
-use crate::authz::{self, code, rt, Subject, CLUSTER_NAME};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::handlers::policy::{Access, Checked};
 use crate::handlers::{api_versions, lookup, Handler, HandlerFuture, HandlerResult, Route, Run};
 use crate::metrics::{self, METRICS};
 use crate::net::exchange::{Dispatched, Incoming, Pending, Refused, Reply};
 use crate::net::forward;
-use crate::quotas::request_time::Timed;
+use crate::security::authz::{code, rt, Subject, CLUSTER_NAME};
+use crate::security::quotas::request_time::Timed;
 
 /// The pipeline as the listeners call it (`net::exchange::Dispatch`).
 pub fn dispatch(ctx: SharedCtx, incoming: Incoming) -> Dispatched {
@@ -144,7 +144,7 @@ fn refusal(ctx: &Ctx, handler: &Handler, request: &Request) -> Option<ResponseKi
     let name =
         if resource_type == rt::CLUSTER { CLUSTER_NAME } else { name(&request.body).unwrap_or_default() };
     let who = Subject::of(request);
-    (!authz::allowed(ctx, &who, resource_type, name, op)).then(|| refused(&request.body, refused_code))
+    (!ctx.authorizer.allowed(&who, resource_type, name, op)).then(|| refused(&request.body, refused_code))
 }
 
 /// The leader's answer when the API's route is `Leader`, this node cannot propose and the
@@ -163,7 +163,7 @@ async fn forwarded_answer(ctx: &Ctx, handler: &Handler, request: &Request) -> Op
 }
 
 /// One request's thread time, metered against its principal's and client id's
-/// `request_percentage` (`quotas::request_time`).
+/// `request_percentage` (`security::quotas::request_time`).
 struct RequestMeter {
     ctx: SharedCtx,
     user: Arc<KafkaPrincipal>,

@@ -12,11 +12,11 @@ use onelog_state::txns::ProducerIdEpoch;
 
 use super::snapshot::{Snapshot, TopicFacts};
 use super::{Slot, IMPLICIT_ADD_FROM_VERSION};
-use crate::authz::code;
 use crate::coord::txn::WriteRefusal;
 use crate::ctx::Ctx;
 use crate::errors::write_refusal_code;
 use crate::limits;
+use crate::security::authz::code;
 
 /// Each partition's slot, the appends that passed validation, and the slot of each append.
 pub struct Checks {

@@ -32,12 +32,12 @@ use onelog_state::entry::{produce_entry_bytes, UnstampedAppend};
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerFuture;
-use crate::authz::{code, Subject};
 use crate::clock::wall_clock_ms;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
 use crate::leader::proposer::Produced;
 use crate::limits;
+use crate::security::authz::{code, Subject};
 use checks::{check_request, has_transactional_records, Checks};
 use snapshot::{Asked, Snapshot};
 

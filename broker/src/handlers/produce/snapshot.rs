@@ -10,9 +10,9 @@ use kafka_protocol::messages::produce_request::TopicProduceData;
 use onelog_state::entry::is_log_append_time;
 use onelog_state::BrokerState;
 
-use crate::authz::{self, op, rt, Subject};
 use crate::ctx::Ctx;
-use crate::quotas::{Governing, QuotaKind, QuotaManager};
+use crate::security::authz::{self, op, rt, Subject};
+use crate::security::quotas::{Governing, QuotaKind, QuotaManager};
 
 pub struct Snapshot {
     /// Whether the principal may WRITE the request's transactional id; checked before
@@ -54,8 +54,9 @@ impl Snapshot {
 
     fn of(ctx: &Ctx, state: &BrokerState, asked: &Asked) -> Snapshot {
         let settings = &ctx.config.settings;
-        let may_write =
-            |name: &str| authz::allowed_in(&settings.authz, state, asked.who, rt::TOPIC, name, op::WRITE);
+        let may_write = |name: &str| {
+            authz::allowed_in(ctx.authorizer.settings(), state, asked.who, rt::TOPIC, name, op::WRITE)
+        };
         let options = settings.entry_options(ctx.node_id);
         let facts = |name: &str| {
             let topic = state.topics.get(name)?;
@@ -77,7 +78,14 @@ impl Snapshot {
         let user = asked.who.principal.name.as_str();
         let client_id = asked.client_id.unwrap_or("");
         let tid_writable = |id: &str| {
-            authz::allowed_in(&settings.authz, state, asked.who, rt::TRANSACTIONAL_ID, id, op::WRITE)
+            authz::allowed_in(
+                ctx.authorizer.settings(),
+                state,
+                asked.who,
+                rt::TRANSACTIONAL_ID,
+                id,
+                op::WRITE,
+            )
         };
         Snapshot {
             transactional_id_writable: asked.transactional_id.is_some_and(tid_writable),

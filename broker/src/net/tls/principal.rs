@@ -10,7 +10,7 @@ use kafka_compat::principal::KafkaPrincipal;
 use x509_parser::prelude::{FromDer, X509Certificate};
 use x509_parser::x509::AttributeTypeAndValue;
 
-use crate::config::principal_rules::PrincipalMapper;
+use crate::security::principal_rules::PrincipalMapper;
 
 /// The attribute keywords RFC 2253 (and Java) print by name.
 const KEYWORDS: &[(&str, &str)] = &[

@@ -1,18 +1,17 @@
 //! How many SASL authentication attempts one client address may make: a token bucket per
 //! address (`limits::SASL_ATTEMPTS_*`), so a password cannot be guessed at wire speed. Over
 //! the limit an attempt fails without its credentials being checked. The table is bounded:
-//! when full, addresses whose bucket has refilled are forgotten (they lose nothing).
+//! when full, addresses whose bucket has refilled are forgotten (they lose nothing). One per
+//! node, shared by its SASL listeners (`SaslView`), never a process global: two nodes in one
+//! process count their attempts apart.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{LazyLock, Mutex};
+use std::sync::Mutex;
 
 use tokio::time::Instant;
 
 use crate::limits::{SASL_ATTEMPTS_BURST, SASL_ATTEMPTS_PER_SECOND, SASL_THROTTLED_ADDRESSES_MAX};
-
-/// The process's throttle, shared by every SASL listener.
-pub static THROTTLE: LazyLock<Throttle> = LazyLock::new(Throttle::new);
 
 struct Bucket {
     tokens: f64,

@@ -25,10 +25,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
-use super::throttle::THROTTLE;
-use super::{served_mechanisms, server_for, AuthFailure, SaslServer, Step};
+use super::{served_mechanisms, server_for, AuthFailure, SaslServer, SaslView, Step};
 use crate::config::security::SaslSettings;
-use crate::ctx::SharedCtx;
 use crate::net::incidents::ADDRESS_STATS;
 
 /// What the read loop does with a frame.
@@ -54,6 +52,8 @@ enum Stage {
 
 pub struct Session {
     settings: SaslSettings,
+    /// The node's credentials and attempt throttle.
+    view: SaslView,
     peer: SocketAddr,
     stage: Stage,
     principal: Option<Arc<KafkaPrincipal>>,
@@ -61,8 +61,8 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(settings: SaslSettings, peer: SocketAddr) -> Self {
-        Session { settings, peer, stage: Stage::Handshake, principal: None, expires: None }
+    pub fn new(settings: SaslSettings, view: SaslView, peer: SocketAddr) -> Self {
+        Session { settings, view, peer, stage: Stage::Handshake, principal: None, expires: None }
     }
 
     /// The authenticated principal (the latest, after a re-authentication).
@@ -70,7 +70,7 @@ impl Session {
         self.principal.clone()
     }
 
-    pub fn on_frame(&mut self, frame: &Bytes, ctx: &SharedCtx) -> Verdict {
+    pub fn on_frame(&mut self, frame: &Bytes) -> Verdict {
         if let Stage::Authenticate { legacy: true, .. } = self.stage {
             return self.legacy_token(frame);
         }
@@ -82,7 +82,7 @@ impl Session {
             let expired = self.expires.is_some_and(|at| Instant::now() >= at);
             let reauth = key == Some(ApiKey::SaslHandshake) && self.settings.reauth_ms > 0;
             if reauth {
-                return self.handshake(frame, ctx);
+                return self.handshake(frame);
             }
             if expired {
                 return Verdict::Close(
@@ -93,7 +93,7 @@ impl Session {
         }
         match (key, &self.stage) {
             (Some(ApiKey::ApiVersions), _) => Verdict::Route,
-            (Some(ApiKey::SaslHandshake), Stage::Handshake) => self.handshake(frame, ctx),
+            (Some(ApiKey::SaslHandshake), Stage::Handshake) => self.handshake(frame),
             (Some(ApiKey::SaslAuthenticate), Stage::Authenticate { .. }) => self.authenticate(frame),
             (key, _) => {
                 let why = format!("Unexpected Kafka request of type {key:?} during SASL handshake.");
@@ -106,7 +106,7 @@ impl Session {
         }
     }
 
-    fn handshake(&mut self, frame: &Bytes, ctx: &SharedCtx) -> Verdict {
+    fn handshake(&mut self, frame: &Bytes) -> Verdict {
         let Some(request) = decode(frame) else { return Verdict::Close("malformed SaslHandshake".into()) };
         let RequestKind::SaslHandshake(body) = &request.body else {
             return Verdict::Close("not a SaslHandshake".into());
@@ -115,7 +115,7 @@ impl Session {
         let offered: Vec<StrBytes> =
             served_mechanisms(&self.settings).into_iter().map(StrBytes::from_string).collect();
         let mut response = SaslHandshakeResponse::default().with_mechanisms(offered);
-        let server = server_for(&mechanism, &self.settings, ctx);
+        let server = server_for(&mechanism, &self.settings, &self.view.applied);
         let close = server.is_none();
         match server {
             Some(server) => self.stage = Stage::Authenticate { server, legacy: request.api_version == 0 },
@@ -180,7 +180,7 @@ impl Session {
             return Err("no SASL exchange in progress".into());
         };
         let mechanism = server.mechanism();
-        if !THROTTLE.allow(self.peer.ip()) {
+        if !self.view.throttle.allow(self.peer.ip()) {
             let failure = AuthFailure {
                 message: "Authentication failed: too many authentication attempts from this address".into(),
                 user: None,

@@ -1,7 +1,7 @@
 //! The SCRAM-SHA-256 / SCRAM-SHA-512 server exchange (RFC 5802, RFC 7677) over the credentials
 //! in the replicated state (`onelog_state::scram`).
 //!
-//! The SASL state machine (`net/`) feeds it the client's tokens and relays its answers: first
+//! The SASL state machine (`security::sasl::session`) feeds it the client's tokens and relays its answers: first
 //! client-first-message → server-first-message ([`Step::Challenge`]), then
 //! client-final-message → server-final-message ([`Step::Complete`], with the authenticated
 //! user). Anything else is a [`ScramError`] whose message fits a log line; the exchange is

@@ -1,15 +1,19 @@
 //! SASL on SASL_PLAINTEXT and SASL_SSL listeners: the mechanisms (a [`SaslServer`] per
 //! exchange), the per-connection state machine that serves the exchange in the read loop
-//! (`session`), and the per-address limit on attempts (`throttle`). Mechanisms are a trait:
-//! PLAIN (`plain`, JAAS users) and SCRAM-SHA-256/512 (`scram`, credentials in the log).
+//! (`session`), and the per-address limit on attempts (`throttle`, owned by the node through
+//! [`SaslView`]). Mechanisms are a trait: PLAIN (`plain`, JAAS users) and SCRAM-SHA-256/512
+//! (`scram`, credentials in the log, read through the applied view).
 
 pub mod plain;
 pub mod scram;
 pub mod session;
 pub mod throttle;
 
+use std::sync::Arc;
+
 use crate::config::security::SaslSettings;
-use crate::ctx::SharedCtx;
+use crate::raft::applied::AppliedView;
+use throttle::Throttle;
 
 /// Where the SaslHandshake and SaslAuthenticate handlers import it from; Kafka's error codes
 /// are defined in `kafka_compat::error_code`.
@@ -41,16 +45,35 @@ pub trait SaslServer: Send {
     fn evaluate(&mut self, token: &[u8]) -> Result<Step, AuthFailure>;
 }
 
+/// What a SASL exchange reads of its node: the applied state (SCRAM credentials) and the
+/// node's per-address attempt limit. One per node, made by the listeners (`net::listener`),
+/// so two nodes in one process share no throttle; cloned into each connection's session.
+#[derive(Clone)]
+pub struct SaslView {
+    pub applied: AppliedView,
+    pub throttle: Arc<Throttle>,
+}
+
+impl SaslView {
+    pub fn new(applied: AppliedView) -> Self {
+        SaslView { applied, throttle: Arc::new(Throttle::new()) }
+    }
+}
+
 /// A new exchange for `mechanism`, if this listener enables it and onelog serves it.
-pub fn server_for(mechanism: &str, settings: &SaslSettings, ctx: &SharedCtx) -> Option<Box<dyn SaslServer>> {
+pub fn server_for(
+    mechanism: &str,
+    settings: &SaslSettings,
+    applied: &AppliedView,
+) -> Option<Box<dyn SaslServer>> {
     if !settings.mechanisms.iter().any(|m| m == mechanism) {
         return None;
     }
     if mechanism == plain::NAME {
         return Some(Box::new(plain::PlainServer::new(settings.plain_users.clone())));
     }
-    let scram = crate::scram::Mechanism::from_name(mechanism)?;
-    Some(Box::new(scram::ScramServer::new(scram, ctx)))
+    let scram = crate::security::scram::Mechanism::from_name(mechanism)?;
+    Some(Box::new(scram::ScramServer::new(scram, applied.clone())))
 }
 
 /// The mechanisms a SaslHandshake response lists: enabled and served.
@@ -59,5 +82,5 @@ pub fn served_mechanisms(settings: &SaslSettings) -> Vec<String> {
 }
 
 fn served(mechanism: &str) -> bool {
-    mechanism == plain::NAME || crate::scram::Mechanism::from_name(mechanism).is_some()
+    mechanism == plain::NAME || crate::security::scram::Mechanism::from_name(mechanism).is_some()
 }

@@ -3,8 +3,8 @@
 //! replicated state (created with AlterUserScramCredentials, `kafka-configs --entity-type users`).
 
 use super::{AuthFailure, SaslServer, Step};
-use crate::ctx::SharedCtx;
-use crate::scram::{self, Mechanism, ScramError, ServerExchange};
+use crate::raft::applied::AppliedView;
+use crate::security::scram::{self, Mechanism, ScramError, ServerExchange};
 
 pub struct ScramServer {
     mechanism: Mechanism,
@@ -12,8 +12,8 @@ pub struct ScramServer {
 }
 
 impl ScramServer {
-    pub fn new(mechanism: Mechanism, ctx: &SharedCtx) -> Self {
-        ScramServer { mechanism, exchange: ServerExchange::new(mechanism, ctx.applied.clone()) }
+    pub fn new(mechanism: Mechanism, applied: AppliedView) -> Self {
+        ScramServer { mechanism, exchange: ServerExchange::new(mechanism, applied) }
     }
 }
 
