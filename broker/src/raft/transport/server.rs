@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use super::auth::{self, Auth, Challenge, Hello, Identity};
 use super::codec::{self, Frame, FrameError, Kind, PROTOCOL_VERSION};
 use super::guard;
+use super::tls::{ReadHalf, WriteHalf};
 use super::vote_gate::{self, VoteGate};
 use crate::limits;
 use crate::raft::{Raft, TypeConfig};
@@ -86,13 +87,9 @@ async fn serve_connection(
     mut stop: watch::Receiver<()>,
 ) {
     let _ = stream.set_nodelay(true);
-    let (read_half, mut write_half) = stream.into_split();
-    let mut reader = BufReader::with_capacity(limits::RAFT_SOCKET_BUFFER_BYTES, read_half);
     let handshake = Duration::from_millis(limits::RAFT_HANDSHAKE_TIMEOUT_MS);
-    let from = match tokio::time::timeout(handshake, accept(&mut reader, &mut write_half, &service.identity))
-        .await
-    {
-        Ok(Ok(from)) => from,
+    let accepted = match tokio::time::timeout(handshake, accept(stream, &service.identity)).await {
+        Ok(Ok(accepted)) => accepted,
         Ok(Err(e)) => {
             REFUSED_HANDSHAKES.record(|t| {
                 tracing::warn!(%peer, error = %e, suppressed = t.suppressed, total = t.total, "raft peer handshake refused; closing");
@@ -106,6 +103,7 @@ async fn serve_connection(
             return;
         }
     };
+    let (from, mut reader, write_half) = accepted;
     tracing::debug!(%peer, from, "raft peer connected");
 
     let (responses, outbound) = mpsc::channel(limits::RAFT_INFLIGHT_RPCS_PER_CONNECTION_MAX);
@@ -154,11 +152,26 @@ async fn serve_connection(
 /// Handshakes refused or not completed in time, logged at a bounded rate.
 pub(super) static REFUSED_HANDSHAKES: crate::incident::Incident = crate::incident::Incident::new();
 
-/// The server's half of the handshake (`auth`); returns the client's node id once it has
-/// proved the cluster secret.
+/// The server's half of the TLS handshake (`tls`, when configured: a plain-text peer fails
+/// it) and of the cluster-secret handshake (`auth`); returns the client's node id once it has
+/// proved the cluster secret, and the connection's halves.
 async fn accept(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
-    writer: &mut tokio::net::tcp::OwnedWriteHalf,
+    stream: TcpStream,
+    identity: &Identity,
+) -> anyhow::Result<(u64, BufReader<ReadHalf>, WriteHalf)> {
+    let (read_half, mut writer) = match identity.tls() {
+        Some(tls) => tls.accept(stream).await.map_err(|e| anyhow::anyhow!("TLS handshake: {e}"))?,
+        None => super::tls::plain(stream),
+    };
+    let mut reader = BufReader::with_capacity(limits::RAFT_SOCKET_BUFFER_BYTES, read_half);
+    let from = prove(&mut reader, &mut writer, identity).await?;
+    Ok((from, reader, writer))
+}
+
+/// The cluster-secret handshake, server side.
+async fn prove(
+    reader: &mut BufReader<ReadHalf>,
+    writer: &mut WriteHalf,
     identity: &Identity,
 ) -> anyhow::Result<u64> {
     let node_id = identity.node_id;
@@ -186,7 +199,7 @@ async fn accept(
 }
 
 async fn read_handshake<T: serde::de::DeserializeOwned>(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
+    reader: &mut BufReader<ReadHalf>,
 ) -> anyhow::Result<T> {
     let frame = codec::read_frame(reader, limits::RAFT_HANDSHAKE_FRAME_BYTES_MAX)
         .await?
