@@ -62,7 +62,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let node: NodeSettings = config.node.clone();
     let _lock = lock_data_dir(&node.data_dir)?;
     let (kafka_listeners, peers) = preflight(&node)?;
-    let identity = Identity::new(node.node_id, node.cluster_secret.clone());
+    let identity = raft_identity(&node)?;
     if !peers.is_empty() && !identity.has_secret() {
         tracing::warn!(
             "onelog.cluster.secret.file is not set: the Raft port admits any process that speaks its protocol; \
@@ -99,6 +99,18 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     raft.shutdown().await.ok();
     tracing::info!("onelog stopped");
     Ok(())
+}
+
+/// This node's id, the cluster secret and the Raft port's TLS (`onelog.raft.ssl.*`), whose
+/// files are read now so that a bad keystore fails start-up.
+fn raft_identity(node: &NodeSettings) -> anyhow::Result<Identity> {
+    let identity = Identity::new(node.node_id, node.cluster_secret.clone());
+    let Some(settings) = node.raft_tls.clone() else { return Ok(identity) };
+    let tls = crate::raft::transport::tls::RaftTls::new(settings).context(
+        "the Raft port's TLS (onelog.raft.ssl.keystore.location, onelog.raft.ssl.truststore.location)",
+    )?;
+    tracing::info!("the Raft port and every connection to a peer use mutual TLS");
+    Ok(identity.with_tls(tls))
 }
 
 /// What start-up checks before it touches the data directory: the listeners' certificates (a

@@ -65,6 +65,22 @@ impl TestPki {
         Ok(path)
     }
 
+    /// A node's certificate for the Raft port's mutual TLS: subject `CN=<cn>`, valid as a
+    /// server's and as a client's (a node is both to its peers), for 127.0.0.1 and localhost,
+    /// written with its private key into one PEM file `name` (a keystore); returns the path.
+    pub fn node_keystore(&self, name: &str, cn: &str) -> Result<PathBuf> {
+        let mut params = CertificateParams::new(vec!["localhost".to_string()])?;
+        params.subject_alt_names.push(SanType::IpAddress([127, 0, 0, 1].into()));
+        params.distinguished_name = dn(&[(DnType::CommonName, cn)]);
+        params.extended_key_usages =
+            vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.ca, &self.ca_key)?;
+        let path = self.dir.join(name);
+        std::fs::write(&path, format!("{}{}", cert.pem(), key.serialize_pem()))?;
+        Ok(path)
+    }
+
     /// A client certificate whose subject is `subject` (most significant first, e.g.
     /// `[(O, "acme"), (OU, "eng"), (CN, "alice")]`, printed by Java as `CN=alice,OU=eng,O=acme`),
     /// as `<name>.crt` and `<name>.key`.

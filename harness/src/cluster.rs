@@ -683,6 +683,24 @@ impl Cluster {
     }
 
     /// The leader as one node sees it: `/status`, or Metadata's controller id without the
+    /// The index node `id` has applied, from its `/status`.
+    pub fn last_applied(&self, id: u64) -> Result<Option<u64>> {
+        Ok(self.status(id)?.last_applied.as_u64())
+    }
+
+    /// [`Cluster::last_applied`] once the node's admin API answers (it has just been spawned),
+    /// waiting up to 20 s.
+    pub fn last_applied_once_up(&self, id: u64) -> Result<Option<u64>> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.last_applied(id) {
+                Ok(applied) => return Ok(applied),
+                Err(e) if Instant::now() > deadline => return Err(e),
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+
     /// admin API. `Ok(None)`: the node knows no leader.
     pub fn leader_seen_by(&self, id: u64) -> Result<Option<u64>> {
         if self.has_admin {
@@ -836,6 +854,18 @@ impl Cluster {
     }
 
     // ---- logs -------------------------------------------------------------------------------
+
+    /// Waits up to 10 s for node `id`'s log to contain `needle`.
+    pub fn wait_for_log(&self, id: u64, needle: &str) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if std::fs::read_to_string(self.log_path(id))?.contains(needle) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bail!("node {id}'s log never said {needle:?}")
+    }
 
     /// The last `lines` lines of a node's log.
     pub fn log_tail(&self, id: u64, lines: usize) -> String {

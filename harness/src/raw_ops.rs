@@ -134,6 +134,14 @@ pub struct FetchedPartition {
     pub records: Vec<StoredRecord>,
 }
 
+impl FetchedPartition {
+    /// The records' values as text, in offset order (an absent value as "").
+    pub fn values(&self) -> Vec<String> {
+        let value = |r: &StoredRecord| r.record.value.as_deref().unwrap_or_default().to_vec();
+        self.records.iter().map(|r| String::from_utf8_lossy(&value(r)).into_owned()).collect()
+    }
+}
+
 /// Reads `topic`/`partition` from offset 0 up to its high watermark (read_uncommitted).
 pub async fn fetch_all(client: &mut RawClient, topic: &str, partition: i32) -> Result<FetchedPartition> {
     let version = client.version::<FetchRequest>(FETCH_VERSION_CAP)?;

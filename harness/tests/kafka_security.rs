@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use harness::certs::TestPki;
 use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_compat::error_code::{ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM};
@@ -87,17 +87,6 @@ async fn produce_one(config: &ClientConfig, topic: &str) -> Result<()> {
     Ok(())
 }
 
-fn wait_for_log(cluster: &Cluster, id: u64, needle: &str) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if std::fs::read_to_string(cluster.log_path(id))?.contains(needle) {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    bail!("node {id}'s log never said {needle:?}")
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn ssl_with_and_without_a_client_certificate() {
     let tls = Tls::new().expect("test PKI");
@@ -118,7 +107,7 @@ async fn ssl_with_and_without_a_client_certificate() {
         let mut config = ssl_client(&bootstrap, &tls);
         with_certificate(&mut config, &alice);
         produce_one(&config, "tls-alice").await.context("with alice's certificate")?;
-        wait_for_log(&cluster, 1, "principal=User:CN=alice,OU=eng,O=acme")?;
+        cluster.wait_for_log(1, "principal=User:CN=alice,OU=eng,O=acme")?;
         // ssl.client.auth=required (on one listener): no certificate, no connection.
         let mtls = cluster.listener_bootstrap("MTLS");
         let mut required = ssl_client(&mtls, &tls);
@@ -133,7 +122,7 @@ async fn ssl_with_and_without_a_client_certificate() {
         let bob = acme_client(&tls, "Bob", "ops")?;
         with_certificate(&mut config, &bob);
         produce_one(&config, "tls-bob").await.context("with bob's certificate")?;
-        wait_for_log(&cluster, 1, "principal=User:bob-ops")?;
+        cluster.wait_for_log(1, "principal=User:bob-ops")?;
         // A certificate from another CA never authenticates anyone (refused, or not sent since
         // the server names its CA), and the broker keeps serving.
         let other = TestPki::new(&tls.dir.path().join("other"), "other-ca")?;
@@ -363,7 +352,7 @@ async fn a_replaced_keystore_is_used_without_a_restart() {
         let before = presented_certificate(addr, &ca).await?;
         // A keystore that does not parse: the old certificate stays in use.
         std::fs::write(tls.dir.path().join("server.pem"), "not a PEM file")?;
-        wait_for_log(&cluster, 1, "does not load; keeping the certificates in use")?;
+        cluster.wait_for_log(1, "does not load; keeping the certificates in use")?;
         ensure!(
             presented_certificate(addr, &ca).await? == before,
             "a broken keystore replaced the certificate"
@@ -419,7 +408,7 @@ async fn tls_garbage_and_silence_are_refused_and_the_broker_keeps_serving() {
         ensure!(read.is_ok(), "a silent client still connected after 5 s");
         ensure!(started.elapsed() >= Duration::from_millis(900), "closed before the read timeout");
         let _ = silent.shutdown().await;
-        wait_for_log(&cluster, 1, "TLS handshake failed")?;
+        cluster.wait_for_log(1, "TLS handshake failed")?;
         // Still serving TLS clients.
         produce_one(&ssl_client(&addr.to_string(), &tls), "after-garbage").await?;
         anyhow::Ok(())
@@ -467,7 +456,7 @@ async fn java_clients_over_ssl_and_sasl_ssl() {
         .concat();
         let acked = java_produce(&ssl, "java-tls-carol", &with_cert)?;
         ensure!(acked["acked"] == 5, "{acked}");
-        wait_for_log(&cluster, 1, "principal=User:CN=carol,OU=eng,O=acme")?;
+        cluster.wait_for_log(1, "principal=User:CN=carol,OU=eng,O=acme")?;
         // SASL_SSL with PLAIN.
         let sasl = [
             trust.clone(),

@@ -32,7 +32,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     cluster.kill9(outsider)?;
     cluster.set_node_env(outsider, vec![("ONELOG_CLUSTER_SECRET_FILE".into(), wrong.display().to_string())]);
     cluster.spawn_node(outsider)?;
-    let stuck_at = applied_once_up(cluster, outsider).await?;
+    let stuck_at = cluster.last_applied_once_up(outsider)?;
     for i in 0..50 {
         let records = encode_batch(&[TestRecord::new("k", format!("v{i}"), i)])?;
         let response =
@@ -43,7 +43,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
         );
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let now = applied(cluster, outsider)?;
+    let now = cluster.last_applied(outsider)?;
     ensure!(now == stuck_at, "the node with another secret applied {stuck_at:?} → {now:?}");
     let leader_log = std::fs::read_to_string(cluster.log_path(leader))?;
     ensure!(
@@ -66,20 +66,4 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     cluster.assert_digests_equal()?;
     println!("with the cluster's secret it caught up in {:.3} s", restarted.elapsed().as_secs_f64());
     Ok(())
-}
-
-fn applied(cluster: &Cluster, id: u64) -> Result<Option<u64>> {
-    Ok(cluster.status(id)?.last_applied.as_u64())
-}
-
-/// [`applied`] once the node's admin API answers (it has just been spawned).
-async fn applied_once_up(cluster: &Cluster, id: u64) -> Result<Option<u64>> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match applied(cluster, id) {
-            Ok(applied) => return Ok(applied),
-            Err(e) if Instant::now() > deadline => return Err(e),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
 }

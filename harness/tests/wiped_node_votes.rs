@@ -60,11 +60,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     println!("node {keeper} back; leader {leader} after {:.3} s", took.as_secs_f64());
     let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
     let read = fetch_all(&mut client, TOPIC, 0).await?;
-    let values: Vec<String> = read
-        .records
-        .iter()
-        .map(|r| String::from_utf8_lossy(r.record.value.as_deref().unwrap_or_default()).into_owned())
-        .collect();
+    let values = read.values();
     let expected: Vec<String> =
         (0..2).flat_map(|round| (0..PER_ROUND).map(move |i| value(round, i))).collect();
     ensure!(values == expected, "acknowledged records lost or changed: read {values:?}");

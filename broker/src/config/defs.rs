@@ -67,6 +67,15 @@ pub const NODE_CONFIGS: &[BrokerConfigDef] = &[
     def("onelog.cluster.secret.file", "", STRING),
     // A file holding the bearer token every admin API change must carry (`admin_api::access`).
     def("onelog.admin.token.file", "", STRING),
+    // The Raft port's mutual TLS (`raft::transport::tls`): this node's PEM certificate chain and
+    // key, and the cluster's CA every peer's certificate must chain to. Both or neither.
+    def("onelog.raft.ssl.keystore.location", "", STRING),
+    def("onelog.raft.ssl.truststore.location", "", STRING),
+    // HTTPS on the admin API (`admin_api::server`): its PEM keystore, and the CA client
+    // certificates chain to when `onelog.admin.ssl.client.auth` asks for them.
+    def("onelog.admin.ssl.keystore.location", "", STRING),
+    def("onelog.admin.ssl.truststore.location", "", STRING),
+    def("onelog.admin.ssl.client.auth", "none", STRING),
 ];
 
 /// The Kafka listeners' security: protocols per listener name, TLS and SASL. Kafka's names and,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 
 use super::listeners::{self, resolve, Endpoint};
-use super::security::ListenerSpec;
+use super::security::{self, ListenerSpec, TlsSettings};
 use super::Values;
 
 /// A node's identity and addresses.
@@ -36,6 +36,10 @@ pub struct NodeSettings {
     pub cluster_secret: Option<Arc<[u8]>>,
     /// `onelog.admin.token.file`'s content: the admin API's bearer token; `None` when unset.
     pub admin_token: Option<Arc<[u8]>>,
+    /// `onelog.raft.ssl.*`: mutual TLS on the Raft port and every connection to a peer.
+    pub raft_tls: Option<TlsSettings>,
+    /// `onelog.admin.ssl.*`: the admin API serves HTTPS only.
+    pub admin_tls: Option<TlsSettings>,
 }
 
 impl NodeSettings {
@@ -79,6 +83,8 @@ impl NodeSettings {
             admin_listen: optional_address(c, "onelog.admin.listener")?,
             cluster_secret: secret_file(c, "onelog.cluster.secret.file")?,
             admin_token: secret_file(c, "onelog.admin.token.file")?,
+            raft_tls: security::port_tls(c, "onelog.raft.", true)?,
+            admin_tls: security::port_tls(c, "onelog.admin.", false)?,
         })
     }
 }

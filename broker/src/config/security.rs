@@ -1,7 +1,9 @@
 //! Each listener's TLS and SASL settings, typed: the `ssl.*` and `sasl.*` configs with Kafka's
 //! per-listener overrides (`listener.name.<name>.<key>` wins over `<key>`; for a mechanism's
 //! JAAS config `listener.name.<name>.<mechanism>.sasl.jaas.config`). Files are checked when
-//! the listener starts (`net::tls`), so a keystore can be replaced while the node runs.
+//! the listener starts (`net::tls`), so a keystore can be replaced while the node runs. Also
+//! the TLS of the node's own ports, in onelog's namespace: `onelog.raft.ssl.*` (mutual TLS
+//! between nodes) and `onelog.admin.ssl.*` (HTTPS on the admin API).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -105,6 +107,53 @@ impl ListenerSpec {
     }
 }
 
+/// The TLS of one of the node's own ports, from `<prefix>ssl.keystore.location`,
+/// `<prefix>ssl.truststore.location` and, when `mutual` is false, `<prefix>ssl.client.auth`;
+/// `None` when no keystore is set. `mutual` (the Raft port): both files or neither, and every
+/// peer must present a certificate the truststore's CA signed.
+pub(super) fn port_tls(c: &Values, prefix: &str, mutual: bool) -> anyhow::Result<Option<TlsSettings>> {
+    let path = |key: &str| -> anyhow::Result<(Option<PathBuf>, String)> {
+        let key = format!("{prefix}{key}");
+        let text = c.text(&key)?.trim();
+        Ok(((!text.is_empty()).then(|| PathBuf::from(text)), key))
+    };
+    let ((keystore, keystore_key), (truststore, truststore_key)) =
+        (path("ssl.keystore.location")?, path("ssl.truststore.location")?);
+    let client_auth = if mutual {
+        match (&keystore, &truststore) {
+            (None, None) => return Ok(None),
+            (Some(_), Some(_)) => ClientAuth::Required,
+            _ => bail!("{keystore_key} and {truststore_key} go together: set both (this node's certificate and the cluster's CA) or neither"),
+        }
+    } else {
+        let key = format!("{prefix}ssl.client.auth");
+        let auth = c.text(&key)?;
+        let client_auth = client_auth(auth).with_context(|| format!("{key}={auth} ({})", c.origin(&key)))?;
+        if client_auth != ClientAuth::None && truststore.is_none() {
+            bail!("{key}={auth}: client certificates need {truststore_key} (the CA that signs them)");
+        }
+        client_auth
+    };
+    let Some(keystore) = keystore else {
+        if truststore.is_some() {
+            bail!("{truststore_key} is set but {keystore_key} is not: TLS needs this node's certificate and key");
+        }
+        return Ok(None);
+    };
+    let principal_mapper = Arc::new(PrincipalMapper::parse("DEFAULT")?);
+    Ok(Some(TlsSettings { keystore, truststore, client_auth, principal_mapper }))
+}
+
+/// `ssl.client.auth`'s value.
+fn client_auth(text: &str) -> anyhow::Result<ClientAuth> {
+    Ok(match text.trim().to_ascii_lowercase().as_str() {
+        "none" | "" => ClientAuth::None,
+        "requested" => ClientAuth::Requested,
+        "required" => ClientAuth::Required,
+        _ => bail!("must be one of none, requested, required"),
+    })
+}
+
 fn tls(c: &Values, listener: &str) -> anyhow::Result<TlsSettings> {
     for key in ["ssl.keystore.type", "ssl.truststore.type"] {
         let (kind, set_as) = value(c, listener, key)?;
@@ -121,12 +170,8 @@ fn tls(c: &Values, listener: &str) -> anyhow::Result<TlsSettings> {
     let (truststore, _) = value(c, listener, "ssl.truststore.location")?;
     let truststore = (!truststore.trim().is_empty()).then(|| PathBuf::from(truststore.trim()));
     let (auth, set_as) = value(c, listener, "ssl.client.auth")?;
-    let client_auth = match auth.trim().to_ascii_lowercase().as_str() {
-        "none" | "" => ClientAuth::None,
-        "requested" => ClientAuth::Requested,
-        "required" => ClientAuth::Required,
-        other => bail!("{set_as}={other} ({}): must be one of none, requested, required", c.origin(&set_as)),
-    };
+    let client_auth =
+        client_auth(auth).with_context(|| format!("{set_as}={auth} ({})", c.origin(&set_as)))?;
     if client_auth != ClientAuth::None && truststore.is_none() {
         bail!("{set_as}={auth}: client certificates need ssl.truststore.location (the CA that signs them)");
     }

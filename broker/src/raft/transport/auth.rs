@@ -26,16 +26,28 @@ type HmacSha256 = Hmac<Sha256>;
 pub type Nonce = [u8; 32];
 pub type Proof = [u8; 32];
 
-/// This node's id and the cluster secret, for both ends of the transport.
+/// This node's id, the cluster secret and, with `onelog.raft.ssl.*`, its certificate, for
+/// both ends of the transport.
 #[derive(Clone, Debug)]
 pub struct Identity {
     pub node_id: u64,
     key: Option<Arc<[u8]>>,
+    tls: Option<Arc<super::tls::RaftTls>>,
 }
 
 impl Identity {
     pub fn new(node_id: u64, key: Option<Arc<[u8]>>) -> Self {
-        Identity { node_id, key }
+        Identity { node_id, key, tls: None }
+    }
+
+    /// The same identity, its connections in mutual TLS (`tls`).
+    pub fn with_tls(self, tls: Arc<super::tls::RaftTls>) -> Self {
+        Identity { tls: Some(tls), ..self }
+    }
+
+    /// The Raft port's TLS, when configured.
+    pub fn tls(&self) -> Option<&super::tls::RaftTls> {
+        self.tls.as_deref()
     }
 
     pub fn has_secret(&self) -> bool {

@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -22,6 +21,7 @@ use tokio::time::Instant;
 
 use super::auth::{self, Auth, Challenge, Hello, Identity};
 use super::codec::{self, Frame, Kind, PROTOCOL_VERSION};
+use super::tls::ReadHalf;
 use crate::limits;
 
 /// Why a call got no response. The caller maps these onto openraft's `RPCError`.
@@ -174,7 +174,10 @@ impl Conn {
         let stream = TcpStream::connect(addr).await.map_err(|e| format!("connect: {e}"))?;
         // Raft RPCs are small and latency-bound; never let Nagle hold one back.
         stream.set_nodelay(true).map_err(|e| format!("set TCP_NODELAY: {e}"))?;
-        let (read_half, mut write_half) = stream.into_split();
+        let (read_half, mut write_half) = match identity.tls() {
+            Some(tls) => tls.connect(stream).await.map_err(|e| format!("TLS handshake: {e}"))?,
+            None => super::tls::plain(stream),
+        };
         let mut reader = BufReader::with_capacity(limits::RAFT_SOCKET_BUFFER_BYTES, read_half);
 
         // The handshake (`auth`): we prove the cluster secret over the peer's nonce, and it
@@ -237,7 +240,7 @@ impl Conn {
 
 /// Hands each response frame to the caller waiting on its id; on any error or close, fails
 /// every waiting caller so they retry on a new connection.
-async fn read_responses(mut reader: BufReader<OwnedReadHalf>, pending: Arc<Pending>, target: u64) {
+async fn read_responses(mut reader: BufReader<ReadHalf>, pending: Arc<Pending>, target: u64) {
     loop {
         match codec::read_frame(&mut reader, limits::RAFT_FRAME_BYTES_MAX).await {
             Ok(Some(frame)) if frame.kind == Kind::Response => pending.complete(frame),

@@ -1,8 +1,9 @@
-//! The Raft RPC transport between onelog nodes: a framed binary protocol over TCP, one
+//! The Raft RPC transport between onelog nodes: a framed binary protocol over TCP (or TLS), one
 //! persistent pipelined connection per peer.
 //!
 //! - [`auth`]: the handshake that admits only nodes holding the cluster secret; `guard`: what
 //!   every request must satisfy before openraft sees it.
+//! - [`tls`]: mutual TLS under the handshake, when `onelog.raft.ssl.*` is set.
 //! - [`codec`]: the frame format (length, CRC32C, kind, request id, bincode body).
 //! - [`client`]: the connection to one peer, shared by every openraft client for it; the
 //!   openraft-facing `RaftNetwork` is in `raft::network`.
@@ -24,6 +25,7 @@ pub mod log_state;
 pub mod peers;
 pub mod removal;
 pub mod server;
+pub mod tls;
 pub mod transfer;
 pub mod vote_gate;
 

@@ -18,13 +18,13 @@ use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest, 
 use raft_store::LogReader;
 use serde::Serialize;
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use super::auth::{self, Auth, Challenge, Hello, Identity};
 use super::codec::{self, Frame, FrameError, Kind, PROTOCOL_VERSION};
 use super::guard;
+use super::tls::{ReadHalf, WriteHalf};
 use super::vote_gate::{self, VoteGate};
 use crate::limits;
 use crate::raft::{Raft, TypeConfig};
@@ -89,9 +89,7 @@ async fn serve_connection(
     stop: watch::Receiver<()>,
 ) {
     let _ = stream.set_nodelay(true);
-    let (read_half, mut write_half) = stream.into_split();
-    let mut reader = BufReader::with_capacity(limits::RAFT_SOCKET_BUFFER_BYTES, read_half);
-    let Some(from) = handshake(&mut reader, &mut write_half, &service.identity, peer).await else {
+    let Some((from, mut reader, write_half)) = handshake(stream, &service.identity, peer).await else {
         return;
     };
     tracing::debug!(%peer, from, "raft peer connected");
@@ -108,17 +106,13 @@ async fn serve_connection(
     writer.abort();
 }
 
-/// The handshake under its deadline: the client's node id, or `None` (logged at a bounded
-/// rate) when it was refused or did not finish in time, and the connection is to close.
-async fn handshake(
-    reader: &mut BufReader<OwnedReadHalf>,
-    writer: &mut OwnedWriteHalf,
-    identity: &Identity,
-    peer: SocketAddr,
-) -> Option<u64> {
+/// The handshakes under their deadline: the client's node id and the connection's halves,
+/// or `None` (logged at a bounded rate) when it was refused or did not finish in time, and the
+/// connection is to close.
+async fn handshake(stream: TcpStream, identity: &Identity, peer: SocketAddr) -> Option<Accepted> {
     let deadline = Duration::from_millis(limits::RAFT_HANDSHAKE_TIMEOUT_MS);
-    match tokio::time::timeout(deadline, accept(reader, writer, identity)).await {
-        Ok(Ok(from)) => Some(from),
+    match tokio::time::timeout(deadline, accept(stream, identity)).await {
+        Ok(Ok(accepted)) => Some(accepted),
         Ok(Err(e)) => {
             REFUSED_HANDSHAKES.record(|t| {
                 tracing::warn!(%peer, error = %e, suppressed = t.suppressed, total = t.total, "raft peer handshake refused; closing");
@@ -149,7 +143,7 @@ impl Connection {
     /// a request is refused (`Ok`) or a frame is bad (`Err`).
     async fn serve_requests(
         &self,
-        reader: &mut BufReader<OwnedReadHalf>,
+        reader: &mut BufReader<ReadHalf>,
         mut stop: watch::Receiver<()>,
     ) -> Result<(), FrameError> {
         let inflight = Arc::new(Semaphore::new(limits::RAFT_INFLIGHT_RPCS_PER_CONNECTION_MAX));
@@ -192,11 +186,26 @@ impl Connection {
 /// Handshakes refused or not completed in time, logged at a bounded rate.
 pub(super) static REFUSED_HANDSHAKES: crate::incident::Incident = crate::incident::Incident::new();
 
-/// The server's half of the handshake (`auth`); returns the client's node id once it has
-/// proved the cluster secret.
-async fn accept(
-    reader: &mut BufReader<OwnedReadHalf>,
-    writer: &mut OwnedWriteHalf,
+/// A connection past its handshakes: the client's node id and the connection's halves.
+type Accepted = (u64, BufReader<ReadHalf>, WriteHalf);
+
+/// The server's half of the TLS handshake (`tls`, when configured: a plain-text peer fails
+/// it) and of the cluster-secret handshake (`auth`); returns the client's node id once it has
+/// proved the cluster secret, and the connection's halves.
+async fn accept(stream: TcpStream, identity: &Identity) -> anyhow::Result<Accepted> {
+    let (read_half, mut writer) = match identity.tls() {
+        Some(tls) => tls.accept(stream).await.map_err(|e| anyhow::anyhow!("TLS handshake: {e}"))?,
+        None => super::tls::plain(stream),
+    };
+    let mut reader = BufReader::with_capacity(limits::RAFT_SOCKET_BUFFER_BYTES, read_half);
+    let from = prove(&mut reader, &mut writer, identity).await?;
+    Ok((from, reader, writer))
+}
+
+/// The cluster-secret handshake, server side.
+async fn prove(
+    reader: &mut BufReader<ReadHalf>,
+    writer: &mut WriteHalf,
     identity: &Identity,
 ) -> anyhow::Result<u64> {
     let node_id = identity.node_id;
@@ -224,7 +233,7 @@ async fn accept(
 }
 
 async fn read_handshake<T: serde::de::DeserializeOwned>(
-    reader: &mut BufReader<OwnedReadHalf>,
+    reader: &mut BufReader<ReadHalf>,
 ) -> anyhow::Result<T> {
     let frame = codec::read_frame(reader, limits::RAFT_HANDSHAKE_FRAME_BYTES_MAX)
         .await?
