@@ -28,6 +28,9 @@
 # Without ONELOG_SECURITY_DIR, ONELOG_SASL_PLAINTEXT_BASE_PORT=P gives every node a
 # SASL_PLAINTEXT listener (SCRAM-SHA-256/512, no TLS, no authorizer) on P+ID-1 beside its
 # PLAINTEXT one: for client suites that test SCRAM logins (scripts/kgo-suite.sh).
+# Admin API over HTTPS (nodes configured with onelog.admin.ssl.* through ONELOG_CONFIGS or the
+# environment): ONELOG_ADMIN_CA=PATH, the CA of its certificate, makes `leader` and `status`
+# call it with curl --cacert over https; unset, plain http as before.
 # Binary: ONELOG_BIN, else ${CARGO_TARGET_DIR:-target}/release/onelog, built first with
 # `cargo build --release -p broker`.
 set -euo pipefail
@@ -197,8 +200,12 @@ signal_and_wait() {
     echo "node $id (pid $pid) stopped with SIG$signal"
 }
 
-admin_status() {
-    curl -s --max-time 2 "http://127.0.0.1:$(admin_port "$1")/status"
+admin_status() { # HTTPS when the nodes' admin API has onelog.admin.ssl.* (ONELOG_ADMIN_CA: its CA)
+    if [ -n "${ONELOG_ADMIN_CA:-}" ]; then
+        curl -s --max-time 2 --cacert "$ONELOG_ADMIN_CA" "https://127.0.0.1:$(admin_port "$1")/status"
+    else
+        curl -s --max-time 2 "http://127.0.0.1:$(admin_port "$1")/status"
+    fi
 }
 
 json_field() { # json_field NAME < json: a number, null, or a quoted string's contents

@@ -220,7 +220,7 @@ async fn start_admin(
         leader_changes: crate::admin_api::leader_changes::watch(raft.clone()),
         token: node.admin_token.clone(),
     };
-    crate::admin_api::start(node.admin_listen, admin).await?;
+    crate::admin_api::start(node.admin_listen, node.admin_tls.clone(), admin).await?;
     Ok(())
 }
 

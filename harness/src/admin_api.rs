@@ -5,15 +5,23 @@
 //! a tokio runtime alike. One request per connection (`Connection: close`), bounded in time and
 //! in response size, so a paused (SIGSTOP) node costs a timeout, never a hang.
 //!
+//! A node with `onelog.admin.ssl.*` serves HTTPS only: the `_via` functions take the CA file
+//! its certificate chains to (`ClusterOptions::admin_ca`), and check the certificate against it
+//! and the address's IP.
+//!
 //! Fields whose JSON shape the contract leaves open (`last_applied`, `hash`, `kafka`) are kept
 //! as `serde_json::Value`: the harness only compares them for equality and prints them.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -99,12 +107,22 @@ impl HttpResponse {
 
 /// `GET /status`.
 pub fn status(addr: SocketAddr) -> Result<Status> {
-    get_json(addr, "/status")
+    status_via(addr, None)
+}
+
+/// `GET /status`, over HTTPS when `ca` is given.
+pub fn status_via(addr: SocketAddr, ca: Option<&Path>) -> Result<Status> {
+    get_json(addr, "/status", ca)
 }
 
 /// `GET /digest`.
 pub fn digest(addr: SocketAddr) -> Result<Digest> {
-    get_json(addr, "/digest")
+    digest_via(addr, None)
+}
+
+/// `GET /digest`, over HTTPS when `ca` is given.
+pub fn digest_via(addr: SocketAddr, ca: Option<&Path>) -> Result<Digest> {
+    get_json(addr, "/digest", ca)
 }
 
 /// `POST path` (e.g. `/members/promote?id=4`); returns the response whatever its status.
@@ -112,8 +130,8 @@ pub fn post(addr: SocketAddr, path: &str) -> Result<HttpResponse> {
     request(addr, "POST", path)
 }
 
-fn get_json<T: serde::de::DeserializeOwned>(addr: SocketAddr, path: &str) -> Result<T> {
-    let response = request(addr, "GET", path)?;
+fn get_json<T: serde::de::DeserializeOwned>(addr: SocketAddr, path: &str, ca: Option<&Path>) -> Result<T> {
+    let response = request_via(addr, "GET", path, ca)?;
     if response.status != 200 {
         bail!("GET {path} on {addr}: HTTP {}: {}", response.status, response.text());
     }
@@ -123,19 +141,54 @@ fn get_json<T: serde::de::DeserializeOwned>(addr: SocketAddr, path: &str) -> Res
 
 /// One HTTP/1.1 request on a fresh connection.
 pub fn request(addr: SocketAddr, method: &str, path: &str) -> Result<HttpResponse> {
-    let mut stream = TcpStream::connect_timeout(&addr, ADMIN_REQUEST_TIMEOUT)
+    request_via(addr, method, path, None)
+}
+
+/// One HTTP/1.1 request on a fresh connection; HTTPS, the server's certificate checked
+/// against the CA certificates in the PEM file `ca`, when given.
+pub fn request_via(addr: SocketAddr, method: &str, path: &str, ca: Option<&Path>) -> Result<HttpResponse> {
+    let stream = TcpStream::connect_timeout(&addr, ADMIN_REQUEST_TIMEOUT)
         .with_context(|| format!("connecting to admin API {addr}"))?;
     stream.set_read_timeout(Some(ADMIN_REQUEST_TIMEOUT))?;
     stream.set_write_timeout(Some(ADMIN_REQUEST_TIMEOUT))?;
     let head =
         format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    stream.write_all(head.as_bytes()).with_context(|| format!("{method} {path} to {addr}"))?;
-    let mut raw = Vec::new();
-    stream
-        .take(ADMIN_RESPONSE_BYTES_MAX)
-        .read_to_end(&mut raw)
-        .with_context(|| format!("{method} {path} on {addr}: reading the response"))?;
+    let raw = match ca {
+        None => exchange(stream, &head),
+        Some(ca) => {
+            let name = ServerName::IpAddress(addr.ip().into());
+            let connection = rustls::ClientConnection::new(tls_config(ca)?, name)?;
+            exchange(rustls::StreamOwned::new(connection, stream), &head)
+        }
+    }
+    .with_context(|| format!("{method} {path} on {addr}"))?;
     parse_response(&raw).with_context(|| format!("{method} {path} on {addr}"))
+}
+
+/// Writes the request head and reads the whole response, until the server closes.
+fn exchange(mut stream: impl Read + Write, head: &str) -> Result<Vec<u8>> {
+    stream.write_all(head.as_bytes()).context("sending the request")?;
+    let mut raw = Vec::new();
+    match stream.take(ADMIN_RESPONSE_BYTES_MAX).read_to_end(&mut raw) {
+        Ok(_) => Ok(raw),
+        // A TLS peer closing without close_notify: the response is whole if it parses.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => Ok(raw),
+        Err(e) => Err(e).context("reading the response"),
+    }
+}
+
+/// A client configuration trusting the CA certificates in `ca`.
+fn tls_config(ca: &Path) -> Result<Arc<rustls::ClientConfig>> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca).with_context(|| format!("reading {}", ca.display()))? {
+        roots.add(cert.with_context(|| format!("reading {}", ca.display()))?)?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
 }
 
 /// Parses a whole HTTP/1.1 response read until the server closed the connection.

@@ -79,6 +79,9 @@ pub struct ClusterOptions {
     /// Kafka listeners beside the PLAINTEXT one (which readiness probes and the proxies use):
     /// (listener name, security protocol), each on its own port per node.
     pub listeners: Vec<(String, String)>,
+    /// The CA file of the nodes' admin API certificate, when they serve it over HTTPS
+    /// (`onelog.admin.ssl.*`): the harness's status and digest queries then use HTTPS.
+    pub admin_ca: Option<PathBuf>,
 }
 
 impl ClusterOptions {
@@ -94,7 +97,15 @@ impl ClusterOptions {
             link_proxies: false,
             data_tmpfs: BTreeMap::new(),
             listeners: Vec::new(),
+            admin_ca: None,
         }
+    }
+
+    /// The admin API speaks HTTPS with a certificate `ca` signed (the TLS configs themselves
+    /// come from [`ClusterOptions::config`]).
+    pub fn admin_ca(mut self, ca: &Path) -> Self {
+        self.admin_ca = Some(ca.to_path_buf());
+        self
     }
 
     /// Another Kafka listener on every node, `name` speaking `protocol` (`SSL`, `SASL_SSL`,
@@ -679,7 +690,7 @@ impl Cluster {
     /// `GET /status` of one node.
     pub fn status(&self, id: u64) -> Result<Status> {
         self.require_admin("GET /status")?;
-        admin_api::status(self.admin_addr(id))
+        admin_api::status_via(self.admin_addr(id), self.options.admin_ca.as_deref())
     }
 
     /// The leader as one node sees it: `/status`, or Metadata's controller id without the
@@ -772,7 +783,11 @@ impl Cluster {
         self.require_admin("GET /digest")?;
         let mut out = BTreeMap::new();
         for id in self.live_ids() {
-            out.insert(id, admin_api::digest(self.admin_addr(id)).with_context(|| format!("node {id}"))?);
+            out.insert(
+                id,
+                admin_api::digest_via(self.admin_addr(id), self.options.admin_ca.as_deref())
+                    .with_context(|| format!("node {id}"))?,
+            );
         }
         Ok(out)
     }

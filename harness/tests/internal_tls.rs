@@ -3,16 +3,20 @@
 //! certificate). Replication, votes and forwarding work over it through a leader kill; a node
 //! restarted with a certificate another CA signed is refused by its peers (and refuses them)
 //! and gets no entry; a plain-text connection to the Raft port fails the TLS handshake and is
-//! logged.
+//! logged. The admin API serves HTTPS only (`onelog.admin.ssl.*`): the harness and
+//! `onelog admin --admin-ca` reach it, plain HTTP gets no answer.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
+use harness::admin_api;
 use harness::batch::{encode_batch, TestRecord};
 use harness::certs::TestPki;
+use harness::process::onelog_binary;
 use harness::raw_ops::{create_topics_ok, fetch_all, produce, produce_results, BatchFor};
 use harness::{Cluster, ClusterOptions, RawClient};
 
@@ -25,6 +29,8 @@ struct Pki {
     ca: PathBuf,
     nodes: Vec<PathBuf>,
     stranger: PathBuf,
+    /// The admin API's certificate (127.0.0.1), from the cluster's CA.
+    admin: PathBuf,
 }
 
 fn pki() -> Result<Pki> {
@@ -36,7 +42,8 @@ fn pki() -> Result<Pki> {
         .collect::<Result<_>>()?;
     let other_ca = TestPki::new(&dir.path().join("other"), "other-ca")?;
     let stranger = other_ca.node_keystore("stranger.pem", "node-2")?;
-    Ok(Pki { _dir: dir, ca, nodes, stranger })
+    let admin = cluster_ca.server_keystore("admin.pem", "admin")?;
+    Ok(Pki { _dir: dir, ca, nodes, stranger, admin })
 }
 
 const KEYSTORE_ENV: &str = "ONELOG_RAFT_SSL_KEYSTORE_LOCATION";
@@ -44,6 +51,8 @@ const KEYSTORE_ENV: &str = "ONELOG_RAFT_SSL_KEYSTORE_LOCATION";
 fn options(pki: &Pki) -> ClusterOptions {
     let mut options = ClusterOptions::new(NODES)
         .config("onelog.raft.ssl.truststore.location", pki.ca.display())
+        .config("onelog.admin.ssl.keystore.location", pki.admin.display())
+        .admin_ca(&pki.ca)
         .config("log.segment.bytes", 1 << 20);
     for (i, keystore) in pki.nodes.iter().enumerate() {
         options = options.node_env(i as u64 + 1, KEYSTORE_ENV, keystore.display());
@@ -52,7 +61,7 @@ fn options(pki: &Pki) -> ClusterOptions {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn raft_port_in_mutual_tls_replicates_forwards_and_refuses_strangers() {
+async fn raft_mutual_tls_and_admin_https() {
     let pki = pki().expect("test PKI");
     let mut cluster = Cluster::start_with(options(&pki)).expect("starting 3 nodes with Raft TLS");
     let result = scenario(&mut cluster, &pki).await;
@@ -67,6 +76,7 @@ async fn scenario(cluster: &mut Cluster, pki: &Pki) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     plain_text_is_refused(cluster)?;
+    admin_api_over_https_only(cluster, pki)?;
     a_stranger_certificate_is_refused(cluster, pki).await?;
     println!("whole scenario: {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
@@ -119,6 +129,41 @@ fn plain_text_is_refused(cluster: &mut Cluster) -> Result<()> {
         "a plain-text connection to node {leader}'s Raft port: closed ({} bytes of TLS alert), logged",
         answer.len()
     );
+    Ok(())
+}
+
+/// The harness has been reaching `/status` over HTTPS all along; plain HTTP gets no HTTP
+/// answer and is logged; `onelog admin status --admin-ca` reads the cluster.
+fn admin_api_over_https_only(cluster: &mut Cluster, pki: &Pki) -> Result<()> {
+    let leader = cluster.leader()?;
+    let addr = cluster.admin_addr(leader);
+    let over_https = admin_api::request_via(addr, "GET", "/status", Some(&pki.ca))?;
+    ensure!(over_https.status == 200, "GET /status over HTTPS: {}", over_https.status);
+    let plain = admin_api::request(addr, "GET", "/status");
+    ensure!(plain.is_err(), "the admin API answered plain HTTP: {:?}", plain.map(|r| r.status));
+    cluster.wait_for_log(leader, "admin API TLS handshake failed")?;
+    let admin: Vec<String> = cluster.ids().iter().map(|id| cluster.admin_addr(*id).to_string()).collect();
+    let cli = |ca: Option<&std::path::Path>| {
+        let mut command = Command::new(onelog_binary("debug")?);
+        command.args(["admin", "--admin", &admin.join(","), "--json", "status"]);
+        command.env_remove("ONELOG_ADMIN_CA");
+        if let Some(ca) = ca {
+            command.env("ONELOG_ADMIN_CA", ca);
+        }
+        anyhow::Ok(command.output()?)
+    };
+    let with_ca = cli(Some(&pki.ca))?;
+    let report = String::from_utf8_lossy(&with_ca.stdout);
+    ensure!(
+        with_ca.status.success(),
+        "onelog admin status with ONELOG_ADMIN_CA: {}",
+        String::from_utf8_lossy(&with_ca.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&report).context("onelog admin status --json")?;
+    ensure!(report["leader"] == leader, "onelog admin status: {report}");
+    let without = cli(None)?;
+    ensure!(!without.status.success(), "onelog admin status in plain HTTP succeeded against HTTPS nodes");
+    println!("admin API on node {leader}: HTTPS answers, plain HTTP closed; onelog admin with ONELOG_ADMIN_CA reads the cluster");
     Ok(())
 }
 

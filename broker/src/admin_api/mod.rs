@@ -112,15 +112,28 @@ impl AdminCtx {
     }
 }
 
-/// Binds `listen` (if given) and serves the admin API in the background; returns the bound
-/// address. A bind failure stops the node: asked-for admin access must not silently lack.
-pub async fn start(listen: Option<SocketAddr>, ctx: AdminCtx) -> anyhow::Result<Option<SocketAddr>> {
+/// Binds `listen` (if given) and serves the admin API in the background, over HTTPS only when
+/// `tls` (`onelog.admin.ssl.*`) is given; returns the bound address. A bind failure or a
+/// keystore that does not load stops the node: asked-for admin access must not silently lack.
+pub async fn start(
+    listen: Option<SocketAddr>,
+    tls: Option<crate::config::security::TlsSettings>,
+    ctx: AdminCtx,
+) -> anyhow::Result<Option<SocketAddr>> {
     let Some(listen) = listen else { return Ok(None) };
+    let tls = tls
+        .map(crate::net::tls::Tls::new)
+        .transpose()
+        .context("the admin API's TLS (onelog.admin.ssl.keystore.location)")?;
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding the admin API listener {listen} (onelog.admin.listener)"))?;
     let bound = listener.local_addr()?;
-    tracing::info!(admin = %bound, node_id = ctx.node_id, "serving the admin API");
-    tokio::spawn(server::serve(listener, ctx));
+    if let Some(tls) = &tls {
+        tls.watch(Arc::from("admin"));
+    }
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(admin = %bound, scheme, node_id = ctx.node_id, "serving the admin API");
+    tokio::spawn(server::serve(listener, tls, ctx));
     Ok(Some(bound))
 }

@@ -1,10 +1,12 @@
 //! The admin API's HTTP/1.1 server, on hyper: connections accepted up to
 //! `ADMIN_CONNECTIONS_MAX`, kept alive between requests (Prometheus scrapes reuse theirs),
 //! with hyper's bounds on the request head and a read timeout; each request is turned into a
-//! [`Request`] for `routes::route`, whose answer becomes the response.
+//! [`Request`] for `routes::route`, whose answer becomes the response. With
+//! `onelog.admin.ssl.*` every connection starts with a TLS handshake (`net::tls`): HTTPS only,
+//! a plain-HTTP request fails the handshake and is closed.
 
 use std::convert::Infallible;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,30 +25,31 @@ use super::query::{Query, Request};
 use super::routes::{self, Body, Response};
 use super::AdminCtx;
 use crate::limits;
+use crate::net::tls::Tls;
 
 /// Accepts connections for as long as the process runs.
-pub async fn serve(listener: TcpListener, ctx: AdminCtx) {
+pub async fn serve(listener: TcpListener, tls: Option<Arc<Tls>>, ctx: AdminCtx) {
     let connections = Arc::new(Semaphore::new(limits::ADMIN_CONNECTIONS_MAX));
     loop {
         let Ok(permit) = connections.clone().acquire_owned().await else { return };
         match listener.accept().await {
             Ok((stream, peer)) => {
-                let ctx = ctx.clone();
+                let (ctx, tls) = (ctx.clone(), tls.clone());
                 tokio::spawn(async move {
-                    let service = service_fn(move |request| answer(ctx.clone(), peer.ip(), request));
-                    let connection = http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .header_read_timeout(Duration::from_millis(limits::ADMIN_REQUEST_READ_TIMEOUT_MS))
-                        .max_buf_size(limits::ADMIN_REQUEST_HEAD_BYTES_MAX)
-                        .max_headers(limits::ADMIN_REQUEST_HEADERS_MAX)
-                        .serve_connection(TokioIo::new(stream), service);
                     let lifetime = Duration::from_millis(limits::ADMIN_CONNECTION_MS_MAX);
-                    match tokio::time::timeout(lifetime, connection).await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => {
-                            tracing::debug!(%peer, error = %e, "admin connection ended with an error")
+                    let served = tokio::time::timeout(lifetime, async {
+                        match tls {
+                            None => serve_connection(stream, peer, ctx).await,
+                            Some(tls) => match tls.accept(stream).await {
+                                Ok(stream) => serve_connection(stream, peer, ctx).await,
+                                Err(e) => REFUSED_HANDSHAKES.record(|t| {
+                                    tracing::warn!(%peer, error = %e, suppressed = t.suppressed, total = t.total, "admin API TLS handshake failed (plain HTTP on an HTTPS port?); closing");
+                                }),
+                            },
                         }
-                        Err(_) => tracing::debug!(%peer, "admin connection open too long; closed"),
+                    });
+                    if served.await.is_err() {
+                        tracing::debug!(%peer, "admin connection open too long; closed");
                     }
                     drop(permit);
                 });
@@ -56,6 +59,26 @@ pub async fn serve(listener: TcpListener, ctx: AdminCtx) {
                 tokio::time::sleep(Duration::from_millis(limits::RAFT_ACCEPT_ERROR_BACKOFF_MS)).await;
             }
         }
+    }
+}
+
+/// TLS handshakes on the admin port that failed, logged at a bounded rate.
+static REFUSED_HANDSHAKES: crate::incident::Incident = crate::incident::Incident::new();
+
+/// HTTP/1.1 on one connection, plain or TLS, with hyper's bounds.
+async fn serve_connection<S>(stream: S, peer: SocketAddr, ctx: AdminCtx)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request| answer(ctx.clone(), peer.ip(), request));
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_millis(limits::ADMIN_REQUEST_READ_TIMEOUT_MS))
+        .max_buf_size(limits::ADMIN_REQUEST_HEAD_BYTES_MAX)
+        .max_headers(limits::ADMIN_REQUEST_HEADERS_MAX)
+        .serve_connection(TokioIo::new(stream), service);
+    if let Err(e) = connection.await {
+        tracing::debug!(%peer, error = %e, "admin connection ended with an error")
     }
 }
 

@@ -70,7 +70,7 @@ async fn leader(dir: &tempfile::TempDir) -> AdminCtx {
 async fn serve(ctx: AdminCtx) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    tokio::spawn(super::serve(listener, ctx));
+    tokio::spawn(super::serve(listener, None, ctx));
     addr
 }
 

@@ -4,8 +4,12 @@
 //! Membership and leadership changes are leader-only; a follower answers 421 with the leader's
 //! id. `/status` names every node's Raft and Kafka addresses but not its admin one, so the
 //! leader's admin address cannot be looked up: each given address is tried in turn until one
-//! accepts (`AdminApi::post_to_leader`).
+//! accepts (`AdminApi::post_to_leader`). With `--admin-ca` (nodes with `onelog.admin.ssl.*`)
+//! the connection is HTTPS, the server's certificate checked against that CA and the host of
+//! the address given.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -13,6 +17,8 @@ use http_body_util::{BodyExt, Empty, Limited};
 use hyper::body::Bytes;
 use hyper::{header, Method, Request};
 use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use rustls::ClientConfig;
 use serde_json::Value;
 use tokio::net::TcpStream;
 
@@ -50,9 +56,36 @@ impl Answer {
     }
 }
 
-/// Sends `method path` to `addr` (with the bearer `token`, if any) and decodes the JSON
-/// answer, whatever its status.
-pub async fn call(addr: &str, method: Method, path: &str, token: Option<&str>) -> Result<Answer> {
+/// The client configuration for HTTPS: server certificates checked against `ca`, and the
+/// client certificate in `keystore`, if given.
+pub fn tls_config(ca: &Path, keystore: Option<&Path>) -> Result<Arc<ClientConfig>> {
+    let roots =
+        crate::net::tls::truststore_roots(ca).with_context(|| format!("--admin-ca {}", ca.display()))?;
+    let builder = ClientConfig::builder_with_provider(crate::net::tls::provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_root_certificates(roots);
+    let config = match keystore {
+        None => builder.with_no_client_auth(),
+        Some(path) => {
+            let (chain, key) = crate::net::tls::keystore_files(path)
+                .with_context(|| format!("--admin-keystore {}", path.display()))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .with_context(|| format!("--admin-keystore {}", path.display()))?
+        }
+    };
+    Ok(Arc::new(config))
+}
+
+/// Sends `method path` to `addr` (with the bearer `token`, if any; over TLS with `tls`) and
+/// decodes the JSON answer, whatever its status.
+pub async fn call(
+    addr: &str,
+    method: Method,
+    path: &str,
+    token: Option<&str>,
+    tls: Option<&Arc<ClientConfig>>,
+) -> Result<Answer> {
     let unreachable = |e: &std::io::Error| anyhow!("cannot reach the admin API at {addr}: {}", net_error(e));
     let stream = match tokio::time::timeout(ADMIN_CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
         Err(_) => {
@@ -62,8 +95,19 @@ pub async fn call(addr: &str, method: Method, path: &str, token: Option<&str>) -
         Ok(Ok(stream)) => stream,
     };
     let exchange = async {
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(connection);
+        let mut sender = match tls {
+            None => handshake(stream).await?,
+            Some(tls) => {
+                let host = addr.rsplit_once(':').map_or(addr, |(host, _)| host).trim_matches(['[', ']']);
+                let name = ServerName::try_from(host.to_string())
+                    .map_err(|e| anyhow!("{host} is not a name a certificate can carry: {e}"))?;
+                let stream = tokio_rustls::TlsConnector::from(tls.clone())
+                    .connect(name, stream)
+                    .await
+                    .map_err(|e| anyhow!("TLS handshake: {e}"))?;
+                handshake(stream).await?
+            }
+        };
         let mut request = Request::builder().method(method.clone()).uri(path).header(header::HOST, addr);
         if let Some(token) = token {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
@@ -88,12 +132,24 @@ pub async fn call(addr: &str, method: Method, path: &str, token: Option<&str>) -
     Ok(Answer { status, body })
 }
 
+/// hyper's HTTP/1.1 client handshake on `stream`, its connection driven in the background.
+async fn handshake<S>(stream: S) -> Result<hyper::client::conn::http1::SendRequest<Empty<Bytes>>>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
 /// The `--admin` addresses, in the order given.
 #[derive(Debug, Clone)]
 pub struct AdminApi {
     pub addrs: Vec<String>,
     /// `--token-file`'s bearer token.
     pub token: Option<String>,
+    /// `--admin-ca`'s HTTPS configuration; `None`: plain HTTP.
+    pub tls: Option<Arc<ClientConfig>>,
 }
 
 impl AdminApi {
@@ -101,7 +157,7 @@ impl AdminApi {
     pub async fn first_status(&self) -> Result<(String, Value)> {
         let mut failures = Vec::new();
         for addr in &self.addrs {
-            match call(addr, Method::GET, "/status", self.token.as_deref()).await {
+            match call(addr, Method::GET, "/status", self.token.as_deref(), self.tls.as_ref()).await {
                 Ok(answer) if answer.is_success() => return Ok((addr.clone(), answer.body)),
                 Ok(answer) => failures.push(format!("{addr} answered {}: {}", answer.status, answer.error())),
                 Err(e) => failures.push(format!("{e:#}")),
@@ -114,7 +170,9 @@ impl AdminApi {
     pub async fn all_statuses(&self) -> Vec<(String, Value)> {
         let mut statuses = Vec::new();
         for addr in &self.addrs {
-            if let Ok(answer) = call(addr, Method::GET, "/status", self.token.as_deref()).await {
+            if let Ok(answer) =
+                call(addr, Method::GET, "/status", self.token.as_deref(), self.tls.as_ref()).await
+            {
                 if answer.is_success() {
                     statuses.push((addr.clone(), answer.body));
                 }
@@ -129,7 +187,8 @@ impl AdminApi {
         let mut failures = Vec::new();
         let mut leader = None;
         for addr in &self.addrs {
-            let answer = match call(addr, Method::POST, path, self.token.as_deref()).await {
+            let answer = match call(addr, Method::POST, path, self.token.as_deref(), self.tls.as_ref()).await
+            {
                 Ok(answer) => answer,
                 Err(e) => {
                     failures.push(format!("{e:#}"));

@@ -53,6 +53,16 @@ pub struct AdminArgs {
     /// with every request; changes need it when the nodes have one.
     #[arg(long, global = true, value_name = "PATH")]
     pub token_file: Option<std::path::PathBuf>,
+    /// PEM file of the CA that signed the admin API's certificate (the nodes'
+    /// `onelog.admin.ssl.keystore.location`): the admin API is then spoken over HTTPS, the
+    /// server's certificate checked against it and the address's host. Default:
+    /// `ONELOG_ADMIN_CA`; unset, plain HTTP.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub admin_ca: Option<std::path::PathBuf>,
+    /// PEM file with a client certificate and its key, presented over HTTPS when the nodes ask
+    /// for one (`onelog.admin.ssl.client.auth`). Default: `ONELOG_ADMIN_KEYSTORE`.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub admin_keystore: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub command: AdminCommand,
 }
@@ -119,7 +129,16 @@ async fn dispatch(args: &AdminArgs) -> anyhow::Result<Report> {
         ),
         None => None,
     };
-    let admin = AdminApi { addrs: args.admin.clone(), token };
+    let or_env = |flag: &Option<std::path::PathBuf>, var: &str| {
+        flag.clone().or_else(|| std::env::var_os(var).filter(|v| !v.is_empty()).map(Into::into))
+    };
+    let tls = match or_env(&args.admin_ca, "ONELOG_ADMIN_CA") {
+        Some(ca) => {
+            Some(http::tls_config(&ca, or_env(&args.admin_keystore, "ONELOG_ADMIN_KEYSTORE").as_deref())?)
+        }
+        None => None,
+    };
+    let admin = AdminApi { addrs: args.admin.clone(), token, tls };
     match &args.command {
         AdminCommand::Status => status::status(&admin).await,
         AdminCommand::AddNode(add) => members::add_node(&admin, add).await,

@@ -79,3 +79,28 @@ fn start_up_refuses_what_cannot_serve() {
         load(&["listeners=CLIENT://127.0.0.1:1", "listener.security.protocol.map=CLIENT:PLAINTEXT"]).unwrap();
     assert_eq!(&*config.node.listeners[0].endpoint.name, "CLIENT");
 }
+
+#[test]
+fn the_raft_and_admin_ports_tls() {
+    let config = load(&[]).expect("loads");
+    assert!(config.node.raft_tls.is_none() && config.node.admin_tls.is_none(), "opt-in");
+    let config = load(&[
+        "onelog.raft.ssl.keystore.location=/etc/onelog/node-1.pem",
+        "onelog.raft.ssl.truststore.location=/etc/onelog/ca.pem",
+        "onelog.admin.ssl.keystore.location=/etc/onelog/admin.pem",
+    ])
+    .expect("loads");
+    let raft = config.node.raft_tls.as_ref().expect("raft TLS");
+    assert_eq!(raft.client_auth, ClientAuth::Required, "mutual TLS between nodes");
+    let admin = config.node.admin_tls.as_ref().expect("admin TLS");
+    assert_eq!((admin.client_auth, admin.truststore.is_none()), (ClientAuth::None, true));
+    assert!(refusal(&["onelog.raft.ssl.keystore.location=/k.pem"]).contains("set both"));
+    assert!(refusal(&["onelog.raft.ssl.truststore.location=/ca.pem"]).contains("set both"));
+    assert!(refusal(&["onelog.admin.ssl.keystore.location=/k.pem", "onelog.admin.ssl.client.auth=required"])
+        .contains("onelog.admin.ssl.truststore.location"));
+    assert!(refusal(&["onelog.admin.ssl.truststore.location=/ca.pem"])
+        .contains("is set but onelog.admin.ssl.keystore.location is not"));
+    // Not Kafka listener configs: no per-listener override of them.
+    assert!(refusal(&["listener.name.ssl.onelog.raft.ssl.keystore.location=/k.pem"])
+        .contains("unknown broker config"));
+}
