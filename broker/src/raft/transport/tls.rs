@@ -51,7 +51,8 @@ impl std::fmt::Debug for RaftTls {
 
 impl RaftTls {
     /// Reads the keystore and the truststore; fails (start-up) if they do not make both
-    /// configurations. `settings.client_auth` is `Required` (`config::security::port_tls`).
+    /// configurations, and starts polling them (so it runs inside the node's runtime).
+    /// `settings.client_auth` is `Required` (`config::security::port_tls`).
     pub fn new(settings: TlsSettings) -> anyhow::Result<Arc<Self>> {
         let files = std::iter::once(settings.keystore.clone()).chain(settings.truststore.clone()).collect();
         let current = Reloading::new(files, move || {
