@@ -58,11 +58,6 @@ pub struct Forwarded {
     pub settled: fn(&RequestKind, &ResponseKind, &BrokerState) -> bool,
 }
 
-impl Forwarded {
-    /// Every request of the API, answered as soon as the leader has answered.
-    pub const ALWAYS: Forwarded = Forwarded { when: |_| true, settled: |_, _, _| true };
-}
-
 /// The response hooks of an API, generated from its response type on its registry row.
 #[derive(Clone, Copy)]
 pub struct Hooks {
