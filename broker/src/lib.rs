@@ -42,3 +42,4 @@ pub mod pipeline;
 pub mod raft;
 pub mod security;
 pub mod storage;
+pub mod upgrade;

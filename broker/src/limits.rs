@@ -265,6 +265,10 @@ pub const REMOVAL_NOTICE_RETRY_MS: u64 = 500;
 /// every how many rounds it logs that it is still waiting (about every 10 s).
 pub const REJOIN_QUERY_TIMEOUT_MS: u64 = 1_000;
 
+/// How long the leader waits for each member to say which feature levels its build supports
+/// before an UpdateFeatures (ms): a member that does not answer in time refuses the update.
+pub const FEATURES_QUERY_TIMEOUT_MS: u64 = 5_000;
+
 /// A peer request whose term is beyond this node's by more than this is refused before openraft
 /// sees it (`raft::transport::guard`): six days of a cut-off node campaigning alone.
 pub const RAFT_TERM_JUMP_MAX: u64 = 1_000_000;

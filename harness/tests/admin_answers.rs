@@ -9,8 +9,8 @@ use harness::atomic::{send_atomic, Slice};
 use harness::raw_ops::{create_topics_ok, topic_name};
 use harness::{Broker, BrokerOptions, RawClient};
 use kafka_compat::error_code::{
-    DELEGATION_TOKEN_AUTH_DISABLED, ELECTION_NOT_NEEDED, FEATURE_UPDATE_FAILED, GROUP_ID_NOT_FOUND,
-    INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST, RESOURCE_NOT_FOUND, UNKNOWN_SUBSCRIPTION_ID,
+    DELEGATION_TOKEN_AUTH_DISABLED, ELECTION_NOT_NEEDED, GROUP_ID_NOT_FOUND, INVALID_REPLICA_ASSIGNMENT,
+    INVALID_REQUEST, INVALID_UPDATE_VERSION, RESOURCE_NOT_FOUND, UNKNOWN_SUBSCRIPTION_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
 };
 use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
@@ -283,8 +283,22 @@ async fn not_served(client: &mut RawClient) -> Result<()> {
     );
     let tokens = client.request(3, &DescribeDelegationTokenRequest::default().with_owners(None)).await?;
     ensure!(tokens.error_code == DELEGATION_TOKEN_AUTH_DISABLED, "{tokens:?}");
-    let features = client.request(1, &UpdateFeaturesRequest::default()).await?;
-    ensure!(features.error_code == FEATURE_UPDATE_FAILED && features.error_message.is_some(), "{features:?}");
+    // A feature this build does not know: Kafka's top-level refusal, no per-feature results.
+    let unknown = update_features_request::FeatureUpdateKey::default()
+        .with_feature(s("no.such.feature"))
+        .with_max_version_level(1)
+        .with_upgrade_type(1);
+    let features =
+        client.request(1, &UpdateFeaturesRequest::default().with_feature_updates(vec![unknown])).await?;
+    ensure!(
+        features.error_code == INVALID_UPDATE_VERSION
+            && features.results.is_empty()
+            && features
+                .error_message
+                .as_deref()
+                .is_some_and(|m| m.ends_with("does not support this feature.")),
+        "{features:?}"
+    );
     let all = client.request(1, &ListConfigResourcesRequest::default()).await?;
     let listed: Vec<(i8, String)> =
         all.config_resources.iter().map(|r| (r.resource_type, r.resource_name.to_string())).collect();

@@ -48,9 +48,7 @@ pub fn apply_op(
     let now_ms = stamp.now_ms;
     match op {
         Op::InitCluster(init) => {
-            if state.cluster_id.is_none() {
-                state.cluster_id = Some(init.cluster_id.clone());
-            }
+            state.cluster_id.get_or_insert_with(|| init.cluster_id.clone());
             OpResult::Done
         }
         Op::SetLimits(limits) => {
@@ -126,6 +124,7 @@ pub fn apply_op(
         Op::CreateAcls(create) => OpResult::Items(state.acls.create(&create.bindings)),
         Op::DeleteAcls(delete) => OpResult::AclsDeleted(state.acls.delete(&delete.filters)),
         Op::AlterScramCredentials(op) => OpResult::Items(state.scram.apply(&op.users)),
+        Op::UpdateFeatures(op) => OpResult::FeaturesUpdated(state.features.apply(op)),
     }
 }
 

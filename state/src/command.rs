@@ -78,6 +78,11 @@ pub enum Op {
     DeleteAcls(DeleteAclsOp),
     /// AlterUserScramCredentials (KIP-554): validated credential changes, one result per user.
     AlterScramCredentials(AlterScramCredentialsOp),
+    /// UpdateFeatures (KIP-584): finalized feature levels every member supports. New in
+    /// onelog 0.2.0: a 0.1.0 node cannot decode it, so the leader proposes it only once every
+    /// member answered that it supports the levels (`broker::upgrade`). New variants go last:
+    /// the variant index is how a log entry says which op it holds.
+    UpdateFeatures(crate::features::UpdateFeaturesOp),
 }
 
 impl Op {
@@ -394,6 +399,8 @@ pub enum OpResult {
     LowWatermarks(Vec<LowWatermark>),
     /// DeleteAcls: per filter, the bindings it deleted.
     AclsDeleted(Vec<crate::acls::FilterDeleted>),
+    /// UpdateFeatures: applied, or refused as a whole.
+    FeaturesUpdated(Result<(), Refusal>),
 }
 
 /// An op with its own result type: what a caller of the proposer gets back for it.
@@ -446,6 +453,7 @@ typed_op!(DeleteRecordsOp, DeleteRecords, Vec<LowWatermark>, |r| OpResult::LowWa
 typed_op!(CreateAclsOp, CreateAcls, Vec<ItemResult>, |r| OpResult::Items(items) => items);
 typed_op!(DeleteAclsOp, DeleteAcls, Vec<crate::acls::FilterDeleted>, |r| OpResult::AclsDeleted(d) => d);
 typed_op!(AlterScramCredentialsOp, AlterScramCredentials, Vec<ItemResult>, |r| OpResult::Items(items) => items);
+typed_op!(crate::features::UpdateFeaturesOp, UpdateFeatures, Result<(), Refusal>, |r| OpResult::FeaturesUpdated(u) => u);
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

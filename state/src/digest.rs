@@ -6,10 +6,16 @@ use crate::effect::Effect;
 use crate::BrokerState;
 
 /// CRC32C of the state's serialized form. `BrokerState` holds only ordered collections, so
-/// equal states serialize to equal bytes.
+/// equal states serialize to equal bytes. The finalized features, which serde skips, count
+/// once recorded; before that the digest is the one onelog 0.1.0 computes for the same state.
 pub fn state_digest(state: &BrokerState) -> u32 {
     let bytes = bincode::serialize(state).expect("the broker state serializes");
-    crc32c::crc32c(&bytes)
+    let crc = crc32c::crc32c(&bytes);
+    if !state.features.is_recorded() {
+        return crc;
+    }
+    let features = bincode::serialize(&state.features).expect("the features serialize");
+    crc32c::crc32c_append(crc, &features)
 }
 
 /// A running CRC32C over the effects applied so far, in order.

@@ -19,6 +19,7 @@ pub mod configs;
 pub mod digest;
 pub mod effect;
 pub mod entry;
+pub mod features;
 pub mod groups;
 pub mod limits;
 pub mod producers;
@@ -72,6 +73,10 @@ pub struct BrokerState {
     /// mechanism, never a password.
     #[serde(default)]
     pub scram: scram::ScramCredentials,
+    /// Finalized feature levels (KIP-584). Skipped by serde so that the state's shape stays
+    /// 0.1.0's: the checkpoint writes it after the state, from format 8 on (`features`).
+    #[serde(skip)]
+    pub features: features::Features,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

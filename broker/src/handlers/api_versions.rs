@@ -1,9 +1,12 @@
 //! ApiVersions (key 18): the versions of every API in the handler registry.
 //!
-//! v3+ also carries features (KIP-584): `transaction.version` 2 is finalized, so Java 4.x
-//! clients run transactions v2 (KIP-890 part 2: Produce v12 and TxnOffsetCommit v5 add
-//! partitions and groups implicitly, EndTxn v5 bumps the epoch per transaction); clients that
-//! do not read features (2.x/3.x, librdkafka) run transactions v1 against the same broker.
+//! v3+ also carries features (KIP-584): the levels this build supports (`upgrade::SUPPORTED`)
+//! and the ones the cluster finalized (`onelog_state::features`, changed by UpdateFeatures).
+//! With `transaction.version` 2 finalized (every cluster's level unless an operator lowers
+//! it), Java 4.x clients run transactions v2 (KIP-890 part 2: Produce v12 and TxnOffsetCommit
+//! v5 add partitions and groups implicitly, EndTxn v5 bumps the epoch per transaction);
+//! clients that do not read features (2.x/3.x, librdkafka) run transactions v1 against the
+//! same broker.
 //!
 //! A request above our max version never reaches here: the server answers it in v0 with
 //! UNSUPPORTED_VERSION (KIP-511), see `server::route`.
@@ -14,6 +17,7 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseKind};
 
 use super::{HandlerResult, HANDLERS};
 use crate::ctx::SharedCtx;
+use crate::upgrade;
 
 pub const KEY: ApiKey = ApiKey::ApiVersions;
 pub const VERSIONS: (i16, i16) = (0, 4);
@@ -33,26 +37,51 @@ pub fn keys() -> Vec<ApiVersion> {
         .collect()
 }
 
-/// KIP-890 part 2's feature, and the level onelog serves it at.
-const TRANSACTION_VERSION: &str = "transaction.version";
-const TRANSACTION_VERSION_LEVEL: i16 = 2;
-/// Features never change in a running cluster, so their epoch is a constant (≥ 0 means
-/// "finalized features present" to clients).
-const FINALIZED_FEATURES_EPOCH: i64 = 1;
-
-pub async fn handle(_ctx: SharedCtx, _req: Request) -> HandlerResult {
-    let name = || super::util::str_bytes(TRANSACTION_VERSION);
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let (finalized, epoch) = ctx.applied.state(|s| (s.features.finalized(), s.features.epoch()));
     let response = ApiVersionsResponse::default()
         .with_error_code(0)
         .with_api_keys(keys())
-        .with_supported_features(vec![SupportedFeatureKey::default()
-            .with_name(name())
-            .with_min_version(0)
-            .with_max_version(TRANSACTION_VERSION_LEVEL)])
-        .with_finalized_features_epoch(FINALIZED_FEATURES_EPOCH)
-        .with_finalized_features(vec![FinalizedFeatureKey::default()
-            .with_name(name())
-            .with_min_version_level(TRANSACTION_VERSION_LEVEL)
-            .with_max_version_level(TRANSACTION_VERSION_LEVEL)]);
+        .with_supported_features(supported_features(req.header.request_api_version))
+        .with_finalized_features_epoch(epoch)
+        .with_finalized_features(
+            finalized
+                .into_iter()
+                .map(|(name, level)| {
+                    FinalizedFeatureKey::default()
+                        .with_name(super::util::str_bytes(&name))
+                        .with_min_version_level(level)
+                        .with_max_version_level(level)
+                })
+                .collect(),
+        );
     Ok(Some(ResponseKind::ApiVersions(response)))
+}
+
+/// This build's supported levels (`upgrade::SUPPORTED`). Below v4, a feature whose minimum is
+/// 0 is left out, as Kafka does (KAFKA-17492): clients before 3.9 refuse a response with one.
+fn supported_features(version: i16) -> Vec<SupportedFeatureKey> {
+    upgrade::SUPPORTED
+        .iter()
+        .filter(|(_, min, _)| version >= 4 || *min > 0)
+        .map(|(name, min, max)| {
+            SupportedFeatureKey::default()
+                .with_name(super::util::str_bytes(*name))
+                .with_min_version(*min)
+                .with_max_version(*max)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_with_a_minimum_of_0_are_left_out_below_v4() {
+        let names =
+            |version| supported_features(version).into_iter().map(|f| f.name.to_string()).collect::<Vec<_>>();
+        assert_eq!(names(3), vec!["onelog.version"]);
+        assert_eq!(names(4), vec!["onelog.version", "transaction.version"]);
+    }
 }

@@ -237,7 +237,7 @@ pub static HANDLERS: &[Handler] = &[
     api!(RenewDelegationToken, renew_delegation_token, concurrent, open("delegation tokens are disabled: answered DELEGATION_TOKEN_AUTH_DISABLED"), any_node, 1, field, metered),
     api!(ExpireDelegationToken, expire_delegation_token, concurrent, open("delegation tokens are disabled: answered DELEGATION_TOKEN_AUTH_DISABLED"), any_node, 1, field, metered),
     api!(DescribeDelegationToken, describe_delegation_token, concurrent, open("delegation tokens are disabled: answered DELEGATION_TOKEN_AUTH_DISABLED"), any_node, 1, field, metered),
-    api!(UpdateFeatures, update_features, concurrent, cluster(op::ALTER), any_node, NEVER, field, metered),
+    api!(UpdateFeatures, update_features, concurrent, cluster(op::ALTER), leader(update_features::FORWARDED), NEVER, field, metered),
     api!(UnregisterBroker, unregister_broker, concurrent, cluster(op::ALTER), any_node, 0, field, metered),
     api!(AddRaftVoter, add_raft_voter, concurrent, cluster(op::ALTER), any_node, NEVER, field, metered),
     api!(RemoveRaftVoter, remove_raft_voter, concurrent, cluster(op::ALTER), any_node, NEVER, field, metered),

@@ -14,6 +14,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use onelog_state::command::{ExpireProducersOp, InitClusterOp, TrimLog, TrimLogOp};
+use onelog_state::features::UpdateFeaturesOp;
 
 use super::leadership::Leadership;
 use super::proposer::Proposer;
@@ -152,12 +153,28 @@ async fn name_cluster(ctx: SharedCtx) {
         if ctx.is_leader() {
             let cluster_id = uuid::Uuid::new_v4().simple().to_string();
             if ctx.proposer.propose(InitClusterOp { cluster_id }).await.is_ok() {
+                finalize_latest_levels(&ctx).await;
                 continue;
             }
         }
         if metrics.changed().await.is_err() {
             return;
         }
+    }
+}
+
+/// A cluster this leader just named starts at the newest feature levels of its build (a
+/// cluster rolled from an older release keeps its levels until an operator raises them with
+/// UpdateFeatures). If the leader fails before this commits, the cluster stays at 0.1.0's
+/// levels, which every build serves; `kafka-features.sh upgrade` raises them.
+async fn finalize_latest_levels(ctx: &SharedCtx) {
+    let updates = crate::upgrade::latest_levels();
+    match ctx.proposer.propose(UpdateFeaturesOp { updates }).await {
+        Ok(Ok(())) => {}
+        Ok(Err(refusal)) => {
+            tracing::warn!(message = %refusal.message, "a new cluster's feature levels refused")
+        }
+        Err(e) => tracing::warn!(error = %e, "a new cluster's feature levels did not commit"),
     }
 }
 

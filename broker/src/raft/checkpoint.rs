@@ -6,11 +6,13 @@
 //! is also the snapshot openraft sees: the log is purged only below it.
 
 use std::io;
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::{LogId, StoredMembership};
+use crate::upgrade::TooNew;
 use onelog_state::BrokerState;
 
 const MAGIC: &[u8; 4] = b"OLCP";
@@ -20,8 +22,14 @@ const MAGIC: &[u8; 4] = b"OLCP";
 // 5: transactions: transactional ids, open transactions per partition, the aborted index.
 // 6: partitions gained the replicas of an explicit CreatePartitions assignment.
 // 7: client quotas, dynamic configs (both came without a bump), ACL bindings and SCRAM
-//    credentials.
-const FORMAT_VERSION: u32 = 7;
+//    credentials. What onelog 0.1.0 writes and reads.
+// 8: the finalized feature levels follow the checkpoint (`onelog.version` 2). Written only
+//    once the log recorded a level, so that 0.1.0 reads every checkpoint of a log that has
+//    none: a rolling upgrade can still roll back until an operator finalizes the level.
+const FORMAT_VERSION_LEGACY: u32 = 7;
+const FORMAT_VERSION: u32 = 8;
+/// The formats this build reads; anything else is refused by name (`upgrade::TooNew`).
+pub const FORMAT_VERSIONS_READ: RangeInclusive<u32> = FORMAT_VERSION_LEGACY..=FORMAT_VERSION;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Checkpoint {
@@ -31,10 +39,15 @@ pub struct Checkpoint {
 }
 
 pub fn encode(checkpoint: &Checkpoint) -> Vec<u8> {
+    let features = &checkpoint.state.features;
+    let version = if features.is_recorded() { FORMAT_VERSION } else { FORMAT_VERSION_LEGACY };
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
+    out.extend_from_slice(&version.to_be_bytes());
     bincode::serialize_into(&mut out, checkpoint).expect("serializing to a Vec cannot fail");
+    if version >= FORMAT_VERSION {
+        bincode::serialize_into(&mut out, features).expect("serializing to a Vec cannot fail");
+    }
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_be_bytes());
     out
@@ -46,20 +59,96 @@ pub fn decode(bytes: &[u8]) -> io::Result<Checkpoint> {
         return Err(invalid("bad magic or too short"));
     }
     let (body, crc) = bytes.split_at(bytes.len() - 4);
+    let version = u32::from_be_bytes(body[4..8].try_into().expect("4 bytes"));
+    if !FORMAT_VERSIONS_READ.contains(&version) {
+        // Before the CRC: a newer format may have moved it too, and its version is the news.
+        let too_new = TooNew { what: "checkpoint", found: version, read: FORMAT_VERSIONS_READ };
+        return Err(io::Error::new(io::ErrorKind::InvalidData, too_new.to_string()));
+    }
     if crc32c::crc32c(body) != u32::from_be_bytes(crc.try_into().expect("4 bytes")) {
         return Err(invalid("CRC mismatch"));
     }
-    let version = u32::from_be_bytes(body[4..8].try_into().expect("4 bytes"));
-    if version != FORMAT_VERSION {
-        return Err(invalid(&format!("unknown format version {version}")));
+    let mut input = &body[8..];
+    let mut checkpoint: Checkpoint =
+        bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
+    if version >= FORMAT_VERSION {
+        checkpoint.state.features =
+            bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
     }
-    bincode::deserialize(&body[8..]).map_err(|e| invalid(&e.to_string()))
+    if !input.is_empty() {
+        return Err(invalid(&format!("{} bytes after the body", input.len())));
+    }
+    Ok(checkpoint)
 }
 
+/// Loads the checkpoint at `path`, if there is one; an error names the file.
 pub fn load(path: &Path) -> io::Result<Option<(Checkpoint, Vec<u8>)>> {
     match std::fs::read(path) {
-        Ok(bytes) => Ok(Some((decode(&bytes)?, bytes))),
+        Ok(bytes) => {
+            let checkpoint =
+                decode(&bytes).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+            Ok(Some((checkpoint, bytes)))
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use onelog_state::features::{FeatureUpdate, UpdateFeaturesOp, UpgradeType, ONELOG_VERSION};
+
+    fn recorded() -> Checkpoint {
+        let mut checkpoint = Checkpoint::default();
+        checkpoint.state.cluster_id = Some("c".into());
+        let updates =
+            vec![FeatureUpdate { name: ONELOG_VERSION.into(), level: 2, upgrade_type: UpgradeType::Upgrade }];
+        checkpoint.state.features.apply(&UpdateFeaturesOp { updates }).unwrap();
+        checkpoint
+    }
+
+    fn version(bytes: &[u8]) -> u32 {
+        u32::from_be_bytes(bytes[4..8].try_into().unwrap())
+    }
+
+    #[test]
+    fn without_recorded_levels_the_format_is_0_1_0_s() {
+        let checkpoint = Checkpoint {
+            state: BrokerState { cluster_id: Some("c".into()), ..Default::default() },
+            ..Default::default()
+        };
+        let bytes = encode(&checkpoint);
+        assert_eq!(version(&bytes), 7);
+        // 0.1.0's layout: magic, version, the bincode of the checkpoint, the CRC; nothing else.
+        assert_eq!(bytes.len(), 8 + bincode::serialized_size(&checkpoint).unwrap() as usize + 4);
+        assert_eq!(decode(&bytes).unwrap().state, checkpoint.state);
+    }
+
+    #[test]
+    fn recorded_levels_are_format_8_and_come_back() {
+        let checkpoint = recorded();
+        let bytes = encode(&checkpoint);
+        assert_eq!(version(&bytes), 8);
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back.state.features, checkpoint.state.features);
+        assert_eq!(back.state.features.level(ONELOG_VERSION), 2);
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checkpoint");
+        let mut bytes = encode(&recorded());
+        bytes[4..8].copy_from_slice(&9u32.to_be_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let message = load(&path).unwrap_err().to_string();
+        assert!(
+            message.starts_with(&format!(
+                "{}: checkpoint format version 9 is not one this build reads (7–8",
+                path.display()
+            )),
+            "{message}"
+        );
     }
 }

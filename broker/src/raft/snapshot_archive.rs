@@ -18,6 +18,7 @@ use super::checkpoint::{self, Checkpoint};
 use crate::storage::partitions::Partitions;
 
 const MAGIC: &[u8; 4] = b"OLSN";
+/// 1: onelog 0.1.0 on. The checkpoint inside carries its own format version.
 const VERSION: u32 = 1;
 
 /// Largest checkpoint an archive may claim; checked before allocating.
@@ -134,8 +135,14 @@ pub fn read(
     let mut input = CrcReader { inner: BufReader::new(file).take(archive_len - 4), crc: 0 };
     let mut head = [0u8; 16];
     input.read_exact(&mut head)?;
-    if &head[..4] != MAGIC || u32::from_be_bytes(head[4..8].try_into().expect("4")) != VERSION {
-        return Err(invalid("bad magic or version"));
+    if &head[..4] != MAGIC {
+        return Err(invalid("bad magic"));
+    }
+    let version = u32::from_be_bytes(head[4..8].try_into().expect("4"));
+    if version != VERSION {
+        let too_new =
+            crate::upgrade::TooNew { what: "snapshot archive", found: version, read: VERSION..=VERSION };
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{}: {too_new}", path.display())));
     }
     let checkpoint_len = u64::from_be_bytes(head[8..16].try_into().expect("8"));
     if checkpoint_len > CHECKPOINT_BYTES_MAX || checkpoint_len > archive_len {

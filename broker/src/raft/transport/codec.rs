@@ -49,6 +49,9 @@ pub enum Kind {
     LogState = 7,
     /// A Kafka request a follower forwards to the leader, with its principal (`envelope`).
     Forward = 8,
+    /// Which feature levels the peer's build supports (`features`); new in onelog 0.2.0, so
+    /// a 0.1.0 peer closes the connection on it.
+    Features = 9,
     /// `Result<response, RaftError>` of the request with the same id.
     Response = 0x80,
 }
@@ -66,6 +69,7 @@ impl TryFrom<u8> for Kind {
             6 => Kind::Removed,
             7 => Kind::LogState,
             8 => Kind::Forward,
+            9 => Kind::Features,
             0x80 => Kind::Response,
             other => return Err(FrameError::UnknownKind(other)),
         })
@@ -256,10 +260,10 @@ mod tests {
     #[tokio::test]
     async fn unknown_kind_and_bad_body_are_errors() {
         let mut frame = encode(Kind::Vote, 1, &42u64, MAX).unwrap();
-        frame[HEADER_BYTES] = 9;
+        frame[HEADER_BYTES] = 10;
         let crc = crc32c::crc32c(&frame[HEADER_BYTES..]);
         frame[4..8].copy_from_slice(&crc.to_le_bytes());
-        assert!(matches!(read(&frame).await.unwrap_err(), FrameError::UnknownKind(9)));
+        assert!(matches!(read(&frame).await.unwrap_err(), FrameError::UnknownKind(10)));
 
         // A body that claims a string longer than the frame: an error, not an allocation.
         let frame = encode(Kind::Vote, 1, &u64::MAX, MAX).unwrap();

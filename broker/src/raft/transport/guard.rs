@@ -32,6 +32,7 @@ pub fn check(raft: &Raft, from: u64, request: &Request) -> Result<(), String> {
         Request::TimeoutNow(r) => (Some(r.from), Some(r.term), true),
         Request::Removed(r) => (Some(r.from), None, false),
         Request::LogState(q) => (Some(q.from), None, false),
+        Request::Features(q) => (Some(q.from), None, false),
         Request::Forward(e) => (Some(e.from), None, false),
     };
     if sender != Some(from) {

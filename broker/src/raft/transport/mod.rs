@@ -12,6 +12,8 @@
 //! - [`removal`]: the leader's notice to a node it removed from the membership.
 //! - [`transfer`]: leadership transfer on request, the leader staying up.
 //! - [`envelope`]: a follower's Kafka request forwarded to the leader with its principal.
+//! - [`features`]: asking a peer which feature levels its build supports (before the leader
+//!   finalizes one).
 //! - [`log_state`]: asking a peer how much log it holds (a node that lost its log asks).
 //! - [`vote_gate`]: the votes a node that lost its log may cast until it has caught up.
 
@@ -19,6 +21,7 @@ pub mod auth;
 pub mod client;
 pub mod codec;
 pub mod envelope;
+pub mod features;
 mod guard;
 pub mod handover;
 pub mod log_state;

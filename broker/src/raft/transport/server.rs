@@ -250,6 +250,7 @@ pub(super) enum Request {
     Removed(super::removal::Removed),
     LogState(super::log_state::LogStateQuery),
     Forward(super::envelope::Envelope),
+    Features(super::features::FeaturesQuery),
 }
 
 impl Request {
@@ -263,6 +264,7 @@ impl Request {
             Kind::Removed => Request::Removed(frame.decode_body()?),
             Kind::LogState => Request::LogState(frame.decode_body()?),
             Kind::Forward => Request::Forward(frame.decode_body()?),
+            Kind::Features => Request::Features(frame.decode_body()?),
             Kind::Hello | Kind::Response => return Err(FrameError::Unexpected(frame.kind)),
         };
         Ok((frame.request_id, request))
@@ -297,6 +299,7 @@ async fn handle(
             tracing::debug!(from = query.from, "a peer asks how much log this node holds");
             encode_response(request_id, &super::log_state::on_log_state(raft, &service.log).await)
         }
+        Request::Features(query) => encode_response(request_id, &super::features::on_features(&query)),
         Request::Forward(envelope) => {
             encode_response(request_id, &super::envelope::on_envelope(&service.forward, envelope).await)
         }
