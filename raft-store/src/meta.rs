@@ -1,6 +1,8 @@
 //! Small metadata files beside the segments: the vote, the last purged log id and the committed
 //! log id. Each holds one bincode value framed as `[crc32c u32][len u32][bytes]` so that damage
-//! is detected instead of silently decoded.
+//! is detected instead of silently decoded. The high 4 bits of `len` are the frame's format
+//! version: 0 is onelog 0.1.0's (its files are at most `META_FILE_BYTES_MAX` long), and a frame
+//! whose CRC holds in a higher version is refused as written by a newer build.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -22,13 +24,16 @@ pub(crate) const PURGED_FILE: &str = "purged";
 pub(crate) const COMMITTED_FILE: &str = "committed";
 
 const FRAME_HEADER_BYTES: usize = 8;
+/// The frame format version this build writes and the newest it reads (see the module doc).
+const META_FORMAT_VERSION: u32 = 0;
+const VERSION_SHIFT: u32 = 28;
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, LogStoreError> {
     let body = bincode::serialize(value)?;
     let len = u32::try_from(body.len()).map_err(|_| LogStoreError::Corrupt("metadata too large".into()))?;
     let mut out = Vec::with_capacity(FRAME_HEADER_BYTES + body.len());
     out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
-    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&(len | META_FORMAT_VERSION << VERSION_SHIFT).to_le_bytes());
     out.extend_from_slice(&body);
     Ok(out)
 }
@@ -39,10 +44,17 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
         return Err(format!("{} bytes, shorter than the frame header", bytes.len()));
     }
     let crc = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
-    let len = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes")) as usize;
+    let word = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
+    let (version, len) = (word >> VERSION_SHIFT, (word & ((1 << VERSION_SHIFT) - 1)) as usize);
     let body = bytes.get(FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + len).ok_or("truncated body")?;
     if crc32c::crc32c(body) != crc {
         return Err("crc mismatch".into());
+    }
+    if version > META_FORMAT_VERSION {
+        return Err(format!(
+            "format version {version} is not one this build reads (0–{META_FORMAT_VERSION}): written by a newer \
+             onelog? Start that build or a newer one on this data directory"
+        ));
     }
     bincode::deserialize(body).map_err(|e| e.to_string())
 }
@@ -135,5 +147,14 @@ mod tests {
         *bad.last_mut().unwrap() ^= 1;
         assert_eq!(decode::<(u64, u64)>(&bad), Err("crc mismatch".to_string()));
         assert!(decode::<(u64, u64)>(&bytes[..5]).is_err());
+    }
+
+    #[test]
+    fn frames_are_0_1_0_s_format_and_a_newer_version_is_refused() {
+        let mut bytes = encode(&(5u64, 3u64)).unwrap();
+        assert_eq!(bytes[4..8], 16u32.to_le_bytes(), "0.1.0's length word: the body length alone");
+        bytes[7] |= 0x20;
+        let refused = decode::<(u64, u64)>(&bytes).unwrap_err();
+        assert!(refused.starts_with("format version 2 is not one this build reads (0–0)"), "{refused}");
     }
 }

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use crate::error::LogStoreError;
 use crate::format::{
-    check_header, check_record, parse_segment_name, Invalid, RecordHeader, RECORD_HEADER_BYTES,
+    check_header, check_record, parse_segment_name, Invalid, RecordHeader, RECORD_FORMAT_VERSION,
+    RECORD_HEADER_BYTES,
 };
 use crate::fsutil::{first_nonzero, fsync_dir, zero_range};
 use crate::index::{EntryIndex, Loc};
@@ -144,6 +145,18 @@ fn load_segment(
     Ok((segment, torn))
 }
 
+/// An intact record this build cannot read: the node must stop, not cut the log there.
+fn newer_format(index: u64, version: u8) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "the record of log index {index} is in format version {version}, not one this build reads \
+             (0–{RECORD_FORMAT_VERSION}): written by a newer onelog? Start that build or a newer one on this \
+             data directory"
+        ),
+    )
+}
+
 /// Valid records of one segment, and why the scan stopped (`None`: end of file).
 struct Scan {
     locs: Vec<Loc>,
@@ -169,8 +182,12 @@ fn scan_segment(file: &File, base: u64, file_len: u64, entry_bytes_max: u32) -> 
         }
         payload.resize(parsed.payload_len as usize, 0);
         reader.read_exact(&mut payload)?;
-        if let Err(why) = check_record(&header, &payload, base + locs.len() as u64) {
-            break Some(why);
+        match check_record(&header, &payload, base + locs.len() as u64) {
+            Err(Invalid::NewerFormat { version }) => {
+                return Err(newer_format(base + locs.len() as u64, version))
+            }
+            Err(why) => break Some(why),
+            Ok(_) => {}
         }
         locs.push(Loc { pos, len: record_bytes as u32 });
         pos += record_bytes;

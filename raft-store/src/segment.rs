@@ -65,7 +65,7 @@ pub(crate) fn read_record(
 ) -> Result<Vec<u8>, ReadFailure> {
     let payload_len =
         loc.len.checked_sub(RECORD_HEADER_BYTES as u32).ok_or(ReadFailure::Invalid(Invalid::End))?;
-    let indexed = RecordHeader { payload_len, crc: 0, index, term: 0 };
+    let indexed = RecordHeader { payload_len, version: 0, crc: 0, index, term: 0 };
     check_header(&indexed, entry_bytes_max).map_err(ReadFailure::Invalid)?;
     let mut record = vec![0u8; loc.len as usize];
     file.read_exact_at(&mut record, loc.pos).map_err(ReadFailure::Io)?;

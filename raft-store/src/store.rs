@@ -15,7 +15,7 @@ use openraft::{Entry, LogId, RaftTypeConfig, Vote};
 
 use crate::error::LogStoreError;
 use crate::flusher::Flusher;
-use crate::format::RECORD_HEADER_BYTES;
+use crate::format::PAYLOAD_LEN_MAX;
 use crate::fsutil::{fsync_dir, lock_dir, parent_dir};
 use crate::limits::{ENTRY_BYTES_MAX_DEFAULT, SEGMENT_BYTES_DEFAULT, SEGMENT_BYTES_MIN};
 use crate::meta::{read_meta, CommittedFile, COMMITTED_FILE, PURGED_FILE, VOTE_FILE};
@@ -48,8 +48,9 @@ impl LogStoreOptions {
             return Err(LogStoreError::InvalidOptions(why));
         }
         // A record's length (header included) must fit the u32 of the in-memory index.
-        if self.entry_bytes_max == 0 || self.entry_bytes_max > u32::MAX - RECORD_HEADER_BYTES as u32 {
-            let why = format!("entry_bytes_max {} must be in 1..=u32::MAX-24", self.entry_bytes_max);
+        // A payload's length must also leave the length word's version bits free.
+        if self.entry_bytes_max == 0 || self.entry_bytes_max > PAYLOAD_LEN_MAX {
+            let why = format!("entry_bytes_max {} must be in 1..={PAYLOAD_LEN_MAX}", self.entry_bytes_max);
             return Err(LogStoreError::InvalidOptions(why));
         }
         Ok(())
