@@ -2,7 +2,8 @@
 //! its exit status, its tables and its `--json`, as one linear scenario:
 //!
 //! 1. a node that is down: the error names the address tried, exit status non-zero;
-//! 2. `status` names the leader, asked through a follower's admin address first;
+//! 2. `status` names the leader, asked through a follower's admin address first, and each
+//!    node's release and the finalized feature levels;
 //! 3. `topics list | describe` after two topics are created and one is written;
 //! 4. `groups list | describe` with the lag of a consumer group that committed offsets;
 //! 5. `transactions list | describe | abort` of a transaction a producer left open: after the
@@ -154,6 +155,12 @@ fn status(cluster: &mut Cluster, cli: &Cli) -> Result<()> {
         roles.iter().all(|(id, role)| (role == "leader") == (*id == leader)),
         "roles {roles:?}, leader {leader}"
     );
+    // Each node's build and the cluster's finalized levels, what a rolling upgrade watches.
+    let release = env!("CARGO_PKG_VERSION");
+    let nodes = json["nodes"].as_array().context("nodes")?;
+    ensure!(nodes.iter().all(|n| n["release"] == release), "releases in {nodes:?}");
+    ensure!(json["features"]["onelog.version"] == 2, "finalized features {}", json["features"]);
+    ensure!(text.contains("finalized features: onelog.version 2, transaction.version 2"), "{text}");
     Ok(())
 }
 

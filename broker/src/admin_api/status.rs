@@ -40,8 +40,19 @@ fn node_json(id: u64, addr: &NodeAddr) -> Value {
 pub fn status(ctx: &AdminCtx) -> Value {
     let metrics: RaftMetrics<u64, NodeAddr> = ctx.raft.metrics().borrow().clone();
     let membership = membership_json(&metrics.membership_config);
+    let (finalized, epoch) = ctx.applied.state(|s| (s.features.finalized(), s.features.epoch()));
     json!({
         "node_id": ctx.node_id,
+        // This node's build, and the feature levels it supports and the cluster finalized
+        // (docs/OPERATIONS.md, Upgrades): what a rolling upgrade checks node by node.
+        "release": crate::upgrade::RELEASE,
+        "features": {
+            "supported": crate::upgrade::SUPPORTED.iter()
+                .map(|(name, min, max)| json!({"name": name, "min": min, "max": max}))
+                .collect::<Vec<_>>(),
+            "finalized": finalized.into_iter().map(|(n, l)| (n, json!(l))).collect::<serde_json::Map<_, _>>(),
+            "epoch": epoch,
+        },
         "leader": metrics.current_leader,
         "term": metrics.current_term,
         "role": role(metrics.state),

@@ -30,6 +30,8 @@ fn member(id: u64, first: &Value, seen: &BTreeMap<u64, &Value>) -> Value {
         "kafka": node.map(|n| n["kafka"].clone()),
         "last_log_index": own.map(|s| s["last_log_index"].clone()),
         "last_applied": own.map(|s| s["last_applied"].clone()),
+        // Absent from the status of onelog 0.1.0, which shows as "-".
+        "release": own.map(|s| s["release"].clone()),
     })
 }
 
@@ -38,6 +40,16 @@ fn text(value: &Value) -> Option<String> {
         Value::Null => None,
         Value::String(s) => Some(s.clone()),
         other => Some(other.to_string()),
+    }
+}
+
+/// `onelog.version 2, transaction.version 2`, or `-` from a build that does not report them.
+fn finalized(levels: &Value) -> String {
+    match levels.as_object() {
+        Some(levels) if !levels.is_empty() => {
+            levels.iter().map(|(name, level)| format!("{name} {level}")).collect::<Vec<_>>().join(", ")
+        }
+        _ => "-".to_string(),
     }
 }
 
@@ -58,19 +70,23 @@ pub async fn status(admin: &AdminApi) -> Result<Report> {
         "voters": ids(&first, "voters"),
         "learners": ids(&first, "learners"),
         "nodes": nodes,
+        "features": first["features"]["finalized"],
     });
-    let mut table = Table::new(&["NODE", "MEMBERSHIP", "ROLE", "RAFT", "KAFKA", "LAST LOG INDEX", "APPLIED"]);
+    let mut table =
+        Table::new(&["NODE", "MEMBERSHIP", "ROLE", "RAFT", "KAFKA", "LAST LOG INDEX", "APPLIED", "RELEASE"]);
     for node in &nodes {
-        let fields = ["id", "membership", "role", "raft", "kafka", "last_log_index", "last_applied"];
+        let fields =
+            ["id", "membership", "role", "raft", "kafka", "last_log_index", "last_applied", "release"];
         table.row(fields.iter().map(|f| cell(text(&node[*f]))).collect());
     }
     let head = format!(
-        "leader {}, term {} (as node {} at {asked} sees it)\nvoters {}; learners {}",
+        "leader {}, term {} (as node {} at {asked} sees it)\nvoters {}; learners {}\nfinalized features: {}",
         cell(text(&first["leader"])),
         cell(text(&first["term"])),
         cell(text(&first["node_id"])),
         id_list(&ids(&first, "voters")),
         id_list(&ids(&first, "learners")),
+        finalized(&first["features"]["finalized"]),
     );
     Ok(Report::new(format!("{head}\n\n{}", table.render()), json))
 }
