@@ -268,6 +268,9 @@ pub const REJOIN_QUERY_TIMEOUT_MS: u64 = 1_000;
 /// How long the leader waits for each member to say which feature levels its build supports
 /// before an UpdateFeatures (ms): a member that does not answer in time refuses the update.
 pub const FEATURES_QUERY_TIMEOUT_MS: u64 = 5_000;
+/// How often the leader asks every member which feature levels its build supports, once the
+/// cluster recorded levels (`leader::duties::watch_member_builds`), in ms.
+pub const MEMBER_BUILDS_CHECK_MS: u64 = 30_000;
 
 /// A peer request whose term is beyond this node's by more than this is refused before openraft
 /// sees it (`raft::transport::guard`): six days of a cut-off node campaigning alone.

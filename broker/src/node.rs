@@ -303,6 +303,7 @@ async fn serving_ctx(
         proposer,
         config: config.clone(),
         removal,
+        peers: opened.peers.clone(),
     });
     duties::start(duty.clone(), raft.clone());
     crate::coord::group::duties::start(duty.clone(), ctx.groups.clone());

@@ -21,8 +21,11 @@ use super::proposer::Proposer;
 use crate::clock::wall_clock_ms;
 use crate::config::BrokerConfig;
 use crate::fatal;
+use crate::incident::Incident;
 use crate::limits;
 use crate::raft::applied::AppliedView;
+use crate::raft::transport::features;
+use crate::raft::transport::peers::Peers;
 use crate::raft::transport::removal;
 use crate::raft::Raft;
 
@@ -35,6 +38,8 @@ pub struct DutyCtx {
     pub config: Arc<BrokerConfig>,
     /// Woken when the leader tells this node it was removed (`raft::transport::removal`).
     pub removal: Arc<removal::RemovalNotice>,
+    /// The node's Raft connections and identity, for asking members about their builds.
+    pub peers: Arc<Peers>,
 }
 
 impl DutyCtx {
@@ -52,6 +57,7 @@ pub fn start(ctx: SharedCtx, raft: Raft) {
     tokio::spawn(name_cluster(ctx.clone()));
     tokio::spawn(checkpoint_by_bytes(ctx.clone(), raft));
     tokio::spawn(retention(ctx.clone()));
+    tokio::spawn(watch_member_builds(ctx.clone()));
     tokio::spawn(expire_producers(ctx));
 }
 
@@ -175,6 +181,46 @@ async fn finalize_latest_levels(ctx: &SharedCtx) {
             tracing::warn!(message = %refusal.message, "a new cluster's feature levels refused")
         }
         Err(e) => tracing::warn!(error = %e, "a new cluster's feature levels did not commit"),
+    }
+}
+
+/// Once the cluster recorded feature levels, a member whose build cannot serve them cannot read
+/// the log either (it only logs that a frame did not decode): the leader asks every member
+/// which levels its build supports, every `MEMBER_BUILDS_CHECK_MS`, and names a member that
+/// cannot serve the finalized ones, at most once a minute.
+async fn watch_member_builds(ctx: SharedCtx) {
+    let too_old = Incident::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(limits::MEMBER_BUILDS_CHECK_MS));
+    let ttl = Duration::from_millis(limits::FEATURES_QUERY_TIMEOUT_MS);
+    loop {
+        tick.tick().await;
+        let (recorded, finalized, members) = ctx.applied.read(|a| {
+            let members: Vec<(u64, String)> =
+                a.membership.membership().nodes().map(|(id, addr)| (*id, addr.raft.clone())).collect();
+            (a.state.features.is_recorded(), a.state.features.finalized(), members)
+        });
+        if !ctx.is_leader() || !recorded {
+            continue;
+        }
+        for (id, addr) in members.into_iter().filter(|(id, _)| *id != ctx.node_id) {
+            let problem = match features::ask(ctx.peers.identity(), id, &addr, ttl).await {
+                Err(e) => Some(format!("it did not say which feature levels it supports ({e})")),
+                Ok(supported) => finalized.iter().find_map(|(name, level)| {
+                    let (min, max) = supported.range(name);
+                    let release = &supported.release;
+                    (!(min..=max).contains(level))
+                        .then(|| format!("its build (onelog {release}) supports {name} {min}-{max} only"))
+                }),
+            };
+            if let Some(problem) = problem {
+                too_old.record(|tally| {
+                    tracing::error!(node = id, ?finalized, suppressed = tally.suppressed,
+                        "node {id} cannot serve the cluster's finalized feature levels: {problem}. Unless it is \
+                         merely down, it runs a build too old for this cluster and cannot catch up; start a \
+                         build that supports them on it (docs/OPERATIONS.md, Upgrades)")
+                });
+            }
+        }
     }
 }
 
