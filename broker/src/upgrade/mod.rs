@@ -67,6 +67,9 @@ impl fmt::Display for TooNew {
 }
 
 #[cfg(test)]
+mod golden_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use onelog_state::features::{Features, LEGACY_LEVELS};
