@@ -11,12 +11,20 @@
 # run it; the upgrade runs inject no fault, so it needs no `fault-injection`; no incremental
 # cache, which would only take disk), copies the binary and removes the worktree.
 #
-# Compiled dependencies are shared with the other builds: the compiler's intermediate files go
-# to the shared target directory (cargo's `build.build-dir`, CARGO_TARGET_DIR, default
-# ~/.cache/onelog-target; the release's own crates live at another path, so they never clash
-# with the current ones), while the final binary goes to a private artifact directory, so the
-# build never overwrites `$CARGO_TARGET_DIR/debug/onelog`, the current build's binary the tests
-# run. Progress goes to stderr; only the path goes to stdout.
+# Where it builds, and why: the compiler's intermediate files go to the shared target directory
+# (cargo's `build.build-dir` = CARGO_TARGET_DIR, default ~/.cache/onelog-target), so proc-macros
+# and build scripts already compiled there are reused, and the final binary to a private
+# artifact directory, so `$CARGO_TARGET_DIR/debug/onelog` (the current build the tests run) is
+# never overwritten. The build names the host triple explicitly (`--target`): cargo then keeps
+# every crate of the release in `<build dir>/<triple>/debug`, which the current tree's builds
+# (no `--target`) never read. Without it the release's workspace crates would land in
+# `debug/deps` under the very file names the current tree's crates have (cargo hashes a path
+# crate by its path inside the workspace, not by where the checkout is), and cargo, which
+# decides a path crate is fresh by file times, would then link 0.1.0's `kafka-compat` or
+# `onelog-state` into the next build of the current tree. (Seen with cargo 1.95: a build of
+# the current tree after this script, without `--target`, failed on `kafka_compat::isolation_level`,
+# a module 0.1.0 lacks.) A release build itself always compiles its crates: its checkout is
+# newer than anything in the directory. Progress goes to stderr; only the path goes to stdout.
 set -euo pipefail
 
 # Known releases: version, then the commit it was cut from. Every release that changes a
@@ -69,15 +77,18 @@ trap cleanup EXIT
 
 echo "release-binary.sh: building onelog $version from $commit (build dir $build_dir)" >&2
 git -C "$repo" worktree add --detach "$tree" "$commit" >&2
+host="$(rustc -vV | sed -n 's/^host: //p')"
+[ -n "$host" ] || die "rustc -vV names no host triple"
 started=$SECONDS
 (
     cd "$tree"
-    CARGO_INCREMENTAL=0 CARGO_BUILD_BUILD_DIR="$build_dir" CARGO_TARGET_DIR="$work/artifacts" cargo build -p broker --locked >&2
+    CARGO_INCREMENTAL=0 CARGO_BUILD_BUILD_DIR="$build_dir" CARGO_TARGET_DIR="$work/artifacts" \
+        cargo build -p broker --locked --target "$host" >&2
 ) || die "cargo build -p broker of $version ($commit) failed"
 echo "release-binary.sh: built onelog $version in $((SECONDS - started)) s" >&2
 
 mkdir -p "$dest"
-cp "$work/artifacts/debug/onelog" "$dest/onelog.tmp"
+cp "$work/artifacts/$host/debug/onelog" "$dest/onelog.tmp"
 mv "$dest/onelog.tmp" "$dest/onelog"
 echo "$commit" >"$dest/commit"
 echo "$dest/onelog"
