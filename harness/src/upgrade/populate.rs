@@ -16,7 +16,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::manifest::ClusterState;
+use super::manifest::{ClusterState, PartitionState};
 use super::observe::Names;
 use crate::java;
 use crate::kafka::{client_config, create_topics};
@@ -63,7 +63,6 @@ pub async fn populate(bootstrap: &str, work: &Path) -> Result<Written> {
     trim_and_delete(bootstrap, work, &mut steps).await?;
     group_offsets(bootstrap, &mut steps)?;
     security(bootstrap, &mut steps)?;
-    configs(bootstrap, &mut steps)?;
     let names = Names {
         deleted_topics: vec![DELETED_TOPIC.to_string()],
         transactional_ids: vec![TXN_ABORTED.to_string(), TXN_COMMITTED.to_string()],
@@ -299,191 +298,146 @@ fn security(bootstrap: &str, steps: &mut Vec<String>) -> Result<()> {
         let args = ["--alter", "--add-config", &config, "--entity-type", "users", "--entity-name", user];
         configs_tool(bootstrap, &args, steps)?;
     }
-    let acls: [&[&str]; 5] = [
-        &[
-            "--add",
-            "--allow-principal",
-            "User:alice",
-            "--operation",
-            "Read",
-            "--operation",
-            "Describe",
-            "--topic",
-            SECURED_TOPIC,
-        ],
-        &[
-            "--add",
-            "--allow-principal",
-            "User:alice",
-            "--operation",
-            "Read",
-            "--group",
-            "fx-secured-",
-            "--resource-pattern-type",
-            "prefixed",
-        ],
-        &[
-            "--add",
-            "--allow-principal",
-            "User:alice",
-            "--operation",
-            "Write",
-            "--transactional-id",
-            "fx-alice-txn",
-        ],
-        &["--add", "--deny-principal", "User:bob", "--operation", "All", "--topic", SECURED_TOPIC],
-        &["--add", "--allow-principal", "User:bob", "--operation", "Describe", "--cluster"],
-    ];
-    for args in acls {
-        tool(bootstrap, ACL_COMMAND, "kafka-acls.sh", args, steps)?;
+    for line in ACLS {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        tool(bootstrap, ACL_COMMAND, "kafka-acls.sh", &args, steps)?;
     }
-    let quotas: [&[&str]; 3] = [
-        &[
-            "--entity-type",
-            "clients",
-            "--entity-name",
-            "fx-quota-app",
-            "--add-config",
-            "producer_byte_rate=1048576,consumer_byte_rate=2097152",
-        ],
-        &["--entity-type", "users", "--entity-name", "alice", "--add-config", "request_percentage=200"],
-        &[
-            "--entity-type",
-            "users",
-            "--entity-name",
-            "bob",
-            "--entity-type",
-            "clients",
-            "--entity-name",
-            "fx-bob-app",
-            "--add-config",
-            "producer_byte_rate=65536",
-        ],
-    ];
-    for args in quotas {
-        let mut all = vec!["--alter"];
-        all.extend_from_slice(args);
-        configs_tool(bootstrap, &all, steps)?;
+    for line in QUOTAS.iter().chain(&CONFIGS) {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        configs_tool(bootstrap, &args, steps)?;
     }
     Ok(())
 }
 
-/// Dynamic topic configs, the cluster-wide broker default and one broker's own.
-fn configs(bootstrap: &str, steps: &mut Vec<String>) -> Result<()> {
-    let alterations: [&[&str]; 4] = [
-        &[
-            "--entity-type",
-            "topics",
-            "--entity-name",
-            "fx-plain",
-            "--add-config",
-            "max.message.bytes=524288,retention.bytes=1073741824",
-        ],
-        &[
-            "--entity-type",
-            "topics",
-            "--entity-name",
-            "fx-configured",
-            "--add-config",
-            "max.message.bytes=65536",
-        ],
-        &[
-            "--entity-type",
-            "brokers",
-            "--entity-default",
-            "--add-config",
-            "message.max.bytes=2097152,log.retention.ms=-1",
-        ],
-        &["--entity-type", "brokers", "--entity-name", "2", "--add-config", "message.max.bytes=3145728"],
-    ];
-    for args in alterations {
-        let mut all = vec!["--alter"];
-        all.extend_from_slice(args);
-        configs_tool(bootstrap, &all, steps)?;
-    }
-    Ok(())
-}
+/// kafka-acls.sh command lines: six bindings (two from the first line).
+const ACLS: [&str; 5] = [
+    "--add --allow-principal User:alice --operation Read --operation Describe --topic fx-secured",
+    "--add --allow-principal User:alice --operation Read --group fx-secured- --resource-pattern-type prefixed",
+    "--add --allow-principal User:alice --operation Write --transactional-id fx-alice-txn",
+    "--add --deny-principal User:bob --operation All --topic fx-secured",
+    "--add --allow-principal User:bob --operation Describe --cluster",
+];
+
+/// kafka-configs.sh command lines of the client quotas: a client id, a user, a user and
+/// client id together (four values).
+const QUOTAS: [&str; 3] = [
+    "--alter --entity-type clients --entity-name fx-quota-app --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152",
+    "--alter --entity-type users --entity-name alice --add-config request_percentage=200",
+    "--alter --entity-type users --entity-name bob --entity-type clients --entity-name fx-bob-app --add-config producer_byte_rate=65536",
+];
+
+/// kafka-configs.sh command lines of the dynamic configs: two topics, the cluster-wide broker
+/// default and broker 2's own.
+const CONFIGS: [&str; 4] = [
+    "--alter --entity-type topics --entity-name fx-plain --add-config max.message.bytes=524288,retention.bytes=1073741824",
+    "--alter --entity-type topics --entity-name fx-configured --add-config max.message.bytes=65536",
+    "--alter --entity-type brokers --entity-default --add-config message.max.bytes=2097152,log.retention.ms=-1",
+    "--alter --entity-type brokers --entity-name 2 --add-config message.max.bytes=3145728",
+];
 
 /// What `state` (read back) lacks of what the steps wrote: one line per problem.
 pub fn check_written(state: &ClusterState) -> Vec<String> {
     let mut problems = Vec::new();
-    let mut expect = |ok: bool, what: String| {
-        if !ok {
-            problems.push(what);
-        }
-    };
-    let partition = |topic: &str, p: i32| state.topics.get(topic).and_then(|t| t.partitions.get(&p));
+    check_records(state, &mut problems);
+    check_offsets_and_ids(state, &mut problems);
+    check_security_and_configs(state, &mut problems);
+    problems
+}
+
+fn partition<'a>(state: &'a ClusterState, topic: &str, p: i32) -> Option<&'a PartitionState> {
+    state.topics.get(topic).and_then(|t| t.partitions.get(&p))
+}
+
+fn expect(problems: &mut Vec<String>, ok: bool, what: String) {
+    if !ok {
+        problems.push(what);
+    }
+}
+
+/// The values of "offset value" lines.
+fn values(lines: &[String]) -> Vec<&str> {
+    lines.iter().map(|l| l.split_once(' ').map_or("", |x| x.1)).collect()
+}
+
+fn check_records(state: &ClusterState, problems: &mut Vec<String>) {
     for p in 0..3 {
         let values: Vec<String> =
             (0..RECORDS_PER_PARTITION).map(|i| format!("{i} fx-plain-{p}-{i:02}")).collect();
-        let seen = partition("fx-plain", p).map(|s| s.read_committed.clone());
-        expect(seen.as_ref() == Some(&values), format!("fx-plain/{p} reads {seen:?}"));
+        let seen = partition(state, "fx-plain", p).map(|s| s.read_committed.clone());
+        expect(problems, seen.as_ref() == Some(&values), format!("fx-plain/{p} reads {seen:?}"));
     }
     for (p, codec) in CODECS.iter().enumerate() {
-        let batches = partition("fx-compressed", p as i32).map(|s| s.batches.clone()).unwrap_or_default();
+        let batches =
+            partition(state, "fx-compressed", p as i32).map(|s| s.batches.clone()).unwrap_or_default();
         let ok = !batches.is_empty() && batches.iter().all(|b| b.contains(&format!(" {codec} ")));
-        expect(ok, format!("fx-compressed/{p} batches are not all {codec}: {batches:?}"));
+        expect(problems, ok, format!("fx-compressed/{p} batches are not all {codec}: {batches:?}"));
     }
     for p in 0..2 {
-        let s = partition("fx-idempotent", p);
-        let producers = s.map(|s| s.producers.len()).unwrap_or(0);
-        expect(producers == 1, format!("fx-idempotent/{p}: {producers} producers described, expected 1"));
-        let trimmed = partition("fx-trimmed", p).map(|s| s.log_start_offset);
-        expect(trimmed == Some(TRIMMED_TO[p as usize]), format!("fx-trimmed/{p} starts at {trimmed:?}"));
+        let producers = partition(state, "fx-idempotent", p).map_or(0, |s| s.producers.len());
+        expect(problems, producers == 1, format!("fx-idempotent/{p}: {producers} producers, expected 1"));
+        let trimmed = partition(state, "fx-trimmed", p).map(|s| s.log_start_offset);
+        expect(
+            problems,
+            trimmed == Some(TRIMMED_TO[p as usize]),
+            format!("fx-trimmed/{p} starts at {trimmed:?}"),
+        );
     }
-    let txn_values = |p: i32| {
-        partition("fx-txn", p).map(|s| {
-            s.read_committed
-                .iter()
-                .map(|l| l.split_once(' ').map_or("", |x| x.1).to_string())
-                .collect::<Vec<_>>()
-        })
-    };
+    let txn = |p: i32| partition(state, "fx-txn", p).map(|s| values(&s.read_committed)).unwrap_or_default();
     expect(
-        txn_values(0) == Some(vec!["fx-txn-c1-a".into(), "fx-txn-c1-c".into(), "fx-txn-c2-b".into()]),
-        format!("fx-txn/0 reads {:?}", txn_values(0)),
+        problems,
+        txn(0) == ["fx-txn-c1-a", "fx-txn-c1-c", "fx-txn-c2-b"],
+        format!("fx-txn/0 reads {:?}", txn(0)),
     );
-    expect(
-        txn_values(1) == Some(vec!["fx-txn-c1-b".into(), "fx-txn-c2-a".into()]),
-        format!("fx-txn/1 reads {:?}", txn_values(1)),
-    );
-    let aborted_written =
-        partition("fx-txn", 0).is_some_and(|s| s.records.iter().any(|r| r.ends_with("fx-txn-a1-a")));
-    expect(aborted_written, "fx-txn/0 lacks the aborted record in read_uncommitted".into());
+    expect(problems, txn(1) == ["fx-txn-c1-b", "fx-txn-c2-a"], format!("fx-txn/1 reads {:?}", txn(1)));
+    let aborted = partition(state, "fx-txn", 0).is_some_and(|s| values(&s.records).contains(&"fx-txn-a1-a"));
+    expect(problems, aborted, "fx-txn/0 lacks the aborted record in read_uncommitted".into());
     let deleted = state.deleted_topics.get(DELETED_TOPIC).map(String::as_str);
-    expect(deleted == Some("UNKNOWN_TOPIC_OR_PARTITION"), format!("{DELETED_TOPIC} answers {deleted:?}"));
-    expect(!state.topics.contains_key(DELETED_TOPIC), format!("{DELETED_TOPIC} is still listed"));
+    expect(
+        problems,
+        deleted == Some("UNKNOWN_TOPIC_OR_PARTITION"),
+        format!("{DELETED_TOPIC} answers {deleted:?}"),
+    );
+    expect(problems, !state.topics.contains_key(DELETED_TOPIC), format!("{DELETED_TOPIC} is still listed"));
+}
+
+fn check_offsets_and_ids(state: &ClusterState, problems: &mut Vec<String>) {
     let offsets = |group: &str| state.groups.get(group).map(|g| g.offsets.clone()).unwrap_or_default();
-    let group: Vec<String> = offsets("fx-group").values().map(|v| v.to_string()).collect();
-    expect(group == ["10", "6 metadata fx-meta", "3"], format!("fx-group offsets {group:?}"));
-    let reset: Vec<String> = offsets("fx-reset").values().cloned().collect();
-    expect(reset == [RESET_TO.to_string(), RESET_TO.to_string()], format!("fx-reset offsets {reset:?}"));
+    let group: Vec<String> = offsets("fx-group").into_values().collect();
+    expect(problems, group == ["10", "6 metadata fx-meta", "3"], format!("fx-group offsets {group:?}"));
+    let reset: Vec<String> = offsets("fx-reset").into_values().collect();
     expect(
-        offsets("fx-txn-group").get("fx-plain/0").map(String::as_str) == Some("5"),
-        "fx-txn-group lacks fx-plain/0 at 5".into(),
+        problems,
+        reset == [RESET_TO.to_string(), RESET_TO.to_string()],
+        format!("fx-reset offsets {reset:?}"),
     );
+    let in_txn = offsets("fx-txn-group").get("fx-plain/0").cloned();
     expect(
-        offsets("fx-txn-aborted-group").is_empty(),
-        format!("fx-txn-aborted-group has {:?}", offsets("fx-txn-aborted-group")),
+        problems,
+        in_txn.as_deref() == Some("5"),
+        format!("fx-txn-group fx-plain/0 at {in_txn:?}, expected 5"),
     );
+    let aborted = offsets("fx-txn-aborted-group");
+    expect(problems, aborted.is_empty(), format!("fx-txn-aborted-group has {aborted:?}"));
     for (id, state_name) in [(TXN_COMMITTED, "CompleteCommit"), (TXN_ABORTED, "CompleteAbort")] {
         let line = state.transactions.get(id).cloned().unwrap_or_default();
-        expect(line.starts_with(state_name), format!("{id}: {line:?}, expected {state_name}"));
+        expect(problems, line.starts_with(state_name), format!("{id}: {line:?}, expected {state_name}"));
     }
-    expect(state.scram_users.len() == 2, format!("SCRAM users {:?}", state.scram_users));
-    expect(state.acls.len() == 6, format!("{} ACL bindings, expected 6: {:?}", state.acls.len(), state.acls));
+}
+
+fn check_security_and_configs(state: &ClusterState, problems: &mut Vec<String>) {
+    expect(problems, state.scram_users.len() == 2, format!("SCRAM users {:?}", state.scram_users));
     expect(
-        state.quotas.len() == 4,
-        format!("{} quota values, expected 4: {:?}", state.quotas.len(), state.quotas),
+        problems,
+        state.acls.len() == 6,
+        format!("{} ACL bindings, expected 6: {:?}", state.acls.len(), state.acls),
     );
+    let quotas = state.quotas.len();
+    expect(problems, quotas == 4, format!("{quotas} quota values, expected 4: {:?}", state.quotas));
     let configured = state.topics.get("fx-configured").map(|t| t.configs.clone()).unwrap_or_default();
-    expect(configured.len() == 3, format!("fx-configured's dynamic configs: {configured:?}"));
+    expect(problems, configured.len() == 3, format!("fx-configured's dynamic configs: {configured:?}"));
     let default = state.broker_configs.get("").cloned().unwrap_or_default();
-    expect(default.len() == 2, format!("cluster-default broker configs: {default:?}"));
+    expect(problems, default.len() == 2, format!("cluster-default broker configs: {default:?}"));
     let broker2 = state.broker_configs.get("2").cloned().unwrap_or_default();
-    expect(
-        broker2.iter().any(|l| l == "message.max.bytes=3145728 (broker)"),
-        format!("broker 2's configs: {broker2:?}"),
-    );
-    problems
+    let ok = broker2.iter().any(|l| l == "message.max.bytes=3145728 (broker)");
+    expect(problems, ok, format!("broker 2's configs: {broker2:?}"));
 }
