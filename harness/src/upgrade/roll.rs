@@ -129,6 +129,10 @@ pub struct RollReport {
     pub longest_stall_at_s: f64,
     pub longest_stall_overall_ms: u128,
     pub acknowledged_writes: usize,
+    /// Of those, transactions committed (by the transactional writers, `w…`) and single
+    /// writes of the idempotent writer (`p…`), which the counts take as one-write transactions.
+    pub transactions_committed: usize,
+    pub idempotent_acknowledged: usize,
     /// What [`finalize_feature_level`] did.
     pub feature_level: String,
 }
@@ -489,8 +493,15 @@ fn check(
         longest_stall_at_s: stall_at.as_secs_f64(),
         longest_stall_overall_ms: overall.as_millis(),
         acknowledged_writes: acks.len(),
+        transactions_committed: committed_by(&snapshot, "w"),
+        idempotent_acknowledged: committed_by(&snapshot, "p"),
         feature_level,
     })
+}
+
+/// Committed "transactions" of the writers whose names start with `prefix`.
+fn committed_by(snapshot: &Snapshot, prefix: &str) -> usize {
+    snapshot.txns.iter().filter(|t| t.outcome == Outcome::Committed && t.writer.starts_with(prefix)).count()
 }
 
 fn secs(s: f64) -> Duration {
@@ -540,8 +551,16 @@ impl RollReport {
         let c = &self.counts;
         let _ = writeln!(
             t,
-            "load over {:.0} s: {} writes acknowledged; transactions {} committed, {} aborted ({} on purpose, {} not planned), {} unknown; {} values read back",
-            self.seconds, self.acknowledged_writes, c.committed, c.aborted, c.aborted_on_purpose, self.unplanned_aborts, c.unknown, c.final_read
+            "load over {:.0} s: {} transactions committed, {} aborted ({} on purpose, {} not planned), {} idempotent writes acknowledged, {} outcomes unknown; {} values acknowledged, {} read back",
+            self.seconds,
+            self.transactions_committed,
+            c.aborted,
+            c.aborted_on_purpose,
+            self.unplanned_aborts,
+            self.idempotent_acknowledged,
+            c.unknown,
+            c.values_acknowledged,
+            c.final_read
         );
         let g = &self.group;
         let _ = writeln!(
