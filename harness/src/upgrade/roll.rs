@@ -301,13 +301,14 @@ fn queue_config(bootstrap: &str, options: &RollOptions) -> QueueConfig {
 }
 
 /// HOOK (issue 33, finalized feature level): once every node runs the current build, the
-/// operator finalizes the new level, `kafka-features.sh upgrade --metadata <level>` (Kafka's
-/// `FeatureCommand`, UpdateFeatures), and the features it gates must then work. This build has
-/// no UpdateFeatures yet (it lands on main with the finalized feature level): wire the command
-/// here, check its answer and `describe`'s finalized level, and fail the roll if it is refused.
-/// Until then the hook does nothing and says so in the report.
+/// operator finalizes the new level with `kafka-features.sh upgrade` (Kafka's `FeatureCommand`,
+/// UpdateFeatures), and the features it gates must then work. The finalized feature level was
+/// being built on main beside this branch: wire the command here (`java::tool` with
+/// `org.apache.kafka.tools.FeatureCommand`), check its answer and `describe`'s finalized level,
+/// and fail the roll if it is refused. Until then the hook does nothing and says so in the
+/// report.
 pub fn finalize_feature_level(_cluster: &mut Cluster) -> Result<String> {
-    let note = "not run: this build has no UpdateFeatures yet (kafka-features.sh upgrade goes here)";
+    let note = "not run: kafka-features.sh upgrade is not wired into the roll yet (upgrade::roll::finalize_feature_level)";
     println!("roll: feature level finalization {note}");
     Ok(note.to_string())
 }
