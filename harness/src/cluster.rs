@@ -6,6 +6,11 @@
 //! stderr across restarts. A node keeps its ports and directory for its whole life, so
 //! `kill9` + `start_node` is a restart of the same replica and `wipe` + `start_node` a replaced disk.
 //!
+//! [`ClusterOptions::base_port`] fixes the ports instead (data directories written by another
+//! run find their peers only where they were), [`Cluster::prepare`] lays the directories out
+//! without starting a node (to fill them first), and [`ClusterOptions::node_binary`] /
+//! [`Cluster::set_node_binary`] run some nodes on another binary (a rolling upgrade).
+//!
 //! Leader and digest queries go through the admin API (`--admin-listen`, see `admin_api`).
 //! A binary built without it still runs: the leader is then read from each node's Metadata
 //! controller id, and `digests` fails saying the admin API is missing (never a silent pass).
@@ -82,6 +87,10 @@ pub struct ClusterOptions {
     /// The CA file of the nodes' admin API certificate, when they serve it over HTTPS
     /// (`onelog.admin.ssl.*`): the harness's status and digest queries then use HTTPS.
     pub admin_ca: Option<PathBuf>,
+    /// Fixed ports instead of free ones ([`ClusterOptions::base_port`]).
+    pub base_port: Option<u16>,
+    /// Another binary than `binary` for some nodes ([`ClusterOptions::node_binary`]).
+    pub node_binary: BTreeMap<u64, PathBuf>,
 }
 
 impl ClusterOptions {
@@ -98,7 +107,26 @@ impl ClusterOptions {
             data_tmpfs: BTreeMap::new(),
             listeners: Vec::new(),
             admin_ca: None,
+            base_port: None,
+            node_binary: BTreeMap::new(),
         }
+    }
+
+    /// Fixed ports from `base`, for data directories that must find their nodes where they
+    /// were (the replicated membership holds every node's Raft and Kafka addresses): node `id`
+    /// serves Kafka on `base + id - 1`, Raft on `base + 100 + id - 1`, the admin API on
+    /// `base + 200 + id - 1` and its `j`-th extra listener on `base + 300 + 100 * j + id - 1`,
+    /// as `scripts/cluster.sh` lays them out. Starting fails, naming the port, when one is taken.
+    pub fn base_port(mut self, base: u16) -> Self {
+        self.base_port = Some(base);
+        self
+    }
+
+    /// Node `id` runs `binary` instead of the cluster's (a mixed-version cluster);
+    /// [`Cluster::set_node_binary`] changes it for the node's next start.
+    pub fn node_binary(mut self, id: u64, binary: &Path) -> Self {
+        self.node_binary.insert(id, binary.to_path_buf());
+        self
     }
 
     /// The admin API speaks HTTPS with a certificate `ca` signed (the TLS configs themselves
@@ -182,6 +210,36 @@ impl Cluster {
 
     /// [`Cluster::start`] with options.
     pub fn start_with(options: ClusterOptions) -> Result<Self> {
+        let (binary, has_admin) = Self::binary(&options)?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut cluster = Self::allocate(options.clone(), binary.clone(), has_admin)?;
+            let ids = cluster.ids();
+            match cluster.start_nodes(&ids) {
+                Ok(()) => return Ok(cluster),
+                Err(e)
+                    if attempt < PORT_ATTEMPTS
+                        && options.base_port.is_none()
+                        && cluster.any_log_mentions("in use") =>
+                {
+                    eprintln!("cluster start attempt {attempt}: a port was taken ({e:#}); retrying");
+                }
+                Err(e) => return Err(e.context(format!("starting {} nodes", options.nodes))),
+            }
+        }
+    }
+
+    /// The cluster's directories and ports, no node started: a test puts data into
+    /// [`Cluster::data_dir`] first (an old release's data directories, say), then calls
+    /// [`Cluster::start_all`].
+    pub fn prepare(options: ClusterOptions) -> Result<Self> {
+        let (binary, has_admin) = Self::binary(&options)?;
+        Self::allocate(options, binary, has_admin)
+    }
+
+    /// The cluster's binary, and whether it serves the admin API.
+    fn binary(options: &ClusterOptions) -> Result<(PathBuf, bool)> {
         if options.nodes == 0 {
             bail!("a cluster needs at least one node");
         }
@@ -190,19 +248,7 @@ impl Cluster {
             None => onelog_binary(options.profile)?,
         };
         let has_admin = supports_admin_listen(&binary)?;
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let mut cluster = Self::allocate(options.clone(), binary.clone(), has_admin)?;
-            let ids = cluster.ids();
-            match cluster.start_nodes(&ids) {
-                Ok(()) => return Ok(cluster),
-                Err(e) if attempt < PORT_ATTEMPTS && cluster.any_log_mentions("in use") => {
-                    eprintln!("cluster start attempt {attempt}: a port was taken ({e:#}); retrying");
-                }
-                Err(e) => return Err(e.context(format!("starting {} nodes", options.nodes))),
-            }
-        }
+        Ok((binary, has_admin))
     }
 
     fn allocate(options: ClusterOptions, binary: PathBuf, has_admin: bool) -> Result<Self> {
@@ -212,7 +258,10 @@ impl Cluster {
         let secret: String = (0..32).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
         std::fs::write(root_path.join(CLUSTER_SECRET_FILE), secret)?;
         let per_node = 3 + options.listeners.len();
-        let ports = free_ports(per_node * options.nodes as usize)?;
+        let ports = match options.base_port {
+            Some(base) => fixed_ports(base, options.nodes, options.listeners.len())?,
+            None => free_ports(per_node * options.nodes as usize)?,
+        };
         let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
         let mut nodes = BTreeMap::new();
         let mut tmpfs = BTreeMap::new();
@@ -446,6 +495,7 @@ impl Cluster {
             bail!("start: node {id} (pid {:?}) is still running", self.pid(id));
         }
         let node = self.node(id);
+        let binary = self.options.node_binary.get(&id).unwrap_or(&self.binary).clone();
         let log = File::options().create(true).append(true).open(self.log_path(id))?;
         let peers: Vec<String> = self
             .nodes
@@ -453,7 +503,7 @@ impl Cluster {
             .filter(|(other, _)| **other != id)
             .map(|(other, n)| format!("{other}={}@{}", n.raft, Self::peer_kafka(n)))
             .collect();
-        let mut command = Command::new(&self.binary);
+        let mut command = Command::new(&binary);
         command
             .arg("--node-id")
             .arg(id.to_string())
@@ -498,7 +548,7 @@ impl Cluster {
             command.env("ONELOG_RAFT_DIAL", dial);
         }
         command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
-        let child = command.spawn().with_context(|| format!("spawning {}", self.binary.display()))?;
+        let child = command.spawn().with_context(|| format!("spawning {}", binary.display()))?;
         let node = self.node_mut(id);
         node.child = Some(child);
         node.paused = false;
@@ -548,6 +598,16 @@ impl Cluster {
             self.check_not_exited(id)?;
         }
         Ok(())
+    }
+
+    /// The binary node `id` runs from its next start on (a rolling upgrade or a rollback).
+    pub fn set_node_binary(&mut self, id: u64, binary: &Path) {
+        self.options.node_binary.insert(id, binary.to_path_buf());
+    }
+
+    /// The binary node `id` runs (or would run at its next start).
+    pub fn node_binary(&self, id: u64) -> &Path {
+        self.options.node_binary.get(&id).unwrap_or(&self.binary)
     }
 
     /// Replaces node `id`'s own environment variables (see [`ClusterOptions::node_env`]) for
@@ -980,6 +1040,24 @@ fn digest_differences(digests: &BTreeMap<u64, Digest>) -> Option<String> {
         }
     }
     (!report.is_empty()).then_some(report)
+}
+
+/// The ports of [`ClusterOptions::base_port`], node by node in the order `allocate` reads
+/// them (Kafka, Raft, admin, then each extra listener); fails naming a port already taken.
+fn fixed_ports(base: u16, nodes: u64, listeners: usize) -> Result<Vec<u16>> {
+    let mut ports = Vec::new();
+    for i in 0..nodes as u32 {
+        let mut offsets = vec![0, 100, 200];
+        offsets.extend((0..listeners as u32).map(|j| 300 + 100 * j));
+        for offset in offsets {
+            let port = u32::from(base) + offset + i;
+            let port = u16::try_from(port).map_err(|_| anyhow!("fixed port {port} is above 65535"))?;
+            std::net::TcpListener::bind(("127.0.0.1", port))
+                .with_context(|| format!("fixed port {port} (base {base}) is not free on 127.0.0.1"))?;
+            ports.push(port);
+        }
+    }
+    Ok(ports)
 }
 
 /// Whether `onelog --help` lists `--admin-listen`.

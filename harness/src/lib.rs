@@ -1,8 +1,8 @@
 //! Test and benchmark tools for onelog: broker and cluster process control, a raw Kafka client
 //! for inputs real clients never send, rdkafka helpers, a producer load that runs through faults,
 //! the admin API client, on-disk footprint measurement, the atomic multi-topic write, transactional producers and readers,
-//! the Java scenario drivers, the chaos runner with its checker (`chaos`), and the demo
-//! programs' logic (`demo`).
+//! the Java scenario drivers, the chaos runner with its checker (`chaos`), the upgrades from an
+//! earlier release (`upgrade`: its golden fixture, the rolling upgrade), and the demo programs' logic (`demo`).
 //!
 //! The integration tests in `tests/` and the `onelog-bench` binary are built from these parts;
 //! each test spawns its own broker processes with their own directories and ports.
@@ -29,6 +29,7 @@ pub mod raw_client;
 pub mod raw_ops;
 pub mod scrape;
 pub mod txn;
+pub mod upgrade;
 
 pub use cluster::{Cluster, ClusterOptions};
 pub use netproxy::{Mode as ProxyMode, Proxy, ProxyHandle};

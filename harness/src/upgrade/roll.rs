@@ -1,0 +1,618 @@
+//! The rolling upgrade under load (issue 33): three nodes of an old release on its golden
+//! fixture's data, rolled one node at a time to the current build while the chaos runner's
+//! queue workload (transactional writers, an idempotent writer, read_committed readers) and a
+//! consumer group (`roll_group`) run; one node goes back to the old build mid-roll (a rollback
+//! before any feature level is finalized) and forward again.
+//!
+//! Each restart is SIGTERM (a leader hands its leadership over first), the same data directory
+//! and configs on the other binary, then waiting until the node serves Kafka and has applied
+//! what the leader had applied when it came up, and then what the leader had applied once it
+//! committed more (`GET /status` of both: `last_applied`, the figure `onelog admin status`
+//! prints as APPLIED; the second round proves the cluster commits with the node back, which a
+//! restarted leader resuming its old term for a moment cannot fake). Once every node runs the
+//! current build, the
+//! [`finalize_feature_level`] hook runs (a placeholder until `kafka-features.sh upgrade`
+//! exists), the load stops, and the run is checked: the queue checker (every acknowledged
+//! record present exactly once, no aborted or torn read), transactions aborted without the
+//! workload asking, committed offsets that went backwards, the fixture's manifest on the new
+//! build as on the old one, equal replica digests; and the longest write stall (the largest gap
+//! between two successful acknowledgements) is measured, during each step and over the roll.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use serde::Serialize;
+
+use super::fixture::{self, fixture_dir, reader_configs};
+use super::make::unpack_into;
+use super::manifest::{Manifest, MANIFEST_FILE};
+use super::roll_group::{GroupFigures, RollGroup};
+use super::verify::verify;
+use crate::admin_api;
+use crate::chaos::checker::{self, QueueCounts, Violations};
+use crate::chaos::history::{History, Outcome, Snapshot};
+use crate::chaos::queue::{self, Queue, QueueConfig};
+use crate::kafka::create_topics;
+use crate::Cluster;
+
+/// The workload's topic.
+pub const ROLL_TOPIC: &str = "upgrade-roll";
+/// How long a restarted node may take to apply what the leader had.
+const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the final read may wait for open transactions (past the writers' 30 s timeout).
+const FINAL_READ_WAIT: Duration = Duration::from_secs(90);
+/// Longest wait for an agreed leader after a step.
+const LEADER_WAIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone)]
+pub struct RollOptions {
+    pub old_binary: PathBuf,
+    /// The current build; `None`: `ONELOG_BIN`, else the debug build.
+    pub new_binary: Option<PathBuf>,
+    /// The release whose fixture the cluster starts from (`harness/fixtures/<release>`).
+    pub release: String,
+    /// Load on the old build before the first restart, and after each step.
+    pub warmup: Duration,
+    pub settle: Duration,
+    pub seed: u64,
+    pub partitions: i32,
+    pub transactional_writers: usize,
+    /// Where to copy every node's log at the end (`node-<id>.log`), pass or fail.
+    pub logs_to: Option<PathBuf>,
+}
+
+/// Which binary a node runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Build {
+    Old,
+    New,
+}
+
+/// One step of the roll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// SIGTERM the node, start it on `to`, wait until it has caught up.
+    Restart { node: u64, to: Build },
+    /// Move the leadership (`POST /leader/transfer`) to a node of this build, if the leader
+    /// runs the other one: so the new build leads while an old node follows.
+    LeadOn(Build),
+}
+
+/// What one step did and how long each part took.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRecord {
+    pub step: String,
+    pub leader_before: Option<u64>,
+    pub leader_after: Option<u64>,
+    /// The Raft term before and after (as the leader reports it).
+    pub term_before: Option<u64>,
+    pub term_after: Option<u64>,
+    /// Seconds from the start of the load: the step's start, and the end of the load after
+    /// it (the settle period), when `leader_after` and `term_after` are read.
+    pub began_s: f64,
+    pub ended_s: f64,
+    /// SIGTERM to exit; spawn to serving Kafka; serving to caught up (restarts only).
+    pub exit_ms: Option<u128>,
+    pub exit_status: Option<String>,
+    pub serving_ms: Option<u128>,
+    pub catch_up_ms: Option<u128>,
+    /// The leader's applied index the node had to reach (`wait_caught_up`'s second round).
+    pub caught_up_to: Option<u64>,
+    /// Largest gap between two acknowledged writes overlapping the step and its settle period.
+    pub longest_ack_gap_ms: u128,
+    /// What each node runs after the step.
+    pub builds: Vec<(u64, Build)>,
+}
+
+/// The run's figures and verdicts.
+#[derive(Debug, Clone, Serialize)]
+pub struct RollReport {
+    pub release: String,
+    pub old_binary: String,
+    pub new_binary: String,
+    pub seed: u64,
+    pub seconds: f64,
+    pub steps: Vec<StepRecord>,
+    pub counts: QueueCounts,
+    /// Aborted transactions the workload did not plan (after an error the client saw).
+    pub unplanned_aborts: usize,
+    pub client_errors: usize,
+    pub violations: Violations,
+    /// Write cycles, which Kafka's protocol allows (see `chaos::checker::write_cycles`).
+    pub allowed_anomalies: Violations,
+    pub group: GroupFigures,
+    /// Largest gap between two acknowledged writes from the first SIGTERM to the last
+    /// catch-up, where it began, and over the whole run.
+    pub longest_stall_ms: u128,
+    pub longest_stall_at_s: f64,
+    pub longest_stall_overall_ms: u128,
+    pub acknowledged_writes: usize,
+    /// Of those, transactions committed (by the transactional writers, `w…`) and single
+    /// writes of the idempotent writer (`p…`), which the counts take as one-write transactions.
+    pub transactions_committed: usize,
+    pub idempotent_acknowledged: usize,
+    /// What [`finalize_feature_level`] did.
+    pub feature_level: String,
+}
+
+impl RollReport {
+    /// Violations of the run: the checker's, unplanned aborts, unknown outcomes, offsets that
+    /// went backwards, a group that ends elsewhere than its member.
+    pub fn failures(&self) -> Vec<String> {
+        let mut out: Vec<String> =
+            self.violations.counts.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
+        if self.unplanned_aborts > 0 {
+            out.push(format!("{} transactions aborted without the workload asking", self.unplanned_aborts));
+        }
+        if self.counts.unknown > 0 {
+            out.push(format!("{} writes whose outcome the client could not tell", self.counts.unknown));
+        }
+        out.extend(self.group.went_backwards.iter().map(|b| format!("committed offset went backwards: {b}")));
+        if self.group.last_committed != self.group.last_watched {
+            out.push(format!(
+                "the group's committed offsets {:?} are not the member's last commit {:?}",
+                self.group.last_watched, self.group.last_committed
+            ));
+        }
+        out
+    }
+}
+
+/// The default plan for nodes `followers` (two, ascending) and `leader`: a follower to the
+/// new build (old leader, new follower); the leader (it hands over); leadership onto the new
+/// build (a new leader with an old follower); the first follower back to the old build and
+/// forward again (a rollback, on a data directory the new build wrote); the last old node.
+pub fn plan(leader: u64, followers: [u64; 2]) -> Vec<Step> {
+    let [a, b] = followers;
+    vec![
+        Step::Restart { node: a, to: Build::New },
+        Step::Restart { node: leader, to: Build::New },
+        Step::LeadOn(Build::New),
+        Step::Restart { node: a, to: Build::Old },
+        Step::Restart { node: a, to: Build::New },
+        Step::Restart { node: b, to: Build::New },
+    ]
+}
+
+/// The binaries of a roll, and which is which.
+struct Binaries {
+    old: PathBuf,
+    new: PathBuf,
+}
+
+impl Binaries {
+    fn path(&self, build: Build) -> &Path {
+        match build {
+            Build::Old => &self.old,
+            Build::New => &self.new,
+        }
+    }
+
+    fn of(&self, cluster: &Cluster, id: u64) -> Build {
+        if cluster.node_binary(id) == self.old {
+            Build::Old
+        } else {
+            Build::New
+        }
+    }
+}
+
+/// Runs the whole roll; the report says what failed (`RollReport::failures`).
+pub fn run(options: &RollOptions) -> Result<RollReport> {
+    let dir = fixture_dir(&options.release);
+    let manifest = Manifest::read(&dir.join(MANIFEST_FILE))?;
+    let new = match &options.new_binary {
+        Some(b) => b.clone(),
+        None => crate::process::onelog_binary("debug")?,
+    };
+    let binaries = Binaries { old: options.old_binary.clone(), new };
+    let mut configs: Vec<(String, String)> = manifest.node_configs.clone().into_iter().collect();
+    configs.extend(reader_configs());
+    let mut cluster_options = fixture::cluster_options(Some(&binaries.old), &configs);
+    for id in fixture::node_ids() {
+        cluster_options = cluster_options.node_binary(id, &binaries.old);
+    }
+    let mut cluster = Cluster::prepare(cluster_options)?;
+    unpack_into(&cluster, &dir, &manifest)?;
+    cluster.start_all().context("three nodes of the old release on its fixture")?;
+    let result = drive(&mut cluster, options, &binaries, &manifest);
+    if let Some(dir) = &options.logs_to {
+        std::fs::create_dir_all(dir)?;
+        for id in cluster.ids() {
+            std::fs::copy(cluster.log_path(id), dir.join(format!("node-{id}.log")))?;
+        }
+    }
+    Ok(cluster.unwrap_or_dump(result))
+}
+
+fn drive(
+    cluster: &mut Cluster,
+    options: &RollOptions,
+    binaries: &Binaries,
+    manifest: &Manifest,
+) -> Result<RollReport> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(verify(cluster, manifest)).context("the old release on its own fixture, before the roll")?;
+    println!("roll: the old release serves its fixture as its manifest says");
+    let bootstrap = cluster.bootstrap();
+    rt.block_on(create_topics(&bootstrap, &[(ROLL_TOPIC, options.partitions)]))?;
+    let history = History::new();
+    let queue = Queue::start(queue_config(&bootstrap, options), history.clone());
+    let group = RollGroup::start(&bootstrap, ROLL_TOPIC, options.partitions);
+    std::thread::sleep(options.warmup);
+
+    let leader = cluster.leader()?;
+    let followers: Vec<u64> = cluster.ids().into_iter().filter(|id| *id != leader).collect();
+    let steps = plan(leader, [followers[0], followers[1]]);
+    let mut records = Vec::new();
+    let mut failure = None;
+    for step in steps {
+        match run_step(cluster, binaries, step, &history) {
+            Ok(mut record) => {
+                // The step's figures include the load after it: an election it caused may
+                // come once the node is back (a restarted leader resumes its term first).
+                std::thread::sleep(options.settle);
+                record.ended_s = history.now().as_secs_f64();
+                record.leader_after = cluster.leader().ok();
+                record.term_after = record.leader_after.and_then(|l| cluster.status(l).ok()).map(|s| s.term);
+                println!("roll: {}", step_line(&record));
+                records.push(record);
+            }
+            Err(e) => {
+                failure = Some(e.context(format!("{step:?}")));
+                break;
+            }
+        }
+        if let Err(e) = cluster.check_none_exited() {
+            failure = Some(e);
+            break;
+        }
+    }
+    let feature_level = match failure {
+        None => finalize_feature_level(cluster)?,
+        Some(_) => "not reached".to_string(),
+    };
+    std::thread::sleep(options.settle);
+    queue.stop();
+    let group = group.stop();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let report = check(cluster, options, binaries, &history, records, group, feature_level)?;
+    rt.block_on(verify(cluster, manifest)).context("the fixture on the current build, after the roll")?;
+    println!("roll: the current build serves the old release's fixture as its manifest says");
+    Ok(report)
+}
+
+fn queue_config(bootstrap: &str, options: &RollOptions) -> QueueConfig {
+    QueueConfig {
+        bootstrap: bootstrap.to_string(),
+        topic: ROLL_TOPIC.to_string(),
+        partitions: options.partitions,
+        writers: options.transactional_writers,
+        plain_writers: 1,
+        readers: 2,
+        abort_one_in: 5,
+        max_committed: usize::MAX,
+        seed: options.seed,
+    }
+}
+
+/// HOOK (issue 33, finalized feature level): once every node runs the current build, the
+/// operator finalizes the new level with `kafka-features.sh upgrade` (Kafka's `FeatureCommand`,
+/// UpdateFeatures), and the features it gates must then work. The finalized feature level was
+/// being built on main beside this branch: wire the command here (`java::tool` with
+/// `org.apache.kafka.tools.FeatureCommand`), check its answer and `describe`'s finalized level,
+/// and fail the roll if it is refused. Until then the hook does nothing and says so in the
+/// report.
+pub fn finalize_feature_level(_cluster: &mut Cluster) -> Result<String> {
+    let note = "not run: kafka-features.sh upgrade is not wired into the roll yet (upgrade::roll::finalize_feature_level)";
+    println!("roll: feature level finalization {note}");
+    Ok(note.to_string())
+}
+
+/// One step, timed; the node's exit status must be 0.
+fn run_step(cluster: &mut Cluster, binaries: &Binaries, step: Step, history: &History) -> Result<StepRecord> {
+    let leader_before = cluster.leader().ok();
+    let term_before = leader_before.and_then(|l| cluster.status(l).ok()).map(|s| s.term);
+    let began = history.now();
+    let mut record = StepRecord {
+        step: String::new(),
+        leader_before,
+        leader_after: None,
+        term_before,
+        term_after: None,
+        began_s: began.as_secs_f64(),
+        ended_s: 0.0,
+        exit_ms: None,
+        exit_status: None,
+        serving_ms: None,
+        catch_up_ms: None,
+        caught_up_to: None,
+        longest_ack_gap_ms: 0,
+        builds: Vec::new(),
+    };
+    match step {
+        Step::Restart { node, to } => {
+            let was = if leader_before == Some(node) { " (the leader)" } else { "" };
+            record.step = format!("node {node}{was}: {:?} → {to:?}", binaries.of(cluster, node));
+            restart(cluster, binaries, node, to, &mut record)?;
+        }
+        Step::LeadOn(build) => record.step = lead_on(cluster, binaries, build)?,
+    }
+    cluster.wait_for_leader(LEADER_WAIT)?;
+    record.builds = cluster.ids().into_iter().map(|id| (id, binaries.of(cluster, id))).collect();
+    Ok(record)
+}
+
+fn restart(
+    cluster: &mut Cluster,
+    binaries: &Binaries,
+    node: u64,
+    to: Build,
+    record: &mut StepRecord,
+) -> Result<()> {
+    let t = Instant::now();
+    let status = cluster.terminate(node)?;
+    record.exit_ms = Some(t.elapsed().as_millis());
+    record.exit_status = Some(status.to_string());
+    ensure!(status.success(), "node {node} exited with {status} after SIGTERM");
+    cluster.set_node_binary(node, binaries.path(to));
+    let t = Instant::now();
+    cluster.start_node(node).with_context(|| format!("node {node} on the {to:?} build"))?;
+    record.serving_ms = Some(t.elapsed().as_millis());
+    let t = Instant::now();
+    record.caught_up_to = Some(wait_caught_up(cluster, node)?);
+    record.catch_up_ms = Some(t.elapsed().as_millis());
+    Ok(())
+}
+
+/// Waits until node `id` has caught up, in two rounds: it has applied what the agreed leader
+/// had applied when the wait began (T1), and then, once that leader has committed past T1
+/// (the cluster makes progress: a leader that only claims a stale term cannot), what it had
+/// applied then (T2). Returns T2.
+fn wait_caught_up(cluster: &mut Cluster, id: u64) -> Result<u64> {
+    let deadline = Instant::now() + CATCH_UP_TIMEOUT;
+    let (leader, _) = cluster.wait_for_leader(LEADER_WAIT)?;
+    let first = applied(cluster, leader)?;
+    reach(cluster, id, first, deadline)?;
+    let second = loop {
+        let (leader, _) = cluster.wait_for_leader(LEADER_WAIT)?;
+        let now = applied(cluster, leader)?;
+        if now > first {
+            break now;
+        }
+        if Instant::now() > deadline {
+            bail!("the leader's applied index stayed at {first} for {CATCH_UP_TIMEOUT:?} after node {id} restarted");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    reach(cluster, id, second, deadline)?;
+    Ok(second)
+}
+
+/// Waits until node `id` names a leader and has applied `target`.
+fn reach(cluster: &mut Cluster, id: u64, target: u64, deadline: Instant) -> Result<()> {
+    loop {
+        let status = cluster.status(id)?;
+        if status.leader.is_some() && status.last_applied.as_u64().unwrap_or(0) >= target {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "node {id} applied {} of the leader's {target} within {CATCH_UP_TIMEOUT:?}",
+                status.last_applied
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn applied(cluster: &Cluster, id: u64) -> Result<u64> {
+    let status = cluster.status(id)?;
+    status.last_applied.as_u64().with_context(|| format!("node {id} reports no applied index"))
+}
+
+/// Moves the leadership to the lowest node running `build`, unless the leader already does.
+fn lead_on(cluster: &mut Cluster, binaries: &Binaries, build: Build) -> Result<String> {
+    let leader = cluster.leader()?;
+    if binaries.of(cluster, leader) == build {
+        return Ok(format!("leadership on the {build:?} build: node {leader} already leads"));
+    }
+    let to = cluster.ids().into_iter().find(|id| binaries.of(cluster, *id) == build);
+    let to = to.with_context(|| format!("no node runs the {build:?} build"))?;
+    let response = admin_api::post(cluster.admin_addr(leader), &format!("/leader/transfer?to={to}"))?;
+    ensure!(
+        response.status == 200,
+        "POST /leader/transfer?to={to} on node {leader}: {} {}",
+        response.status,
+        response.text()
+    );
+    Ok(format!(
+        "leadership on the {build:?} build: node {leader} ({:?}) transferred it to node {to}",
+        binaries.of(cluster, leader)
+    ))
+}
+
+fn step_line(r: &StepRecord) -> String {
+    let node = |id: Option<u64>, term: Option<u64>| match (id, term) {
+        (Some(id), Some(term)) => format!("{id} (term {term})"),
+        (Some(id), None) => id.to_string(),
+        _ => "none".to_string(),
+    };
+    let (before, after) = (node(r.leader_before, r.term_before), node(r.leader_after, r.term_after));
+    let mut line = format!("{:>6.1}s {} — leader {before} → {after}", r.began_s, r.step);
+    if let (Some(exit), Some(serving), Some(catch_up)) = (r.exit_ms, r.serving_ms, r.catch_up_ms) {
+        let _ = write!(line, "; exited in {exit} ms, serving in {serving} ms, caught up in {catch_up} ms");
+    }
+    line
+}
+
+/// The checks and figures once the load has stopped.
+fn check(
+    cluster: &mut Cluster,
+    options: &RollOptions,
+    binaries: &Binaries,
+    history: &History,
+    mut steps: Vec<StepRecord>,
+    group: GroupFigures,
+    feature_level: String,
+) -> Result<RollReport> {
+    let snapshot = history.snapshot();
+    let bootstrap = cluster.bootstrap();
+    let (final_read, unstable) =
+        queue::final_read(&bootstrap, ROLL_TOPIC, options.partitions, FINAL_READ_WAIT)?;
+    let (mut violations, counts) = checker::check_queue(&snapshot, &final_read);
+    violations.merge(checker::check_stable(&unstable, FINAL_READ_WAIT));
+    if let Err(e) = cluster.assert_digests_equal() {
+        violations.add("replica divergence", format!("{e:#}"));
+    }
+    let acks = acknowledgements(&snapshot);
+    for s in &mut steps {
+        s.longest_ack_gap_ms = longest_gap(&acks, secs(s.began_s), secs(s.ended_s)).0.as_millis();
+    }
+    let (roll_start, roll_end) =
+        (steps.first().map_or(0.0, |s| s.began_s), steps.last().map_or(0.0, |s| s.ended_s));
+    let (stall, stall_at) = longest_gap(&acks, secs(roll_start), secs(roll_end));
+    let overall = longest_gap(&acks, Duration::ZERO, history.now()).0;
+    Ok(RollReport {
+        release: options.release.clone(),
+        old_binary: binaries.old.display().to_string(),
+        new_binary: binaries.new.display().to_string(),
+        seed: options.seed,
+        seconds: history.now().as_secs_f64(),
+        steps,
+        unplanned_aborts: counts.aborted - counts.aborted_on_purpose,
+        counts,
+        client_errors: snapshot.client_errors,
+        violations,
+        allowed_anomalies: checker::write_cycles(&snapshot, &final_read),
+        group,
+        longest_stall_ms: stall.as_millis(),
+        longest_stall_at_s: stall_at.as_secs_f64(),
+        longest_stall_overall_ms: overall.as_millis(),
+        acknowledged_writes: acks.len(),
+        transactions_committed: committed_by(&snapshot, "w"),
+        idempotent_acknowledged: committed_by(&snapshot, "p"),
+        feature_level,
+    })
+}
+
+/// Committed "transactions" of the writers whose names start with `prefix`.
+fn committed_by(snapshot: &Snapshot, prefix: &str) -> usize {
+    snapshot.txns.iter().filter(|t| t.outcome == Outcome::Committed && t.writer.starts_with(prefix)).count()
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+/// When each acknowledged write was acknowledged (a committed transaction's commit, an
+/// idempotent write's delivery), ascending.
+pub fn acknowledgements(snapshot: &Snapshot) -> Vec<Duration> {
+    let mut acks: Vec<Duration> =
+        snapshot.txns.iter().filter(|t| t.outcome == Outcome::Committed).map(|t| t.ended).collect();
+    acks.sort();
+    acks
+}
+
+/// The largest gap between consecutive `acks` that overlaps `from..to` (a gap that began
+/// before `from` or ended after `to` counts), and where it began.
+pub fn longest_gap(acks: &[Duration], from: Duration, to: Duration) -> (Duration, Duration) {
+    let mut best = (Duration::ZERO, from);
+    for pair in acks.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if b >= from && a <= to && b - a > best.0 {
+            best = (b - a, a);
+        }
+    }
+    best
+}
+
+impl RollReport {
+    /// The report as text: the steps, then the figures, then the verdict.
+    pub fn text(&self) -> String {
+        let mut t = String::new();
+        let _ = writeln!(
+            t,
+            "rolling upgrade from onelog {} to the current build, seed {}",
+            self.release, self.seed
+        );
+        let _ = writeln!(t, "  old: {}\n  new: {}", self.old_binary, self.new_binary);
+        for s in &self.steps {
+            let _ = writeln!(
+                t,
+                "  {} (longest gap between acknowledgements {} ms)",
+                step_line(s),
+                s.longest_ack_gap_ms
+            );
+        }
+        let c = &self.counts;
+        let _ = writeln!(
+            t,
+            "load over {:.0} s: {} transactions committed, {} aborted ({} on purpose, {} not planned), {} idempotent writes acknowledged, {} outcomes unknown; {} values acknowledged, {} read back",
+            self.seconds,
+            self.transactions_committed,
+            c.aborted,
+            c.aborted_on_purpose,
+            self.unplanned_aborts,
+            self.idempotent_acknowledged,
+            c.unknown,
+            c.values_acknowledged,
+            c.final_read
+        );
+        let g = &self.group;
+        let _ = writeln!(
+            t,
+            "consumer group: {} records processed, {} commits acknowledged, {} failed; watcher {} reads, {} failed; offsets went backwards {} times",
+            g.records_processed, g.commits_acknowledged, g.commit_failures, g.watcher_reads, g.watcher_failures, g.went_backwards.len()
+        );
+        let _ = writeln!(
+            t,
+            "longest write stall during the roll: {} ms (at {:.1} s); over the whole run: {} ms",
+            self.longest_stall_ms, self.longest_stall_at_s, self.longest_stall_overall_ms
+        );
+        let _ = writeln!(t, "write cycles (allowed by Kafka's protocol): {}", self.allowed_anomalies.total());
+        let _ = writeln!(t, "feature level: {}", self.feature_level);
+        match self.failures() {
+            f if f.is_empty() => {
+                let _ = writeln!(t, "verdict: nothing lost, duplicated, torn or aborted by the roll");
+            }
+            f => {
+                let _ = writeln!(t, "verdict: FAILED\n  {}", f.join("\n  "));
+                for (kind, examples) in &self.violations.examples {
+                    let _ = writeln!(t, "  {kind}: {}", examples.join("; "));
+                }
+            }
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn the_longest_gap_overlapping_a_window_counts_gaps_across_its_edges() {
+        let acks = [ms(0), ms(100), ms(900), ms(1000), ms(3000), ms(3100)];
+        assert_eq!(longest_gap(&acks, ms(950), ms(2000)), (ms(2000), ms(1000)));
+        assert_eq!(longest_gap(&acks, ms(50), ms(500)), (ms(800), ms(100)));
+        assert_eq!(longest_gap(&acks, ms(3050), ms(3060)), (ms(100), ms(3000)));
+    }
+
+    #[test]
+    fn the_plan_rolls_back_a_node_the_new_build_ran() {
+        let steps = plan(2, [1, 3]);
+        assert_eq!(steps[0], Step::Restart { node: 1, to: Build::New });
+        assert_eq!(steps[1], Step::Restart { node: 2, to: Build::New });
+        assert_eq!(steps[3], Step::Restart { node: 1, to: Build::Old });
+        assert_eq!(steps.last(), Some(&Step::Restart { node: 3, to: Build::New }));
+    }
+}
