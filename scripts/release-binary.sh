@@ -49,6 +49,12 @@ if [ -x "$dest/onelog" ] && [ "$(cat "$dest/commit" 2>/dev/null)" = "$commit" ];
 fi
 
 if ! git -C "$repo" cat-file -e "$commit^{commit}" 2>/dev/null; then
+    # A shallow checkout (as some CI systems make) may still reach the commit from its origin.
+    echo "release-binary.sh: this clone lacks $commit; fetching it from origin" >&2
+    git -C "$repo" fetch --quiet origin "$commit" >&2 2>/dev/null ||
+        git -C "$repo" fetch --quiet --unshallow origin >&2 2>/dev/null || true
+fi
+if ! git -C "$repo" cat-file -e "$commit^{commit}" 2>/dev/null; then
     shallow="$(git -C "$repo" rev-parse --is-shallow-repository 2>/dev/null || echo unknown)"
     die "this clone ($repo) lacks commit $commit of release $version (shallow clone: $shallow). \
 Fetch it first: git fetch --unshallow, or git fetch origin $commit"

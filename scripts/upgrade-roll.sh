@@ -11,8 +11,9 @@
 # producers, two read_committed readers and a consumer group, and rolls the nodes one at a
 # time to the current build (SIGTERM, same data directory and configs, wait until caught up):
 # a follower, the leader, leadership onto the new build, the first follower back to the
-# release and forward again, the last one. Then the feature-level hook (kafka-features.sh
-# upgrade, not wired yet), and the checks: every acknowledged record and committed transaction
+# release and forward again (with the release back, `kafka-features.sh upgrade` must be
+# refused), the last one. Then `kafka-features.sh upgrade --feature onelog.version=2`, the old
+# build refused on a node's data after it, and the checks: every acknowledged record and committed transaction
 # exactly once, no transaction aborted by the roll, committed offsets never going backwards,
 # the fixture on the new build, equal replica digests. Prints each step and the figures
 # (the longest write stall among them); exits non-zero on any failure. Every other argument
@@ -37,4 +38,6 @@ if [ -z "${ONELOG_BIN:-}" ]; then
     ONELOG_BIN="$CARGO_TARGET_DIR/debug/onelog"
 fi
 cargo build -q -p harness --bin upgrade
+# Kafka's kafka-features.sh (FeatureCommand) runs from the Java drivers' classpath.
+export ONELOG_JAVA_CLASSPATH="${ONELOG_JAVA_CLASSPATH:-$(cat "$(scripts/java-build.sh)")}"
 exec "$CARGO_TARGET_DIR/debug/upgrade" roll --old-bin "$old_bin" --new-bin "$ONELOG_BIN" "${args[@]}"

@@ -297,15 +297,51 @@ pub const TRANSACTIONS_COMMAND: &str = "org.apache.kafka.tools.TransactionsComma
 /// `--bootstrap-server bootstrap` and `args`: whether it exited 0, and its stdout then stderr
 /// (its refusals are what a test checks, so a failure is not an error here).
 pub fn config_command(bootstrap: &str, args: &[&str]) -> Result<(bool, String)> {
+    tool_outcome(CONFIG_COMMAND, bootstrap, args)
+}
+
+/// Runs a tool `class` with `--bootstrap-server bootstrap` and `args`: whether it exited 0, and
+/// its stdout then stderr (for tools whose refusals a test checks).
+fn tool_outcome(class: &str, bootstrap: &str, args: &[&str]) -> Result<(bool, String)> {
     let mut all = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];
     all.extend(args.iter().map(|a| a.to_string()));
-    let out = command(CONFIG_COMMAND, &all)?.output().context("spawning kafka-configs")?;
+    let out = command(class, &all)?.output().with_context(|| format!("spawning {class}"))?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     Ok((out.status.success(), text))
 }
 
 /// The class `kafka-configs.sh` runs.
 pub const CONFIG_COMMAND: &str = "kafka.admin.ConfigCommand";
+
+/// Runs Kafka's `kafka-features.sh` (`FeatureCommand`, from kafka-tools) with
+/// `--bootstrap-server bootstrap` and `args`: whether it exited 0, and its stdout then stderr.
+pub fn feature_command(bootstrap: &str, args: &[&str]) -> Result<(bool, String)> {
+    tool_outcome(FEATURE_COMMAND, bootstrap, args)
+}
+
+/// The class `kafka-features.sh` runs.
+pub const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
+
+/// `kafka-features.sh describe`'s line for `feature` through `bootstrap`: (supported min,
+/// supported max, finalized level, epoch).
+pub fn described_feature(bootstrap: &str, feature: &str) -> Result<(i16, i16, i16, i64)> {
+    let (ok, text) = feature_command(bootstrap, &["describe"])?;
+    anyhow::ensure!(ok, "kafka-features describe failed: {text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("Feature: {feature}\t")))
+        .with_context(|| format!("no line for {feature} in:\n{text}"))?;
+    let field = |name: &str| -> Result<String> {
+        let at = line.find(&format!("{name}: ")).with_context(|| format!("{name} in {line:?}"))?;
+        Ok(line[at + name.len() + 2..].split('\t').next().unwrap_or_default().trim().to_string())
+    };
+    Ok((
+        field("SupportedMinVersion")?.parse()?,
+        field("SupportedMaxVersion")?.parse()?,
+        field("FinalizedVersionLevel")?.parse()?,
+        field("Epoch")?.parse()?,
+    ))
+}
 
 /// A kafka-tools command of the default build: `class --bootstrap-server bootstrap args`.
 pub fn tool(class: &str, bootstrap: &str, args: &[&str]) -> Result<Output> {

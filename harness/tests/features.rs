@@ -10,45 +10,20 @@
 //!   build in a rolling upgrade) refuses every update;
 //! - the levels survive a kill -9 of every node (log and checkpoint).
 
-use std::process::Output;
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use harness::{Cluster, ClusterOptions};
 
-const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
 /// How long replicas may take to apply what the leader acknowledged.
 const CATCH_UP: Duration = Duration::from_secs(15);
 
-/// Runs `kafka-features.sh --bootstrap-server bootstrap args`: whether it exited 0, and its
-/// stdout then stderr.
 fn features(bootstrap: &str, args: &[&str]) -> Result<(bool, String)> {
-    let mut all = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];
-    all.extend(args.iter().map(|a| a.to_string()));
-    let out: Output =
-        harness::java::command(FEATURE_COMMAND, &all)?.output().context("spawning kafka-features")?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    Ok((out.status.success(), text))
+    harness::java::feature_command(bootstrap, args)
 }
 
-/// `describe`'s line for `feature`: (supported min, supported max, finalized level, epoch).
 fn described(bootstrap: &str, feature: &str) -> Result<(i16, i16, i16, i64)> {
-    let (ok, text) = features(bootstrap, &["describe"])?;
-    ensure!(ok, "describe failed: {text}");
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(&format!("Feature: {feature}\t")))
-        .with_context(|| format!("no line for {feature} in:\n{text}"))?;
-    let field = |name: &str| -> Result<String> {
-        let at = line.find(&format!("{name}: ")).with_context(|| format!("{name} in {line:?}"))?;
-        Ok(line[at + name.len() + 2..].split('\t').next().unwrap_or_default().trim().to_string())
-    };
-    Ok((
-        field("SupportedMinVersion")?.parse()?,
-        field("SupportedMaxVersion")?.parse()?,
-        field("FinalizedVersionLevel")?.parse()?,
-        field("Epoch")?.parse()?,
-    ))
+    harness::java::described_feature(bootstrap, feature)
 }
 
 /// Waits until every node in `ids` describes `feature` at `level`; returns the epoch they show.

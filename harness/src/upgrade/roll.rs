@@ -9,10 +9,11 @@
 //! what the leader had applied when it came up, and then what the leader had applied once it
 //! committed more (`GET /status` of both: `last_applied`, the figure `onelog admin status`
 //! prints as APPLIED; the second round proves the cluster commits with the node back, which a
-//! restarted leader resuming its old term for a moment cannot fake). Once every node runs the
-//! current build, the
-//! [`finalize_feature_level`] hook runs (a placeholder until `kafka-features.sh upgrade`
-//! exists), the load stops, and the run is checked: the queue checker (every acknowledged
+//! restarted leader resuming its old term for a moment cannot fake). While the rolled-back
+//! node runs the old build, `kafka-features.sh upgrade` must be refused, naming it. Once every
+//! node runs the current build, [`finalize_feature_level`] finalizes `onelog.version` 2 with
+//! `kafka-features.sh` and checks that the old build then refuses to start on a node's data;
+//! the load stops, and the run is checked: the queue checker (every acknowledged
 //! record present exactly once, no aborted or torn read), transactions aborted without the
 //! workload asking, committed offsets that went backwards, the fixture's manifest on the new
 //! build as on the old one, equal replica digests; and the longest write stall (the largest gap
@@ -35,7 +36,7 @@ use crate::chaos::checker::{self, QueueCounts, Violations};
 use crate::chaos::history::{History, Outcome, Snapshot};
 use crate::chaos::queue::{self, Queue, QueueConfig};
 use crate::kafka::create_topics;
-use crate::Cluster;
+use crate::{java, Cluster};
 
 /// The workload's topic.
 pub const ROLL_TOPIC: &str = "upgrade-roll";
@@ -45,6 +46,8 @@ const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(60);
 const FINAL_READ_WAIT: Duration = Duration::from_secs(90);
 /// Longest wait for an agreed leader after a step.
 const LEADER_WAIT: Duration = Duration::from_secs(30);
+/// How long the old build may take to stop on a checkpoint it cannot read.
+const OLD_BUILD_EXIT_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 pub struct RollOptions {
@@ -78,6 +81,8 @@ pub enum Step {
     /// Move the leadership (`POST /leader/transfer`) to a node of this build, if the leader
     /// runs the other one: so the new build leads while an old node follows.
     LeadOn(Build),
+    /// `kafka-features.sh upgrade` while `old` runs the old build: refused, naming it.
+    FinalizeRefused { old: u64 },
 }
 
 /// What one step did and how long each part took.
@@ -171,6 +176,7 @@ pub fn plan(leader: u64, followers: [u64; 2]) -> Vec<Step> {
         Step::Restart { node: leader, to: Build::New },
         Step::LeadOn(Build::New),
         Step::Restart { node: a, to: Build::Old },
+        Step::FinalizeRefused { old: a },
         Step::Restart { node: a, to: Build::New },
         Step::Restart { node: b, to: Build::New },
     ]
@@ -271,7 +277,7 @@ fn drive(
         }
     }
     let feature_level = match failure {
-        None => finalize_feature_level(cluster)?,
+        None => finalize_feature_level(cluster, binaries, followers[0])?,
         Some(_) => "not reached".to_string(),
     };
     std::thread::sleep(options.settle);
@@ -300,17 +306,59 @@ fn queue_config(bootstrap: &str, options: &RollOptions) -> QueueConfig {
     }
 }
 
-/// HOOK (issue 33, finalized feature level): once every node runs the current build, the
-/// operator finalizes the new level with `kafka-features.sh upgrade` (Kafka's `FeatureCommand`,
-/// UpdateFeatures), and the features it gates must then work. The finalized feature level was
-/// being built on main beside this branch: wire the command here (`java::tool` with
-/// `org.apache.kafka.tools.FeatureCommand`), check its answer and `describe`'s finalized level,
-/// and fail the roll if it is refused. Until then the hook does nothing and says so in the
-/// report.
-pub fn finalize_feature_level(_cluster: &mut Cluster) -> Result<String> {
-    let note = "not run: kafka-features.sh upgrade is not wired into the roll yet (upgrade::roll::finalize_feature_level)";
-    println!("roll: feature level finalization {note}");
-    Ok(note.to_string())
+/// The operator's last step (docs/OPERATIONS.md, Upgrades): once every node runs the current
+/// build, `kafka-features.sh upgrade --feature onelog.version=2` finalizes the new level, which
+/// every node then describes. After it there is no way back: node `back` is stopped (its
+/// checkpoint is then written in format 8) and started on the old build, which must stop on
+/// that checkpoint instead of serving, and then on the current build again, catching up.
+fn finalize_feature_level(cluster: &mut Cluster, binaries: &Binaries, back: u64) -> Result<String> {
+    let (ok, text) =
+        java::feature_command(&cluster.bootstrap(), &["upgrade", "--feature", "onelog.version=2"])?;
+    ensure!(ok && text.contains("onelog.version was upgraded to 2."), "kafka-features upgrade: {text}");
+    let deadline = Instant::now() + CATCH_UP_TIMEOUT;
+    for id in cluster.ids() {
+        let addr = cluster.kafka_addr(id).to_string();
+        while java::described_feature(&addr, "onelog.version")?.2 != 2 {
+            ensure!(Instant::now() < deadline, "node {id} does not describe onelog.version 2");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    println!(
+        "roll: kafka-features.sh upgrade --feature onelog.version=2: finalized, every node describes it"
+    );
+    let refused = old_build_refused(cluster, binaries, back)?;
+    println!("roll: node {back} on the old build after finalization: {refused}");
+    Ok(format!("onelog.version 2 finalized; node {back} on the old build then: {refused}"))
+}
+
+/// Starts node `id` on the old build after finalization: it must exit non-zero on the format-8
+/// checkpoint; then the current build serves it again. Returns what the old build said.
+fn old_build_refused(cluster: &mut Cluster, binaries: &Binaries, id: u64) -> Result<String> {
+    let status = cluster.terminate(id)?;
+    ensure!(status.success(), "node {id} exited with {status} after SIGTERM");
+    cluster.set_node_binary(id, binaries.path(Build::Old));
+    cluster.spawn_node(id)?;
+    let exit = cluster.wait_exit(id, OLD_BUILD_EXIT_TIMEOUT)?;
+    let log = std::fs::read_to_string(cluster.log_path(id)).unwrap_or_default();
+    let said = log.lines().rev().find(|l| l.contains("format version")).unwrap_or("").trim().to_string();
+    ensure!(
+        exit.is_some_and(|s| !s.success()) && said.contains("unknown format version 8"),
+        "the old build on node {id} after finalization: exit {exit:?}, log says {said:?}"
+    );
+    cluster.set_node_binary(id, binaries.path(Build::New));
+    cluster.start_node(id)?;
+    wait_caught_up(cluster, id)?;
+    Ok(format!("exited with {}, \"{said}\"", exit.expect("checked above")))
+}
+
+/// `kafka-features.sh upgrade` while node `old` runs the old build: refused with Kafka's
+/// INVALID_UPDATE_VERSION, naming the node that could not say which levels it supports.
+fn finalize_refused(cluster: &mut Cluster, old: u64) -> Result<String> {
+    let (ok, text) =
+        java::feature_command(&cluster.bootstrap(), &["upgrade", "--feature", "onelog.version=2"])?;
+    let want = format!("Broker {old} did not say which feature levels it supports");
+    ensure!(!ok && text.contains(&want), "kafka-features upgrade with node {old} on the old build: {text}");
+    Ok(format!("kafka-features upgrade refused while node {old} runs the old build"))
 }
 
 /// One step, timed; the node's exit status must be 0.
@@ -341,6 +389,7 @@ fn run_step(cluster: &mut Cluster, binaries: &Binaries, step: Step, history: &Hi
             restart(cluster, binaries, node, to, &mut record)?;
         }
         Step::LeadOn(build) => record.step = lead_on(cluster, binaries, build)?,
+        Step::FinalizeRefused { old } => record.step = finalize_refused(cluster, old)?,
     }
     cluster.wait_for_leader(LEADER_WAIT)?;
     record.builds = cluster.ids().into_iter().map(|id| (id, binaries.of(cluster, id))).collect();
@@ -613,6 +662,7 @@ mod tests {
         assert_eq!(steps[0], Step::Restart { node: 1, to: Build::New });
         assert_eq!(steps[1], Step::Restart { node: 2, to: Build::New });
         assert_eq!(steps[3], Step::Restart { node: 1, to: Build::Old });
+        assert_eq!(steps[4], Step::FinalizeRefused { old: 1 });
         assert_eq!(steps.last(), Some(&Step::Restart { node: 3, to: Build::New }));
     }
 }
