@@ -20,6 +20,10 @@ pub enum ProposeError {
     /// of it was proposed.
     #[error("the request needs {bytes} bytes in one Raft entry, over the limit of {max}")]
     TooLarge { bytes: usize, max: usize },
+    /// The op's kind needs a higher `onelog.version` than the cluster finalized: a member of an
+    /// older build could not read it (`Op::onelog_version`; `kafka-features.sh upgrade`).
+    #[error("this needs onelog.version {needs}, and the cluster finalized {finalized}: finalize it with kafka-features.sh upgrade once every node runs a build that supports it")]
+    NotFinalized { needs: i16, finalized: i16 },
 }
 
 /// Why a transaction request failed (`coord::txn`).
@@ -74,6 +78,8 @@ pub enum Addressed {
 
 pub fn propose_error_code(e: &ProposeError, addressed: Addressed) -> i16 {
     match (addressed, e) {
+        // As a Kafka cluster answers a request whose feature is not finalized.
+        (_, ProposeError::NotFinalized { .. }) => error_code::UNSUPPORTED_VERSION,
         (Addressed::PartitionLeader, ProposeError::NotLeader) => error_code::NOT_LEADER_OR_FOLLOWER,
         (Addressed::PartitionLeader, ProposeError::Fatal(_)) => error_code::KAFKA_STORAGE_ERROR,
         // Kafka's code for records that cannot be appended as one unit.

@@ -154,6 +154,8 @@ async fn open_raft(
     identity: &Identity,
     has_peers: bool,
 ) -> anyhow::Result<Opened> {
+    // A checkpoint of a newer build stops the node before anything is opened or written.
+    sm_store::check_format(&node.data_dir.join("state"))?;
     let mut log_store =
         LogStore::<TypeConfig>::open(&node.data_dir.join("raft-log"), LogStoreOptions::default())?;
     let log_state = openraft::storage::RaftLogStorage::get_log_state(&mut log_store).await?;

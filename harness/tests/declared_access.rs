@@ -67,6 +67,43 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     }
     // A row that stops declaring its check (per_item, open) lowers the count.
     ensure!(checked == CHECKED_APIS, "{checked} APIs declare a checked resource, not {CHECKED_APIS}");
+    write_txn_markers_takes_alter_or_cluster_action(&mut admin, addr).await
+}
+
+/// Kafka's WriteTxnMarkers admits ALTER on the cluster, else CLUSTER_ACTION
+/// (`KafkaApis.handleWriteTxnMarkersRequest`; `kafka-transactions.sh abort` needs one): a
+/// principal with either one is not refused, as the one with neither was above.
+async fn write_txn_markers_takes_alter_or_cluster_action(
+    admin: &mut RawClient,
+    addr: std::net::SocketAddr,
+) -> Result<()> {
+    // Kafka's `AclOperation` codes.
+    const ALTER: i8 = 7;
+    const CLUSTER_ACTION: i8 = 9;
+    let handler = HANDLERS.iter().find(|h| h.key == ApiKey::WriteTxnMarkers).context("registered")?;
+    let request = with_one_item(handler);
+    for (principal, operation) in [("alterer", ALTER), ("cluster-actor", CLUSTER_ACTION)] {
+        let grant = AclCreation::default()
+            .with_resource_type(4) // CLUSTER
+            .with_resource_name(StrBytes::from_static_str("kafka-cluster"))
+            .with_resource_pattern_type(3) // LITERAL
+            .with_principal(StrBytes::from_string(format!("User:{principal}")))
+            .with_host(StrBytes::from_static_str("*"))
+            .with_operation(operation)
+            .with_permission_type(3); // ALLOW
+        let create_acls = HANDLERS.iter().find(|h| h.key == ApiKey::CreateAcls).context("registered")?;
+        let grant = RequestKind::CreateAcls(CreateAclsRequest::default().with_creations(vec![grant]));
+        let created = send(admin, "admin", create_acls, &grant).await?;
+        let ResponseKind::CreateAcls(created) = created else { anyhow::bail!("not a CreateAcls answer") };
+        ensure!(created.results.iter().all(|r| r.error_code == 0), "granting {principal}: {created:?}");
+        let mut client = RawClient::connect_negotiated(addr).await?;
+        let answer = send(&mut client, principal, handler, &request).await?;
+        let refused = (match handler.access {
+            Access::Cluster(_, c) => c.refused,
+            _ => anyhow::bail!("WriteTxnMarkers declares the cluster"),
+        })(&request, CLUSTER_AUTHORIZATION_FAILED);
+        ensure!(answer != refused, "{principal} with operation {operation} was refused: {answer:?}");
+    }
     Ok(())
 }
 

@@ -77,7 +77,14 @@ fn scenario(cluster: &mut Cluster) -> Result<()> {
     let aborted_on_purpose = transactional.context("no transactional writer")?.counts.aborted_on_purpose;
     ensure!(aborted_on_purpose >= (ORDERS / 10) as usize, "only {aborted_on_purpose} deliberate aborts");
     ensure!(checkout.seen.matched >= checkout.writers.iter().map(|w| w.counts.committed).sum::<usize>());
-    ensure!(pipeline.output_records > 1_000, "the pipeline processed only {}", pipeline.output_records);
+    // Not vacuous, whatever the machine's speed: inputs were acknowledged across the kill, and
+    // every one of them came out (the check pairs each with its output); no throughput floor.
+    let acknowledged = pipeline.copier.input_acknowledged;
+    ensure!(
+        acknowledged > 0 && pipeline.output_records >= acknowledged,
+        "the pipeline put out {} records for {acknowledged} acknowledged inputs",
+        pipeline.output_records
+    );
     ensure!(pipeline.txns.aborted_on_purpose > 0, "no deliberate abort in the pipeline: {:?}", pipeline.txns);
     cluster.assert_digests_equal()?;
     Ok(())

@@ -86,6 +86,43 @@ pub enum Op {
 }
 
 impl Op {
+    /// The `onelog.version` level that brought this kind of op (`features::ONELOG_VERSION`): a
+    /// node of a build before it cannot decode the op, so the proposer refuses it until the
+    /// cluster finalized that level. Every kind onelog 0.1.0 knew is level 1; a new kind names
+    /// the level of the release that adds it (and the CHANGELOG says so).
+    pub fn onelog_version(&self) -> i16 {
+        match self {
+            Op::InitCluster(_)
+            | Op::SetLimits(_)
+            | Op::Produce(_)
+            | Op::CreateTopics(_)
+            | Op::DeleteTopics(_)
+            | Op::CreatePartitions(_)
+            | Op::TrimLog(_)
+            | Op::InitProducerId(_)
+            | Op::ExpireProducers(_)
+            | Op::OffsetCommit(_)
+            | Op::CompleteGeneration(_)
+            | Op::InitTxnProducer(_)
+            | Op::TxnOffsetCommit(_)
+            | Op::EndTxn(_)
+            | Op::AbortTxns(_)
+            | Op::ExpireTransactionalIds(_)
+            | Op::DeleteGroups(_)
+            | Op::OffsetDelete(_)
+            | Op::AlterClientQuotas(_)
+            | Op::AlterConfigs(_)
+            | Op::DeleteRecords(_)
+            | Op::CreateAcls(_)
+            | Op::DeleteAcls(_)
+            | Op::AlterScramCredentials(_) => 1,
+            // New in 0.2.0, yet proposable at level 1: it is how the level rises. The leader
+            // proposes it only once every member answered that it supports the new levels,
+            // which a 0.1.0 node cannot (`broker::handlers::update_features`).
+            Op::UpdateFeatures(_) => 1,
+        }
+    }
+
     /// Whether applying the op may append transaction markers (control batches) to
     /// partitions, taking offsets the entry builder does not stamp (see `entry`).
     pub fn writes_markers(&self) -> bool {

@@ -159,7 +159,10 @@ macro_rules! api {
     (@advertised $run:ident) => { true };
     (@run ordered $module:ident) => { Run::Ordered(|ctx, req| Box::pin($module::submit(ctx, req))) };
     (@run $run:ident $module:ident) => { Run::Concurrent(|ctx, req| Box::pin($module::handle(ctx, req))) };
-    (@access $module:ident cluster($op:expr)) => { Access::Cluster($op, api!(@checked $module |_| None)) };
+    (@access $module:ident cluster($op:expr)) => { Access::Cluster(&[$op], api!(@checked $module |_| None)) };
+    (@access $module:ident cluster_any($($op:expr),+)) => {
+        Access::Cluster(&[$($op),+], api!(@checked $module |_| None))
+    };
     (@access $module:ident group($op:expr)) => { Access::Group($op, api!(@checked $module $module::checked_name)) };
     (@access $module:ident txn_id($op:expr)) => {
         Access::TransactionalId($op, api!(@checked $module $module::checked_name))
@@ -248,7 +251,7 @@ pub static HANDLERS: &[Handler] = &[
     api!(DescribeProducers, describe_producers, concurrent, per_item("READ on each topic"), any_node, NEVER, field, metered),
     api!(DescribeTransactions, describe_transactions, concurrent, per_item("DESCRIBE on each transactional id"), any_node, NEVER, field, metered),
     api!(ListTransactions, list_transactions, concurrent, per_item("each transaction listed needs DESCRIBE on its transactional id"), any_node, NEVER, field, metered),
-    api!(WriteTxnMarkers, write_txn_markers, concurrent, cluster(op::CLUSTER_ACTION), any_node, NEVER, no_field, metered),
+    api!(WriteTxnMarkers, write_txn_markers, concurrent, cluster_any(op::ALTER, op::CLUSTER_ACTION), any_node, NEVER, no_field, metered),
     api!(DescribeClientQuotas, describe_client_quotas, concurrent, cluster(op::DESCRIBE_CONFIGS), any_node, NEVER, field, metered),
     api!(AlterClientQuotas, alter_client_quotas, concurrent, cluster(op::ALTER_CONFIGS), leader(alter_client_quotas::FORWARDED), NEVER, field, metered),
     api!(AlterConfigs, alter_configs, concurrent, per_item("ALTER_CONFIGS on each resource"), leader(alter_configs::FORWARDED), 1, field, metered),

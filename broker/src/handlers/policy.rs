@@ -10,9 +10,11 @@ use onelog_state::BrokerState;
 /// Who may call an API, as Kafka's `KafkaApis` checks it.
 #[derive(Clone, Copy)]
 pub enum Access {
-    /// The operation on the cluster resource. Checked by the pipeline before the handler runs;
-    /// refused with CLUSTER_AUTHORIZATION_FAILED in the API's own shape (`Checked::refused`).
-    Cluster(i8, Checked),
+    /// Any of the operations on the cluster resource (one for every API but WriteTxnMarkers,
+    /// which Kafka allows with ALTER, else CLUSTER_ACTION). Checked by the pipeline before the
+    /// handler runs; refused with CLUSTER_AUTHORIZATION_FAILED in the API's own shape
+    /// (`Checked::refused`).
+    Cluster(&'static [i8], Checked),
     /// The operation on the request's group (`Checked::name`), refused with
     /// GROUP_AUTHORIZATION_FAILED by the pipeline.
     Group(i8, Checked),

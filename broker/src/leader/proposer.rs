@@ -29,6 +29,7 @@ use onelog_state::command::{
     Command, LeaderStamp, Op, OpResult, PartitionProduced, ReplicatedLimits, TypedOp,
 };
 use onelog_state::entry::{self, Answer, Decision, EntryOptions, Proposal, UnstampedAppend};
+use onelog_state::features::ONELOG_VERSION;
 // The fault-injection build's entries may carry the chaos checker's test bugs (`bugs`); a
 // release build proposes what the pure builder decides.
 #[cfg(feature = "fault-injection")]
@@ -220,7 +221,10 @@ async fn run(mut seq: Sequencer, mut rx: mpsc::Receiver<Queued>) {
             match item {
                 Queued::Proposal(proposal, reply) => {
                     let size = proposal.size_bytes();
-                    if size > limits::ENTRY_BYTES_MAX {
+                    let finalized = seq.options.applied.state(|s| s.features.level(ONELOG_VERSION));
+                    if let Err(e) = admit(&proposal, finalized) {
+                        drop(reply.send(Err(e)));
+                    } else if size > limits::ENTRY_BYTES_MAX {
                         refuse_too_large(proposal, reply, size);
                     } else if bytes + size > limits::ENTRY_BYTES_MAX {
                         carried = Some(Queued::Proposal(proposal, reply));
@@ -247,6 +251,18 @@ async fn run(mut seq: Sequencer, mut rx: mpsc::Receiver<Queued>) {
             Ok(term) => seq.propose_batch(term, queued).await,
             Err(e) => queued.into_iter().for_each(|(_, reply)| drop(reply.send(Err(e.clone())))),
         }
+    }
+}
+
+/// Refuses an op whose kind needs a higher `onelog.version` than `finalized`, the cluster's
+/// (`Op::onelog_version`): a member of an older build could not decode it. The level only
+/// rises, so what is admitted here is still allowed when the entry is built.
+fn admit(proposal: &Proposal, finalized: i16) -> Result<(), ProposeError> {
+    match proposal {
+        Proposal::Op(op) if op.onelog_version() > finalized => {
+            Err(ProposeError::NotFinalized { needs: op.onelog_version(), finalized })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -413,5 +429,24 @@ impl Sequencer {
                 return Err(ProposeError::NotLeader);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use onelog_state::command::InitClusterOp;
+
+    #[test]
+    fn an_op_above_the_finalized_onelog_version_is_refused_with_unsupported_version() {
+        let op = || Proposal::Op(Op::InitCluster(InitClusterOp { cluster_id: "c".into() }));
+        assert!(admit(&op(), 1).is_ok());
+        let refused = admit(&op(), 0).unwrap_err();
+        assert!(matches!(refused, ProposeError::NotFinalized { needs: 1, finalized: 0 }), "{refused:?}");
+        assert_eq!(
+            propose_error_code(&refused, Addressed::Controller),
+            kafka_compat::error_code::UNSUPPORTED_VERSION
+        );
+        assert!(admit(&Proposal::Produce(Vec::new()), 0).is_ok(), "produce is as old as the log");
     }
 }

@@ -132,19 +132,25 @@ pub async fn serve(ctx: SharedCtx, handler: &'static Handler, request: Request) 
 /// The declared access check (`Access`): the refusal when the principal may not call the API.
 /// `PerItem` and `Open` APIs are left to their handler.
 fn refusal(ctx: &Ctx, handler: &Handler, request: &Request) -> Option<ResponseKind> {
-    let (resource_type, op, checked, refused_code) = match handler.access {
-        Access::Cluster(op, checked) => (rt::CLUSTER, op, checked, code::CLUSTER_AUTHORIZATION_FAILED),
-        Access::Group(op, checked) => (rt::GROUP, op, checked, code::GROUP_AUTHORIZATION_FAILED),
-        Access::TransactionalId(op, checked) => {
-            (rt::TRANSACTIONAL_ID, op, checked, code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    let (resource_type, ops, checked, refused_code) = match &handler.access {
+        Access::Cluster(ops, checked) => (rt::CLUSTER, *ops, checked, code::CLUSTER_AUTHORIZATION_FAILED),
+        Access::Group(op, checked) => {
+            (rt::GROUP, std::slice::from_ref(op), checked, code::GROUP_AUTHORIZATION_FAILED)
         }
+        Access::TransactionalId(op, checked) => (
+            rt::TRANSACTIONAL_ID,
+            std::slice::from_ref(op),
+            checked,
+            code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ),
         Access::PerItem(_) | Access::Open(_) => return None,
     };
-    let Checked { name, refused } = checked;
+    let Checked { name, refused } = *checked;
     let name =
         if resource_type == rt::CLUSTER { CLUSTER_NAME } else { name(&request.body).unwrap_or_default() };
     let who = Subject::of(request);
-    (!ctx.authorizer.allowed(&who, resource_type, name, op)).then(|| refused(&request.body, refused_code))
+    let allowed = ops.iter().any(|op| ctx.authorizer.allowed(&who, resource_type, name, *op));
+    (!allowed).then(|| refused(&request.body, refused_code))
 }
 
 /// The leader's answer when the API's route is `Leader`, this node cannot propose and the

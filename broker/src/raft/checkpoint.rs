@@ -81,6 +81,19 @@ pub fn decode(bytes: &[u8]) -> io::Result<Checkpoint> {
     Ok(checkpoint)
 }
 
+/// Reads only the header of the checkpoint at `path`: an error naming the file when its format
+/// is one this build does not read. A missing, short or damaged file is left to [`load`].
+pub fn check_format(path: &Path) -> io::Result<()> {
+    let mut head = [0u8; 8];
+    let read = std::fs::File::open(path).and_then(|mut file| io::Read::read_exact(&mut file, &mut head));
+    let version = u32::from_be_bytes(head[4..8].try_into().expect("4 bytes"));
+    if read.is_err() || &head[..4] != MAGIC || FORMAT_VERSIONS_READ.contains(&version) {
+        return Ok(());
+    }
+    let too_new = TooNew { what: "checkpoint", found: version, read: FORMAT_VERSIONS_READ };
+    Err(io::Error::new(io::ErrorKind::InvalidData, format!("{}: {too_new}", path.display())))
+}
+
 /// Loads the checkpoint at `path`, if there is one; an error names the file.
 pub fn load(path: &Path) -> io::Result<Option<(Checkpoint, Vec<u8>)>> {
     match std::fs::read(path) {
@@ -143,12 +156,13 @@ mod tests {
         bytes[4..8].copy_from_slice(&9u32.to_be_bytes());
         std::fs::write(&path, &bytes).unwrap();
         let message = load(&path).unwrap_err().to_string();
-        assert!(
-            message.starts_with(&format!(
-                "{}: checkpoint format version 9 is not one this build reads (7–8",
-                path.display()
-            )),
-            "{message}"
-        );
+        let want =
+            format!("{}: checkpoint format version 9 is not one this build reads (7–8", path.display());
+        assert!(message.starts_with(&want), "{message}");
+        // The start-up check reads the header alone, with the same message.
+        assert!(check_format(&path).unwrap_err().to_string().starts_with(&want));
+        std::fs::write(&path, encode(&recorded())).unwrap();
+        assert!(check_format(&path).is_ok());
+        assert!(check_format(&dir.path().join("none")).is_ok(), "no checkpoint: nothing to refuse");
     }
 }

@@ -77,12 +77,24 @@ const INCOMING: &str = "incoming.olsnap";
 
 /// Reads `CURRENT` (a fresh node starts at `gen-0`) and removes any other generation: one
 /// left behind by an install that crashed before switching, or the one it replaced.
+/// The name of the current state generation (`gen-N`).
+fn current_name(dir: &Path) -> io::Result<String> {
+    match std::fs::read_to_string(dir.join(CURRENT)) {
+        Ok(s) => Ok(s.trim().to_string()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok("gen-0".to_string()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Refuses a current checkpoint in a format this build does not read (`upgrade::TooNew`),
+/// before anything of the data directory is opened or written: the node stops and the
+/// directory stays as the newer build left it.
+pub fn check_format(dir: &Path) -> io::Result<()> {
+    checkpoint::check_format(&dir.join(current_name(dir)?).join("checkpoint"))
+}
+
 fn current_generation(dir: &Path) -> io::Result<PathBuf> {
-    let name = match std::fs::read_to_string(dir.join(CURRENT)) {
-        Ok(s) => s.trim().to_string(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => "gen-0".to_string(),
-        Err(e) => return Err(e),
-    };
+    let name = current_name(dir)?;
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let file_name = entry.file_name().to_string_lossy().to_string();

@@ -107,6 +107,9 @@ async fn raft_log_0_1_0_decodes_and_every_op_encodes_back() {
         at += RECORD_HEADER_BYTES + len;
         if let EntryPayload::Normal(command) = &entry.payload {
             kinds.extend(command.ops.iter().map(op_kind));
+            // A cluster rolled from 0.1.0 sits at onelog.version 1 until finalized: every op it
+            // proposed must still be admitted there (`leader::proposer::admit`).
+            assert!(command.ops.iter().all(|op| op.onelog_version() == 1), "entry {}", entry.log_id.index);
         }
     }
     let want = [
