@@ -60,6 +60,12 @@ pub const GROUP_ID_NOT_FOUND: i16 = 69;
 pub const MEMBER_ID_REQUIRED: i16 = 79;
 pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
 pub const FENCED_INSTANCE_ID: i16 = 82;
+// The consumer group protocol (KIP-848, KIP-1251).
+pub const FENCED_MEMBER_EPOCH: i16 = 110;
+pub const UNRELEASED_INSTANCE_ID: i16 = 111;
+pub const UNSUPPORTED_ASSIGNOR: i16 = 112;
+pub const STALE_MEMBER_EPOCH: i16 = 113;
+pub const INVALID_REGULAR_EXPRESSION: i16 = 128;
 // Transactions (KIP-98, KIP-360, KIP-447, KIP-588, KIP-890, KIP-1050).
 pub const INVALID_TXN_STATE: i16 = 48;
 pub const INVALID_PRODUCER_ID_MAPPING: i16 = 49;

@@ -16,6 +16,7 @@ mod apply_txn;
 pub mod assignment;
 pub mod command;
 pub mod configs;
+pub mod consumer_group;
 pub mod digest;
 pub mod effect;
 pub mod entry;
