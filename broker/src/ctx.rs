@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use crate::config::BrokerConfig;
+use crate::coord::consumer::ConsumerCoordinator;
 use crate::coord::group::Coordinator as GroupCoordinator;
 use crate::coord::txn::TxnCoordinator;
 use crate::leader::leadership::Leadership;
@@ -28,6 +29,9 @@ pub struct Ctx {
     pub proposer: Proposer,
     /// Consumer-group membership, served while this node leads (see `coord::group`).
     pub groups: GroupCoordinator,
+    /// KIP-848 consumer groups' session and revocation deadlines while this node leads
+    /// (`coord::consumer`); the groups themselves are applied state.
+    pub consumer_groups: ConsumerCoordinator,
     /// Transactions, coordinated while this node leads (see `coord::txn`).
     pub txns: Arc<TxnCoordinator>,
     /// Who may do what: the authorization settings over the applied ACLs (`security::authz`).

@@ -1,6 +1,5 @@
 //! Group administration and bad group input, on the wire: DeleteGroups (every version, and
-//! librdkafka's AdminClient), OffsetDelete (KIP-496) with Kafka's per-partition codes,
-//! ConsumerGroupHeartbeat (KIP-848, not served) answered instead of dropped, and the codes for
+//! librdkafka's AdminClient), OffsetDelete (KIP-496) with Kafka's per-partition codes, and the codes for
 //! unknown groups, wrong generations, over-long group ids and member metadata that is not a
 //! consumer subscription. A member that never completes its rebalance blocks no other group.
 
@@ -11,7 +10,7 @@ use harness::raw_ops::topic_name;
 use harness::{Broker, BrokerOptions, RawClient};
 use kafka_compat::error_code::{
     GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, ILLEGAL_GENERATION, INVALID_GROUP_ID, MEMBER_ID_REQUIRED,
-    NON_EMPTY_GROUP, UNKNOWN_MEMBER_ID, UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION,
+    NON_EMPTY_GROUP, UNKNOWN_MEMBER_ID, UNKNOWN_TOPIC_OR_PARTITION,
 };
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
@@ -24,18 +23,14 @@ use kafka_protocol::messages::offset_delete_request::{
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
-    ApiVersionsRequest, ConsumerGroupHeartbeatRequest, DeleteGroupsRequest, DescribeGroupsRequest, GroupId,
-    HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest,
-    OffsetCommitRequest, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchRequest, SyncGroupRequest,
+    DeleteGroupsRequest, DescribeGroupsRequest, GroupId, HeartbeatRequest, JoinGroupRequest,
+    JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetDeleteResponse, OffsetFetchRequest, SyncGroupRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::types::RDKafkaErrorCode;
-
-const API_KEY_DELETE_GROUPS: i16 = 42;
-const API_KEY_OFFSET_DELETE: i16 = 47;
-const API_KEY_CONSUMER_GROUP_HEARTBEAT: i16 = 68;
 
 fn gid(group: &str) -> GroupId {
     GroupId(StrBytes::from_string(group.to_string()))
@@ -252,38 +247,6 @@ async fn admin_scenario(broker: &Broker) -> Result<()> {
         "{results:?}"
     );
     ensure!(committed(&mut client, "by-admin-client", "orders", 0).await? == -1, "offsets remain");
-    Ok(())
-}
-
-/// KIP-848 is not served: ConsumerGroupHeartbeat is not advertised, and a client that sends it
-/// anyway gets UNSUPPORTED_VERSION on a connection that stays open.
-#[tokio::test(flavor = "multi_thread")]
-async fn consumer_group_heartbeat_is_answered_unsupported_not_dropped() {
-    let broker = Broker::start(BrokerOptions::default()).expect("starting onelog");
-    let result = heartbeat_scenario(&broker).await;
-    broker.unwrap_or_dump(result);
-}
-
-async fn heartbeat_scenario(broker: &Broker) -> Result<()> {
-    let mut client = RawClient::connect(broker.addr()).await?;
-    let versions = client.api_versions().await?;
-    let keys: Vec<i16> = versions.api_keys.iter().map(|k| k.api_key).collect();
-    ensure!(!keys.contains(&API_KEY_CONSUMER_GROUP_HEARTBEAT), "ConsumerGroupHeartbeat advertised");
-    for key in [API_KEY_DELETE_GROUPS, API_KEY_OFFSET_DELETE] {
-        ensure!(keys.contains(&key), "API {key} not advertised");
-    }
-    for version in 0..=1 {
-        let request = ConsumerGroupHeartbeatRequest::default()
-            .with_group_id(gid("kip-848"))
-            .with_member_epoch(0)
-            .with_rebalance_timeout_ms(30_000)
-            .with_subscribed_topic_names(Some(vec![topic_name("orders")]));
-        let response = client.request(version, &request).await?;
-        println!("ConsumerGroupHeartbeat v{version}: {} {:?}", response.error_code, response.error_message);
-        ensure!(response.error_code == UNSUPPORTED_VERSION, "v{version}: {response:?}");
-    }
-    // The same connection still serves.
-    ensure!(client.request(3, &ApiVersionsRequest::default()).await?.error_code == 0, "connection unusable");
     Ok(())
 }
 

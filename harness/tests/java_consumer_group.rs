@@ -29,7 +29,23 @@ const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
 #[test]
 fn three_java_members_share_partitions_cooperatively_and_consume_exactly_once() {
-    on_three_nodes(group_scenario);
+    on_three_nodes(|c| group_scenario_as(c, Protocol::Classic));
+}
+
+/// Which group protocol the Java members speak.
+#[derive(Clone, Copy, Debug)]
+enum Protocol {
+    /// JoinGroup/SyncGroup with the cooperative-sticky assignor.
+    Classic,
+    /// ConsumerGroupHeartbeat: the broker's assignor; the session timeout is the broker's.
+    Consumer,
+}
+
+/// The same with KIP-848's protocol (`group.protocol=consumer`, issue 28): the broker assigns
+/// (uniform), a member's close is a heartbeat with epoch -1 and its partitions move at once.
+#[test]
+fn three_java_members_with_the_consumer_protocol_consume_exactly_once() {
+    on_three_nodes(|c| group_scenario_as(c, Protocol::Consumer));
 }
 
 #[test]
@@ -52,12 +68,12 @@ const PARTITIONS: i32 = 6;
 const FIRST_BATCH: u64 = 20_000;
 const SECOND_BATCH: u64 = 10_000;
 
-fn group_scenario(cluster: &mut Cluster) -> Result<()> {
+fn group_scenario_as(cluster: &mut Cluster, protocol: Protocol) -> Result<()> {
     let bootstrap = cluster.bootstrap();
     create_topic(&bootstrap, TOPIC, PARTITIONS)?;
     let started = Instant::now();
     let mut members = (0..3)
-        .map(|i| member(&bootstrap, GROUP, TOPIC, &format!("member-{i}"), &[]))
+        .map(|i| member_as(protocol, &bootstrap, GROUP, TOPIC, &format!("member-{i}"), &[]))
         .collect::<Result<Vec<_>>>()?;
     wait_until(&mut members, "three members own every partition", |m| owners_ok(m, 3))?;
     println!("group formed: {:?} after {:?}", assignments(&members), started.elapsed());
@@ -67,7 +83,8 @@ fn group_scenario(cluster: &mut Cluster) -> Result<()> {
     wait_until(&mut members, "20,000 processed", |m| processed(m).len() as u64 == FIRST_BATCH)?;
     println!("{FIRST_BATCH} produced and consumed by three members in {:?}", started.elapsed());
 
-    // member-2 closes: LeaveGroup, and the cooperative rebalance hands its partitions over.
+    // member-2 closes: LeaveGroup (classic) or a leaving heartbeat (consumer), and its
+    // partitions are handed over.
     let leaver = members.pop().context("three members")?;
     let closed_at = Instant::now();
     let left_events = leaver.stop(Duration::from_secs(30))?;
@@ -229,15 +246,32 @@ fn produce(bootstrap: &str, topic: &str, from: u64, count: u64, partition: Optio
 
 /// A `GroupMember` with the cooperative-sticky assignor and a 10 s session.
 fn member(bootstrap: &str, group: &str, topic: &str, client_id: &str, extra: &[&str]) -> Result<JavaProcess> {
+    member_as(Protocol::Classic, bootstrap, group, topic, client_id, extra)
+}
+
+fn member_as(
+    protocol: Protocol,
+    bootstrap: &str,
+    group: &str,
+    topic: &str,
+    client_id: &str,
+    extra: &[&str],
+) -> Result<JavaProcess> {
     let mut args = vec![
         bootstrap.to_string(),
         format!("--topic={topic}"),
         format!("--group={group}"),
         format!("client.id={client_id}"),
-        format!("partition.assignment.strategy={COOPERATIVE_STICKY}"),
-        format!("session.timeout.ms={}", SESSION_TIMEOUT.as_millis()),
-        "heartbeat.interval.ms=1000".to_string(),
     ];
+    match protocol {
+        Protocol::Classic => args.extend([
+            format!("partition.assignment.strategy={COOPERATIVE_STICKY}"),
+            format!("session.timeout.ms={}", SESSION_TIMEOUT.as_millis()),
+            "heartbeat.interval.ms=1000".to_string(),
+        ]),
+        // The Java client refuses the classic settings with this protocol.
+        Protocol::Consumer => args.push("group.protocol=consumer".to_string()),
+    }
     args.extend(extra.iter().map(|a| a.to_string()));
     JavaProcess::spawn("GroupMember", &args)
 }

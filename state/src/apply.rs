@@ -17,7 +17,7 @@ use super::command::{
 use super::effect::Effect;
 use super::producers::{Allocation, BatchMeta, BatchSeq, Pending, Verdict};
 use super::txns::ProducerIdEpoch;
-use super::{apply_admin, apply_txn, txn_errors};
+use super::{apply_admin, apply_consumer, apply_txn, txn_errors};
 use super::{BrokerState, PartitionState, Topic};
 
 /// Applies every op of one entry in order; `perform` gets each op's effects (empty for a
@@ -83,15 +83,7 @@ pub fn apply_op(
             state.producers.expire(now_ms, state.limits.producer_id_expiration_ms);
             OpResult::Done
         }
-        Op::OffsetCommit(commit) => {
-            let metadata_bytes_max = state.limits.offset_metadata_bytes_max;
-            OpResult::Items(state.groups.store_offset_commit(
-                &state.topics,
-                commit,
-                now_ms,
-                metadata_bytes_max,
-            ))
-        }
+        Op::OffsetCommit(commit) => OpResult::Items(apply_consumer::offset_commit(state, commit, now_ms)),
         Op::CompleteGeneration(generation) => {
             state.groups.complete_generation(generation);
             OpResult::Done
@@ -125,6 +117,8 @@ pub fn apply_op(
         Op::DeleteAcls(delete) => OpResult::AclsDeleted(state.acls.delete(&delete.filters)),
         Op::AlterScramCredentials(op) => OpResult::Items(state.scram.apply(&op.users)),
         Op::UpdateFeatures(op) => OpResult::FeaturesUpdated(state.features.apply(op)),
+        Op::ConsumerGroupHeartbeat(op) => apply_consumer::heartbeat(state, op),
+        Op::FenceConsumerGroupMember(op) => apply_consumer::fence(state, op),
     }
 }
 

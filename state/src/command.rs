@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::configs::ResourceAlteration;
 use super::groups::CommitResult;
 use super::txns::{BrokerAbort, ProducerIdEpoch, TxnError};
+use crate::consumer_group as cg;
 
 /// The payload of one Raft log entry (openraft's `D`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -83,6 +84,13 @@ pub enum Op {
     /// member answered that it supports the levels (`broker::upgrade`). New variants go last:
     /// the variant index is how a log entry says which op it holds.
     UpdateFeatures(crate::features::UpdateFeaturesOp),
+    /// ConsumerGroupHeartbeat (KIP-848) that changes the group: a join, a leave, a new
+    /// subscription or a step of reconciliation. Steady heartbeats write nothing.
+    /// `onelog.version` 3.
+    ConsumerGroupHeartbeat(Box<ConsumerGroupHeartbeatOp>),
+    /// A consumer-protocol member's session or revocation deadline passed on the leader.
+    /// `onelog.version` 3.
+    FenceConsumerGroupMember(FenceMemberOp),
 }
 
 impl Op {
@@ -120,6 +128,9 @@ impl Op {
             // proposes it only once every member answered that it supports the new levels,
             // which a 0.1.0 node cannot (`broker::handlers::update_features`).
             Op::UpdateFeatures(_) => 1,
+            Op::ConsumerGroupHeartbeat(_) | Op::FenceConsumerGroupMember(_) => {
+                crate::features::ONELOG_VERSION_CONSUMER_GROUPS
+            }
         }
     }
 
@@ -438,6 +449,28 @@ pub enum OpResult {
     AclsDeleted(Vec<crate::acls::FilterDeleted>),
     /// UpdateFeatures: applied, or refused as a whole.
     FeaturesUpdated(Result<(), Refusal>),
+    /// ConsumerGroupHeartbeat: the answer, or Kafka's refusal with the group unchanged.
+    Heartbeat(Result<cg::HeartbeatAnswer, cg::Refusal>),
+    /// FenceConsumerGroupMember: whether the member was still there to fence.
+    MemberFenced(bool),
+}
+
+/// A ConsumerGroupHeartbeat as the leader proposes it: the request with its member id filled
+/// in, the leader's group settings and clock, so that every replica computes the same answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ConsumerGroupHeartbeatOp {
+    pub heartbeat: cg::Heartbeat,
+    pub settings: cg::GroupSettings,
+    pub now_ms: i64,
+}
+
+/// Fences one member: on session expiry (`expected_epoch` None) or when its revocation
+/// deadline passed while it was still at `expected_epoch`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FenceMemberOp {
+    pub group_id: String,
+    pub member_id: String,
+    pub expected_epoch: Option<i32>,
 }
 
 /// An op with its own result type: what a caller of the proposer gets back for it.
@@ -491,6 +524,8 @@ typed_op!(CreateAclsOp, CreateAcls, Vec<ItemResult>, |r| OpResult::Items(items) 
 typed_op!(DeleteAclsOp, DeleteAcls, Vec<crate::acls::FilterDeleted>, |r| OpResult::AclsDeleted(d) => d);
 typed_op!(AlterScramCredentialsOp, AlterScramCredentials, Vec<ItemResult>, |r| OpResult::Items(items) => items);
 typed_op!(crate::features::UpdateFeaturesOp, UpdateFeatures, Result<(), Refusal>, |r| OpResult::FeaturesUpdated(u) => u);
+typed_op!(Box<ConsumerGroupHeartbeatOp>, ConsumerGroupHeartbeat, Result<cg::HeartbeatAnswer, cg::Refusal>, |r| OpResult::Heartbeat(a) => a);
+typed_op!(FenceMemberOp, FenceConsumerGroupMember, bool, |r| OpResult::MemberFenced(f) => f);
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

@@ -3,19 +3,26 @@
 //! applied the same log must agree on both after every entry.
 
 use crate::effect::Effect;
+use crate::features::{ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS};
 use crate::BrokerState;
 
 /// CRC32C of the state's serialized form. `BrokerState` holds only ordered collections, so
 /// equal states serialize to equal bytes. The finalized features, which serde skips, count
 /// once recorded; before that the digest is the one onelog 0.1.0 computes for the same state.
+/// Consumer groups, skipped too, count from the `onelog.version` that brought them.
 pub fn state_digest(state: &BrokerState) -> u32 {
     let bytes = bincode::serialize(state).expect("the broker state serializes");
-    let crc = crc32c::crc32c(&bytes);
+    let mut crc = crc32c::crc32c(&bytes);
     if !state.features.is_recorded() {
         return crc;
     }
     let features = bincode::serialize(&state.features).expect("the features serialize");
-    crc32c::crc32c_append(crc, &features)
+    crc = crc32c::crc32c_append(crc, &features);
+    if state.features.level(ONELOG_VERSION) >= ONELOG_VERSION_CONSUMER_GROUPS {
+        let groups = bincode::serialize(&state.consumer_groups).expect("the consumer groups serialize");
+        crc = crc32c::crc32c_append(crc, &groups);
+    }
+    crc
 }
 
 /// A running CRC32C over the effects applied so far, in order.

@@ -27,7 +27,8 @@ use serde::{Deserialize, Serialize};
 use crate::command::Refusal;
 
 /// onelog's format and op-kind level. 1: onelog 0.1.0. 2: feature levels recorded in the
-/// log and checkpoints (checkpoint format 8).
+/// log and checkpoints (checkpoint format 8). 3: KIP-848 consumer groups in the log
+/// (checkpoint format 9).
 pub const ONELOG_VERSION: &str = "onelog.version";
 /// KIP-890's transactions v2 (Produce v12, TxnOffsetCommit v5, EndTxn v5 epoch bumps).
 pub const TRANSACTION_VERSION: &str = "transaction.version";
@@ -42,6 +43,13 @@ pub const STREAMS_VERSION: &str = "streams.version";
 /// other feature depends on it (a level set below it would not survive a checkpoint that
 /// 0.1.0 can still read).
 pub const ONELOG_VERSION_RECORDED: i16 = 2;
+/// The level of `onelog.version` whose ops and checkpoint carry KIP-848 consumer groups:
+/// `group.version` 1 depends on it.
+pub const ONELOG_VERSION_CONSUMER_GROUPS: i16 = 3;
+
+/// What a client feature's level needs of `onelog.version` (Kafka's `metadata.version`
+/// dependencies, `FeatureVersion.dependencies`): (feature, from level, onelog.version).
+const DEPENDENCIES: &[(&str, i16, i16)] = &[(GROUP_VERSION, 1, ONELOG_VERSION_CONSUMER_GROUPS)];
 
 /// The finalized levels of a log without any `UpdateFeatures`: what onelog 0.1.0 answered in
 /// ApiVersions, as constants.
@@ -169,9 +177,14 @@ impl Features {
             );
         }
         let onelog_version = proposed.get(ONELOG_VERSION).copied().unwrap_or(0);
-        if update.name != ONELOG_VERSION && onelog_version < ONELOG_VERSION_RECORDED {
+        let needs = DEPENDENCIES
+            .iter()
+            .filter(|(name, from, _)| *name == update.name && update.level >= *from)
+            .map(|(_, _, needs)| *needs)
+            .fold(ONELOG_VERSION_RECORDED, i16::max);
+        if update.name != ONELOG_VERSION && onelog_version < needs {
             return refused(format!(
-                "{} could not be set to {} because it depends on {ONELOG_VERSION} level {ONELOG_VERSION_RECORDED}",
+                "{} could not be set to {} because it depends on {ONELOG_VERSION} level {needs}",
                 update.name, update.level
             ));
         }

@@ -27,14 +27,33 @@ fn a_log_without_updates_has_the_levels_0_1_0_answered() {
 fn client_features_depend_on_the_recording_onelog_version() {
     let features = Features::default();
     assert_eq!(
-        refused(&features, &[update(GROUP_VERSION, 1, UpgradeType::Upgrade)]),
-        "Invalid update version 1 for feature group.version. group.version could not be set to 1 \
-         because it depends on onelog.version level 2"
+        refused(&features, &[update(TRANSACTION_VERSION, 2, UpgradeType::Upgrade)]),
+        "Invalid update version 2 for feature transaction.version. transaction.version could not be set \
+         to 2 because it depends on onelog.version level 2"
     );
     // Together with the onelog.version it depends on, in either order.
-    let both =
-        [update(GROUP_VERSION, 1, UpgradeType::Upgrade), update(ONELOG_VERSION, 2, UpgradeType::Upgrade)];
+    let both = [
+        update(TRANSACTION_VERSION, 2, UpgradeType::Upgrade),
+        update(ONELOG_VERSION, 2, UpgradeType::Upgrade),
+    ];
     assert_eq!(features.check(&both), Ok(()));
+}
+
+/// group.version 1 (KIP-848) needs the onelog.version whose ops and checkpoint carry consumer
+/// groups: with level 2 only, a consumer group could not be written or kept.
+#[test]
+fn group_version_depends_on_the_consumer_groups_onelog_version() {
+    let features = Features::default();
+    let with_2 =
+        [update(GROUP_VERSION, 1, UpgradeType::Upgrade), update(ONELOG_VERSION, 2, UpgradeType::Upgrade)];
+    assert_eq!(
+        refused(&features, &with_2),
+        "Invalid update version 1 for feature group.version. group.version could not be set to 1 \
+         because it depends on onelog.version level 3"
+    );
+    let with_3 =
+        [update(ONELOG_VERSION, 3, UpgradeType::Upgrade), update(GROUP_VERSION, 1, UpgradeType::Upgrade)];
+    assert_eq!(features.check(&with_3), Ok(()));
 }
 
 #[test]

@@ -12,6 +12,7 @@
 pub mod acls;
 pub mod apply;
 mod apply_admin;
+pub mod apply_consumer;
 mod apply_txn;
 pub mod assignment;
 pub mod command;
@@ -78,6 +79,11 @@ pub struct BrokerState {
     /// 0.1.0's: the checkpoint writes it after the state, from format 8 on (`features`).
     #[serde(skip)]
     pub features: features::Features,
+    /// KIP-848 consumer groups (`group.protocol=consumer`): members, epochs and assignments.
+    /// Skipped by serde like `features`: the checkpoint writes them after the features from
+    /// format 9 on (`onelog.version` 3), and only ops of that level change them.
+    #[serde(skip)]
+    pub consumer_groups: consumer_group::ConsumerGroups,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -140,6 +140,20 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("group.max.session.timeout.ms", "1800000", Int),
     // KIP-389: members per group (else GROUP_MAX_SIZE_REACHED).
     at_least("group.max.size", "2147483647", Int, 1),
+    // KIP-848 consumer groups (`group.protocol=consumer`), Kafka 4.4's names and defaults: the
+    // session timeout and heartbeat interval the coordinator gives members, their bounds
+    // (start-up refuses a default outside them, as Kafka's GroupCoordinatorConfig does), the
+    // group size, the server-side assignors (the first is the default) and KIP-1263's least
+    // time between two target assignments.
+    at_least("group.consumer.session.timeout.ms", "45000", Int, 1),
+    at_least("group.consumer.min.session.timeout.ms", "45000", Int, 1),
+    at_least("group.consumer.max.session.timeout.ms", "60000", Int, 1),
+    at_least("group.consumer.heartbeat.interval.ms", "5000", Int, 1),
+    at_least("group.consumer.min.heartbeat.interval.ms", "5000", Int, 1),
+    at_least("group.consumer.max.heartbeat.interval.ms", "15000", Int, 1),
+    at_least("group.consumer.max.size", "2147483647", Int, 1),
+    def("group.consumer.assignors", "uniform,range", List),
+    between("group.consumer.assignment.interval.ms", "1000", Int, 0, 15000),
     // Authorization (`security::authz`, `config::authz`), Kafka's names: an empty class name is no
     // authorizer (everything allowed, the ACL APIs answer SECURITY_DISABLED); Kafka's two ACL
     // authorizer class names select onelog's built-in one. `super.users` is `;`-separated.

@@ -11,6 +11,7 @@
 //! is allowed, never a request.
 
 pub mod authz;
+mod consumer_group;
 mod defs;
 mod jaas;
 pub mod listeners;
@@ -154,6 +155,8 @@ pub struct Settings {
     pub txn_abort_timed_out_interval_ms: u64,
     pub txn_remove_expired_interval_ms: u64,
     pub group: GroupSettings,
+    /// KIP-848 consumer groups (`group.consumer.*`), as the leader puts them in each heartbeat op.
+    pub consumer_group: onelog_state::consumer_group::GroupSettings,
     pub listener: ListenerSettings,
     /// `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
     pub authz: authz::AuthzSettings,
@@ -262,6 +265,7 @@ impl Settings {
                 max_session_timeout_ms: c.int("group.max.session.timeout.ms")? as i32,
                 max_size: c.int("group.max.size")?.max(1) as usize,
             },
+            consumer_group: consumer_group::parse(|key| c.int(key), c.text("group.consumer.assignors")?)?,
             listener: ListenerSettings::parse(c, socket_request_max_bytes)?,
             authz: authz::AuthzSettings::parse(
                 c.text("authorizer.class.name")?,

@@ -2,5 +2,6 @@
 //! coordinators. Each owns its memory behind one API and resets it when the term changes;
 //! what must survive a leader change goes through the log.
 
+pub mod consumer;
 pub mod group;
 pub mod txn;

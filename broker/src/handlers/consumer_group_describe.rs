@@ -1,9 +1,11 @@
 //! ConsumerGroupDescribe (key 69), v0–v1: KIP-848's describe for `consumer`-type groups.
 //!
-//! onelog serves classic groups only, so no group is ever a KIP-848 consumer group. Kafka 4.x
-//! answers a classic group GROUP_ID_NOT_FOUND "Group <id> is not a consumer group." and an
-//! unknown one GROUP_ID_NOT_FOUND "Group <id> not found." (`GroupMetadataManager.consumerGroup`);
-//! onelog answers the same, so the admin client falls back to DescribeGroups as it does against
+//! A consumer group (`onelog_state::consumer_group`) is described from the applied state:
+//! its state, epochs, the assignor its next target uses, and each member's identity,
+//! subscription, current and target assignment (`consumer_group_view`). Kafka 4.x answers a
+//! classic group GROUP_ID_NOT_FOUND "Group <id> is not a consumer group." and an unknown one
+//! GROUP_ID_NOT_FOUND "Group <id> not found." (`GroupMetadataManager.consumerGroup`); onelog
+//! answers the same, so the admin client falls back to DescribeGroups as it does against
 //! Kafka. A follower answers NOT_COORDINATOR (the leader coordinates every group), an empty or
 //! over-long id INVALID_GROUP_ID.
 
@@ -12,6 +14,7 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup;
 use kafka_protocol::messages::{ApiKey, ConsumerGroupDescribeResponse, RequestKind, ResponseKind};
 
+use super::consumer_group_view;
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
 use crate::ctx::{Ctx, SharedCtx};
@@ -38,6 +41,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 (error_code::INVALID_GROUP_ID, None)
             } else if !leader {
                 (error_code::NOT_COORDINATOR, None)
+            } else if let Some(described) = consumer_group_view::describe(&ctx, &id.0) {
+                return described.with_group_id(id).with_authorized_operations(operations);
             } else if is_classic_group(&ctx, &id.0) {
                 (error_code::GROUP_ID_NOT_FOUND, Some(format!("Group {} is not a consumer group.", id.0)))
             } else {

@@ -1,34 +1,195 @@
-//! ConsumerGroupHeartbeat (key 68), v0–v1: KIP-848's consumer group protocol is not served;
-//! every request is answered UNSUPPORTED_VERSION. The key is not advertised in ApiVersions.
+//! ConsumerGroupHeartbeat (key 68), v0–v1: KIP-848's consumer group protocol
+//! (`group.protocol=consumer`). The group's state machine is `onelog_state::consumer_group`;
+//! this handler turns the request into its input, runs it against a copy of the applied
+//! group, and proposes a `ConsumerGroupHeartbeat` op only when the copy changed (a join, a
+//! leave, a new subscription, a step of reconciliation): a steady heartbeat writes nothing
+//! (DESIGN §9). The op's answer, computed again by apply against the state it meets, is the
+//! response. The leader's session and revocation deadlines are re-armed from it
+//! (`coord::consumer`).
 //!
-//! A client that checks ApiVersions first (Java 4.x with `group.protocol=consumer`) fails
-//! before sending, telling the user to set `group.protocol=classic`. One that sends anyway
-//! gets an answer instead of a dropped connection: Java treats UNSUPPORTED_VERSION in this
-//! response as fatal with the same advice, while a dropped connection is retried forever.
-//! Apache Kafka answers the same (`KafkaApis.handleConsumerGroupHeartbeat`) when the new
-//! protocol is not enabled.
+//! Served once the cluster finalized `group.version` 1; before that every request is answered
+//! UNSUPPORTED_VERSION, as Kafka answers when the new protocol is not enabled, and Java tells
+//! its user to set `group.protocol=classic`. A follower answers NOT_COORDINATOR.
+//!
+//! Access: GROUP READ, checked by the pipeline; then DESCRIBE on each subscribed topic name
+//! (TOPIC_AUTHORIZATION_FAILED), as Kafka 4.1's `KafkaApis` checks.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
-use kafka_protocol::messages::{ApiKey, ConsumerGroupHeartbeatResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
+use kafka_protocol::messages::{
+    ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, RequestKind, ResponseKind,
+};
+use onelog_state::apply_consumer::classic_group_has_members;
+use onelog_state::command::ConsumerGroupHeartbeatOp;
+use onelog_state::consumer_group::{self as cg, ConsumerGroups, HeartbeatAnswer, Refusal};
+use onelog_state::features::GROUP_VERSION;
 
-use super::util::str_bytes;
+use super::util::{group_op_failed, str_bytes, uuid, uuid_bytes};
 use super::HandlerResult;
-use crate::ctx::SharedCtx;
+use crate::clock::wall_clock_ms;
+use crate::ctx::{Ctx, SharedCtx};
+use crate::security::authz::{op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::ConsumerGroupHeartbeat;
 pub const VERSIONS: (i16, i16) = (0, 1);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
-const MESSAGE: &str =
-    "onelog serves the classic consumer group protocol only (KIP-848 is not supported); set group.protocol=classic";
+const NOT_ENABLED: &str = "The new consumer group protocol is not enabled: the cluster has not finalized \
+     group.version 1 (kafka-features.sh upgrade --feature group.version=1); set group.protocol=classic";
 
-pub async fn handle(_ctx: SharedCtx, req: Request) -> HandlerResult {
-    let RequestKind::ConsumerGroupHeartbeat(_) = req.body else {
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::ConsumerGroupHeartbeat(body) = &req.body else {
         anyhow::bail!("not a ConsumerGroupHeartbeat body")
     };
-    let response = ConsumerGroupHeartbeatResponse::default()
-        .with_error_code(error_code::UNSUPPORTED_VERSION)
-        .with_error_message(Some(str_bytes(MESSAGE)));
-    Ok(Some(ResponseKind::ConsumerGroupHeartbeat(response)))
+    let answer = match check(&ctx, &req, body) {
+        Err(refusal) => Err(refusal),
+        Ok(()) => heartbeat(&ctx, input(&req, body)).await,
+    };
+    Ok(Some(ResponseKind::ConsumerGroupHeartbeat(response(answer))))
+}
+
+/// What refuses the request before the group is looked at.
+fn check(ctx: &Ctx, req: &Request, body: &ConsumerGroupHeartbeatRequest) -> Result<(), Refusal> {
+    if ctx.applied.state(|s| s.features.level(GROUP_VERSION)) < 1 {
+        return Err(Refusal::new(error_code::UNSUPPORTED_VERSION, NOT_ENABLED));
+    }
+    if !ctx.is_leader() {
+        return Err(Refusal { code: error_code::NOT_COORDINATOR, message: None });
+    }
+    let names = body.subscribed_topic_names.iter().flatten().map(|n| n.0.as_str());
+    let who = Subject::of(req);
+    if !ctx.authorizer.allowed_each(&who, rt::TOPIC, names, op::DESCRIBE).iter().all(|ok| *ok) {
+        let message = "The member is not authorized to describe one of its subscribed topics";
+        return Err(Refusal::new(error_code::TOPIC_AUTHORIZATION_FAILED, message));
+    }
+    cg::validate(&input(req, body), &ctx.config.settings.consumer_group)
+}
+
+/// The state machine's input. A v0 join without a member id gets one here, on the leader,
+/// before the op: apply must not draw randomness.
+fn input(req: &Request, body: &ConsumerGroupHeartbeatRequest) -> cg::Heartbeat {
+    let text = |s: &Option<kafka_protocol::protocol::StrBytes>| s.as_ref().map(|s| s.to_string());
+    let mut member_id = body.member_id.to_string();
+    if member_id.is_empty() && body.member_epoch == 0 && req.api_version == 0 {
+        member_id = uuid::Uuid::new_v4().to_string();
+    }
+    cg::Heartbeat {
+        version: req.api_version,
+        group_id: body.group_id.0.to_string(),
+        member_id,
+        member_epoch: body.member_epoch,
+        instance_id: text(&body.instance_id),
+        rack_id: text(&body.rack_id),
+        rebalance_timeout_ms: body.rebalance_timeout_ms,
+        subscribed_topic_names: body
+            .subscribed_topic_names
+            .as_ref()
+            .map(|n| n.iter().map(|t| t.0.to_string()).collect()),
+        subscribed_topic_regex: text(&body.subscribed_topic_regex),
+        server_assignor: text(&body.server_assignor),
+        topic_partitions: body.topic_partitions.as_ref().map(|owned| {
+            owned
+                .iter()
+                .map(|tp| cg::TopicPartitions {
+                    topic_id: uuid_bytes(&tp.topic_id),
+                    partitions: tp.partitions.clone(),
+                })
+                .collect()
+        }),
+        client_id: req.header.client_id.as_ref().map_or_else(String::new, |c| c.to_string()),
+        client_host: req.client_address.map_or_else(String::new, |a| format!("/{a}")),
+    }
+}
+
+/// Runs the heartbeat against a copy of the applied group; proposes it when it changes the
+/// group, and re-arms the member's deadlines from the answer.
+async fn heartbeat(ctx: &Ctx, hb: cg::Heartbeat) -> Result<HeartbeatAnswer, Refusal> {
+    let settings = ctx.config.settings.consumer_group.clone();
+    let now_ms = wall_clock_ms();
+    let (dry_run, changed) = ctx.applied.state(|s| {
+        if classic_group_has_members(s, &hb.group_id) && !s.consumer_groups.groups.contains_key(&hb.group_id)
+        {
+            let message = format!("Group {} is not a consumer group.", hb.group_id);
+            return (Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)), false);
+        }
+        let before = s.consumer_groups.groups.get(&hb.group_id);
+        let mut copy = ConsumerGroups::default();
+        if let Some(group) = before {
+            copy.groups.insert(hb.group_id.clone(), group.clone());
+        }
+        let answer = copy.heartbeat(&s.topics, &hb, &settings, now_ms);
+        (answer, copy.groups.get(&hb.group_id) != before)
+    });
+    let answer = match dry_run {
+        Ok(_) if changed => propose(ctx, &hb, settings.clone(), now_ms).await,
+        other => other,
+    };
+    if let Ok(answer) = &answer {
+        rearm(ctx, &hb, answer, &settings);
+    }
+    answer
+}
+
+async fn propose(
+    ctx: &Ctx,
+    hb: &cg::Heartbeat,
+    settings: cg::GroupSettings,
+    now_ms: i64,
+) -> Result<HeartbeatAnswer, Refusal> {
+    let op = Box::new(ConsumerGroupHeartbeatOp { heartbeat: hb.clone(), settings, now_ms });
+    match ctx.proposer.propose(op).await {
+        Ok(answer) => answer,
+        Err(e) => Err(Refusal { code: group_op_failed(&e), message: None }),
+    }
+}
+
+/// A leave forgets the member's deadlines, except a static member's temporary leave (-2),
+/// whose session keeps running until it comes back (spec §3.9).
+fn rearm(ctx: &Ctx, hb: &cg::Heartbeat, answer: &HeartbeatAnswer, settings: &cg::GroupSettings) {
+    let coordinator = &ctx.consumer_groups;
+    match hb.member_epoch {
+        cg::LEAVE_GROUP_MEMBER_EPOCH => coordinator.left(&hb.group_id, &answer.member_id),
+        cg::LEAVE_GROUP_STATIC_MEMBER_EPOCH => {}
+        _ => coordinator.heartbeat(
+            &hb.group_id,
+            &answer.member_id,
+            settings.session_timeout_ms,
+            answer.revocation_timer,
+        ),
+    }
+}
+
+fn response(answer: Result<HeartbeatAnswer, Refusal>) -> ConsumerGroupHeartbeatResponse {
+    match answer {
+        Err(refusal) => ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(refusal.code)
+            .with_error_message(refusal.message.map(str_bytes)),
+        Ok(answer) => ConsumerGroupHeartbeatResponse::default()
+            .with_member_id(Some(str_bytes(answer.member_id)))
+            .with_member_epoch(answer.member_epoch)
+            .with_heartbeat_interval_ms(answer.heartbeat_interval_ms)
+            .with_assignment(answer.assignment.map(|assigned| {
+                let topic_partitions = assigned
+                    .iter()
+                    .map(|(topic_id, partitions)| {
+                        TopicPartitions::default()
+                            .with_topic_id(uuid(topic_id))
+                            .with_partitions(partitions.iter().copied().collect())
+                    })
+                    .collect();
+                Assignment::default().with_topic_partitions(topic_partitions)
+            })),
+    }
+}
+
+/// The group the member heartbeats in.
+pub fn checked_name(body: &RequestKind) -> Option<&str> {
+    let RequestKind::ConsumerGroupHeartbeat(body) = body else { return None };
+    Some(&body.group_id.0)
+}
+
+/// The request refused with `code` (`ConsumerGroupHeartbeatRequest.getErrorResponse`).
+pub fn refused(_body: &RequestKind, code: i16) -> ResponseKind {
+    ResponseKind::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::default().with_error_code(code))
 }

@@ -16,6 +16,7 @@ pub mod api_versions;
 mod authorized;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
+mod consumer_group_view;
 pub mod create_acls;
 pub mod create_delegation_token;
 pub mod create_partitions;
@@ -223,7 +224,7 @@ pub static HANDLERS: &[Handler] = &[
     api!(TxnOffsetCommit, txn_offset_commit, concurrent, per_item("WRITE on the transactional id, READ on the group, READ on each topic"), any_node, 1, field, metered),
     api!(DeleteGroups, delete_groups, concurrent, per_item("DELETE on each group"), any_node, 1, field, metered),
     api!(OffsetDelete, offset_delete, concurrent, per_item("DELETE on the group, then READ on each topic"), any_node, 0, field, metered),
-    api!(ConsumerGroupHeartbeat, consumer_group_heartbeat, hidden, open("answered UNSUPPORTED_VERSION only: KIP-848 is not served yet (issue 28)"), any_node, NEVER, field, metered),
+    api!(ConsumerGroupHeartbeat, consumer_group_heartbeat, concurrent, group(op::READ), any_node, NEVER, field, metered),
     api!(ConsumerGroupDescribe, consumer_group_describe, concurrent, per_item("DESCRIBE on each group"), any_node, NEVER, field, metered),
     api!(DescribeQuorum, describe_quorum, concurrent, cluster(op::DESCRIBE), leader(describe_quorum::FORWARDED), NEVER, no_field, metered),
     api!(DescribeLogDirs, describe_log_dirs, concurrent, cluster(op::DESCRIBE), any_node, 1, field, metered),

@@ -1,4 +1,4 @@
-//! OffsetCommit (key 8), v2–v8: one log op holding every partition's committed offset.
+//! OffsetCommit (key 8), v2–v9: one log op holding every partition's committed offset.
 //!
 //! The leader is every group's coordinator (see find_coordinator), so a follower answers
 //! NOT_COORDINATOR and the client looks the coordinator up again. On the leader the commits
@@ -10,7 +10,9 @@
 //! against the coordinator's in-memory membership (`groups`): UNKNOWN_MEMBER_ID,
 //! ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS as Kafka answers; apply then checks it against the
 //! last generation recorded in the log, so a zombie is fenced on every replica and after a
-//! failover (see `state::groups`).
+//! failover (see `state::groups`). A KIP-848 consumer group decides by member epoch instead
+//! (`apply_consumer::check_offset_commit`: v9 for its members, STALE_MEMBER_EPOCH,
+//! UNKNOWN_MEMBER_ID, the whole request failing with one code as in Kafka).
 //!
 //! v2–v4 carry `retention_time_ms`; it is ignored, as Kafka ≥ 2.1 (KIP-211) ignores it for
 //! groups: offsets are kept until the topic is deleted (offset expiry is not built yet).
@@ -30,17 +32,19 @@ use crate::ctx::{Ctx, SharedCtx};
 use crate::leader::proposer::ProposeError;
 use crate::limits;
 use crate::security::authz::{self, code, op, rt, Subject};
+use onelog_state::apply_consumer;
 use onelog_state::command::{ItemResult, OffsetCommitEntry, OffsetCommitOp};
 use onelog_state::groups::CommitResult;
 
 pub const KEY: ApiKey = ApiKey::OffsetCommit;
-pub const VERSIONS: (i16, i16) = (2, 8);
+pub const VERSIONS: (i16, i16) = (2, 9);
 pub const ACCEPTED_MIN_VERSION: i16 = 2;
 
 /// Stage one, in the connection's read loop: check and queue for the log in request order, so
 /// that two commits sent on one connection (`commitAsync` twice) apply in the order sent.
 pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFuture> {
     let who = Subject::of(&req);
+    let req_version = req.api_version;
     let RequestKind::OffsetCommit(body) = req.body else { anyhow::bail!("not an OffsetCommit body") };
     let mut op = to_op(&body);
     // KafkaApis: READ on the group (else every partition GROUP_AUTHORIZATION_FAILED), then
@@ -65,7 +69,7 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
         match member_check(&ctx, &op, body.group_instance_id.as_deref()) {
             Some(code) if code != error_code::NONE => Some(vec![(code, None); n]),
             // Apply checks the generation again against the log's record.
-            _ => check(&ctx, &op),
+            _ => check(&ctx, &op, req_version),
         }
     };
     tracing::debug!(
@@ -125,9 +129,17 @@ pub(super) fn member_check(ctx: &Ctx, op: &OffsetCommitOp, instance_id: Option<&
 }
 
 /// The answer without a log entry when nothing would be stored, as apply would decide it now.
-fn check(ctx: &Ctx, op: &OffsetCommitOp) -> Option<Vec<CommitResult>> {
-    let checked =
-        ctx.applied.state(|s| s.groups.check_commit(&s.topics, op, s.limits.offset_metadata_bytes_max));
+/// A consumer-protocol group (KIP-848) decides membership by member epoch first; before v9 a
+/// member of one is answered UNSUPPORTED_VERSION, as Kafka does.
+fn check(ctx: &Ctx, op: &OffsetCommitOp, version: i16) -> Option<Vec<CommitResult>> {
+    let checked = ctx.applied.state(|s| {
+        let max = s.limits.offset_metadata_bytes_max;
+        match apply_consumer::check_offset_commit(s, op, version) {
+            Some(code) if code != error_code::NONE => vec![(code, None); op.commits.len()],
+            Some(_) => s.groups.check_commit(&s.topics, &apply_consumer::admitted(op), max),
+            None => s.groups.check_commit(&s.topics, op, max),
+        }
+    });
     checked.iter().all(|(code, _)| *code != error_code::NONE).then_some(checked)
 }
 

@@ -1,10 +1,12 @@
-//! OffsetFetch (key 9), v1–v8: committed offsets from the applied state; no log entry.
+//! OffsetFetch (key 9), v1–v9: committed offsets from the applied state; no log entry.
 //!
 //! Only the leader coordinates groups (see find_coordinator); a follower answers
 //! NOT_COORDINATOR. The leader has applied every commit it acknowledged, so a consumer reads
 //! back what it committed. As Kafka: an unknown group or partition is offset -1, metadata ""
 //! and NONE; topics null (v2+) asks for every committed partition of the group; v8 (KIP-709)
-//! asks for several groups at once, each with its own error code.
+//! asks for several groups at once, each with its own error code; v9 (KIP-848) carries a
+//! consumer-protocol member's id and epoch, checked as Kafka does (UNKNOWN_MEMBER_ID,
+//! STALE_MEMBER_EPOCH for the group).
 //!
 //! `require_stable` (v7+, KIP-447): a partition for which an open transaction holds a pending
 //! offset (TxnOffsetCommit not yet decided by EndTxn) answers UNSTABLE_OFFSET_COMMIT, which
@@ -27,7 +29,7 @@ use crate::security::authz::{code, op, rt, Subject};
 use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::OffsetFetch;
-pub const VERSIONS: (i16, i16) = (1, 8);
+pub const VERSIONS: (i16, i16) = (1, 9);
 pub const ACCEPTED_MIN_VERSION: i16 = 1;
 
 /// Topics asked for, with their partitions; None asks for every committed partition.
@@ -51,6 +53,14 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .groups
                 .into_iter()
                 .map(|g| {
+                    // v9 (KIP-848): a consumer-protocol member fetches at its member epoch.
+                    let member_id = g.member_id.as_ref().map(|m| m.as_str());
+                    let fenced = state.consumer_groups.check_fetch(&g.group_id.0, member_id, g.member_epoch);
+                    if fenced != error_code::NONE {
+                        return OffsetFetchResponseGroup::default()
+                            .with_group_id(g.group_id)
+                            .with_error_code(fenced);
+                    }
                     let wanted = g.topics.map(|ts| {
                         ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect()
                     });

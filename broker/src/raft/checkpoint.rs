@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{LogId, StoredMembership};
 use crate::upgrade::TooNew;
+use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS};
 use onelog_state::BrokerState;
 
 const MAGIC: &[u8; 4] = b"OLCP";
@@ -26,8 +27,12 @@ const MAGIC: &[u8; 4] = b"OLCP";
 // 8: the finalized feature levels follow the checkpoint (`onelog.version` 2). Written only
 //    once the log recorded a level, so that 0.1.0 reads every checkpoint of a log that has
 //    none: a rolling upgrade can still roll back until an operator finalizes the level.
+// 9: KIP-848 consumer groups follow the features (`onelog.version` 3). Written only once
+//    that level is finalized, so that 0.2.0's first build (format 8) reads every checkpoint
+//    until then.
 const FORMAT_VERSION_LEGACY: u32 = 7;
-const FORMAT_VERSION: u32 = 8;
+const FORMAT_VERSION_FEATURES: u32 = 8;
+const FORMAT_VERSION: u32 = 9;
 /// The formats this build reads; anything else is refused by name (`upgrade::TooNew`).
 pub const FORMAT_VERSIONS_READ: RangeInclusive<u32> = FORMAT_VERSION_LEGACY..=FORMAT_VERSION;
 
@@ -38,15 +43,32 @@ pub struct Checkpoint {
     pub state: BrokerState,
 }
 
+/// The oldest format that holds `state`: formats follow the finalized `onelog.version`, so
+/// that the previous release reads every checkpoint until an operator raises the level.
+fn format_version(state: &BrokerState) -> u32 {
+    let features = &state.features;
+    if features.level(ONELOG_VERSION) >= ONELOG_VERSION_CONSUMER_GROUPS {
+        FORMAT_VERSION
+    } else if features.is_recorded() {
+        FORMAT_VERSION_FEATURES
+    } else {
+        FORMAT_VERSION_LEGACY
+    }
+}
+
 pub fn encode(checkpoint: &Checkpoint) -> Vec<u8> {
-    let features = &checkpoint.state.features;
-    let version = if features.is_recorded() { FORMAT_VERSION } else { FORMAT_VERSION_LEGACY };
+    let version = format_version(&checkpoint.state);
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&version.to_be_bytes());
     bincode::serialize_into(&mut out, checkpoint).expect("serializing to a Vec cannot fail");
+    if version >= FORMAT_VERSION_FEATURES {
+        bincode::serialize_into(&mut out, &checkpoint.state.features)
+            .expect("serializing to a Vec cannot fail");
+    }
     if version >= FORMAT_VERSION {
-        bincode::serialize_into(&mut out, features).expect("serializing to a Vec cannot fail");
+        bincode::serialize_into(&mut out, &checkpoint.state.consumer_groups)
+            .expect("serializing to a Vec cannot fail");
     }
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_be_bytes());
@@ -71,8 +93,12 @@ pub fn decode(bytes: &[u8]) -> io::Result<Checkpoint> {
     let mut input = &body[8..];
     let mut checkpoint: Checkpoint =
         bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
-    if version >= FORMAT_VERSION {
+    if version >= FORMAT_VERSION_FEATURES {
         checkpoint.state.features =
+            bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
+    }
+    if version >= FORMAT_VERSION {
+        checkpoint.state.consumer_groups =
             bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
     }
     if !input.is_empty() {
@@ -149,15 +175,40 @@ mod tests {
     }
 
     #[test]
+    fn consumer_groups_are_format_9_from_onelog_version_3_and_come_back() {
+        use onelog_state::consumer_group::{GroupSettings, Heartbeat};
+        let mut checkpoint = recorded();
+        let updates =
+            vec![FeatureUpdate { name: ONELOG_VERSION.into(), level: 3, upgrade_type: UpgradeType::Upgrade }];
+        checkpoint.state.features.apply(&UpdateFeaturesOp { updates }).unwrap();
+        let join = Heartbeat {
+            version: 1,
+            group_id: "g".into(),
+            member_id: "m".into(),
+            rebalance_timeout_ms: 300_000,
+            subscribed_topic_names: Some(vec![]),
+            topic_partitions: Some(vec![]),
+            ..Default::default()
+        };
+        let state = &mut checkpoint.state;
+        state.consumer_groups.heartbeat(&state.topics, &join, &GroupSettings::default(), 1).unwrap();
+        let bytes = encode(&checkpoint);
+        assert_eq!(version(&bytes), 9);
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back.state.consumer_groups, checkpoint.state.consumer_groups);
+        assert!(back.state.consumer_groups.groups["g"].members.contains_key("m"));
+    }
+
+    #[test]
     fn a_newer_format_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("checkpoint");
         let mut bytes = encode(&recorded());
-        bytes[4..8].copy_from_slice(&9u32.to_be_bytes());
+        bytes[4..8].copy_from_slice(&10u32.to_be_bytes());
         std::fs::write(&path, &bytes).unwrap();
         let message = load(&path).unwrap_err().to_string();
         let want =
-            format!("{}: checkpoint format version 9 is not one this build reads (7–8", path.display());
+            format!("{}: checkpoint format version 10 is not one this build reads (7–9", path.display());
         assert!(message.starts_with(&want), "{message}");
         // The start-up check reads the header alone, with the same message.
         assert!(check_format(&path).unwrap_err().to_string().starts_with(&want));

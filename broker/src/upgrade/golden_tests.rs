@@ -161,6 +161,8 @@ fn op_kind(op: &Op) -> &'static str {
         Op::DeleteAcls(_) => "DeleteAcls",
         Op::AlterScramCredentials(_) => "AlterScramCredentials",
         Op::UpdateFeatures(_) => "UpdateFeatures",
+        Op::ConsumerGroupHeartbeat(_) => "ConsumerGroupHeartbeat",
+        Op::FenceConsumerGroupMember(_) => "FenceConsumerGroupMember",
     }
 }
 

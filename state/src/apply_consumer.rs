@@ -1,0 +1,84 @@
+//! Applying the KIP-848 consumer-group ops: the heartbeat and the leader's fencing. The group
+//! logic is `consumer_group`'s; what lives here is where it meets the rest of the state: a
+//! group id that a classic group with members holds is not a consumer group's to take.
+
+use kafka_compat::error_code;
+
+use crate::command::{ConsumerGroupHeartbeatOp, FenceMemberOp, OffsetCommitOp, OpResult};
+use crate::consumer_group::{CommitApi, CommitRequest, Refusal, TopicId};
+use crate::groups::CommitResult;
+use crate::BrokerState;
+
+/// The OffsetCommit version apply checks a consumer group's commit as: the handler answered
+/// the older ones (no member epoch: UNSUPPORTED_VERSION for a member) before proposing.
+const OFFSET_COMMIT_VERSION_CHECKED: i16 = 9;
+
+pub(crate) fn heartbeat(state: &mut BrokerState, op: &ConsumerGroupHeartbeatOp) -> OpResult {
+    let group_id = &op.heartbeat.group_id;
+    if classic_group_has_members(state, group_id) && !state.consumer_groups.groups.contains_key(group_id) {
+        // Kafka converts a live classic group only under its migration policy; until onelog
+        // does, the heartbeat is answered as Kafka answers one it will not convert.
+        let message = format!("Group {group_id} is not a consumer group.");
+        return OpResult::Heartbeat(Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)));
+    }
+    let answer = state.consumer_groups.heartbeat(&state.topics, &op.heartbeat, &op.settings, op.now_ms);
+    OpResult::Heartbeat(answer)
+}
+
+pub(crate) fn fence(state: &mut BrokerState, op: &FenceMemberOp) -> OpResult {
+    let fenced = state.consumer_groups.fence(&state.topics, &op.group_id, &op.member_id, op.expected_epoch);
+    OpResult::MemberFenced(fenced)
+}
+
+/// Whether the classic group `group_id` completed a generation that still has members: the
+/// log's view of a live classic group (an emptied one records a generation without members).
+pub fn classic_group_has_members(state: &BrokerState, group_id: &str) -> bool {
+    state
+        .groups
+        .groups
+        .get(group_id)
+        .and_then(|g| g.generation.as_ref())
+        .is_some_and(|g| !g.members.is_empty())
+}
+
+/// An OffsetCommit against a consumer-protocol group: None when the group is not one (the
+/// classic rules of `Groups::check_commit` decide), else 0 or the code for every partition
+/// (Kafka fails the whole request). `GenerationIdOrMemberEpoch` is the member epoch here.
+pub fn check_offset_commit(state: &BrokerState, op: &OffsetCommitOp, version: i16) -> Option<i16> {
+    if !state.consumer_groups.groups.contains_key(&op.group_id) {
+        return None;
+    }
+    // An unknown topic gets an id no member holds: it fails an older epoch's check, as in Kafka.
+    let topic_id = |name: &str| -> TopicId { state.topics.get(name).map_or([0; 16], |t| t.topic_id) };
+    let partitions: Vec<(TopicId, i32)> =
+        op.commits.iter().map(|c| (topic_id(&c.topic), c.partition)).collect();
+    let request = CommitRequest {
+        group_id: &op.group_id,
+        member_id: &op.member_id,
+        instance_id: None,
+        member_epoch: op.generation_id,
+        api: CommitApi::OffsetCommit { version },
+        partitions: &partitions,
+    };
+    Some(state.consumer_groups.check_commit(&request))
+}
+
+/// The commit `Groups` stores once the consumer group admitted it: its membership was the
+/// consumer group's to decide, so the classic generation check is skipped (-1).
+pub fn admitted(op: &OffsetCommitOp) -> OffsetCommitOp {
+    OffsetCommitOp { generation_id: -1, ..op.clone() }
+}
+
+pub(crate) fn offset_commit(state: &mut BrokerState, op: &OffsetCommitOp, now_ms: i64) -> Vec<CommitResult> {
+    let metadata_bytes_max = state.limits.offset_metadata_bytes_max;
+    let admitted_op;
+    let op = match check_offset_commit(state, op, OFFSET_COMMIT_VERSION_CHECKED) {
+        Some(code) if code != error_code::NONE => return vec![(code, None); op.commits.len()],
+        Some(_) => {
+            admitted_op = admitted(op);
+            &admitted_op
+        }
+        None => op,
+    };
+    state.groups.store_offset_commit(&state.topics, op, now_ms, metadata_bytes_max)
+}
