@@ -63,6 +63,31 @@ pub fn check_offset_commit(state: &BrokerState, op: &OffsetCommitOp, version: i1
     Some(state.consumer_groups.check_commit(&request))
 }
 
+/// The TxnOffsetCommit version apply checks a consumer group's commit as: onelog serves v0–v5,
+/// where Kafka answers a stale epoch ILLEGAL_GENERATION (v6, KIP-1319, says STALE_MEMBER_EPOCH).
+const TXN_OFFSET_COMMIT_VERSION_SERVED: i16 = 5;
+
+/// A TxnOffsetCommit against a consumer-protocol group (exactly-once consume-process-produce
+/// with `group.protocol=consumer`): as `check_offset_commit`, with the transactional rules
+/// (a producer that sent no group metadata passes; the member epoch in `GenerationId`).
+pub fn check_txn_offset_commit(state: &BrokerState, op: &crate::command::TxnOffsetCommitOp) -> Option<i16> {
+    if !state.consumer_groups.groups.contains_key(&op.group_id) {
+        return None;
+    }
+    let topic_id = |name: &str| -> TopicId { state.topics.get(name).map_or([0; 16], |t| t.topic_id) };
+    let partitions: Vec<(TopicId, i32)> =
+        op.commits.iter().map(|c| (topic_id(&c.topic), c.partition)).collect();
+    let request = CommitRequest {
+        group_id: &op.group_id,
+        member_id: &op.member_id,
+        instance_id: None,
+        member_epoch: op.generation_id,
+        api: CommitApi::TxnOffsetCommit { version: TXN_OFFSET_COMMIT_VERSION_SERVED },
+        partitions: &partitions,
+    };
+    Some(state.consumer_groups.check_commit(&request))
+}
+
 /// The commit `Groups` stores once the consumer group admitted it: its membership was the
 /// consumer group's to decide, so the classic generation check is skipped (-1).
 pub fn admitted(op: &OffsetCommitOp) -> OffsetCommitOp {

@@ -40,14 +40,21 @@ pub fn init_txn_producer(
 /// KIP-447: the commit is checked as a member's OffsetCommit would be (generation, member,
 /// partition, metadata size), then held by the transaction.
 pub fn txn_offset_commit(state: &mut BrokerState, now_ms: i64, op: &TxnOffsetCommitOp) -> OpResult {
-    let as_commit = OffsetCommitOp {
+    let mut as_commit = OffsetCommitOp {
         group_id: op.group_id.clone(),
         generation_id: op.generation_id,
         member_id: op.member_id.clone(),
         commits: op.commits.clone(),
     };
-    let results =
-        state.groups.check_commit(&state.topics, &as_commit, state.limits.offset_metadata_bytes_max);
+    // A KIP-848 group decides membership by member epoch; `Groups` then checks the rest.
+    let consumer_group = crate::apply_consumer::check_txn_offset_commit(state, op);
+    if consumer_group == Some(error_code::NONE) {
+        as_commit.generation_id = -1;
+    }
+    let results = match consumer_group {
+        Some(code) if code != error_code::NONE => vec![(code, None); op.commits.len()],
+        _ => state.groups.check_commit(&state.topics, &as_commit, state.limits.offset_metadata_bytes_max),
+    };
     let accepted: Vec<bool> = results.iter().map(|(code, _)| *code == error_code::NONE).collect();
     let outcome = if accepted.iter().any(|ok| *ok) {
         state.txns.add_offsets(op, now_ms, &accepted).map(|()| results)
