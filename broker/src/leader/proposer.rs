@@ -221,7 +221,7 @@ async fn run(mut seq: Sequencer, mut rx: mpsc::Receiver<Queued>) {
             match item {
                 Queued::Proposal(proposal, reply) => {
                     let size = proposal.size_bytes();
-                    let finalized = seq.options.applied.state(|s| s.features.level(ONELOG_VERSION));
+                    let finalized = || seq.options.applied.state(|s| s.features.level(ONELOG_VERSION));
                     if let Err(e) = admit(&proposal, finalized) {
                         drop(reply.send(Err(e)));
                     } else if size > limits::ENTRY_BYTES_MAX {
@@ -254,16 +254,21 @@ async fn run(mut seq: Sequencer, mut rx: mpsc::Receiver<Queued>) {
     }
 }
 
-/// Refuses an op whose kind needs a higher `onelog.version` than `finalized`, the cluster's
+/// Refuses an op whose kind needs a higher `onelog.version` than `finalized()`, the cluster's
 /// (`Op::onelog_version`): a member of an older build could not decode it. The level only
-/// rises, so what is admitted here is still allowed when the entry is built.
-fn admit(proposal: &Proposal, finalized: i16) -> Result<(), ProposeError> {
-    match proposal {
-        Proposal::Op(op) if op.onelog_version() > finalized => {
-            Err(ProposeError::NotFinalized { needs: op.onelog_version(), finalized })
-        }
-        _ => Ok(()),
+/// rises, so what is admitted here is still allowed when the entry is built. Every log is at
+/// level 1 at least, so the ops 0.1.0 knew (and every produce) are admitted without taking
+/// the applied state's lock, which apply may be holding.
+fn admit(proposal: &Proposal, finalized: impl FnOnce() -> i16) -> Result<(), ProposeError> {
+    let needs = match proposal {
+        Proposal::Op(op) if op.onelog_version() > 1 => op.onelog_version(),
+        _ => return Ok(()),
+    };
+    let finalized = finalized();
+    if needs > finalized {
+        return Err(ProposeError::NotFinalized { needs, finalized });
     }
+    Ok(())
 }
 
 /// Answers a proposal that alone passes the entry limit; nothing of it is proposed.
@@ -435,18 +440,22 @@ impl Sequencer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use onelog_state::command::InitClusterOp;
+    use onelog_state::command::{FenceMemberOp, InitClusterOp};
 
     #[test]
     fn an_op_above_the_finalized_onelog_version_is_refused_with_unsupported_version() {
-        let op = || Proposal::Op(Op::InitCluster(InitClusterOp { cluster_id: "c".into() }));
-        assert!(admit(&op(), 1).is_ok());
-        let refused = admit(&op(), 0).unwrap_err();
-        assert!(matches!(refused, ProposeError::NotFinalized { needs: 1, finalized: 0 }), "{refused:?}");
+        let fence = FenceMemberOp { group_id: "g".into(), member_id: "m".into(), expected_epoch: None };
+        let op = || Proposal::Op(Op::FenceConsumerGroupMember(fence.clone()));
+        assert!(admit(&op(), || 3).is_ok());
+        let refused = admit(&op(), || 2).unwrap_err();
+        assert!(matches!(refused, ProposeError::NotFinalized { needs: 3, finalized: 2 }), "{refused:?}");
         assert_eq!(
             propose_error_code(&refused, Addressed::Controller),
             kafka_compat::error_code::UNSUPPORTED_VERSION
         );
-        assert!(admit(&Proposal::Produce(Vec::new()), 0).is_ok(), "produce is as old as the log");
+        let unread = || -> i16 { unreachable!("an op every build reads needs no look at the level") };
+        assert!(admit(&Proposal::Produce(Vec::new()), unread).is_ok(), "produce is as old as the log");
+        let init = Proposal::Op(Op::InitCluster(InitClusterOp { cluster_id: "c".into() }));
+        assert!(admit(&init, unread).is_ok());
     }
 }

@@ -4,7 +4,7 @@
 //! (`scripts/upgrade-fixture.sh`; what is in it: `harness/fixtures/0.1.0/manifest.json`): its
 //! checkpoint, a snapshot archive, the written part of its Raft log segment and the Raft
 //! metadata files. `broker/tests/golden/0.2.0/checkpoint` is the same state with feature levels
-//! recorded, in format 8. Each test decodes a file and, where the format is still written,
+//! recorded, in format 8; `0.2.0/checkpoint-9` adds a KIP-848 consumer group (format 9). Each test decodes a file and, where the format is still written,
 //! encodes it back to the same bytes: a change of any shape the file holds fails here, before
 //! it could misread a user's data. A later format adds its release's files, never replaces one.
 
@@ -17,8 +17,9 @@ use raft_store::{LogStore, LogStoreOptions, RECORD_HEADER_BYTES};
 use crate::raft::checkpoint::{self, Checkpoint};
 use crate::raft::{snapshot_archive, TypeConfig};
 use onelog_state::command::Op;
+use onelog_state::consumer_group::{GroupSettings, Heartbeat};
 use onelog_state::features::{
-    FeatureUpdate, UpdateFeaturesOp, UpgradeType, ONELOG_VERSION, TRANSACTION_VERSION,
+    FeatureUpdate, UpdateFeaturesOp, UpgradeType, GROUP_VERSION, ONELOG_VERSION, TRANSACTION_VERSION,
 };
 
 fn golden(path: &str) -> PathBuf {
@@ -179,4 +180,51 @@ fn write_golden_0_2_0_checkpoint() {
     let path = golden("0.2.0/checkpoint");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, checkpoint::encode(&checkpoint)).unwrap();
+}
+
+/// 0.1.0's state at `onelog.version` 3 and `group.version` 1 with one consumer group: member
+/// "golden-1" joined to every topic the state has.
+fn checkpoint_9() -> Checkpoint {
+    let mut checkpoint = checkpoint_0_1_0();
+    let updates = [(ONELOG_VERSION, 3), (TRANSACTION_VERSION, 2), (GROUP_VERSION, 1)]
+        .map(|(name, level)| FeatureUpdate { name: name.into(), level, upgrade_type: UpgradeType::Upgrade })
+        .to_vec();
+    checkpoint.state.features.apply(&UpdateFeaturesOp { updates }).unwrap();
+    let state = &mut checkpoint.state;
+    let join = Heartbeat {
+        version: 1,
+        group_id: "golden-consumers".into(),
+        member_id: "golden-1".into(),
+        rebalance_timeout_ms: 300_000,
+        subscribed_topic_names: Some(state.topics.keys().cloned().collect()),
+        topic_partitions: Some(vec![]),
+        client_id: "golden".into(),
+        client_host: "/127.0.0.1".into(),
+        ..Default::default()
+    };
+    let settings = GroupSettings::default();
+    state.consumer_groups.heartbeat(&state.topics, &join, &settings, 1_764_720_000_000).unwrap();
+    checkpoint
+}
+
+#[test]
+fn checkpoint_format_9_with_a_consumer_group_decodes_and_encodes_back() {
+    let bytes = read("0.2.0/checkpoint-9");
+    let decoded = checkpoint::decode(&bytes).expect("decodes");
+    assert_eq!(decoded.state.features.level(GROUP_VERSION), 1);
+    let group = &decoded.state.consumer_groups.groups["golden-consumers"];
+    assert!(group.members["golden-1"].member_epoch > 0, "{group:?}");
+    assert_eq!(decoded.state, checkpoint_9().state, "the state the file was written from");
+    assert_eq!(checkpoint::encode(&decoded), bytes, "format 9 byte for byte");
+}
+
+/// Writes `0.2.0/checkpoint-9`, once, with the build that added format 9; never to update it
+/// (`cargo test -p broker --lib write_golden -- --ignored`).
+#[test]
+#[ignore = "writes a golden file: run by hand, once per release that adds one"]
+fn write_golden_0_2_0_checkpoint_9() {
+    let path = golden("0.2.0/checkpoint-9");
+    if !path.exists() {
+        std::fs::write(path, checkpoint::encode(&checkpoint_9())).unwrap();
+    }
 }
