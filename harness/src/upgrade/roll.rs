@@ -13,6 +13,8 @@
 //! node runs the old build, `kafka-features.sh upgrade` must be refused, naming it. Once every
 //! node runs the current build, [`finalize_feature_level`] finalizes `onelog.version` 2 with
 //! `kafka-features.sh` and checks that the old build then refuses to start on a node's data;
+//! [`finalize_consumer_groups`] then shows a KIP-848 join refused until `onelog.version` 3 and
+//! `group.version` 1 are finalized, and served after;
 //! the load stops, and the run is checked: the queue checker (every acknowledged
 //! record present exactly once, no aborted or torn read), transactions aborted without the
 //! workload asking, committed offsets that went backwards, the fixture's manifest on the new
@@ -36,7 +38,10 @@ use crate::chaos::checker::{self, QueueCounts, Violations};
 use crate::chaos::history::{History, Outcome, Snapshot};
 use crate::chaos::queue::{self, Queue, QueueConfig};
 use crate::kafka::create_topics;
-use crate::{java, Cluster};
+use crate::{java, Cluster, RawClient};
+use kafka_compat::error_code::UNSUPPORTED_VERSION;
+use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId};
+use kafka_protocol::protocol::StrBytes;
 
 /// The workload's topic.
 pub const ROLL_TOPIC: &str = "upgrade-roll";
@@ -277,7 +282,11 @@ fn drive(
         }
     }
     let feature_level = match failure {
-        None => finalize_feature_level(cluster, binaries, followers[0])?,
+        None => {
+            let finalized = finalize_feature_level(cluster, binaries, followers[0])?;
+            let gated = rt.block_on(finalize_consumer_groups(cluster))?;
+            format!("{finalized}; {gated}")
+        }
         Some(_) => "not reached".to_string(),
     };
     std::thread::sleep(options.settle);
@@ -329,6 +338,42 @@ fn finalize_feature_level(cluster: &mut Cluster, binaries: &Binaries, back: u64)
     let refused = old_build_refused(cluster, binaries, back)?;
     println!("roll: node {back} on the old build after finalization: {refused}");
     Ok(format!("onelog.version 2 finalized; node {back} on the old build then: {refused}"))
+}
+
+/// The feature onelog.version 3 gates (issue 28): before it a KIP-848 join is refused as on a
+/// cluster without the protocol (UNSUPPORTED_VERSION); `kafka-features.sh upgrade` of
+/// `onelog.version` 3 and `group.version` 1 together finalizes both, and then the same join is
+/// served.
+async fn finalize_consumer_groups(cluster: &mut Cluster) -> Result<String> {
+    let before = consumer_protocol_join(cluster).await?;
+    ensure!(before.error_code == UNSUPPORTED_VERSION, "a KIP-848 join at onelog.version 2: {before:?}");
+    let upgrade = ["upgrade", "--feature", "onelog.version=3", "--feature", "group.version=1"];
+    let bootstrap = cluster.bootstrap();
+    let (ok, text) = tokio::task::block_in_place(|| java::feature_command(&bootstrap, &upgrade))?;
+    ensure!(ok && text.contains("group.version was upgraded to 1."), "kafka-features upgrade: {text}");
+    let deadline = Instant::now() + CATCH_UP_TIMEOUT;
+    loop {
+        let after = consumer_protocol_join(cluster).await?;
+        if after.error_code == 0 && after.member_epoch > 0 {
+            println!("roll: onelog.version 3 and group.version 1 finalized; a KIP-848 join is served");
+            return Ok(format!("a KIP-848 join refused (UNSUPPORTED_VERSION) until onelog.version 3 and group.version 1 were finalized, then served at member epoch {}", after.member_epoch));
+        }
+        ensure!(Instant::now() < deadline, "a KIP-848 join after finalizing: {after:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A ConsumerGroupHeartbeat join (no subscription) sent to the leader.
+async fn consumer_protocol_join(cluster: &mut Cluster) -> Result<ConsumerGroupHeartbeatResponse> {
+    let leader = cluster.leader()?;
+    let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
+    let join = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("roll-kip-848")))
+        .with_member_id(StrBytes::from_static_str("roll-member"))
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(Vec::new()))
+        .with_topic_partitions(Some(Vec::new()));
+    client.request(1, &join).await
 }
 
 /// Starts node `id` on the old build after finalization: it must exit non-zero on the format-8
