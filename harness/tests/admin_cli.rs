@@ -160,7 +160,10 @@ fn status(cluster: &mut Cluster, cli: &Cli) -> Result<()> {
     let nodes = json["nodes"].as_array().context("nodes")?;
     ensure!(nodes.iter().all(|n| n["release"] == release), "releases in {nodes:?}");
     ensure!(json["features"]["onelog.version"] == 3, "finalized features {}", json["features"]);
-    ensure!(text.contains("finalized features: group.version 1, onelog.version 3, transaction.version 2"), "{text}");
+    ensure!(
+        text.contains("finalized features: group.version 1, onelog.version 3, transaction.version 2"),
+        "{text}"
+    );
     Ok(())
 }
 
