@@ -4,7 +4,7 @@
 
 use kafka_compat::error_code;
 
-use crate::command::{ConsumerGroupHeartbeatOp, FenceMemberOp, OffsetCommitOp, OpResult};
+use crate::command::{ConsumerGroupHeartbeatOp, FenceMemberOp, OffsetCommitEntry, OffsetCommitOp, OpResult};
 use crate::consumer_group::{CommitApi, CommitRequest, Refusal, TopicId};
 use crate::groups::CommitResult;
 use crate::BrokerState;
@@ -45,22 +45,8 @@ pub fn classic_group_has_members(state: &BrokerState, group_id: &str) -> bool {
 /// classic rules of `Groups::check_commit` decide), else 0 or the code for every partition
 /// (Kafka fails the whole request). `GenerationIdOrMemberEpoch` is the member epoch here.
 pub fn check_offset_commit(state: &BrokerState, op: &OffsetCommitOp, version: i16) -> Option<i16> {
-    if !state.consumer_groups.groups.contains_key(&op.group_id) {
-        return None;
-    }
-    // An unknown topic gets an id no member holds: it fails an older epoch's check, as in Kafka.
-    let topic_id = |name: &str| -> TopicId { state.topics.get(name).map_or([0; 16], |t| t.topic_id) };
-    let partitions: Vec<(TopicId, i32)> =
-        op.commits.iter().map(|c| (topic_id(&c.topic), c.partition)).collect();
-    let request = CommitRequest {
-        group_id: &op.group_id,
-        member_id: &op.member_id,
-        instance_id: None,
-        member_epoch: op.generation_id,
-        api: CommitApi::OffsetCommit { version },
-        partitions: &partitions,
-    };
-    Some(state.consumer_groups.check_commit(&request))
+    let api = CommitApi::OffsetCommit { version };
+    check_commit_as(state, &op.group_id, &op.member_id, op.generation_id, &op.commits, api)
 }
 
 /// The TxnOffsetCommit version apply checks a consumer group's commit as: onelog serves v0–v5,
@@ -71,20 +57,27 @@ const TXN_OFFSET_COMMIT_VERSION_SERVED: i16 = 5;
 /// with `group.protocol=consumer`): as `check_offset_commit`, with the transactional rules
 /// (a producer that sent no group metadata passes; the member epoch in `GenerationId`).
 pub fn check_txn_offset_commit(state: &BrokerState, op: &crate::command::TxnOffsetCommitOp) -> Option<i16> {
-    if !state.consumer_groups.groups.contains_key(&op.group_id) {
+    let api = CommitApi::TxnOffsetCommit { version: TXN_OFFSET_COMMIT_VERSION_SERVED };
+    check_commit_as(state, &op.group_id, &op.member_id, op.generation_id, &op.commits, api)
+}
+
+/// One commit of either API against the consumer group `group_id`, if there is one.
+fn check_commit_as(
+    state: &BrokerState,
+    group_id: &str,
+    member_id: &str,
+    member_epoch: i32,
+    commits: &[OffsetCommitEntry],
+    api: CommitApi,
+) -> Option<i16> {
+    if !state.consumer_groups.groups.contains_key(group_id) {
         return None;
     }
+    // An unknown topic gets an id no member holds: it fails an older epoch's check, as in Kafka.
     let topic_id = |name: &str| -> TopicId { state.topics.get(name).map_or([0; 16], |t| t.topic_id) };
-    let partitions: Vec<(TopicId, i32)> =
-        op.commits.iter().map(|c| (topic_id(&c.topic), c.partition)).collect();
-    let request = CommitRequest {
-        group_id: &op.group_id,
-        member_id: &op.member_id,
-        instance_id: None,
-        member_epoch: op.generation_id,
-        api: CommitApi::TxnOffsetCommit { version: TXN_OFFSET_COMMIT_VERSION_SERVED },
-        partitions: &partitions,
-    };
+    let partitions: Vec<(TopicId, i32)> = commits.iter().map(|c| (topic_id(&c.topic), c.partition)).collect();
+    let request =
+        CommitRequest { group_id, member_id, instance_id: None, member_epoch, api, partitions: &partitions };
     Some(state.consumer_groups.check_commit(&request))
 }
 
