@@ -14,6 +14,7 @@ use kafka_protocol::messages::{
     ListGroupsRequest, OffsetFetchRequest,
 };
 use kafka_protocol::protocol::StrBytes;
+use onelog_state::acls;
 
 use super::manifest::{ClusterState, GroupState, FIXTURE_PREFIX};
 use super::observe::describe_configs;
@@ -198,59 +199,18 @@ async fn acls(client: &mut RawClient) -> Result<Vec<String>> {
         for a in &r.acls {
             out.push(format!(
                 "{} {} {} {} {} {} {}",
-                resource_type(r.resource_type),
+                acls::resource_type_name(r.resource_type),
                 r.resource_name,
-                pattern_type(r.pattern_type),
+                acls::pattern_type_name(r.pattern_type),
                 a.principal,
                 a.host,
-                operation(a.operation),
-                if a.permission_type == 2 {
-                    "DENY"
-                } else if a.permission_type == 3 {
-                    "ALLOW"
-                } else {
-                    "?"
-                }
+                acls::operation_name(a.operation),
+                acls::permission_name(a.permission_type),
             ));
         }
     }
     out.sort();
     Ok(out)
-}
-
-/// Kafka's `ResourceType` codes.
-fn resource_type(code: i8) -> String {
-    let names =
-        ["UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"];
-    names.get(code as usize).map_or_else(|| format!("resource-{code}"), |n| n.to_string())
-}
-
-/// Kafka's `PatternType` codes.
-fn pattern_type(code: i8) -> String {
-    let names = ["UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED"];
-    names.get(code as usize).map_or_else(|| format!("pattern-{code}"), |n| n.to_string())
-}
-
-/// Kafka's `AclOperation` codes.
-fn operation(code: i8) -> String {
-    let names = [
-        "UNKNOWN",
-        "ANY",
-        "ALL",
-        "READ",
-        "WRITE",
-        "CREATE",
-        "DELETE",
-        "ALTER",
-        "DESCRIBE",
-        "CLUSTER_ACTION",
-        "DESCRIBE_CONFIGS",
-        "ALTER_CONFIGS",
-        "IDEMPOTENT_WRITE",
-        "CREATE_TOKENS",
-        "DESCRIBE_TOKENS",
-    ];
-    names.get(code as usize).map_or_else(|| format!("operation-{code}"), |n| n.to_string())
 }
 
 /// Every client quota: "type=name,type=name key=value", sorted (a default entity is
