@@ -42,28 +42,29 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::ConsumerGroupHeartbeat(body) = &req.body else {
         anyhow::bail!("not a ConsumerGroupHeartbeat body")
     };
-    let answer = match check(&ctx, &req, body) {
+    let hb = input(&req, body);
+    let answer = match check(&ctx, &req, &hb) {
         Err(refusal) => Err(refusal),
-        Ok(()) => heartbeat(&ctx, input(&req, body)).await,
+        Ok(()) => heartbeat(&ctx, hb).await,
     };
     Ok(Some(ResponseKind::ConsumerGroupHeartbeat(response(answer))))
 }
 
 /// What refuses the request before the group is looked at.
-fn check(ctx: &Ctx, req: &Request, body: &ConsumerGroupHeartbeatRequest) -> Result<(), Refusal> {
+fn check(ctx: &Ctx, req: &Request, hb: &cg::Heartbeat) -> Result<(), Refusal> {
     if ctx.applied.state(|s| s.features.level(GROUP_VERSION)) < 1 {
         return Err(Refusal::new(error_code::UNSUPPORTED_VERSION, NOT_ENABLED));
     }
     if !ctx.is_leader() {
         return Err(Refusal { code: error_code::NOT_COORDINATOR, message: None });
     }
-    let names = body.subscribed_topic_names.iter().flatten().map(|n| n.0.as_str());
+    let names = hb.subscribed_topic_names.iter().flatten().map(String::as_str);
     let who = Subject::of(req);
     if !ctx.authorizer.allowed_each(&who, rt::TOPIC, names, op::DESCRIBE).iter().all(|ok| *ok) {
         let message = "The member is not authorized to describe one of its subscribed topics";
         return Err(Refusal::new(error_code::TOPIC_AUTHORIZATION_FAILED, message));
     }
-    cg::validate(&input(req, body), &ctx.config.settings.consumer_group)
+    cg::validate(hb, &ctx.config.settings.consumer_group)
 }
 
 /// The state machine's input. A v0 join without a member id gets one here, on the leader,
