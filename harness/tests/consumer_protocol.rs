@@ -1,7 +1,9 @@
 //! KIP-848's consumer group protocol on the wire (issue 28), against one node: two members of
 //! one group walk through a join, the revocation that must come before the second member gets
 //! anything, and a leave; ConsumerGroupDescribe shows the group; OffsetCommit v9 is fenced by
-//! the member epoch; and each bad input gets Kafka's code with the group unchanged.
+//! the member epoch; each bad input gets Kafka's code with the group unchanged; and the classic
+//! admin APIs (ListGroups, DescribeGroups, OffsetDelete, JoinGroup, DeleteGroups) treat the
+//! group as Kafka 4.x treats a consumer group.
 //! (The Java client with `group.protocol=consumer` is in java_consumer_group.rs.)
 
 use std::collections::BTreeSet;
@@ -11,16 +13,22 @@ use harness::kafka::create_topics;
 use harness::raw_ops::topic_name;
 use harness::{Broker, BrokerOptions, RawClient};
 use kafka_compat::error_code::{
-    FENCED_MEMBER_EPOCH, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID,
+    FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, INCONSISTENT_GROUP_PROTOCOL,
+    INVALID_REGULAR_EXPRESSION, INVALID_REQUEST, NON_EMPTY_GROUP, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID,
     UNSUPPORTED_ASSIGNOR, UNSUPPORTED_VERSION,
 };
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
+use kafka_protocol::messages::offset_delete_request::{
+    OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+};
 use kafka_protocol::messages::{
-    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId,
-    OffsetCommitRequest,
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+    DeleteGroupsRequest, DescribeGroupsRequest, GroupId, JoinGroupRequest, ListGroupsRequest,
+    OffsetCommitRequest, OffsetDeleteRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
@@ -132,7 +140,79 @@ async fn scenario(broker: &Broker) -> Result<()> {
     // A leaves: the answer echoes -1, and B is alone.
     let left = c.request(1, &beat("A", -1, &kept)).await?;
     ensure!(left.error_code == 0 && left.member_epoch == -1, "A's leave: {left:?}");
-    describe(&mut c, 1, "").await
+    describe(&mut c, 1, "").await?;
+    admin_apis(&mut c).await
+}
+
+/// The classic admin APIs see the consumer group as Kafka 4.x shows one: listed with type
+/// `consumer`, not described by DescribeGroups (Dead up to v5, GROUP_ID_NOT_FOUND from v6),
+/// its subscribed topics' offsets kept, a classic JoinGroup refused, and deleted only once
+/// empty, with its committed offsets.
+async fn admin_apis(c: &mut RawClient) -> Result<()> {
+    let listed = |types: &[&str], states: &[&str]| {
+        ListGroupsRequest::default()
+            .with_types_filter(types.iter().map(|t| text(t)).collect())
+            .with_states_filter(states.iter().map(|s| text(s)).collect())
+    };
+    let all = c.request(5, &listed(&[], &[])).await?;
+    let row = all.groups.iter().find(|g| g.group_id.as_str() == GROUP).context("the group is listed")?;
+    ensure!(row.group_type.as_str() == "consumer" && row.protocol_type.as_str() == "consumer", "{row:?}");
+    println!("listed: {row:?}");
+    let state = row.group_state.to_string();
+    for (types, states, want) in [
+        (vec!["classic"], vec![], false),
+        (vec!["Consumer"], vec![], true),
+        (vec![], vec![state.to_lowercase().as_str()], true),
+        (vec![], vec!["PreparingRebalance"], false),
+    ] {
+        let answer = c.request(5, &listed(&types, &states)).await?;
+        let found = answer.groups.iter().any(|g| g.group_id.as_str() == GROUP);
+        ensure!(found == want, "ListGroups types {types:?} states {states:?}: {answer:?}");
+    }
+
+    let described = DescribeGroupsRequest::default().with_groups(vec![GroupId(text(GROUP))]);
+    let v5 = c.request(5, &described).await?;
+    ensure!(v5.groups[0].error_code == 0 && v5.groups[0].group_state.as_str() == "Dead", "v5: {v5:?}");
+    let v6 = c.request(6, &described).await?;
+    let message = v6.groups[0].error_message.as_ref().map(|m| m.to_string());
+    ensure!(
+        v6.groups[0].error_code == GROUP_ID_NOT_FOUND
+            && message.as_deref() == Some("Group kip-848 is not a classic group."),
+        "v6: {v6:?}"
+    );
+
+    let topic = OffsetDeleteRequestTopic::default()
+        .with_name(topic_name(TOPIC))
+        .with_partitions(vec![OffsetDeleteRequestPartition::default().with_partition_index(0)]);
+    let request = OffsetDeleteRequest::default().with_group_id(GroupId(text(GROUP))).with_topics(vec![topic]);
+    let answer = c.request(0, &request).await?;
+    ensure!(
+        answer.topics[0].partitions[0].error_code == GROUP_SUBSCRIBED_TO_TOPIC,
+        "OffsetDelete: {answer:?}"
+    );
+
+    let classic = JoinGroupRequest::default()
+        .with_group_id(GroupId(text(GROUP)))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_member_id(text(""))
+        .with_protocol_type(text("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default().with_name(text("range"))]);
+    let answer = c.request(9, &classic).await?;
+    ensure!(answer.error_code == INCONSISTENT_GROUP_PROTOCOL, "a classic join: {answer:?}");
+
+    let delete = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(text(GROUP))]);
+    let answer = c.request(2, &delete).await?;
+    ensure!(answer.results[0].error_code == NON_EMPTY_GROUP, "DeleteGroups with a member: {answer:?}");
+    let left = c.request(1, &beat("B", -1, &[])).await?;
+    ensure!(left.error_code == 0, "B's leave: {left:?}");
+    let answer = c.request(2, &delete).await?;
+    ensure!(answer.results[0].error_code == 0, "DeleteGroups of the empty group: {answer:?}");
+    let all = c.request(5, &listed(&[], &[])).await?;
+    ensure!(!all.groups.iter().any(|g| g.group_id.as_str() == GROUP), "deleted, still listed: {all:?}");
+    let answer = c.request(2, &delete).await?;
+    ensure!(answer.results[0].error_code == GROUP_ID_NOT_FOUND, "deleted twice: {answer:?}");
+    Ok(())
 }
 
 /// Each bad heartbeat gets Kafka's code, and the group is as before (the next good heartbeat

@@ -85,7 +85,7 @@ pub fn apply_op(
         }
         Op::OffsetCommit(commit) => OpResult::Items(apply_consumer::offset_commit(state, commit, now_ms)),
         Op::CompleteGeneration(generation) => {
-            state.groups.complete_generation(generation);
+            apply_consumer::complete_generation(state, generation);
             OpResult::Done
         }
         Op::InitTxnProducer(init) => apply_txn::init_txn_producer(state, stamp, init, effects),
@@ -97,7 +97,7 @@ pub fn apply_op(
             OpResult::Done
         }
         Op::DeleteGroups(op) => {
-            OpResult::Items(op.groups.iter().map(|d| state.groups.delete_group(d)).collect())
+            OpResult::Items(op.groups.iter().map(|d| apply_consumer::delete_group(state, d)).collect())
         }
         Op::OffsetDelete(delete) => OpResult::Deleted(
             state

@@ -4,7 +4,10 @@
 
 use kafka_compat::error_code;
 
-use crate::command::{ConsumerGroupHeartbeatOp, FenceMemberOp, OffsetCommitEntry, OffsetCommitOp, OpResult};
+use crate::command::{
+    ConsumerGroupHeartbeatOp, FenceMemberOp, GenerationOp, GroupDeletion, OffsetCommitEntry, OffsetCommitOp,
+    OpResult,
+};
 use crate::consumer_group::{CommitApi, CommitRequest, Refusal, TopicId};
 use crate::groups::CommitResult;
 use crate::BrokerState;
@@ -22,7 +25,57 @@ pub(crate) fn heartbeat(state: &mut BrokerState, op: &ConsumerGroupHeartbeatOp) 
         return OpResult::Heartbeat(Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)));
     }
     let answer = state.consumer_groups.heartbeat(&state.topics, &op.heartbeat, &op.settings, op.now_ms);
+    if answer.is_ok() {
+        retire_classic_generation(state, group_id);
+    }
     OpResult::Heartbeat(answer)
+}
+
+/// A consumer group took over an emptied classic group (Kafka's empty-group conversion): the
+/// classic group's record goes, its committed offsets stay, so the member resumes from them.
+fn retire_classic_generation(state: &mut BrokerState, group_id: &str) {
+    if !state.consumer_groups.groups.contains_key(group_id) {
+        return;
+    }
+    if let Some(group) = state.groups.groups.get_mut(group_id) {
+        if group.generation.as_ref().is_some_and(|g| g.members.is_empty()) {
+            group.generation = None;
+        }
+    }
+    state.groups.retain_live();
+}
+
+/// A classic generation completed (`Op::CompleteGeneration`). A JoinGroup onto an empty
+/// consumer group converts it to a classic group, as Kafka's does: the consumer group goes,
+/// committed offsets stay. A consumer group with members keeps the id: the leader refused the
+/// classic members' JoinGroup, and should one have raced a heartbeat into the log, its
+/// generation is not recorded, so its commits are refused as from unknown members.
+pub(crate) fn complete_generation(state: &mut BrokerState, op: &GenerationOp) {
+    match state.consumer_groups.groups.get(&op.group_id) {
+        // An emptied classic generation has nothing to convert.
+        Some(group) if !group.members.is_empty() || op.members.is_empty() => return,
+        Some(_) => {
+            state.consumer_groups.groups.remove(&op.group_id);
+        }
+        None => {}
+    }
+    state.groups.complete_generation(op);
+}
+
+/// DeleteGroups of one group: a consumer group is deleted only when it has no member
+/// (NON_EMPTY_GROUP otherwise, whatever the leader saw), with its committed offsets; any
+/// other group as `Groups::delete_group` decides.
+pub(crate) fn delete_group(state: &mut BrokerState, deletion: &GroupDeletion) -> CommitResult {
+    let Some(group) = state.consumer_groups.groups.get(&deletion.group_id) else {
+        return state.groups.delete_group(deletion);
+    };
+    if !group.members.is_empty() {
+        let message = format!("group '{}' has members", deletion.group_id);
+        return (error_code::NON_EMPTY_GROUP, Some(message));
+    }
+    state.consumer_groups.groups.remove(&deletion.group_id);
+    state.groups.groups.remove(&deletion.group_id);
+    (error_code::NONE, None)
 }
 
 pub(crate) fn fence(state: &mut BrokerState, op: &FenceMemberOp) -> OpResult {
@@ -100,3 +153,7 @@ pub(crate) fn offset_commit(state: &mut BrokerState, op: &OffsetCommitOp, now_ms
     };
     state.groups.store_offset_commit(&state.topics, op, now_ms, metadata_bytes_max)
 }
+
+#[cfg(test)]
+#[path = "apply_consumer_tests.rs"]
+mod tests;

@@ -203,7 +203,7 @@ impl Groups {
         Ok(())
     }
 
-    fn retain_live(&mut self) {
+    pub(crate) fn retain_live(&mut self) {
         self.groups.retain(|_, g| !g.offsets.is_empty() || g.generation.is_some());
     }
 

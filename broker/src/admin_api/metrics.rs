@@ -183,8 +183,8 @@ fn listener_incidents() -> Vec<(&'static str, u64)> {
 
 fn group_states(ctx: &SharedCtx) -> Vec<(&'static str, usize)> {
     let mut by_state = std::collections::BTreeMap::new();
-    for (_, state, _) in crate::handlers::list_groups::listed(ctx) {
-        *by_state.entry(state).or_insert(0) += 1;
+    for group in crate::handlers::list_groups::listed(ctx) {
+        *by_state.entry(group.state).or_insert(0) += 1;
     }
     by_state.into_iter().collect()
 }

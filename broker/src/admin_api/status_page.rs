@@ -101,7 +101,7 @@ fn nodes(m: &Metrics, snapshot: &Snapshot) -> Vec<NodeRow> {
 fn groups(state: &BrokerState, serving: Option<&SharedCtx>, is_leader: bool) -> Vec<GroupRow> {
     let listed: Vec<(String, &'static str)> = match serving {
         Some(c) if is_leader => {
-            crate::handlers::list_groups::listed(c).into_iter().map(|(id, st, _)| (id, st)).collect()
+            crate::handlers::list_groups::listed(c).into_iter().map(|g| (g.group_id, g.state)).collect()
         }
         _ => state.groups.groups.keys().map(|id| (id.clone(), "Unknown")).collect(),
     };

@@ -109,8 +109,8 @@ async fn heartbeat(ctx: &Ctx, hb: cg::Heartbeat) -> Result<HeartbeatAnswer, Refu
     let settings = ctx.config.settings.consumer_group.clone();
     let now_ms = wall_clock_ms();
     let (dry_run, changed) = ctx.applied.state(|s| {
-        if classic_group_has_members(s, &hb.group_id) && !s.consumer_groups.groups.contains_key(&hb.group_id)
-        {
+        let classic = classic_group_has_members(s, &hb.group_id) || ctx.groups.holds(&hb.group_id);
+        if classic && !s.consumer_groups.groups.contains_key(&hb.group_id) {
             let message = format!("Group {} is not a consumer group.", hb.group_id);
             return (Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)), false);
         }
@@ -127,6 +127,8 @@ async fn heartbeat(ctx: &Ctx, hb: cg::Heartbeat) -> Result<HeartbeatAnswer, Refu
         other => other,
     };
     if let Ok(answer) = &answer {
+        // The id is the consumer group's now (`apply_consumer::retire_classic_generation`).
+        ctx.groups.forget_empty(&hb.group_id);
         rearm(ctx, &hb, answer, &settings);
     }
     answer

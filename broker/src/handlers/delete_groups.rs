@@ -8,13 +8,17 @@
 //! `DeleteGroups` op then drops offsets and recorded generation on every replica, and apply
 //! refuses a group whose recorded generation has members the coordinator did not see. A group
 //! that lives only in the coordinator's memory (no offsets, no recorded generation) is simply
-//! forgotten. A follower answers NOT_COORDINATOR per group, as every group API does here.
+//! forgotten. A KIP-848 consumer group is deleted only without members (NON_EMPTY_GROUP
+//! otherwise, a static member parked with epoch -2 included), with its committed offsets, as
+//! the log decides (`apply_consumer::delete_group`). A follower answers NOT_COORDINATOR per
+//! group, as every group API does here.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsResponse, RequestKind, ResponseKind};
 
+use super::group_kind::{self, GroupKind};
 use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
@@ -55,6 +59,14 @@ async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
             error_code::INVALID_GROUP_ID
         } else if !leader {
             error_code::NOT_COORDINATOR
+        } else if let Some(members) = consumer_group_members(ctx, id) {
+            // Apply decides emptiness again, in log order (see `apply_consumer::delete_group`).
+            if members > 0 {
+                error_code::NON_EMPTY_GROUP
+            } else {
+                deletions.push((index, GroupDeletion { group_id: id.clone(), generation_id: 0 }));
+                error_code::NONE
+            }
         } else {
             adopt_group(ctx, id);
             let in_log = ctx.applied.state(|s| s.groups.groups.contains_key(id));
@@ -86,4 +98,12 @@ async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
         codes[*index] = code;
     }
     codes
+}
+
+/// The member count of the consumer group `id`, None if the id is not a consumer group's.
+fn consumer_group_members(ctx: &Ctx, id: &str) -> Option<usize> {
+    ctx.applied.state(|s| match group_kind::kind(ctx, s, id)? {
+        GroupKind::Consumer(group) => Some(group.members.len()),
+        GroupKind::Classic => None,
+    })
 }

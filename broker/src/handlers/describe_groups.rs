@@ -1,10 +1,12 @@
-//! DescribeGroups (key 15), v0–v5: each group's state, protocol and members from the
+//! DescribeGroups (key 15), v0–v6: each classic group's state, protocol and members from the
 //! coordinator (see `coord::group`), or from the applied committed offsets for a group without
 //! members.
 //!
 //! As Kafka's `ClassicGroup.describe`: member metadata and assignments and the protocol name
 //! are shown only while the group is Stable; a group known only from committed offsets is
-//! `Empty`; an unknown group is `Dead` with no error (v5 and below). A follower answers
+//! `Empty`. An unknown group, and a KIP-848 consumer group (which only ConsumerGroupDescribe
+//! describes), is `Dead` with no error up to v5; v6 (KIP-1043) says GROUP_ID_NOT_FOUND with
+//! Kafka's message, which is what sends admin clients from one describe API to the other. A follower answers
 //! NOT_COORDINATOR per group, an empty or over-long group id INVALID_GROUP_ID. Authorized
 //! operations (v3+, when asked), see `authorized`; DESCRIBE on each group.
 
@@ -13,6 +15,7 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{ApiKey, DescribeGroupsResponse, GroupId, RequestKind, ResponseKind};
 
+use super::group_kind::{self, GroupKind};
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
 use crate::coord::group::GroupState;
@@ -20,7 +23,7 @@ use crate::ctx::{Ctx, SharedCtx};
 use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DescribeGroups;
-pub const VERSIONS: (i16, i16) = (0, 5);
+pub const VERSIONS: (i16, i16) = (0, 6);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
@@ -54,10 +57,18 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 
 fn describe(ctx: &Ctx, id: &GroupId, v: i16) -> DescribedGroup {
     adopt_group(ctx, &id.0);
-    let Some(view) = ctx.groups.describe(&id.0) else {
-        let in_log = ctx.applied.state(|s| s.groups.groups.contains_key(id.0.as_str()));
-        let state = if in_log { "Empty" } else { "Dead" };
-        return DescribedGroup::default().with_group_state(str_bytes(state));
+    let kind = ctx.applied.state(|s| match group_kind::kind(ctx, s, &id.0) {
+        None => None,
+        Some(GroupKind::Consumer(_)) => Some(false),
+        Some(GroupKind::Classic) => Some(true),
+    });
+    let view = match kind {
+        Some(true) => ctx.groups.describe(&id.0),
+        Some(false) => return not_classic(v, format!("Group {} is not a classic group.", &*id.0)),
+        None => return not_classic(v, format!("Group {} not found.", &*id.0)),
+    };
+    let Some(view) = view else {
+        return DescribedGroup::default().with_group_state(str_bytes("Empty"));
     };
     let stable = view.state == GroupState::Stable;
     let members = view
@@ -81,4 +92,15 @@ fn describe(ctx: &Ctx, id: &GroupId, v: i16) -> DescribedGroup {
         .with_protocol_type(str_bytes(view.protocol_type))
         .with_protocol_data(str_bytes(if stable { view.protocol_name } else { String::new() }))
         .with_members(members)
+}
+
+/// A group DescribeGroups does not describe: `Dead` and no error up to v5, GROUP_ID_NOT_FOUND
+/// with `message` from v6.
+fn not_classic(v: i16, message: String) -> DescribedGroup {
+    let dead = DescribedGroup::default().with_group_state(str_bytes("Dead"));
+    if v >= 6 {
+        dead.with_error_code(error_code::GROUP_ID_NOT_FOUND).with_error_message(Some(str_bytes(message)))
+    } else {
+        dead
+    }
 }

@@ -3,7 +3,9 @@
 //! The answer comes when the rebalance completes, so the handler runs concurrently (responses
 //! still leave in request order). KIP-394: v4+ first joins without a member id are answered
 //! MEMBER_ID_REQUIRED with the id to use. v0 has no rebalance timeout: the session timeout is
-//! used, as Kafka does. A follower answers NOT_COORDINATOR.
+//! used, as Kafka does. A follower answers NOT_COORDINATOR. A KIP-848 consumer group with
+//! members holds the id: the join is INCONSISTENT_GROUP_PROTOCOL (an empty one is converted to
+//! a classic group when the generation reaches the log, `apply_consumer::complete_generation`).
 //!
 //! Access: GROUP READ, checked by the pipeline (`handlers::HANDLERS`).
 
@@ -12,6 +14,7 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{ApiKey, JoinGroupResponse, RequestKind, ResponseKind};
 
+use super::group_kind;
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
 use crate::coord::group::{JoinRequest, JoinResult};
@@ -29,6 +32,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         error(error_code::INVALID_GROUP_ID, &member_id)
     } else if !ctx.is_leader() {
         error(error_code::NOT_COORDINATOR, &member_id)
+    } else if group_kind::consumer_group_has_members(&ctx, &body.group_id.0) {
+        // Kafka serves classic members inside a consumer group (online migration); until
+        // onelog does, the join is refused rather than forming a second group on the same id.
+        error(error_code::INCONSISTENT_GROUP_PROTOCOL, &member_id)
     } else {
         adopt_group(&ctx, &body.group_id.0);
         let join = JoinRequest {

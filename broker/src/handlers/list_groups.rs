@@ -1,4 +1,4 @@
-//! ListGroups (key 16), v0–v4: the groups with members or committed offsets.
+//! ListGroups (key 16), v0–v5: the groups with members or committed offsets.
 //!
 //! Kafka's admin client asks every broker and merges the answers, each broker listing the
 //! groups it coordinates. The leader coordinates them all (see find_coordinator), so it lists
@@ -6,10 +6,13 @@
 //! With no leader known the answer is COORDINATOR_NOT_AVAILABLE, which the admin client
 //! retries, rather than an empty list that would look complete. The leader lists from its
 //! applied state even while its lease is being renewed: listing is not a write.
-//! Groups with members are listed with the coordinator's state (see `coord::group`); a group known
-//! only from committed offsets is a `consumer` group in state `Empty`. v4 (KIP-518) filters
-//! by state, case-insensitively as Kafka does. v5 (KIP-848) reports each group's type, always
-//! `classic` (onelog serves no other group protocol), and filters by type alike.
+//! Classic groups with members are listed with the coordinator's state (see `coord::group`); a
+//! classic group known only from committed offsets is in state `Empty` with protocol type
+//! `consumer`. KIP-848 consumer groups are listed with their derived state (Empty, Assigning,
+//! Reconciling, Stable) and protocol type `consumer`. v4 (KIP-518) filters by state and v5
+//! (KIP-848) by type (`classic`, `consumer`), both case-insensitively as Kafka does; an
+//! unknown word matches nothing. A classic group whose protocol type is "consumer" is not of
+//! type `consumer`: the Java admin client asks for both types and tells them apart itself.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +21,7 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsResponse, RequestKind, ResponseKind};
 
+use super::group_kind::{TYPE_CLASSIC, TYPE_CONSUMER};
 use super::util::str_bytes;
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
@@ -28,8 +32,17 @@ pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 const STATE_EMPTY: &str = "Empty";
-/// KIP-848's name for the groups of the classic protocol, the only kind onelog serves.
-const GROUP_TYPE_CLASSIC: &str = "classic";
+/// The protocol type of a consumer group, and of a classic group known only from offsets.
+const PROTOCOL_TYPE: &str = "consumer";
+
+/// One group as ListGroups, the status page and `/metrics` show it.
+pub struct Listed {
+    pub group_id: String,
+    pub state: &'static str,
+    pub protocol_type: String,
+    /// `classic` or `consumer` (see `group_kind`).
+    pub group_type: &'static str,
+}
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
@@ -43,26 +56,18 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         return Ok(Some(ResponseKind::ListGroups(response)));
     }
     let wanted = |state: &str| {
-        body.states_filter.is_empty() || body.states_filter.iter().any(|s| s.eq_ignore_ascii_case(state))
+        body.states_filter.is_empty()
+            || body.states_filter.iter().any(|s| s.trim().eq_ignore_ascii_case(state))
     };
-    let type_wanted = body.types_filter.is_empty()
-        || body.types_filter.iter().any(|t| t.eq_ignore_ascii_case(GROUP_TYPE_CLASSIC));
-    let groups = if leader == Some(ctx.node_id) && type_wanted {
+    let type_wanted = |group_type: &str| {
+        body.types_filter.is_empty()
+            || body.types_filter.iter().any(|t| t.trim().eq_ignore_ascii_case(group_type))
+    };
+    let groups = if leader == Some(ctx.node_id) {
         listed(&ctx)
             .into_iter()
-            .filter(|(id, state, _)| wanted(state) && describable(id))
-            .map(|(id, state, protocol_type)| {
-                let group = ListedGroup::default()
-                    .with_group_id(GroupId(str_bytes(id)))
-                    .with_protocol_type(str_bytes(protocol_type));
-                let group =
-                    if req.api_version >= 4 { group.with_group_state(str_bytes(state)) } else { group };
-                if req.api_version >= 5 {
-                    group.with_group_type(str_bytes(GROUP_TYPE_CLASSIC))
-                } else {
-                    group
-                }
-            })
+            .filter(|g| wanted(g.state) && type_wanted(g.group_type) && describable(&g.group_id))
+            .map(|g| row(g, req.api_version))
             .collect()
     } else {
         Vec::new()
@@ -72,10 +77,24 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     )))
 }
 
-/// (group id, state, protocol type): the coordinator's groups, then those known only from
-/// committed offsets, which are `Empty` with protocol type "consumer".
-pub fn listed(ctx: &Ctx) -> Vec<(String, &'static str, String)> {
-    let mut groups: BTreeMap<String, (&'static str, String)> = ctx
+fn row(g: Listed, v: i16) -> ListedGroup {
+    let group = ListedGroup::default()
+        .with_group_id(GroupId(str_bytes(g.group_id)))
+        .with_protocol_type(str_bytes(g.protocol_type));
+    let group = if v >= 4 { group.with_group_state(str_bytes(g.state)) } else { group };
+    if v >= 5 {
+        group.with_group_type(str_bytes(g.group_type))
+    } else {
+        group
+    }
+}
+
+/// Every group in group id order: the classic coordinator's, the consumer groups, then the
+/// classic groups known only from committed offsets. An id is listed once, as `group_kind`
+/// decides.
+pub fn listed(ctx: &Ctx) -> Vec<Listed> {
+    let classic = |(state, protocol_type): (&'static str, String)| (state, protocol_type, TYPE_CLASSIC);
+    let mut groups: BTreeMap<String, (&'static str, String, &'static str)> = ctx
         .groups
         .list()
         .into_iter()
@@ -83,15 +102,29 @@ pub fn listed(ctx: &Ctx) -> Vec<(String, &'static str, String)> {
         .map(|(id, state, protocol_type)| {
             let protocol_type =
                 if protocol_type.is_empty() { PROTOCOL_TYPE.to_string() } else { protocol_type };
-            (id, (state.name(), protocol_type))
+            (id, classic((state.name(), protocol_type)))
         })
         .collect();
-    ctx.applied.read(|applied| {
-        for id in applied.state.groups.groups.keys() {
-            groups.entry(id.clone()).or_insert_with(|| (STATE_EMPTY, PROTOCOL_TYPE.to_string()));
+    // Read under the applied lock, merged outside it: the coordinator has its own lock.
+    let (consumer, with_offsets): (Vec<(String, &'static str)>, Vec<String>) = ctx.applied.state(|s| {
+        let consumer = s.consumer_groups.groups.iter().map(|(id, g)| (id.clone(), g.state().as_str()));
+        (consumer.collect(), s.groups.groups.keys().cloned().collect())
+    });
+    for (id, state) in consumer {
+        if !ctx.groups.holds(&id) {
+            groups.insert(id, (state, PROTOCOL_TYPE.to_string(), TYPE_CONSUMER));
         }
-        groups.into_iter().map(|(id, (state, protocol_type))| (id, state, protocol_type)).collect()
-    })
+    }
+    for id in with_offsets {
+        groups.entry(id).or_insert_with(|| classic((STATE_EMPTY, PROTOCOL_TYPE.to_string())));
+    }
+    groups
+        .into_iter()
+        .map(|(group_id, (state, protocol_type, group_type))| Listed {
+            group_id,
+            state,
+            protocol_type,
+            group_type,
+        })
+        .collect()
 }
-
-const PROTOCOL_TYPE: &str = "consumer";

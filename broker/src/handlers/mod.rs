@@ -43,6 +43,7 @@ pub mod expire_delegation_token;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod get_telemetry_subscriptions;
+mod group_kind;
 pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;

@@ -9,6 +9,8 @@
 //! subscribes to the topic. Subscriptions come from the members' consumer-protocol metadata in
 //! the leader's coordinator; metadata that does not parse (or members adopted after a failover,
 //! whose metadata comes back only with their next join) counts as subscribed to every topic.
+//! A KIP-848 consumer group has no group-level refusal; its members' subscriptions (topic
+//! names, and the topics their regular expressions match) are in the applied state.
 //! Every other partition answers NONE, whether or not it had a committed offset; those that
 //! had one are named in one `OffsetDelete` op.
 
@@ -21,6 +23,7 @@ use kafka_protocol::messages::{
     ApiKey, OffsetDeleteRequest, OffsetDeleteResponse, RequestKind, ResponseKind,
 };
 
+use super::group_kind::{self, GroupKind};
 use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
 use crate::coord::group::Subscriptions;
@@ -87,13 +90,7 @@ fn decide_in(
     body: &OffsetDeleteRequest,
     readable: &[bool],
 ) -> Result<(Vec<i16>, Option<OffsetDeleteOp>), i16> {
-    let in_log = state.groups.groups.contains_key(group_id);
-    let subscriptions = match ctx.groups.offset_delete_check(group_id) {
-        Some(checked) => checked?,
-        // Not in the coordinator's memory: no members, so nothing is subscribed.
-        None if in_log => Subscriptions::Topics(Default::default()),
-        None => return Err(error_code::GROUP_ID_NOT_FOUND),
-    };
+    let subscriptions = subscriptions(ctx, state, group_id)?;
     let mut codes = Vec::new();
     let mut partitions = Vec::new();
     for (topic, readable) in body.topics.iter().zip(readable) {
@@ -115,6 +112,21 @@ fn decide_in(
     }
     let op = (!partitions.is_empty()).then(|| OffsetDeleteOp { group_id: group_id.to_string(), partitions });
     Ok((codes, op))
+}
+
+/// The topics whose offsets stay: those the group's members subscribe to. A consumer group has
+/// no group-level refusal (Kafka deletes its offsets while members are active); a classic
+/// group's coordinator decides as `coord::group::deletion` says.
+fn subscriptions(ctx: &Ctx, state: &onelog_state::BrokerState, group_id: &str) -> Result<Subscriptions, i16> {
+    if let Some(GroupKind::Consumer(group)) = group_kind::kind(ctx, state, group_id) {
+        return Ok(Subscriptions::Topics(group.subscribed_topic_names(&state.topics)));
+    }
+    match ctx.groups.offset_delete_check(group_id) {
+        Some(checked) => checked,
+        // Not in the coordinator's memory: no members, so nothing is subscribed.
+        None if state.groups.groups.contains_key(group_id) => Ok(Subscriptions::Topics(Default::default())),
+        None => Err(error_code::GROUP_ID_NOT_FOUND),
+    }
 }
 
 /// One partition per requested one, grouped by topic as the request was.

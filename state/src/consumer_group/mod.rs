@@ -47,7 +47,7 @@ pub use request::{
 pub use validate::validate;
 
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 
 #[cfg(test)]
 mod heartbeat_tests;

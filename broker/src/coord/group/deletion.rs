@@ -39,6 +39,23 @@ impl Subscriptions {
 }
 
 impl Groups {
+    /// Whether a classic group holds the id: it has members or a rebalance under way. A
+    /// consumer group may take over an id whose classic group is only Empty (see
+    /// `handlers::group_kind`).
+    pub(super) fn holds(&self, group_id: &str) -> bool {
+        self.groups.get(group_id).is_some_and(|g| {
+            !g.members.is_empty() || !matches!(g.state, GroupState::Empty | GroupState::Dead)
+        })
+    }
+
+    /// Forgets an Empty group whose id a consumer group took over, so that neither the
+    /// coordinator's memory nor its empty-generation record brings the classic group back.
+    pub(super) fn forget_empty(&mut self, group_id: &str) {
+        if self.groups.get(group_id).is_some_and(|g| g.members.is_empty() && g.state == GroupState::Empty) {
+            self.groups.remove(group_id);
+        }
+    }
+
     /// DeleteGroups, first step (Kafka's `ClassicGroup.validateDeleteGroup`): a group with
     /// members is NON_EMPTY_GROUP, one already being deleted GROUP_ID_NOT_FOUND; otherwise it
     /// is marked Dead and its generation returned for the log op. A group only the log knows

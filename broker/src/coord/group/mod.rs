@@ -237,6 +237,16 @@ impl Coordinator {
         self.lock().groups.list()
     }
 
+    /// Whether a classic group with members or a rebalance under way holds the id.
+    pub fn holds(&self, group_id: &str) -> bool {
+        self.lock().groups.holds(group_id)
+    }
+
+    /// A consumer group took over the id of this Empty classic group: forget it.
+    pub fn forget_empty(&self, group_id: &str) {
+        self.lock().groups.forget_empty(group_id)
+    }
+
     /// DeleteGroups, first step (see `deletion`): the generation for the log op, or the error.
     pub fn begin_delete(&self, group_id: &str, in_log: bool) -> Result<i32, i16> {
         self.lock().groups.begin_delete(group_id, in_log)

@@ -1,0 +1,153 @@
+//! Where consumer groups meet classic groups in the log: a group id is held by one protocol at a
+//! time, conversions of empty groups keep the committed offsets, and DeleteGroups takes an
+//! empty consumer group with its offsets but never one with members.
+
+use kafka_compat::error_code;
+
+use crate::command::{
+    ConsumerGroupHeartbeatOp, DeleteGroupsOp, GenerationMember, GenerationOp, GroupDeletion,
+    OffsetCommitEntry, OffsetCommitOp, Op, OpResult,
+};
+use crate::consumer_group::testkit::{join, settings};
+use crate::consumer_group::LEAVE_GROUP_MEMBER_EPOCH;
+use crate::testing::{at, create_topic};
+use crate::BrokerState;
+
+fn apply(state: &mut BrokerState, op: Op) -> OpResult {
+    at(1_000, op).apply(state, &mut Vec::new())
+}
+
+fn heartbeat(state: &mut BrokerState, hb: crate::consumer_group::Heartbeat) -> OpResult {
+    let op = ConsumerGroupHeartbeatOp { heartbeat: hb, settings: settings(), now_ms: 1_000 };
+    apply(state, Op::ConsumerGroupHeartbeat(Box::new(op)))
+}
+
+fn generation(group: &str, id: i32, members: &[&str]) -> Op {
+    let members = members
+        .iter()
+        .map(|m| GenerationMember {
+            member_id: m.to_string(),
+            group_instance_id: None,
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 10_000,
+        })
+        .collect();
+    let op = GenerationOp {
+        group_id: group.into(),
+        generation_id: id,
+        protocol_type: "consumer".into(),
+        protocol_name: "range".into(),
+        members,
+    };
+    Op::CompleteGeneration(op)
+}
+
+fn admin_commit(group: &str, offset: i64) -> Op {
+    let commit =
+        OffsetCommitEntry { topic: "t".into(), partition: 0, offset, leader_epoch: -1, metadata: None };
+    Op::OffsetCommit(OffsetCommitOp {
+        group_id: group.into(),
+        generation_id: -1,
+        member_id: String::new(),
+        commits: vec![commit],
+    })
+}
+
+fn delete(state: &mut BrokerState, group: &str) -> i16 {
+    let op = DeleteGroupsOp { groups: vec![GroupDeletion { group_id: group.into(), generation_id: 0 }] };
+    let OpResult::Items(items) = apply(state, Op::DeleteGroups(op)) else { panic!("not items") };
+    items[0].0
+}
+
+fn joined(state: &mut BrokerState, group: &str, member: &str) {
+    let OpResult::Heartbeat(Ok(_)) = heartbeat(state, join(group, member, &["t"])) else {
+        panic!("join refused")
+    };
+}
+
+fn leave(state: &mut BrokerState, group: &str, member: &str) {
+    let mut hb = join(group, member, &["t"]);
+    hb.member_epoch = LEAVE_GROUP_MEMBER_EPOCH;
+    let OpResult::Heartbeat(Ok(_)) = heartbeat(state, hb) else { panic!("leave refused") };
+}
+
+fn with_topic() -> BrokerState {
+    let mut state = BrokerState::default();
+    apply(&mut state, create_topic("t", 2, 7));
+    state
+}
+
+#[test]
+fn a_consumer_group_with_members_is_not_deleted_and_an_empty_one_goes_with_its_offsets() {
+    let mut state = with_topic();
+    joined(&mut state, "g", "m1");
+    assert_eq!(delete(&mut state, "g"), error_code::NON_EMPTY_GROUP);
+    assert!(state.consumer_groups.groups["g"].members.contains_key("m1"));
+    leave(&mut state, "g", "m1");
+    apply(&mut state, admin_commit("g", 5));
+    assert!(state.groups.committed("g", "t", 0).is_some());
+    assert_eq!(delete(&mut state, "g"), error_code::NONE);
+    assert!(!state.consumer_groups.groups.contains_key("g"));
+    assert!(state.groups.committed("g", "t", 0).is_none());
+    assert_eq!(delete(&mut state, "g"), error_code::GROUP_ID_NOT_FOUND);
+}
+
+#[test]
+fn an_empty_consumer_group_without_offsets_can_be_deleted() {
+    let mut state = with_topic();
+    joined(&mut state, "g", "m1");
+    leave(&mut state, "g", "m1");
+    assert_eq!(delete(&mut state, "g"), error_code::NONE);
+    assert!(state.consumer_groups.groups.is_empty());
+}
+
+#[test]
+fn a_classic_generation_converts_an_empty_consumer_group_and_keeps_its_offsets() {
+    let mut state = with_topic();
+    joined(&mut state, "g", "m1");
+    apply(&mut state, admin_commit("g", 0));
+    leave(&mut state, "g", "m1");
+    apply(&mut state, admin_commit("g", 9));
+    // An emptied classic generation has nothing to convert.
+    apply(&mut state, generation("g", 1, &[]));
+    assert!(state.consumer_groups.groups.contains_key("g"));
+    apply(&mut state, generation("g", 1, &["classic-1"]));
+    assert!(!state.consumer_groups.groups.contains_key("g"));
+    assert_eq!(state.groups.committed("g", "t", 0).map(|c| c.offset), Some(9));
+    assert!(state.groups.groups["g"].generation.is_some());
+}
+
+#[test]
+fn a_classic_generation_does_not_take_a_consumer_group_with_members() {
+    let mut state = with_topic();
+    joined(&mut state, "g", "m1");
+    apply(&mut state, generation("g", 1, &["classic-1"]));
+    assert!(state.consumer_groups.groups["g"].members.contains_key("m1"));
+    assert!(state.groups.groups.get("g").and_then(|g| g.generation.as_ref()).is_none());
+}
+
+#[test]
+fn a_consumer_group_takes_over_an_emptied_classic_group_and_its_offsets() {
+    let mut state = with_topic();
+    apply(&mut state, generation("g", 3, &["classic-1"]));
+    apply(&mut state, generation("g", 4, &[]));
+    apply(&mut state, admin_commit("g", 11));
+    // A live classic group keeps the id (see `heartbeat`); an emptied one is converted.
+    joined(&mut state, "g", "m1");
+    assert!(state.groups.groups["g"].generation.is_none());
+    assert_eq!(state.groups.committed("g", "t", 0).map(|c| c.offset), Some(11));
+    assert!(state.consumer_groups.groups["g"].members.contains_key("m1"));
+}
+
+#[test]
+fn a_consumer_join_onto_a_classic_group_with_members_is_refused_and_changes_nothing() {
+    let mut state = with_topic();
+    apply(&mut state, generation("g", 3, &["classic-1"]));
+    let before = state.groups.groups["g"].clone();
+    let OpResult::Heartbeat(Err(refusal)) = heartbeat(&mut state, join("g", "m1", &["t"])) else {
+        panic!("join accepted")
+    };
+    assert_eq!(refusal.code, error_code::GROUP_ID_NOT_FOUND);
+    assert!(state.consumer_groups.groups.is_empty());
+    assert_eq!(state.groups.groups["g"], before);
+}
