@@ -29,6 +29,38 @@ pub struct TopicRequest {
     pub partitions: i32,
     pub replication_factor: i16,
     pub configs: BTreeMap<String, String>,
+    /// A manual assignment: (partition index, replica ids); then both counts must be -1.
+    pub assignments: Vec<(i32, Vec<i32>)>,
+}
+
+/// The partition count and replication factor a request comes to: the broker defaults for -1,
+/// or (Kafka's rule) those of its manual assignment, which onelog checks and then places on
+/// every voter as it does every partition.
+fn resolved_counts(ctx: &Ctx, req: &TopicRequest) -> Result<(i32, i16), (i16, String)> {
+    if req.assignments.is_empty() {
+        let settings = &ctx.config.settings;
+        let partitions = if req.partitions == -1 { settings.num_partitions } else { req.partitions };
+        let rf = if req.replication_factor == -1 {
+            settings.default_replication_factor
+        } else {
+            req.replication_factor
+        };
+        return Ok((partitions, rf));
+    }
+    let manual = "A manual partition assignment was specified, but";
+    if req.replication_factor != -1 {
+        return Err((error_code::INVALID_REQUEST, format!("{manual} replication factor was not set to -1.")));
+    }
+    if req.partitions != -1 {
+        return Err((error_code::INVALID_REQUEST, format!("{manual} numPartitions was not set to -1.")));
+    }
+    let brokers = broker_ids(ctx);
+    if let Some(why) = onelog_state::assignment::new_topic_problem(&req.assignments, Some(&brokers)) {
+        return Err((error_code::INVALID_REPLICA_ASSIGNMENT, why));
+    }
+    let partitions = i32::try_from(req.assignments.len()).unwrap_or(i32::MAX);
+    let rf = i16::try_from(req.assignments[0].1.len()).unwrap_or(i16::MAX);
+    Ok((partitions, rf))
 }
 
 /// Outcome per topic, in request order.
@@ -40,12 +72,12 @@ pub fn validate_topics(ctx: &Ctx, requests: &[TopicRequest]) -> (Vec<NewTopic>, 
     let mut valid = Vec::new();
     let mut errors = Vec::new();
     for req in requests {
-        let partitions =
-            if req.partitions == -1 { ctx.config.settings.num_partitions } else { req.partitions };
-        let rf = if req.replication_factor == -1 {
-            ctx.config.settings.default_replication_factor
-        } else {
-            req.replication_factor
+        let (partitions, rf) = match resolved_counts(ctx, req) {
+            Ok(counts) => counts,
+            Err(problem) => {
+                errors.push(Some(problem));
+                continue;
+            }
         };
         let problem = if let Some(p) = topic_name_problem(&req.name) {
             Some((error_code::INVALID_TOPIC_EXCEPTION, p.to_string()))

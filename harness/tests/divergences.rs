@@ -11,13 +11,15 @@ use harness::batch::{encode_batch, TestRecord};
 use harness::raw_ops::{produce_at, topic_name, BatchFor};
 use harness::{Broker, BrokerOptions, Cluster, ClusterOptions, RawClient};
 use kafka_compat::error_code::{
-    COORDINATOR_NOT_AVAILABLE, INVALID_CONFIG, INVALID_RECORD, INVALID_REPLICA_ASSIGNMENT,
+    COORDINATOR_NOT_AVAILABLE, INVALID_CONFIG, INVALID_RECORD, INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST,
     MEMBER_ID_REQUIRED, NOT_COORDINATOR,
 };
 use kafka_protocol::messages::create_partitions_request::{
     CreatePartitionsAssignment, CreatePartitionsTopic,
 };
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::create_topics_request::{
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+};
 use kafka_protocol::messages::describe_topic_partitions_request::TopicRequest;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -352,5 +354,46 @@ async fn assignment_scenario(cluster: &Cluster, leader: u64) -> Result<()> {
     let described: Vec<Vec<i32>> =
         topic.partitions.iter().map(|p| p.replica_nodes.iter().map(|b| b.0).collect()).collect();
     ensure!(described == replicas, "DescribeTopicPartitions {described:?}, Metadata {replicas:?}");
+    created_with_an_assignment(&mut client).await
+}
+
+/// Regression (issue 28, found by franz-go's kgo suite): a topic created with a manual
+/// assignment of three replicas per partition took its replication factor from
+/// `default.replication.factor` (1), so growing it with three-replica partitions was refused
+/// INVALID_REPLICA_ASSIGNMENT. Kafka takes the factor from the assignment, and refuses an
+/// assignment with counts set (INVALID_REQUEST), with uneven replica lists or gaps in the
+/// partition indexes (INVALID_REPLICA_ASSIGNMENT).
+async fn created_with_an_assignment(client: &mut RawClient) -> Result<()> {
+    let create = |name: &str, counts: (i32, i16), assignment: &[(i32, &[i32])]| {
+        let assignments = assignment.iter().map(|(index, replicas)| {
+            CreatableReplicaAssignment::default()
+                .with_partition_index(*index)
+                .with_broker_ids(replicas.iter().map(|b| BrokerId(*b)).collect())
+        });
+        let topic = CreatableTopic::default()
+            .with_name(topic_name(name))
+            .with_num_partitions(counts.0)
+            .with_replication_factor(counts.1)
+            .with_assignments(assignments.collect());
+        CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(vec![topic])
+    };
+    for (counts, assignment, want) in [
+        ((2, -1), &[(0, &[1, 2, 3][..])][..], INVALID_REQUEST),
+        ((-1, 3), &[(0, &[1, 2, 3][..])][..], INVALID_REQUEST),
+        ((-1, -1), &[(0, &[1, 2, 3][..]), (1, &[1, 2][..])][..], INVALID_REPLICA_ASSIGNMENT),
+        ((-1, -1), &[(0, &[1, 2, 3][..]), (2, &[1, 2, 3][..])][..], INVALID_REPLICA_ASSIGNMENT),
+    ] {
+        let answer = client.request(7, &create("refused", counts, assignment)).await?;
+        let code = answer.topics.first().context("one result")?.error_code;
+        ensure!(code == want, "{counts:?} {assignment:?}: {answer:?}");
+    }
+    let answer = client.request(7, &create("manual", (-1, -1), &[(0, &[1, 2, 3]), (1, &[2, 3, 1])])).await?;
+    let created = answer.topics.first().context("one result")?;
+    ensure!(
+        created.error_code == 0 && created.replication_factor == 3 && created.num_partitions == 2,
+        "created with an assignment: {created:?}"
+    );
+    let code = create_partitions(client, "manual", 3, &[&[3, 1, 2]], false).await?;
+    ensure!(code == 0, "CreatePartitions with three replicas after a three-replica assignment: {code}");
     Ok(())
 }

@@ -29,6 +29,26 @@ pub fn problem(
     req.assignments.iter().find_map(|replicas| replicas_problem(replicas, replication_factor, brokers))
 }
 
+/// A CreateTopics manual assignment (Kafka's `ReplicationControlManager.createTopic`): each
+/// partition index once, 0-based and consecutive, each replica list as CreatePartitions checks
+/// it, all as long as the first, whose length is the topic's replication factor.
+pub fn new_topic_problem(assignments: &[(i32, Vec<i32>)], brokers: Option<&BTreeSet<i32>>) -> Option<String> {
+    let mut seen = BTreeSet::new();
+    let mut replication_factor = None;
+    for (index, replicas) in assignments {
+        if !seen.insert(*index) {
+            return Some(format!("Found multiple manual partition assignments for partition {index}"));
+        }
+        let length = i16::try_from(replicas.len()).unwrap_or(i16::MAX);
+        if let Some(problem) = replicas_problem(replicas, *replication_factor.get_or_insert(length), brokers)
+        {
+            return Some(problem);
+        }
+    }
+    let consecutive = (0..seen.len()).all(|i| i32::try_from(i).is_ok_and(|i| seen.contains(&i)));
+    (!consecutive).then(|| "partitions should be a consecutive 0-based integer sequence".to_string())
+}
+
 fn replicas_problem(
     replicas: &[i32],
     replication_factor: i16,
@@ -58,6 +78,27 @@ fn replicas_problem(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (issue 28): the replication factor of a topic created with a manual
+    /// assignment came from `default.replication.factor`, so a later CreatePartitions with
+    /// as many replicas as the assignment had was refused.
+    #[test]
+    fn a_new_topics_assignment_follows_kafkas_rules() {
+        let brokers: BTreeSet<i32> = [1, 2, 3].into();
+        let check = |a: &[(i32, &[i32])]| {
+            let a: Vec<(i32, Vec<i32>)> = a.iter().map(|(i, r)| (*i, r.to_vec())).collect();
+            new_topic_problem(&a, Some(&brokers))
+        };
+        assert_eq!(check(&[(0, &[1, 2, 3]), (1, &[2, 3, 1])]), None);
+        assert_eq!(check(&[(1, &[1]), (0, &[2])]), None);
+        assert!(check(&[(0, &[1, 2]), (1, &[1])])
+            .unwrap()
+            .contains("not consistent with previous partitions"));
+        assert!(check(&[(0, &[1]), (0, &[2])]).unwrap().contains("multiple manual partition assignments"));
+        assert!(check(&[(0, &[1]), (2, &[2])]).unwrap().contains("consecutive 0-based"));
+        assert!(check(&[(0, &[4])]).unwrap().contains("no such broker"));
+        assert!(check(&[(0, &[1, 1])]).unwrap().contains("more than once"));
+    }
 
     fn req(count: i32, assignments: &[&[i32]]) -> NewPartitions {
         NewPartitions {

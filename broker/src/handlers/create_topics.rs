@@ -40,11 +40,18 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .iter()
                 .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
                 .collect();
-            // Manual assignments fix the partition count; replicas are always all voters.
-            let partitions =
-                if t.assignments.is_empty() { t.num_partitions } else { t.assignments.len() as i32 };
-            let rf = if t.assignments.is_empty() { t.replication_factor } else { -1 };
-            TopicRequest { name: t.name.0.to_string(), partitions, replication_factor: rf, configs }
+            let assignments = t
+                .assignments
+                .iter()
+                .map(|a| (a.partition_index, a.broker_ids.iter().map(|b| b.0).collect()))
+                .collect();
+            TopicRequest {
+                name: t.name.0.to_string(),
+                partitions: t.num_partitions,
+                replication_factor: t.replication_factor,
+                configs,
+                assignments,
+            }
         })
         .collect();
     // KafkaApis: CREATE on the cluster, else on each topic (TOPIC_AUTHORIZATION_FAILED).

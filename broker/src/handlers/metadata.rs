@@ -130,6 +130,7 @@ async fn create_missing(ctx: &SharedCtx, origin: &forward::Origin, requested: &[
                     partitions: -1,
                     replication_factor: -1,
                     configs: BTreeMap::new(),
+                    assignments: Vec::new(),
                 })
                 .collect()
         })
