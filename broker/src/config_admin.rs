@@ -11,6 +11,7 @@
 use kafka_compat::error_code;
 use kafka_protocol::protocol::StrBytes;
 
+use crate::config::consumer_group::ConsumerGroupConfig;
 use crate::config::BrokerConfig;
 use crate::ctx::Ctx;
 use crate::errors::{propose_error_code, Addressed};
@@ -19,6 +20,8 @@ use onelog_state::command::{AlterConfigsOp, ItemResult};
 use onelog_state::configs::{
     altered, AlterKind, ConfigAlteration, ConfigResource, Overrides, ResourceAlteration,
 };
+use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS};
+use onelog_state::group_config::{leader_problem, refused_by_0_1_0};
 use onelog_state::BrokerState;
 
 /// Kafka's ConfigResource.Type codes.
@@ -92,8 +95,9 @@ fn broker_resource(ctx: &Ctx, name: &str, forwarded: bool) -> Result<ConfigResou
 /// Checks every resource against the applied state and, unless `validate_only`, puts the
 /// valid ones in one entry; one result per resource, in request order.
 async fn alter(ctx: &Ctx, resources: Vec<Parsed>, validate_only: bool) -> Vec<ItemResult> {
+    let groups = &ctx.config.settings.consumer_group;
     let checked: Vec<Parsed> = ctx.applied.state(|state| {
-        resources.into_iter().map(|r| r.and_then(|r| preview(state, &r).map(|()| r))).collect()
+        resources.into_iter().map(|r| r.and_then(|r| preview(state, &r, groups).map(|()| r))).collect()
     });
     let valid: Vec<ResourceAlteration> = checked.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
     let mut committed = if validate_only || valid.is_empty() {
@@ -115,10 +119,31 @@ async fn alter(ctx: &Ctx, resources: Vec<Parsed>, validate_only: bool) -> Vec<It
         .collect()
 }
 
-/// What apply would answer on the state as it is now.
-fn preview(state: &BrokerState, change: &ResourceAlteration) -> Result<(), (i16, String)> {
+/// What apply would answer on the state as it is now, and, for a group, what only the
+/// leader checks because it depends on the broker's configs (`group_config::leader_problem`).
+fn preview(
+    state: &BrokerState,
+    change: &ResourceAlteration,
+    groups: &ConsumerGroupConfig,
+) -> Result<(), (i16, String)> {
     let empty = Overrides::new();
-    altered(overrides(state, &change.resource, &empty)?, change).map(|_| ())
+    if let ConfigResource::Group(name) = &change.resource {
+        if name.is_empty() {
+            // Kafka's controller (`validateGroupName`), before any key is looked at.
+            return Err((error_code::INVALID_REQUEST, "Default group resources are not allowed.".into()));
+        }
+    }
+    let next = altered(overrides(state, &change.resource, &empty)?, change)?;
+    if matches!(change.resource, ConfigResource::Group(_)) {
+        let invalid = |message| (error_code::INVALID_CONFIG, message);
+        if state.features.level(ONELOG_VERSION) < ONELOG_VERSION_CONSUMER_GROUPS {
+            change.alterations.iter().find_map(refused_by_0_1_0).map_or(Ok(()), |m| Err(invalid(m)))?;
+        }
+        if let Some(problem) = leader_problem(&next, &groups.settings, &groups.bounds) {
+            return Err(invalid(problem));
+        }
+    }
+    Ok(())
 }
 
 /// A resource's overrides in `state` (`empty` when it has none), or why a topic has none.

@@ -7,7 +7,8 @@
 //! - `kafka-configs.sh` (kafka.admin.ConfigCommand, IncrementalAlterConfigs key 44):
 //!   `--add-config` / `--delete-config` / `--describe` on a topic and on the brokers' default,
 //!   the dynamic default `message.max.bytes` taking effect, a read-only broker config refused
-//!   with Kafka's message, group and client-metrics configs described as Kafka 4.1 does;
+//!   with Kafka's message, group and client-metrics configs described (group configs in full:
+//!   group_configs.rs);
 //! - DeleteRecords (key 21) from `kafka-delete-records.sh` with an offsets JSON file and from
 //!   librdkafka: the low watermark moves, ListOffsets EARLIEST and a consumer from earliest
 //!   start there, a fetch below it is OFFSET_OUT_OF_RANGE, -1 means the high watermark, an

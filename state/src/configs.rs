@@ -3,7 +3,8 @@
 //!
 //! A topic's overrides live on the topic (`Topic::configs`); the dynamic broker configs (per
 //! broker and the cluster-wide default), group configs (KIP-848's `consumer.*`, KIP-932's
-//! `share.*`, KIP-1071's `streams.*`) and client-metrics subscriptions (KIP-714) live here.
+//! `share.*`, KIP-1071's `streams.*`; their keys and checks are `group_config`) and
+//! client-metrics subscriptions (KIP-714) live here.
 //! The leader runs [`altered`] to answer `validate_only` and to refuse early; apply runs it
 //! again on the state the op meets, so two alterations of one resource in flight at once
 //! both take effect, as Kafka's controller serializes them.
@@ -13,6 +14,7 @@ use std::collections::BTreeMap;
 use kafka_compat::error_code;
 use serde::{Deserialize, Serialize};
 
+use crate::group_config::{group_config_def, value_problem as group_value_problem, GroupConfigDef};
 use crate::topic_config::{topic_config_def, value_problem, ConfigType, TOPIC_CONFIGS};
 
 /// Config overrides of one resource: name → value.
@@ -99,8 +101,7 @@ pub struct ResourceAlteration {
     pub alterations: Vec<ConfigAlteration>,
 }
 
-/// A group config Kafka 4.1 lists for a group resource, with the default of the broker
-/// config that supplies it.
+/// A client-metrics config, with its default.
 struct ResourceConfigDef {
     name: &'static str,
     default: &'static str,
@@ -117,23 +118,6 @@ const fn text(name: &'static str, default: &'static str, config_type: ConfigType
     ResourceConfigDef { name, default, config_type, range: (0, 0) }
 }
 
-/// What Kafka 4.1 describes for a group (checked against it with `scripts/kafka-reference.sh`).
-/// onelog stores and describes them; it acts on none: its classic groups take the session
-/// timeout from JoinGroup, and it has no KIP-848, share or streams groups. The ranges are
-/// Kafka's broker defaults for `group.consumer.min/max.session.timeout.ms` and the like.
-const GROUP_CONFIGS: &[ResourceConfigDef] = &[
-    int("consumer.heartbeat.interval.ms", "5000", (5000, 15000)),
-    int("consumer.session.timeout.ms", "45000", (45000, 60000)),
-    text("share.auto.offset.reset", "latest", ConfigType::String),
-    int("share.heartbeat.interval.ms", "5000", (5000, 15000)),
-    text("share.isolation.level", "read_uncommitted", ConfigType::String),
-    int("share.record.lock.duration.ms", "30000", (15000, 60000)),
-    int("share.session.timeout.ms", "45000", (45000, 60000)),
-    int("streams.heartbeat.interval.ms", "5000", (5000, 15000)),
-    int("streams.num.standby.replicas", "0", (0, 2)),
-    int("streams.session.timeout.ms", "45000", (45000, 60000)),
-];
-
 /// KIP-714 client-metrics subscriptions. onelog stores and describes them, and does not
 /// advertise GetTelemetrySubscriptions, so no client pushes metrics to it.
 const CLIENT_METRICS_CONFIGS: &[ResourceConfigDef] = &[
@@ -141,11 +125,6 @@ const CLIENT_METRICS_CONFIGS: &[ResourceConfigDef] = &[
     text("match", "", ConfigType::List),
     text("metrics", "", ConfigType::List),
 ];
-
-/// (name, effective value, source) of every group config, defaults included.
-pub fn group_entries(overrides: Option<&Overrides>) -> Vec<(&'static str, String, i8, ConfigType)> {
-    described(GROUP_CONFIGS, overrides, SOURCE_DYNAMIC_GROUP)
-}
 
 /// (name, effective value, source) of every client-metrics config, defaults included.
 pub fn client_metrics_entries(overrides: Option<&Overrides>) -> Vec<(&'static str, String, i8, ConfigType)> {
@@ -255,6 +234,9 @@ struct Definition {
 
 enum Check {
     Topic(&'static crate::topic_config::TopicConfigDef),
+    /// The type of a group config's value only: its bounds depend on the broker's configs,
+    /// so the leader checks them before proposing (`group_config::leader_problem`).
+    Group(&'static GroupConfigDef),
     Range(&'static ResourceConfigDef),
     None,
 }
@@ -263,6 +245,7 @@ impl Definition {
     fn problem(&self, name: &str, value: &str) -> Option<String> {
         match &self.check {
             Check::Topic(def) => value_problem(def, name, value),
+            Check::Group(def) => group_value_problem(def, value),
             Check::Range(def) if def.config_type == ConfigType::Int => match value.trim().parse::<i64>() {
                 Ok(v) if (def.range.0..=def.range.1).contains(&v) => None,
                 Ok(_) => Some(format!(
@@ -302,7 +285,14 @@ fn definition(resource: &ConfigResource, name: &str) -> Result<Definition, Alter
             },
             None => Definition { config_type: None, default: "", check: Check::None },
         }),
-        ConfigResource::Group(_) => from(GROUP_CONFIGS, "group"),
+        ConfigResource::Group(_) => {
+            let def = group_config_def(name).ok_or_else(|| unknown("group"))?;
+            Ok(Definition {
+                config_type: Some(def.config_type),
+                default: def.default,
+                check: Check::Group(def),
+            })
+        }
         ConfigResource::ClientMetrics(_) => from(CLIENT_METRICS_CONFIGS, "client metrics"),
     }
 }

@@ -73,15 +73,29 @@ fn set_and_delete_validate_names_and_values() {
     let custom =
         altered(&empty, &change(ConfigResource::Broker(1), &[("plugin.knob", AlterKind::Set, Some("x"))]));
     assert_eq!(custom.unwrap()["plugin.knob"], "x");
-    // Groups and client metrics: Kafka's names and ranges.
+    // Groups: Kafka's names and value types here; the broker's bounds are the leader's
+    // (`group_config::leader_problem`). Client metrics: Kafka's names and ranges.
     let group = ConfigResource::Group("g".into());
     assert!(altered(
         &empty,
         &change(group.clone(), &[("consumer.session.timeout.ms", AlterKind::Set, Some("50000"))])
     )
     .is_ok());
-    let low = altered(&empty, &change(group, &[("consumer.session.timeout.ms", AlterKind::Set, Some("10"))]));
-    assert_eq!(low.unwrap_err().0, error_code::INVALID_CONFIG);
+    let low = altered(
+        &empty,
+        &change(group.clone(), &[("consumer.session.timeout.ms", AlterKind::Set, Some("0"))]),
+    );
+    let (code, message) = low.unwrap_err();
+    assert_eq!(code, error_code::INVALID_CONFIG);
+    assert_eq!(
+        message,
+        "Invalid value 0 for configuration consumer.session.timeout.ms: Value must be at least 1"
+    );
+    let unknown = altered(&empty, &change(group, &[("consumer.colour", AlterKind::Set, Some("red"))]));
+    assert_eq!(
+        unknown.unwrap_err(),
+        (error_code::INVALID_CONFIG, "Unknown group config name: consumer.colour".into())
+    );
     let metrics = ConfigResource::ClientMetrics("m".into());
     let unknown = altered(&empty, &change(metrics, &[("colour", AlterKind::Set, Some("red"))]));
     assert_eq!(unknown.unwrap_err().0, error_code::INVALID_CONFIG);

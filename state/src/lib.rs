@@ -22,6 +22,7 @@ pub mod digest;
 pub mod effect;
 pub mod entry;
 pub mod features;
+pub mod group_config;
 pub mod groups;
 pub mod limits;
 pub mod producers;

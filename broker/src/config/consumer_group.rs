@@ -1,40 +1,75 @@
 //! The KIP-848 consumer-group settings (`group.consumer.*`), refused at start-up where Kafka's
 //! `GroupCoordinatorConfig` refuses them: a default outside its bounds, a heartbeat interval
-//! not below the session timeout, an assignor onelog does not have.
+//! not below the session timeout, an assignor onelog does not have. The bounds stay with the
+//! settings: they also bound each group's own `consumer.*` overrides (group configs), checked
+//! when one is altered and capped when one is used ([`ConsumerGroupConfig::for_group`]).
 
 use anyhow::{bail, Context};
+use onelog_state::configs::Overrides;
 use onelog_state::consumer_group::{Assignor, GroupSettings};
+use onelog_state::group_config::{consumer_settings, Bounds, ConsumerGroupBounds};
+
+/// The broker's consumer-group settings and the bounds on a group's overrides of them.
+#[derive(Debug, Clone, Default)]
+pub struct ConsumerGroupConfig {
+    pub settings: GroupSettings,
+    pub bounds: ConsumerGroupBounds,
+}
+
+impl ConsumerGroupConfig {
+    /// The settings a group's heartbeats run with, given its stored overrides
+    /// (`BrokerState::configs.groups`): read on every heartbeat, so a change applies at the
+    /// group's next one.
+    pub fn for_group(&self, overrides: Option<&Overrides>) -> GroupSettings {
+        consumer_settings(&self.settings, &self.bounds, overrides)
+    }
+}
 
 /// `int` reads one integer config by name (they are typed and ranged by `defs`).
-pub fn parse(int: impl Fn(&str) -> anyhow::Result<i64>, assignors: &str) -> anyhow::Result<GroupSettings> {
-    let session = bounded(&int, "group.consumer.session.timeout.ms", "session")?;
-    let heartbeat = bounded(&int, "group.consumer.heartbeat.interval.ms", "heartbeat")?;
+pub fn parse(
+    int: impl Fn(&str) -> anyhow::Result<i64>,
+    assignors: &str,
+) -> anyhow::Result<ConsumerGroupConfig> {
+    let (session, session_bounds) = bounded(&int, "session.timeout.ms")?;
+    let (heartbeat, heartbeat_bounds) = bounded(&int, "heartbeat.interval.ms")?;
+    let (assignment, assignment_bounds) = bounded(&int, "assignment.interval.ms")?;
     if heartbeat >= session {
         bail!(
             "group.consumer.heartbeat.interval.ms={heartbeat} must be less than \
              group.consumer.session.timeout.ms={session}"
         );
     }
-    Ok(GroupSettings {
+    let settings = GroupSettings {
         assignors: parse_assignors(assignors)?,
         max_size: int("group.consumer.max.size")?.clamp(1, i64::from(i32::MAX)) as i32,
-        session_timeout_ms: session,
-        heartbeat_interval_ms: heartbeat,
-        assignment_interval_ms: int("group.consumer.assignment.interval.ms")?,
-    })
+        session_timeout_ms: int_value(session, "group.consumer.session.timeout.ms")?,
+        heartbeat_interval_ms: int_value(heartbeat, "group.consumer.heartbeat.interval.ms")?,
+        assignment_interval_ms: assignment,
+    };
+    let bounds = ConsumerGroupBounds {
+        session_timeout_ms: session_bounds,
+        heartbeat_interval_ms: heartbeat_bounds,
+        assignment_interval_ms: assignment_bounds,
+    };
+    Ok(ConsumerGroupConfig { settings, bounds })
 }
 
-/// `key`'s value, which must lie within `group.consumer.min.<what>…` and `…max…`.
-fn bounded(int: &impl Fn(&str) -> anyhow::Result<i64>, key: &str, what: &str) -> anyhow::Result<i32> {
-    let suffix = if what == "session" { "session.timeout.ms" } else { "heartbeat.interval.ms" };
+/// `group.consumer.<suffix>`'s value, which must lie within `group.consumer.min.<suffix>`
+/// and `group.consumer.max.<suffix>`, and those bounds.
+fn bounded(int: &impl Fn(&str) -> anyhow::Result<i64>, suffix: &str) -> anyhow::Result<(i64, Bounds)> {
+    let key = format!("group.consumer.{suffix}");
     let (min_key, max_key) = (format!("group.consumer.min.{suffix}"), format!("group.consumer.max.{suffix}"));
-    let (value, min, max) = (int(key)?, int(&min_key)?, int(&max_key)?);
+    let (value, min, max) = (int(&key)?, int(&min_key)?, int(&max_key)?);
     if min > max {
         bail!("{min_key}={min} must not be greater than {max_key}={max}");
     }
     if !(min..=max).contains(&value) {
         bail!("{key}={value} must be within {min_key}={min} and {max_key}={max}");
     }
+    Ok((value, Bounds { min, max }))
+}
+
+fn int_value(value: i64, key: &str) -> anyhow::Result<i32> {
     i32::try_from(value).with_context(|| format!("{key}={value} is not an int"))
 }
 
@@ -65,6 +100,10 @@ mod tests {
     use super::*;
 
     fn settings(overrides: &[(&str, i64)]) -> anyhow::Result<GroupSettings> {
+        config(overrides).map(|c| c.settings)
+    }
+
+    fn config(overrides: &[(&str, i64)]) -> anyhow::Result<ConsumerGroupConfig> {
         let defaults = [
             ("group.consumer.session.timeout.ms", 45_000),
             ("group.consumer.min.session.timeout.ms", 45_000),
@@ -74,6 +113,8 @@ mod tests {
             ("group.consumer.max.heartbeat.interval.ms", 15_000),
             ("group.consumer.max.size", i64::from(i32::MAX)),
             ("group.consumer.assignment.interval.ms", 1_000),
+            ("group.consumer.min.assignment.interval.ms", 0),
+            ("group.consumer.max.assignment.interval.ms", 15_000),
         ];
         let int = |key: &str| {
             let value = overrides.iter().chain(&defaults).find(|(k, _)| *k == key).map(|(_, v)| *v);
@@ -98,6 +139,15 @@ mod tests {
             ("group.consumer.min.session.timeout.ms", 6_000),
         ]);
         assert_eq!(ok.unwrap().session_timeout_ms, 10_000);
+    }
+
+    #[test]
+    fn the_bounds_are_kept_for_group_overrides() {
+        let c = config(&[("group.consumer.min.session.timeout.ms", 6_000)]).unwrap();
+        assert_eq!(c.bounds.session_timeout_ms, Bounds { min: 6_000, max: 60_000 });
+        assert_eq!(c.bounds.assignment_interval_ms, Bounds { min: 0, max: 15_000 });
+        let error = config(&[("group.consumer.assignment.interval.ms", 20_000)]).unwrap_err().to_string();
+        assert!(error.contains("must be within group.consumer.min.assignment.interval.ms=0"), "{error}");
     }
 
     #[test]

@@ -144,7 +144,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // session timeout and heartbeat interval the coordinator gives members, their bounds
     // (start-up refuses a default outside them, as Kafka's GroupCoordinatorConfig does), the
     // group size, the server-side assignors (the first is the default) and KIP-1263's least
-    // time between two target assignments.
+    // time between two target assignments with its bounds. The bounds also bound each group's
+    // own `consumer.*` overrides (group configs, `onelog_state::group_config`).
     at_least("group.consumer.session.timeout.ms", "45000", Int, 1),
     at_least("group.consumer.min.session.timeout.ms", "45000", Int, 1),
     at_least("group.consumer.max.session.timeout.ms", "60000", Int, 1),
@@ -153,7 +154,9 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     at_least("group.consumer.max.heartbeat.interval.ms", "15000", Int, 1),
     at_least("group.consumer.max.size", "2147483647", Int, 1),
     def("group.consumer.assignors", "uniform,range", List),
-    between("group.consumer.assignment.interval.ms", "1000", Int, 0, 15000),
+    at_least("group.consumer.assignment.interval.ms", "1000", Int, 0),
+    at_least("group.consumer.min.assignment.interval.ms", "0", Int, 0),
+    at_least("group.consumer.max.assignment.interval.ms", "15000", Int, 0),
     // Authorization (`security::authz`, `config::authz`), Kafka's names: an empty class name is no
     // authorizer (everything allowed, the ACL APIs answer SECURITY_DISABLED); Kafka's two ACL
     // authorizer class names select onelog's built-in one. `super.users` is `;`-separated.

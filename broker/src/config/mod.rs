@@ -11,7 +11,7 @@
 //! is allowed, never a request.
 
 pub mod authz;
-mod consumer_group;
+pub mod consumer_group;
 mod defs;
 mod jaas;
 pub mod listeners;
@@ -155,8 +155,9 @@ pub struct Settings {
     pub txn_abort_timed_out_interval_ms: u64,
     pub txn_remove_expired_interval_ms: u64,
     pub group: GroupSettings,
-    /// KIP-848 consumer groups (`group.consumer.*`), as the leader puts them in each heartbeat op.
-    pub consumer_group: onelog_state::consumer_group::GroupSettings,
+    /// KIP-848 consumer groups (`group.consumer.*`): the settings the leader puts in each
+    /// heartbeat op (with the group's own overrides layered on top) and their bounds.
+    pub consumer_group: consumer_group::ConsumerGroupConfig,
     pub listener: ListenerSettings,
     /// `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
     pub authz: authz::AuthzSettings,

@@ -64,7 +64,7 @@ fn check(ctx: &Ctx, req: &Request, hb: &cg::Heartbeat) -> Result<(), Refusal> {
         let message = "The member is not authorized to describe one of its subscribed topics";
         return Err(Refusal::new(error_code::TOPIC_AUTHORIZATION_FAILED, message));
     }
-    cg::validate(hb, &ctx.config.settings.consumer_group)
+    cg::validate(hb, &ctx.config.settings.consumer_group.settings)
 }
 
 /// The state machine's input. A v0 join without a member id gets one here, on the leader,
@@ -104,15 +104,19 @@ fn input(req: &Request, body: &ConsumerGroupHeartbeatRequest) -> cg::Heartbeat {
 }
 
 /// Runs the heartbeat against a copy of the applied group; proposes it when it changes the
-/// group, and re-arms the member's deadlines from the answer.
+/// group, and re-arms the member's deadlines from the answer. The settings are the broker's
+/// with the group's own configs layered on top (`consumer.session.timeout.ms`,
+/// `consumer.heartbeat.interval.ms`, `consumer.assignment.interval.ms`), read on every
+/// heartbeat so that a change applies at the next one; the op carries them, so apply needs no
+/// config of its own.
 async fn heartbeat(ctx: &Ctx, hb: cg::Heartbeat) -> Result<HeartbeatAnswer, Refusal> {
-    let settings = ctx.config.settings.consumer_group.clone();
     let now_ms = wall_clock_ms();
-    let (dry_run, changed) = ctx.applied.state(|s| {
+    let (dry_run, changed, settings) = ctx.applied.state(|s| {
+        let settings = ctx.config.settings.consumer_group.for_group(s.configs.groups.get(&hb.group_id));
         let classic = classic_group_has_members(s, &hb.group_id) || ctx.groups.holds(&hb.group_id);
         if classic && !s.consumer_groups.groups.contains_key(&hb.group_id) {
             let message = format!("Group {} is not a consumer group.", hb.group_id);
-            return (Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)), false);
+            return (Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)), false, settings);
         }
         let before = s.consumer_groups.groups.get(&hb.group_id);
         let mut copy = ConsumerGroups::default();
@@ -120,7 +124,7 @@ async fn heartbeat(ctx: &Ctx, hb: cg::Heartbeat) -> Result<HeartbeatAnswer, Refu
             copy.groups.insert(hb.group_id.clone(), group.clone());
         }
         let answer = copy.heartbeat(&s.topics, &hb, &settings, now_ms);
-        (answer, copy.groups.get(&hb.group_id) != before)
+        (answer, copy.groups.get(&hb.group_id) != before, settings)
     });
     let answer = match dry_run {
         Ok(_) if changed => propose(ctx, &hb, settings.clone(), now_ms).await,

@@ -18,7 +18,7 @@ const MEMBER_TYPE_CONSUMER: i8 = 0;
 
 /// The described group, or None when no consumer group has that id.
 pub fn describe(ctx: &Ctx, group_id: &str) -> Option<DescribedGroup> {
-    let settings = &ctx.config.settings.consumer_group;
+    let settings = &ctx.config.settings.consumer_group.settings;
     ctx.applied.state(|s| {
         let group = s.consumer_groups.groups.get(group_id)?;
         let names: BTreeMap<[u8; 16], &str> =

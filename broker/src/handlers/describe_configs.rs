@@ -1,7 +1,7 @@
 //! DescribeConfigs (key 32): topic, broker, group and client-metrics configs with their
 //! sources and defaults, so tools see every effective value (DESIGN §6: defaults must be
-//! listed). Synonyms come most specific first, as Kafka orders them: topic, dynamic broker,
-//! dynamic cluster default, static broker, default.
+//! listed). Synonyms come most specific first, as Kafka orders them: topic (or group),
+//! dynamic broker, dynamic cluster default, static broker, default.
 //!
 //! Read your writes through any node: a follower may not have applied a change the leader has
 //! already answered (AlterConfigs goes to the controller, the leader; clients such as sarama
@@ -26,9 +26,10 @@ use crate::config_admin::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GRO
 use crate::ctx::SharedCtx;
 use crate::security::authz;
 use onelog_state::configs::{
-    client_metrics_entries, group_entries, DynamicConfigs, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER,
-    SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER,
+    client_metrics_entries, DynamicConfigs, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER,
+    SOURCE_DYNAMIC_GROUP, SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER,
 };
+use onelog_state::group_config::GROUP_CONFIGS;
 use onelog_state::topic_config::TOPIC_CONFIGS;
 use onelog_state::BrokerState;
 
@@ -156,7 +157,36 @@ fn broker_entries(config: &BrokerConfig, dynamic: &DynamicConfigs, level: Broker
     entries
 }
 
-/// Group or client-metrics entries: (name, value, source, type) with no broker synonyms.
+/// Every config Kafka 4.4 lists for a group (the group need not exist), as Kafka 4.4 shows
+/// them: the group's override (GROUP_CONFIG), then the chain of the `group.*` broker config
+/// that supplies the default, so a group without an override shows the broker's current
+/// value and where it was set (DEFAULT_CONFIG when nowhere). A key whose broker config onelog
+/// does not have (`group.share.*`, `group.streams.*`) shows Kafka's default under the broker
+/// config's name; one without a broker synonym, under its own name.
+fn group_entries(config: &BrokerConfig, state: &BrokerState, group: &str) -> Vec<ConfigEntry> {
+    let overrides = state.configs.groups.get(group);
+    GROUP_CONFIGS
+        .iter()
+        .map(|def| {
+            let mut synonyms = Vec::new();
+            if let Some(v) = overrides.and_then(|o| o.get(def.name)) {
+                synonyms.push((def.name.to_string(), v.clone(), SOURCE_DYNAMIC_GROUP));
+            }
+            match def.broker_name {
+                Some(broker) if config.get(broker).is_some() => {
+                    let default = config.default_of(broker).unwrap_or(def.default);
+                    let level = Some(config.node_id);
+                    synonyms.extend(broker_synonyms(config, &state.configs, level, broker, default));
+                }
+                Some(broker) => synonyms.push((broker.to_string(), def.default.to_string(), SOURCE_DEFAULT)),
+                None => synonyms.push((def.name.to_string(), def.default.to_string(), SOURCE_DEFAULT)),
+            }
+            ConfigEntry::of(def.name, def.config_type as i8, synonyms)
+        })
+        .collect()
+}
+
+/// Client-metrics entries: (name, value, source, type) with no broker synonyms.
 fn resource_entries(
     listed: Vec<(&'static str, String, i8, onelog_state::topic_config::ConfigType)>,
 ) -> Vec<ConfigEntry> {
@@ -196,7 +226,10 @@ fn entries_of(ctx: &SharedCtx, resource_type: i8, name: &str) -> Result<Vec<Conf
             error_code::INVALID_REQUEST,
             format!("Unexpected broker id, expected {me} or empty string, but received {name}"),
         )),
-        RESOURCE_GROUP => Ok(resource_entries(group_entries(state.configs.groups.get(name)))),
+        RESOURCE_GROUP if name.is_empty() => {
+            Err((error_code::INVALID_REQUEST, "Group name must not be empty".to_string()))
+        }
+        RESOURCE_GROUP => Ok(group_entries(&ctx.config, state, name)),
         RESOURCE_CLIENT_METRICS => {
             Ok(resource_entries(client_metrics_entries(state.configs.client_metrics.get(name))))
         }

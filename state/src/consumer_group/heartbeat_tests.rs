@@ -255,9 +255,15 @@ fn timers_name_every_member_and_the_revoking_ones_deadline() {
     sim.send(join("g", "A", &["t"])).unwrap();
     sim.send(join("g", "B", &["t"])).unwrap();
     sim.send(beat("g", "A", 2, &parts(&[(1, &[0, 1])]))).unwrap();
-    let timers = sim.groups.timers(&sim.settings);
+    let timers = sim.groups.timers(|_| sim.settings.session_timeout_ms);
     assert_eq!(timers.len(), 2);
     assert!(timers.iter().all(|t| t.session_timeout_ms == 45_000));
+    // A group's own session timeout (its `consumer.session.timeout.ms`) is what gets armed.
+    assert!(sim
+        .groups
+        .timers(|g| if g == "g" { 50_000 } else { 0 })
+        .iter()
+        .all(|t| t.session_timeout_ms == 50_000));
     let a = timers.iter().find(|t| t.member_id == "A").unwrap();
     let deadline = a.revocation.unwrap();
     assert_eq!((deadline.member_epoch, deadline.rebalance_timeout_ms), (2, 300_000));

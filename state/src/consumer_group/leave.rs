@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 use super::lookup::{fenced_instance, group_not_found, unknown_instance, unknown_member};
 use super::model::{ConsumerGroup, ConsumerGroups, MemberState};
 use super::request::{
-    GroupSettings, Heartbeat, HeartbeatAnswer, Refusal, RevocationDeadline, RevocationTimer,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Heartbeat, HeartbeatAnswer, Refusal, RevocationDeadline, RevocationTimer, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 use super::subscription::resolve;
 use crate::Topic;
@@ -84,9 +83,12 @@ impl ConsumerGroups {
     }
 
     /// Every member's timers, for a leader that takes over (or any time it wants them).
-    pub fn timers(&self, settings: &GroupSettings) -> Vec<MemberTimers> {
+    /// `session_timeout_ms` names each group's: the broker's, or the group's own override
+    /// (`group_config::consumer_settings`).
+    pub fn timers(&self, session_timeout_ms: impl Fn(&str) -> i32) -> Vec<MemberTimers> {
         let mut timers = Vec::new();
         for (group_id, group) in &self.groups {
+            let session_timeout_ms = session_timeout_ms(group_id);
             for (member_id, member) in &group.members {
                 let revocation =
                     (member.state == MemberState::UnrevokedPartitions).then_some(RevocationDeadline {
@@ -96,7 +98,7 @@ impl ConsumerGroups {
                 timers.push(MemberTimers {
                     group_id: group_id.clone(),
                     member_id: member_id.clone(),
-                    session_timeout_ms: settings.session_timeout_ms,
+                    session_timeout_ms,
                     revocation,
                 });
             }

@@ -21,7 +21,11 @@ async fn fence_expired_members(ctx: Arc<DutyCtx>, coordinator: ConsumerCoordinat
             continue;
         }
         let term = ctx.leadership.term();
-        let due = ctx.applied.state(|s| coordinator.due(term, &s.consumer_groups, settings));
+        let due = ctx.applied.state(|s| {
+            // Each group's own `consumer.session.timeout.ms`, if it has one.
+            let session_of = |group: &str| settings.for_group(s.configs.groups.get(group)).session_timeout_ms;
+            coordinator.due(term, &s.consumer_groups, session_of)
+        });
         for fence in due {
             tracing::info!(group = %fence.group_id, member = %fence.member_id, revocation = fence.expected_epoch.is_some(),
                 "fencing a consumer group member whose deadline passed");

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use onelog_state::command::FenceMemberOp;
-use onelog_state::consumer_group::{ConsumerGroups, GroupSettings, RevocationTimer};
+use onelog_state::consumer_group::{ConsumerGroups, RevocationTimer};
 use tokio::time::Instant;
 
 /// A member's deadlines, as this leader armed them.
@@ -61,10 +61,16 @@ impl ConsumerCoordinator {
         self.lock().members.remove(&(group.to_string(), member.to_string()));
     }
 
-    /// The fences due now, given the applied groups. Members this leader has not armed yet
-    /// (it just took over, or they joined through another leader's entry) get full timers
-    /// from now; members no longer in the state are forgotten.
-    pub fn due(&self, term: u64, groups: &ConsumerGroups, settings: &GroupSettings) -> Vec<FenceMemberOp> {
+    /// The fences due now, given the applied groups and each group's session timeout.
+    /// Members this leader has not armed yet (it just took over, or they joined through
+    /// another leader's entry) get full timers from now; members no longer in the state are
+    /// forgotten.
+    pub fn due(
+        &self,
+        term: u64,
+        groups: &ConsumerGroups,
+        session_timeout_ms: impl Fn(&str) -> i32,
+    ) -> Vec<FenceMemberOp> {
         let now = Instant::now();
         let mut sessions = self.lock();
         if sessions.term != term {
@@ -72,7 +78,7 @@ impl ConsumerCoordinator {
         }
         let mut live = BTreeMap::new();
         let mut due = Vec::new();
-        for timers in groups.timers(settings) {
+        for timers in groups.timers(session_timeout_ms) {
             let key = (timers.group_id.clone(), timers.member_id.clone());
             let session = now + millis(timers.session_timeout_ms);
             let mut armed = sessions.members.get(&key).copied().unwrap_or(Deadlines {

@@ -1,0 +1,377 @@
+//! Group configs (ConfigResource type GROUP = 32): the keys Kafka 4.4 lists for a group, how
+//! each value is checked, and the settings a KIP-848 consumer group's heartbeats run with
+//! once its overrides are layered over the broker's `group.consumer.*` configs
+//! (docs/kafka/kip848-around.md §6, "around-spec" below).
+//!
+//! The checks come in two kinds, split as Kafka 4.4's `GroupConfig` splits them:
+//! - a value's type (`atLeast(1)`, a boolean, one of a few strings) depends on no broker
+//!   config, so apply runs it ([`value_problem`], through `configs::altered`);
+//! - the bounds (`group.consumer.min/max.*`) and the session > heartbeat rule depend on the
+//!   broker's configs, so only the leader checks them, before it proposes
+//!   ([`leader_problem`], which also checks the two string keys 0.1.0 stored unchecked): apply must decide alike on nodes started with other configs.
+//!
+//! A stored override that falls outside the bounds of the broker using it (they changed
+//! since, or another leader accepted it) is capped when used ([`consumer_settings`]), as
+//! Kafka 4.4 caps it. onelog serves consumer groups only: the `share.*`, `streams.*` and
+//! dead-letter-queue keys are stored and described, checked against Kafka's broker defaults
+//! for their bounds (onelog has no `group.share.*` or `group.streams.*` configs), and used by
+//! nothing.
+
+use crate::configs::{AlterKind, ConfigAlteration, Overrides};
+use crate::consumer_group::GroupSettings;
+use crate::topic_config::ConfigType;
+
+pub const CONSUMER_SESSION_TIMEOUT_MS: &str = "consumer.session.timeout.ms";
+pub const CONSUMER_HEARTBEAT_INTERVAL_MS: &str = "consumer.heartbeat.interval.ms";
+pub const CONSUMER_ASSIGNMENT_INTERVAL_MS: &str = "consumer.assignment.interval.ms";
+
+/// What a value must be, whatever the broker's configs (Kafka's `ConfigDef` validators).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueCheck {
+    /// An Int or Long at least this.
+    AtLeast(i64),
+    Boolean,
+    OneOf(&'static [&'static str]),
+    /// `latest`, `earliest` or `by_duration:<ISO-8601 duration>` (KIP-1106).
+    AutoOffsetReset,
+    /// Any string.
+    Text,
+}
+
+/// One group config: its name, the broker config that supplies its default (Kafka's
+/// `GroupConfig.ALL_GROUP_CONFIG_SYNONYMS`; none for a few share and DLQ keys), Kafka's
+/// default, its type and its check.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupConfigDef {
+    pub name: &'static str,
+    pub broker_name: Option<&'static str>,
+    pub default: &'static str,
+    pub config_type: ConfigType,
+    pub check: ValueCheck,
+}
+
+const fn int(name: &'static str, broker: &'static str, default: &'static str, min: i64) -> GroupConfigDef {
+    GroupConfigDef {
+        name,
+        broker_name: Some(broker),
+        default,
+        config_type: ConfigType::Int,
+        check: ValueCheck::AtLeast(min),
+    }
+}
+
+const fn other(
+    name: &'static str,
+    broker_name: Option<&'static str>,
+    default: &'static str,
+    config_type: ConfigType,
+    check: ValueCheck,
+) -> GroupConfigDef {
+    GroupConfigDef { name, broker_name, default, config_type, check }
+}
+
+use ConfigType::{Boolean, Long, String as Text};
+use ValueCheck::{AtLeast, AutoOffsetReset, OneOf};
+
+/// Every key Kafka 4.4 describes for a group resource, whatever the group's type
+/// (around-spec §6.2). The defaults are Kafka's broker defaults; the broker's own value of a
+/// `group.consumer.*` synonym replaces its default when described and used.
+pub const GROUP_CONFIGS: &[GroupConfigDef] = &[
+    other(
+        "consumer.assignor.offload.enable",
+        Some("group.consumer.assignor.offload.enable"),
+        "true",
+        Boolean,
+        ValueCheck::Boolean,
+    ),
+    int(CONSUMER_ASSIGNMENT_INTERVAL_MS, "group.consumer.assignment.interval.ms", "1000", 0),
+    int(CONSUMER_HEARTBEAT_INTERVAL_MS, "group.consumer.heartbeat.interval.ms", "5000", 1),
+    int(CONSUMER_SESSION_TIMEOUT_MS, "group.consumer.session.timeout.ms", "45000", 1),
+    other("errors.deadletterqueue.copy.record.enable", None, "false", Boolean, ValueCheck::Boolean),
+    other("errors.deadletterqueue.topic.name", None, "", Text, ValueCheck::Text),
+    int("share.assignment.interval.ms", "group.share.assignment.interval.ms", "1000", 0),
+    other(
+        "share.assignor.offload.enable",
+        Some("group.share.assignor.offload.enable"),
+        "true",
+        Boolean,
+        ValueCheck::Boolean,
+    ),
+    other("share.auto.offset.reset", None, "latest", Text, AutoOffsetReset),
+    int("share.delivery.count.limit", "group.share.delivery.count.limit", "5", 2),
+    int("share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms", "5000", 1),
+    other(
+        "share.isolation.level",
+        None,
+        "read_uncommitted",
+        Text,
+        OneOf(&["read_committed", "read_uncommitted"]),
+    ),
+    int("share.partition.max.record.locks", "group.share.partition.max.record.locks", "2000", 100),
+    int("share.record.lock.duration.ms", "group.share.record.lock.duration.ms", "30000", 1000),
+    other("share.renew.acknowledge.enable", None, "true", Boolean, ValueCheck::Boolean),
+    int("share.session.timeout.ms", "group.share.session.timeout.ms", "45000", 1),
+    other(
+        "streams.acceptable.recovery.lag",
+        Some("group.streams.acceptable.recovery.lag"),
+        "10000",
+        Long,
+        AtLeast(0),
+    ),
+    int("streams.assignment.interval.ms", "group.streams.assignment.interval.ms", "1000", 0),
+    other(
+        "streams.assignor.offload.enable",
+        Some("group.streams.assignor.offload.enable"),
+        "true",
+        Boolean,
+        ValueCheck::Boolean,
+    ),
+    int("streams.heartbeat.interval.ms", "group.streams.heartbeat.interval.ms", "5000", 1),
+    int("streams.initial.rebalance.delay.ms", "group.streams.initial.rebalance.delay.ms", "3000", 0),
+    int("streams.num.standby.replicas", "group.streams.num.standby.replicas", "0", 0),
+    int("streams.num.warmup.replicas", "group.streams.num.warmup.replicas", "2", 0),
+    int("streams.session.timeout.ms", "group.streams.session.timeout.ms", "45000", 1),
+    int("streams.task.offset.interval.ms", "group.streams.task.offset.interval.ms", "60000", 1),
+];
+
+pub fn group_config_def(name: &str) -> Option<&'static GroupConfigDef> {
+    GROUP_CONFIGS.iter().find(|d| d.name == name)
+}
+
+/// Why `value` is not a value of `def` at all, in Kafka's `ConfigException` words; apply
+/// runs this, so it must never depend on a broker config. The two string keys with a fixed
+/// set of values are checked by the leader only ([`leader_problem`]): onelog 0.1.0 stored
+/// any string for them, and a log it wrote must apply here as it did there.
+pub fn value_problem(def: &GroupConfigDef, value: &str) -> Option<String> {
+    let invalid = |why: &str| Some(format!("Invalid value {value} for configuration {}{why}", def.name));
+    match def.check {
+        AtLeast(min) => {
+            let parsed = match def.config_type {
+                ConfigType::Int => value.trim().parse::<i32>().map(i64::from).ok(),
+                _ => value.trim().parse::<i64>().ok(),
+            };
+            match parsed {
+                None if def.config_type == ConfigType::Int => invalid(": Not a number of type INT"),
+                None => invalid(": Not a number of type LONG"),
+                Some(v) if v < min => invalid(&format!(": Value must be at least {min}")),
+                Some(_) => None,
+            }
+        }
+        ValueCheck::Boolean => {
+            let ok = ["true", "false"].iter().any(|b| value.trim().eq_ignore_ascii_case(b));
+            (!ok).then(|| invalid(": Expected value to be either true or false")).flatten()
+        }
+        OneOf(_) | AutoOffsetReset | ValueCheck::Text => None,
+    }
+}
+
+/// The string checks apply leaves out (see [`value_problem`]).
+fn string_problem(def: &GroupConfigDef, value: &str) -> Option<String> {
+    let invalid = |why: String| Some(format!("Invalid value {value} for configuration {}{why}", def.name));
+    match def.check {
+        OneOf(allowed) if !allowed.contains(&value) => {
+            invalid(format!(": String must be one of: {}", allowed.join(", ")))
+        }
+        AutoOffsetReset => {
+            let ok = matches!(value, "latest" | "earliest")
+                || value.strip_prefix("by_duration:").is_some_and(|d| d.starts_with('P'));
+            let why = ": the value must be either 'earliest', 'latest' or of the format \
+                       'by_duration:<PnDTnHnMn.nS.>'.";
+            (!ok).then(|| invalid(why.to_string())).flatten()
+        }
+        _ => None,
+    }
+}
+
+/// An inclusive range of a broker's `group.*.min/max.*` pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    pub min: i64,
+    pub max: i64,
+}
+
+impl Bounds {
+    fn cap(self, value: i64) -> i64 {
+        value.clamp(self.min, self.max.max(self.min))
+    }
+}
+
+/// The broker's bounds on the consumer-group keys: `group.consumer.min/max.session.timeout.ms`,
+/// `…heartbeat.interval.ms` and `…assignment.interval.ms` (KIP-1263).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumerGroupBounds {
+    pub session_timeout_ms: Bounds,
+    pub heartbeat_interval_ms: Bounds,
+    pub assignment_interval_ms: Bounds,
+}
+
+impl Default for ConsumerGroupBounds {
+    /// Kafka's defaults.
+    fn default() -> Self {
+        ConsumerGroupBounds {
+            session_timeout_ms: Bounds { min: 45_000, max: 60_000 },
+            heartbeat_interval_ms: Bounds { min: 5_000, max: 15_000 },
+            assignment_interval_ms: Bounds { min: 0, max: 15_000 },
+        }
+    }
+}
+
+/// A bound check of Kafka 4.4's `GroupConfig.validateValues`, each with its own message.
+#[derive(Clone, Copy)]
+enum Limit {
+    Range(Bounds),
+    Max(i64),
+    Min(i64),
+}
+
+impl Limit {
+    fn problem(self, key: &str, value: i64) -> Option<String> {
+        match self {
+            Limit::Range(b) if value < b.min || value > b.max => {
+                Some(format!("{key} must be in the range {} to {} inclusive.", b.min, b.max))
+            }
+            Limit::Max(max) if value > max => Some(format!("{key} must be less than or equal to {max}")),
+            Limit::Min(min) if value < min => Some(format!("{key} must be greater than or equal to {min}")),
+            _ => None,
+        }
+    }
+}
+
+const fn range(min: i64, max: i64) -> Limit {
+    Limit::Range(Bounds { min, max })
+}
+
+/// The bound checks in Kafka's order. The share and streams bounds are Kafka's broker
+/// defaults (`group.share.min.session.timeout.ms`, `group.streams.max.standby.replicas`, …),
+/// which onelog does not let anyone change.
+fn limits(bounds: &ConsumerGroupBounds) -> [(&'static str, Limit); 15] {
+    [
+        (CONSUMER_HEARTBEAT_INTERVAL_MS, Limit::Range(bounds.heartbeat_interval_ms)),
+        (CONSUMER_SESSION_TIMEOUT_MS, Limit::Range(bounds.session_timeout_ms)),
+        (CONSUMER_ASSIGNMENT_INTERVAL_MS, Limit::Range(bounds.assignment_interval_ms)),
+        ("share.heartbeat.interval.ms", range(5_000, 15_000)),
+        ("share.session.timeout.ms", range(45_000, 60_000)),
+        ("share.record.lock.duration.ms", range(15_000, 60_000)),
+        ("share.delivery.count.limit", range(2, 10)),
+        ("share.partition.max.record.locks", range(100, 4_000)),
+        ("share.assignment.interval.ms", range(0, 15_000)),
+        ("streams.heartbeat.interval.ms", range(5_000, 15_000)),
+        ("streams.session.timeout.ms", range(45_000, 60_000)),
+        ("streams.num.standby.replicas", Limit::Max(2)),
+        ("streams.assignment.interval.ms", range(0, 15_000)),
+        ("streams.task.offset.interval.ms", Limit::Min(15_000)),
+        ("streams.num.warmup.replicas", Limit::Max(20)),
+    ]
+}
+
+fn int_value(overrides: &Overrides, key: &str) -> Option<i64> {
+    overrides.get(key).and_then(|v| v.trim().parse::<i64>().ok())
+}
+
+/// Why the leader refuses a group's overrides after an alteration (`overrides` is the
+/// resource's whole set, as Kafka's controller validates it), given this broker's consumer
+/// group settings and bounds: the string values, then Kafka 4.4's bound checks of the keys
+/// present, then the session timeout > heartbeat interval rule per group type, with the
+/// broker default for whichever of the two is not set, then the DLQ topic name.
+/// INVALID_CONFIG.
+pub fn leader_problem(
+    overrides: &Overrides,
+    broker: &GroupSettings,
+    bounds: &ConsumerGroupBounds,
+) -> Option<String> {
+    let strings = overrides.iter().filter_map(|(k, v)| group_config_def(k).map(|d| (d, v)));
+    if let Some(problem) = strings.into_iter().find_map(|(d, v)| string_problem(d, v)) {
+        return Some(problem);
+    }
+    for (key, limit) in limits(bounds) {
+        if let Some(problem) = int_value(overrides, key).and_then(|v| limit.problem(key, v)) {
+            return Some(problem);
+        }
+    }
+    let pairs = [
+        ("consumer", i64::from(broker.session_timeout_ms), i64::from(broker.heartbeat_interval_ms)),
+        ("share", 45_000, 5_000),
+        ("streams", 45_000, 5_000),
+    ];
+    for (kind, session_default, heartbeat_default) in pairs {
+        let (session, heartbeat) =
+            (format!("{kind}.session.timeout.ms"), format!("{kind}.heartbeat.interval.ms"));
+        if !overrides.contains_key(&session) && !overrides.contains_key(&heartbeat) {
+            continue;
+        }
+        let effective_session = int_value(overrides, &session).unwrap_or(session_default);
+        if effective_session <= int_value(overrides, &heartbeat).unwrap_or(heartbeat_default) {
+            return Some(format!("{session} must be greater than {heartbeat}"));
+        }
+    }
+    let dlq = overrides.get("errors.deadletterqueue.topic.name");
+    dlq.filter(|name| name.starts_with("__"))
+        .map(|_| "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'".to_string())
+}
+
+/// The settings one consumer group's heartbeats run with: the broker's, with the group's
+/// `consumer.*` overrides layered on top, each capped to the broker's bounds (Kafka 4.4's
+/// `GroupConfig.evaluate`; a value outside them was accepted under other bounds).
+pub fn consumer_settings(
+    broker: &GroupSettings,
+    bounds: &ConsumerGroupBounds,
+    overrides: Option<&Overrides>,
+) -> GroupSettings {
+    let mut settings = broker.clone();
+    let Some(overrides) = overrides else { return settings };
+    let capped = |key: &str, b: Bounds| int_value(overrides, key).map(|v| b.cap(v));
+    if let Some(v) = capped(CONSUMER_SESSION_TIMEOUT_MS, bounds.session_timeout_ms) {
+        settings.session_timeout_ms = i32::try_from(v).unwrap_or(i32::MAX);
+    }
+    if let Some(v) = capped(CONSUMER_HEARTBEAT_INTERVAL_MS, bounds.heartbeat_interval_ms) {
+        settings.heartbeat_interval_ms = i32::try_from(v).unwrap_or(i32::MAX);
+    }
+    if let Some(v) = capped(CONSUMER_ASSIGNMENT_INTERVAL_MS, bounds.assignment_interval_ms) {
+        settings.assignment_interval_ms = v;
+    }
+    settings
+}
+
+/// What onelog 0.1.0's apply accepted for a group: these keys, each within this range
+/// (Kafka's default bounds, fixed then).
+const ACCEPTED_BY_0_1_0: &[(&str, Option<(i64, i64)>)] = &[
+    (CONSUMER_HEARTBEAT_INTERVAL_MS, Some((5_000, 15_000))),
+    (CONSUMER_SESSION_TIMEOUT_MS, Some((45_000, 60_000))),
+    ("share.auto.offset.reset", None),
+    ("share.heartbeat.interval.ms", Some((5_000, 15_000))),
+    ("share.isolation.level", None),
+    ("share.record.lock.duration.ms", Some((15_000, 60_000))),
+    ("share.session.timeout.ms", Some((45_000, 60_000))),
+    ("streams.heartbeat.interval.ms", Some((5_000, 15_000))),
+    ("streams.num.standby.replicas", Some((0, 2))),
+    ("streams.session.timeout.ms", Some((45_000, 60_000))),
+];
+
+/// Why a group alteration must wait until the cluster finalized `onelog.version` 3: a
+/// member still running 0.1.0 (possible below that level) would refuse it in apply (a key it
+/// does not know, or a value outside the bounds it had fixed) while the others store it, and
+/// the replicas would differ.
+/// A deletion counts too: 0.1.0 refuses to delete a key it does not know, and a refusal
+/// does not bump `DynamicConfigs::changes` where a no-op deletion does.
+pub fn refused_by_0_1_0(alteration: &ConfigAlteration) -> Option<String> {
+    let known = ACCEPTED_BY_0_1_0.iter().find(|(name, _)| *name == alteration.name);
+    let value = alteration.value.as_deref().filter(|_| alteration.kind == AlterKind::Set);
+    let accepted = match (known, value) {
+        (None, _) => false,
+        (Some((_, Some((min, max)))), Some(v)) => {
+            v.trim().parse::<i64>().is_ok_and(|v| (*min..=*max).contains(&v))
+        }
+        (Some(_), _) => true,
+    };
+    (!accepted).then(|| {
+        format!(
+            "{} can be altered once the cluster finalized onelog.version 3 \
+             (kafka-features.sh upgrade --feature onelog.version=3): onelog 0.1.0 refuses it",
+            alteration.name
+        )
+    })
+}
+
+#[cfg(test)]
+#[path = "group_config_tests.rs"]
+mod tests;

@@ -1,0 +1,138 @@
+//! Tests of group configs: the leader's checks against the broker's bounds (Kafka 4.4's
+//! messages), the layering and capping of a group's overrides, and the 0.1.0 gate.
+
+use super::*;
+
+fn overrides(pairs: &[(&str, &str)]) -> Overrides {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn problem(pairs: &[(&str, &str)]) -> Option<String> {
+    leader_problem(&overrides(pairs), &GroupSettings::default(), &ConsumerGroupBounds::default())
+}
+
+#[test]
+fn bounds_come_from_the_broker_with_kafkas_message() {
+    assert_eq!(problem(&[(CONSUMER_SESSION_TIMEOUT_MS, "50000")]), None);
+    assert_eq!(
+        problem(&[(CONSUMER_SESSION_TIMEOUT_MS, "10000")]).as_deref(),
+        Some("consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.")
+    );
+    assert_eq!(
+        problem(&[(CONSUMER_HEARTBEAT_INTERVAL_MS, "20000")]).as_deref(),
+        Some("consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive.")
+    );
+    assert_eq!(
+        problem(&[(CONSUMER_ASSIGNMENT_INTERVAL_MS, "20000")]).as_deref(),
+        Some("consumer.assignment.interval.ms must be in the range 0 to 15000 inclusive.")
+    );
+    // A broker with wider bounds accepts what the defaults refuse.
+    let wide = ConsumerGroupBounds {
+        session_timeout_ms: Bounds { min: 6_000, max: 120_000 },
+        ..ConsumerGroupBounds::default()
+    };
+    let set = overrides(&[(CONSUMER_SESSION_TIMEOUT_MS, "10000")]);
+    assert_eq!(leader_problem(&set, &GroupSettings::default(), &wide), None);
+}
+
+#[test]
+fn session_must_exceed_heartbeat_with_broker_defaults_filling_in() {
+    let message = Some("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms");
+    let wide = ConsumerGroupBounds {
+        session_timeout_ms: Bounds { min: 1_000, max: 60_000 },
+        heartbeat_interval_ms: Bounds { min: 1_000, max: 60_000 },
+        ..ConsumerGroupBounds::default()
+    };
+    let check =
+        |pairs: &[(&str, &str)], broker: &GroupSettings| leader_problem(&overrides(pairs), broker, &wide);
+    let broker = GroupSettings::default(); // 45000 / 5000
+    assert_eq!(check(&[(CONSUMER_HEARTBEAT_INTERVAL_MS, "45000")], &broker).as_deref(), message);
+    assert_eq!(check(&[(CONSUMER_SESSION_TIMEOUT_MS, "5000")], &broker).as_deref(), message);
+    assert_eq!(check(&[(CONSUMER_SESSION_TIMEOUT_MS, "6000")], &broker), None);
+    // The broker's current defaults, not Kafka's: a broker heartbeating every 8 s.
+    let slow = GroupSettings { heartbeat_interval_ms: 8_000, ..GroupSettings::default() };
+    assert_eq!(check(&[(CONSUMER_SESSION_TIMEOUT_MS, "8000")], &slow).as_deref(), message);
+    // Neither key set: nothing to compare, whatever else is set.
+    assert_eq!(check(&[(CONSUMER_ASSIGNMENT_INTERVAL_MS, "0")], &slow), None);
+}
+
+#[test]
+fn other_group_types_are_checked_against_kafkas_defaults() {
+    assert_eq!(
+        problem(&[("streams.num.standby.replicas", "3")]).as_deref(),
+        Some("streams.num.standby.replicas must be less than or equal to 2")
+    );
+    assert_eq!(
+        problem(&[("streams.task.offset.interval.ms", "1000")]).as_deref(),
+        Some("streams.task.offset.interval.ms must be greater than or equal to 15000")
+    );
+    assert_eq!(
+        problem(&[("share.isolation.level", "dirty")]).as_deref(),
+        Some("Invalid value dirty for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted")
+    );
+    assert_eq!(problem(&[("share.auto.offset.reset", "by_duration:PT1H")]), None);
+    assert!(problem(&[("share.auto.offset.reset", "never")]).is_some());
+    assert!(problem(&[("errors.deadletterqueue.topic.name", "__dlq")]).is_some());
+}
+
+#[test]
+fn apply_checks_types_only() {
+    let def = |name| group_config_def(name).unwrap();
+    assert_eq!(value_problem(def(CONSUMER_SESSION_TIMEOUT_MS), "10"), None, "bounds are the leader's");
+    assert_eq!(
+        value_problem(def(CONSUMER_SESSION_TIMEOUT_MS), "soon").as_deref(),
+        Some("Invalid value soon for configuration consumer.session.timeout.ms: Not a number of type INT")
+    );
+    assert_eq!(
+        value_problem(def(CONSUMER_ASSIGNMENT_INTERVAL_MS), "-1").as_deref(),
+        Some("Invalid value -1 for configuration consumer.assignment.interval.ms: Value must be at least 0")
+    );
+    assert!(value_problem(def("consumer.assignor.offload.enable"), "yes").is_some());
+    // 0.1.0 stored any string here; its log must apply alike.
+    assert_eq!(value_problem(def("share.isolation.level"), "dirty"), None);
+}
+
+#[test]
+fn overrides_layer_over_the_broker_and_are_capped_to_its_bounds() {
+    let broker = GroupSettings::default();
+    let bounds = ConsumerGroupBounds::default();
+    assert_eq!(consumer_settings(&broker, &bounds, None), broker);
+    let set = overrides(&[
+        (CONSUMER_SESSION_TIMEOUT_MS, "50000"),
+        (CONSUMER_HEARTBEAT_INTERVAL_MS, "7000"),
+        (CONSUMER_ASSIGNMENT_INTERVAL_MS, "0"),
+        ("share.session.timeout.ms", "60000"),
+    ]);
+    let group = consumer_settings(&broker, &bounds, Some(&set));
+    assert_eq!(
+        (group.session_timeout_ms, group.heartbeat_interval_ms, group.assignment_interval_ms),
+        (50_000, 7_000, 0)
+    );
+    assert_eq!(group.assignors, broker.assignors);
+    // Stored under wider bounds, used under the defaults: capped, not refused.
+    let stale =
+        overrides(&[(CONSUMER_SESSION_TIMEOUT_MS, "10000"), (CONSUMER_HEARTBEAT_INTERVAL_MS, "30000")]);
+    let capped = consumer_settings(&broker, &bounds, Some(&stale));
+    assert_eq!((capped.session_timeout_ms, capped.heartbeat_interval_ms), (45_000, 15_000));
+}
+
+#[test]
+fn below_onelog_version_3_only_what_0_1_0_applies_goes_in() {
+    let alteration = |name: &str, kind: AlterKind, value: Option<&str>| ConfigAlteration {
+        name: name.to_string(),
+        kind,
+        value: value.map(str::to_string),
+    };
+    assert_eq!(
+        refused_by_0_1_0(&alteration(CONSUMER_SESSION_TIMEOUT_MS, AlterKind::Set, Some("50000"))),
+        None
+    );
+    assert!(
+        refused_by_0_1_0(&alteration(CONSUMER_SESSION_TIMEOUT_MS, AlterKind::Set, Some("10000"))).is_some()
+    );
+    assert!(
+        refused_by_0_1_0(&alteration(CONSUMER_ASSIGNMENT_INTERVAL_MS, AlterKind::Set, Some("0"))).is_some()
+    );
+    assert!(refused_by_0_1_0(&alteration(CONSUMER_ASSIGNMENT_INTERVAL_MS, AlterKind::Delete, None)).is_some());
+    assert_eq!(refused_by_0_1_0(&alteration(CONSUMER_SESSION_TIMEOUT_MS, AlterKind::Delete, None)), None);
+}
