@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{ensure, Context, Result};
 use harness::kafka::create_topics;
+use harness::process::log_lines_with;
 use harness::raw_ops::topic_name;
 use harness::{Broker, BrokerOptions, RawClient};
 use kafka_compat::error_code::{
@@ -134,6 +135,7 @@ async fn scenario(broker: &Broker) -> Result<()> {
     println!("A kept {:?}, B got {:?} at epoch {b_epoch}", partitions(&kept), partitions(&b_owned));
 
     bad_input(&mut c, b_epoch).await?;
+    refusals_logged_once(broker).await?;
     offset_commits(&mut c, b_epoch).await?;
     describe(&mut c, 2, "Stable").await?;
 
@@ -241,6 +243,20 @@ async fn bad_input(c: &mut RawClient, epoch: i32) -> Result<()> {
     }
     let steady = c.request(1, &beat("A", epoch, &[])).await?;
     ensure!(steady.error_code == 0 && steady.member_epoch == epoch, "after the bad input: {steady:?}");
+    Ok(())
+}
+
+/// The burst of bad heartbeats above (well within the 10 s incident interval) wrote one log
+/// line naming the first refusal, not one per request.
+async fn refusals_logged_once(broker: &Broker) -> Result<()> {
+    let needle = ["ConsumerGroupHeartbeat refused"];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut lines = log_lines_with(&broker.log_path(), &needle)?;
+    while lines.is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        lines = log_lines_with(&broker.log_path(), &needle)?;
+    }
+    ensure!(lines.len() == 1 && lines[0].contains("FENCED_MEMBER_EPOCH"), "refusal log lines: {lines:?}");
     Ok(())
 }
 

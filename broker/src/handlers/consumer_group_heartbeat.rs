@@ -29,6 +29,7 @@ use super::util::{group_op_failed, str_bytes, uuid, uuid_bytes};
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
 use crate::ctx::{Ctx, SharedCtx};
+use crate::incident::Incident;
 use crate::security::authz::{op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::ConsumerGroupHeartbeat;
@@ -43,11 +44,37 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         anyhow::bail!("not a ConsumerGroupHeartbeat body")
     };
     let hb = input(&req, body);
+    let (group_id, member_id) = (hb.group_id.clone(), hb.member_id.clone());
     let answer = match check(&ctx, &req, &hb) {
         Err(refusal) => Err(refusal),
         Ok(()) => heartbeat(&ctx, hb).await,
     };
+    if let Err(refusal) = &answer {
+        log_refusal(&group_id, &member_id, refusal);
+    }
     Ok(Some(ResponseKind::ConsumerGroupHeartbeat(response(answer))))
+}
+
+/// Refused heartbeats: counted, and one log line per interval (a client looping on a bad
+/// request must not flood the log). A coordinator move is routine and not logged.
+static REFUSED: Incident = Incident::new();
+
+fn log_refusal(group_id: &str, member_id: &str, refusal: &Refusal) {
+    let routine = [error_code::NOT_COORDINATOR, error_code::COORDINATOR_NOT_AVAILABLE];
+    if routine.contains(&refusal.code) {
+        return;
+    }
+    REFUSED.record(|tally| {
+        tracing::info!(
+            group_id,
+            member_id,
+            error = error_code::name(refusal.code),
+            message = refusal.message.as_deref().unwrap_or(""),
+            suppressed = tally.suppressed,
+            total = tally.total,
+            "ConsumerGroupHeartbeat refused"
+        )
+    });
 }
 
 /// What refuses the request before the group is looked at.
