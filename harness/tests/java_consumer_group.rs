@@ -173,6 +173,12 @@ fn leader_kill_scenario(cluster: &mut Cluster) -> Result<()> {
     }
     producer.join().map_err(|_| anyhow::anyhow!("the producer thread panicked"))??;
     wait_processed(&mut members, KILL_RECORDS)?;
+    // Kafka's group tool describes the live consumer group (ConsumerGroupDescribe): one owner
+    // per partition, the three members.
+    let rows = describe(&bootstrap, KILL_GROUP, true)?;
+    let owners: BTreeSet<&str> =
+        rows.iter().filter_map(|r| r.get("CONSUMER-ID").map(String::as_str)).collect();
+    ensure!(rows.len() == PARTITIONS as usize && owners.len() == 3 && !owners.contains("-"), "{rows:?}");
     let changed: Vec<String> = members
         .iter()
         .zip(&formed)
@@ -191,6 +197,11 @@ fn leader_kill_scenario(cluster: &mut Cluster) -> Result<()> {
     for m in members {
         all_events.push(m.stop(Duration::from_secs(30))?);
     }
+    // Once empty, the tool deletes the group and its offsets (DeleteGroups).
+    let out = java::consumer_groups(&bootstrap, &["--delete", "--group", KILL_GROUP])?;
+    ensure!(out.stdout.contains("was successful"), "--delete: {} {}", out.stdout, out.stderr);
+    let listed = java::consumer_groups(&bootstrap, &["--list"])?;
+    ensure!(!listed.stdout.lines().any(|l| l.trim() == KILL_GROUP), "still listed: {}", listed.stdout);
     let duplicated = count_duplicates(&all_events, KILL_RECORDS)?;
     let stalls: Vec<Duration> = kills.iter().map(|k| commit_stall(&all_events, *k)).collect();
     println!(
