@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use harness::chaos::copier::CopierBug;
+use harness::chaos::group_protocol::GroupProtocol;
 use harness::chaos::run::{run, RunOptions, Workload};
 use harness::chaos::schedule::{FaultKind, ALL_KINDS};
 
@@ -65,6 +66,9 @@ struct Args {
     /// abort).
     #[arg(long)]
     copier_bug: Option<CopierBug>,
+    /// The copier's consumer group protocol: classic (eager assignment) or consumer (KIP-848).
+    #[arg(long, default_value = "classic")]
+    group_protocol: GroupProtocol,
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -82,6 +86,10 @@ fn main() -> anyhow::Result<()> {
     anyhow::ensure!(
         args.copier_bug.is_none() || workload == Workload::Copier,
         "--copier-bug is for --workload copier"
+    );
+    anyhow::ensure!(
+        args.group_protocol == GroupProtocol::Classic || workload == Workload::Copier,
+        "--group-protocol is for --workload copier"
     );
     for bug in &args.bug {
         anyhow::ensure!(BUGS.contains(&bug.as_str()), "unknown bug {bug:?}; one of {}", BUGS.join(", "));
@@ -114,6 +122,9 @@ fn main() -> anyhow::Result<()> {
     if let Some(bug) = args.copier_bug {
         command.push_str(&format!(" --copier-bug {}", bug.name()));
     }
+    if args.group_protocol != GroupProtocol::Classic {
+        command.push_str(&format!(" --group-protocol {}", args.group_protocol.name()));
+    }
     let mut bugs = args.bug.clone();
     bugs.extend(args.copier_bug.map(|b| b.name().to_string()));
     let suffix = if bugs.is_empty() { String::new() } else { format!("-bug-{}", bugs.join("+")) };
@@ -133,6 +144,7 @@ fn main() -> anyhow::Result<()> {
         partitions: args.partitions,
         max_committed: args.max_committed,
         copier_bug: args.copier_bug,
+        group_protocol: args.group_protocol,
         broker_flags: args.bug.iter().map(|b| format!("bug.{b}")).collect(),
         txn_write_delay_ms: args.txn_write_delay_ms,
         out_dir: out.clone(),

@@ -5,7 +5,7 @@
 //!   in chaos runs) to each partition `p` of the input topic; every acknowledged value is
 //!   recorded as input.
 //! - Copier instances, one per slot, share one consumer group (read_committed, no auto
-//!   commit, eager assignment). Each owns a transactional producer (`chaos-copier-<slot>`;
+//!   commit; eager assignment, or KIP-848's consumer protocol with `--group-protocol consumer`). Each owns a transactional producer (`chaos-copier-<slot>`;
 //!   topics, group and ids are a [`CopierNames`], so `demo::pipeline` runs this copier too):
 //!   poll a batch, begin, produce every record (through the config's transform: unchanged in
 //!   chaos runs) to the same partition of the output topic (order per partition is kept), `send_offsets_to_transaction` with the consumer's group
@@ -43,6 +43,7 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde::Serialize;
 
 use super::copier_check::{committed_offsets, input_ends, offsets_match};
+use super::group_protocol::GroupProtocol;
 use super::history::{History, Outcome, Txn};
 use super::queue::{
     commit, crash, hijack, idempotent_producer, init_until_ready, send_all, send_each,
@@ -93,17 +94,6 @@ const PAUSE_MS: std::ops::Range<u64> = 300..1_500;
 const NO_CHURN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The feeder's pause between two rounds (one value per partition each).
 const FEED_PAUSE: Duration = Duration::from_millis(10);
-/// Kafka's minimum session timeout (a dropped member leaves at once: close sends LeaveGroup).
-const SESSION_TIMEOUT_MS: &str = "6000";
-/// Bounds a rebalance's join phase (Kafka's rebalance timeout is the member's
-/// `max.poll.interval.ms`): a member cut off by a fault does not hold the group for 5 minutes.
-const MAX_POLL_INTERVAL_MS: &str = "30000";
-/// Eager assignment: every rebalance revokes every partition and restarts each from the
-/// committed offset, which is what lets `poll_batch` drop a batch begun before a rebalance
-/// without rewinding. (cooperative-sticky keeps positions of retained partitions, and would
-/// need a rewind there.)
-const ASSIGNMENT_STRATEGY: &str = "range,roundrobin";
-
 /// A deliberately broken copier (`--copier-bug`), to show the checker sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CopierBug {
@@ -153,6 +143,8 @@ pub struct CopierConfig {
     pub value_prefix: String,
     /// The output value of an input value (the "process" of consume-process-produce).
     pub transform: fn(&str) -> String,
+    /// The consumers' group protocol: classic (eager assignment) or KIP-848's.
+    pub group_protocol: GroupProtocol,
 }
 
 /// What the copiers did besides their transactions, for the report.
@@ -299,17 +291,15 @@ type GroupConsumer = BaseConsumer<Tracking>;
 
 fn group_consumer(shared: &Arc<Shared>, topic: &str, observer: bool) -> Result<GroupConsumer, KafkaError> {
     let context = Tracking { shared: shared.clone(), observer, events: AtomicU64::new(0) };
-    let consumer: GroupConsumer = client_config(&shared.config.bootstrap)
+    let mut config = client_config(&shared.config.bootstrap);
+    config
         .set("group.id", shared.config.names.group)
         .set("enable.auto.commit", "false")
         .set("isolation.level", "read_committed")
         .set("auto.offset.reset", "earliest")
-        .set("session.timeout.ms", SESSION_TIMEOUT_MS)
-        .set("heartbeat.interval.ms", "1000")
-        .set("max.poll.interval.ms", MAX_POLL_INTERVAL_MS)
-        .set("partition.assignment.strategy", ASSIGNMENT_STRATEGY)
-        .set("enable.partition.eof", "false")
-        .create_with_context(context)?;
+        .set("enable.partition.eof", "false");
+    shared.config.group_protocol.configure(&mut config);
+    let consumer: GroupConsumer = config.create_with_context(context)?;
     consumer.subscribe(&[topic])?;
     Ok(consumer)
 }
@@ -453,7 +443,7 @@ impl Instance<'_> {
     fn run(self, lifetime: Duration, rng: &mut StdRng) -> (End, Option<FutureProducer>) {
         let ends = Instant::now() + lifetime;
         while !self.shared.stop.load(Ordering::SeqCst) && Instant::now() < ends {
-            let batch = self.poll_batch();
+            let Some(batch) = self.poll_batch() else { return (End::Broken, None) };
             if batch.is_empty() {
                 continue;
             }
@@ -468,15 +458,21 @@ impl Instance<'_> {
 
     /// Records polled since the last rebalance event: a batch begun under an earlier
     /// assignment is dropped (eager assignment restarts every partition from its committed
-    /// offset, see `ASSIGNMENT_STRATEGY`). A rebalance is served inside `poll`, which then
-    /// returns no message, so the record a poll returns is always of the current assignment.
-    fn poll_batch(&self) -> Vec<Record> {
+    /// offset, see `group_protocol`; with KIP-848's incremental assignment the partitions
+    /// kept are rewound to it). A rebalance is served inside `poll`, which then returns no
+    /// message, so the record a poll returns is always of the current assignment. None: the
+    /// rewind failed and the instance must end.
+    fn poll_batch(&self) -> Option<Vec<Record>> {
         let mut batch = Vec::new();
         let window = Instant::now() + BATCH_WINDOW;
         while batch.len() < BATCH_RECORDS_MAX && Instant::now() < window {
             let before = self.consumer.context().events.load(Ordering::SeqCst);
             let polled = self.consumer.poll(Duration::from_millis(50));
             if self.consumer.context().events.load(Ordering::SeqCst) != before {
+                let incremental = self.shared.config.group_protocol == GroupProtocol::Consumer;
+                if incremental && !batch.is_empty() && matches!(self.rewind(), Step::Broken) {
+                    return None;
+                }
                 batch.clear();
             }
             match polled {
@@ -490,7 +486,7 @@ impl Instance<'_> {
                 None => {}
             }
         }
-        batch
+        Some(batch)
     }
 
     /// begin, produce, offsets in the transaction, commit — or abort and rewind.

@@ -17,6 +17,7 @@ pub mod checker;
 pub mod copier;
 pub mod copier_check;
 pub mod faults;
+pub mod group_protocol;
 pub mod history;
 pub mod queue;
 pub mod report;

@@ -13,6 +13,7 @@ use super::checker::{self, QueueCounts, Violations};
 use super::copier::{self, Copier, CopierBug, CopierConfig, CopierCounts, CopierNames};
 use super::copier_check;
 use super::faults;
+use super::group_protocol::GroupProtocol;
 use super::history::{History, Snapshot};
 use super::queue::{self, ClientFaults, Queue, QueueConfig};
 use super::report::Report;
@@ -51,6 +52,8 @@ pub struct RunOptions {
     pub max_committed: usize,
     /// A deliberately broken copier (copier workload only), to show its checker sees it.
     pub copier_bug: Option<CopierBug>,
+    /// The copier's group protocol (copier workload only).
+    pub group_protocol: GroupProtocol,
     /// Test-only broker flags (`ONELOG_FAULT_FLAGS`), e.g. a re-introduced bug.
     pub broker_flags: Vec<String>,
     /// How long the leader waits before appending an entry with writes of an open transaction
@@ -229,6 +232,7 @@ fn start_workload(cluster: &Cluster, options: &RunOptions, topic: &str, history:
                 churn: true,
                 value_prefix: String::new(),
                 transform: copier::copy_unchanged,
+                group_protocol: options.group_protocol,
             },
             history.clone(),
         )),

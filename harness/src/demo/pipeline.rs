@@ -135,6 +135,7 @@ pub fn run(config: &PipelineConfig) -> Result<PipelineReport> {
             churn: false,
             value_prefix: prefix.clone(),
             transform: process,
+            group_protocol: Default::default(),
         },
         history.clone(),
     );
