@@ -26,7 +26,11 @@ from confluent_kafka.admin import (
 import compat_common as c
 
 CLIENT = c.client_id("confluent-kafka-python")
-VERSION = "%s (librdkafka %s)" % (confluent_kafka.version()[0], confluent_kafka.libversion()[0])
+# version() answers a (str, int) tuple in older releases and the plain string in 2.16 (whose first
+# character the report showed as the version, "2").
+_version = confluent_kafka.version()
+VERSION = "%s (librdkafka %s)" % (_version[0] if isinstance(_version, tuple) else _version,
+                                  confluent_kafka.libversion()[0])
 BASE = dict({"bootstrap.servers": c.BOOTSTRAP}, **c.librdkafka_security())
 admin = AdminClient(dict(BASE))
 
