@@ -23,6 +23,6 @@ python3 fuzz/capture.py --onelog "$bin" --seeds "$seeds" --logs "${TMPDIR:-/tmp}
     "$cache/go-bin/franz" \
     "$cache/go-bin/sarama" \
     "NODE_PATH=$cache/node/node_modules node $compat/node/kafkajs_driver.js" \
-    "$compat/java/run.sh java-4.1.1" \
+    "$compat/java/run.sh java-4.4.0" \
     "$compat/java/run.sh java-2.8.2" \
-    "$compat/java/run.sh kafka-cli-4.1.1"
+    "$compat/java/run.sh kafka-cli-4.4.0"

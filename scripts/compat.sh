@@ -19,7 +19,8 @@
 # directory (and its node logs) for debugging; it is printed at the end.
 # --ci: the fixed subset `.ci/run` runs (about half the time of the full matrix): every client
 # runs every quick scenario (CI_QUICK) and the slow ones named for it in CI_SLOW, so each slow
-# scenario still runs for at least two clients; Kafka Streams and the CLI tools run in full.
+# scenario still runs for at least two clients; the consumer-protocol ids run only the short
+# lists of CI_ONLY; Kafka Streams and the CLI tools run in full.
 # Cells outside the subset are `-` in the report, which goes to $TMPDIR/compat-ci.md unless
 # --out says otherwise (results/compat.md stays the full matrix's).
 # Broker binary: ONELOG_BIN (default /tmp/compat-bin/onelog, else cluster.sh's own choice).
@@ -36,14 +37,20 @@ out_given=0
 driver_timeout_s="${ONELOG_COMPAT_DRIVER_TIMEOUT_S:-900}"
 export COMPAT_TIMEOUT_S="${COMPAT_TIMEOUT_S:-60}"
 
-JAVA_CLIENTS=(java-4.1.1 java-3.9.1 java-2.8.2 kafka-streams-4.1.1 kafka-cli-4.1.1)
-OTHER_CLIENTS=(rdkafka-rust confluent-kafka-python franz-go sarama kafka-python aiokafka kafkajs)
+# A *-consumer id runs its client's driver with COMPAT_GROUP_PROTOCOL=consumer: every group
+# consumer on the KIP-848 consumer group protocol (the others use the classic protocol).
+JAVA_CLIENTS=(java-4.4.0 java-4.4.0-consumer java-3.9.1 java-2.8.2 kafka-streams-4.4.0 kafka-cli-4.4.0)
+OTHER_CLIENTS=(rdkafka-rust confluent-kafka-python confluent-kafka-python-consumer franz-go franz-go-consumer
+    sarama kafka-python aiokafka kafkajs)
 # The scenario ids of the client drivers (the JVM-only lists come from their drivers' lines).
 SCENARIOS=(create_topic produce_consume compression consume_earliest consume_latest seek_timestamp
     group_rebalance member_leave_rejoin idempotent_produce txn_commit_abort consume_process_produce
     txn_fencing alter_config delete_records leader_kill txn_leader_kill err_unknown_topic
     err_offset_out_of_range err_stale_generation err_fenced_producer)
 STREAMS_SCENARIOS=(streams_eos_wordcount streams_kill_streams streams_kill_leader)
+# Scenarios one client id runs besides SCENARIOS (their own table in the report): mixed_group, a
+# Java 4.4.0 and a librdkafka member in one consumer-protocol group (confluent_driver.py).
+declare -A EXTRA_SCENARIOS=([confluent-kafka-python-consumer]="mixed_group")
 CLI_SCENARIOS=(kafka-topics kafka-console-producer-consumer kafka-consumer-groups-describe
     kafka-consumer-groups-reset-offsets kafka-consumer-groups-delete kafka-configs-describe
     kafka-configs-alter kafka-delete-records kafka-transactions kafka-producer-perf-test
@@ -55,7 +62,7 @@ CI_QUICK=(create_topic produce_consume compression consume_earliest seek_timesta
     idempotent_produce txn_commit_abort consume_process_produce txn_fencing alter_config
     delete_records err_offset_out_of_range err_fenced_producer)
 declare -A CI_SLOW=(
-    [java-4.1.1]="leader_kill err_unknown_topic txn_leader_kill"
+    [java-4.4.0]="leader_kill err_unknown_topic txn_leader_kill"
     [java-3.9.1]="member_leave_rejoin"
     [java-2.8.2]="err_stale_generation consume_latest"
     [rdkafka-rust]="leader_kill consume_latest txn_leader_kill"
@@ -65,6 +72,15 @@ declare -A CI_SLOW=(
     [kafka-python]="group_rebalance"
     [aiokafka]="err_stale_generation"
     [kafkajs]="leader_kill"
+)
+# The consumer-protocol ids run a short list of their own in the CI subset instead: their produce
+# and transaction paths are their classic twins', so only group scenarios, two quick ones and one
+# or two slow ones (measured: java 17 s + group_rebalance ~10 s in the JVM lane, confluent 15 s
+# and franz-go 13 s in the native lane).
+declare -A CI_ONLY=(
+    [java-4.4.0-consumer]="consume_earliest consume_process_produce group_rebalance err_stale_generation"
+    [confluent-kafka-python-consumer]="consume_earliest consume_process_produce mixed_group"
+    [franz-go-consumer]="consume_earliest group_rebalance err_stale_generation"
 )
 
 die() { echo "compat.sh: $*" >&2; exit 1; }
@@ -92,7 +108,10 @@ if [ "$ci" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-ci.md
 # The scenario ids one client runs: empty for all of them (the full matrix, and always for the
 # Streams and CLI drivers, whose lists are short).
 selected_for() {
-    if [ "$ci" = 1 ] && [ -n "${CI_SLOW[$1]+set}" ]; then
+    if [ "$ci" = 1 ] && [ -n "${CI_ONLY[$1]+set}" ]; then
+        local ids="${CI_ONLY[$1]}"
+        echo "${ids// /,}"
+    elif [ "$ci" = 1 ] && [ -n "${CI_SLOW[$1]+set}" ]; then
         local ids="${CI_QUICK[*]} ${CI_SLOW[$1]}"
         echo "${ids// /,}"
     fi
@@ -168,6 +187,7 @@ python3 "$compat/report.py" --work "$work" --out "$out" \
     --command "$command_line" \
     --selected "$selected" \
     --clients "${clients[*]}" --scenarios "${SCENARIOS[*]}" --streams "${STREAMS_SCENARIOS[*]}" \
+    --extra "$(for c in "${!EXTRA_SCENARIOS[@]}"; do printf '%s=%s;' "$c" "${EXTRA_SCENARIOS[$c]// /,}"; done)" \
     --cli "${CLI_SCENARIOS[*]}" --broker "$("${ONELOG_BIN:-onelog}" --version 2>/dev/null || echo "${ONELOG_BIN:-onelog}")" \
     --seconds "$(for c in "${!seconds_of[@]}"; do printf '%s=%s;' "$c" "${seconds_of[$c]}"; done)" || status=$?
 exit "$status"

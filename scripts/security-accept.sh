@@ -39,7 +39,7 @@ base="${ONELOG_SEC_BASE_PORT:-26092}"
 driver_timeout_s="${ONELOG_COMPAT_DRIVER_TIMEOUT_S:-300}"
 export COMPAT_TIMEOUT_S="${COMPAT_TIMEOUT_S:-60}"
 alice_password=alice-secret
-ALL_CLIENTS=(java-4.1.1 java-3.9.1 java-2.8.2 kafka-cli-4.1.1 confluent-kafka-python franz-go kafkajs)
+ALL_CLIENTS=(java-4.4.0 java-3.9.1 java-2.8.2 kafka-cli-4.4.0 confluent-kafka-python franz-go kafkajs)
 SCENARIOS=(sec_produce_consume sec_txn_allowed sec_txn_denied sec_bad_credentials)
 
 die() { echo "security-accept.sh: $*" >&2; exit 1; }

@@ -2,6 +2,8 @@
 # (from the registries, pinned, reused across runs) and answers each driver's command line.
 # Needs: $repo, $compat, $cache and the `clients` array of the caller.
 
+# confluent-kafka 2.16.1 bundles librdkafka 2.16.0: KIP-848's group.protocol=consumer is GA in
+# librdkafka from 2.12 (confluent-kafka-python-consumer needs at least that).
 pip_pins=(kafka-python==3.0.12 aiokafka==0.14.0 confluent-kafka==2.16.1
     python-snappy==0.7.3 lz4==4.4.5 zstandard==0.25.0)
 
@@ -44,13 +46,21 @@ install_rust() {
     (cd "$repo" && cargo build -q -p harness --bin compat_rdkafka >&2) || echo "compat: rdkafka driver build failed" >&2
 }
 
+# The Java member of confluent-kafka-python-consumer's mixed_group scenario (run.sh
+# java-4.4.0-member), built before the drivers run so the build does not eat the scenario's budget.
+install_java_member() {
+    echo "compat: building the java-4.4.0 member (mixed_group)" >&2
+    COMPAT_BUILD_ONLY=1 "$compat/java/run.sh" java-4.4.0-member >&2 || echo "compat: java member build failed" >&2
+}
+
 install_for_clients() {
-    local c need_py=0 need_node=0 need_go=0 need_rust=0
+    local c need_py=0 need_node=0 need_go=0 need_rust=0 need_member=0
     for c in "${clients[@]}"; do
         case "$c" in
             kafka-python | aiokafka | confluent-kafka-python) need_py=1 ;;
+            confluent-kafka-python-consumer) need_py=1 need_member=1 ;;
             kafkajs) need_node=1 ;;
-            franz-go | sarama) need_go=1 ;;
+            franz-go | sarama | franz-go-consumer) need_go=1 ;;
             rdkafka-rust) need_rust=1 ;;
         esac
     done
@@ -58,12 +68,20 @@ install_for_clients() {
     [ "$need_node" = 0 ] || install_node
     [ "$need_go" = 0 ] || install_go
     [ "$need_rust" = 0 ] || install_rust
+    [ "$need_member" = 0 ] || install_java_member
 }
 
-# The command that runs one client's driver, or nothing when the driver does not exist.
+# The command that runs one client's driver, or nothing when the driver does not exist. A
+# *-consumer id is its base driver with COMPAT_GROUP_PROTOCOL=consumer (every group consumer on
+# the KIP-848 protocol); the JVM's run.sh knows java-4.4.0-consumer itself.
 driver_command() {
     local target="${CARGO_TARGET_DIR:-$repo/target}"
     case "$1" in
+        confluent-kafka-python-consumer | franz-go-consumer)
+            local base
+            base="$(driver_command "${1%-consumer}")"
+            [ -n "$base" ] && echo "COMPAT_GROUP_PROTOCOL=consumer $base"
+            return 0 ;;
         java-* | kafka-streams-* | kafka-cli-*)
             [ -x "$compat/java/run.sh" ] && echo "'$compat/java/run.sh' '$1'" ;;
         kafka-python) echo "'$cache/venv/bin/python' '$compat/python/kafka_python_driver.py'" ;;

@@ -22,7 +22,12 @@ def scenario_list(client, args):
         return args.streams.split()
     if client.startswith("kafka-cli-"):
         return args.cli.split()
-    return args.scenarios.split()
+    return args.scenarios.split() + extra_of(client, args)
+
+
+def extra_of(client, args):
+    """The scenarios this client runs besides the client list (--extra), e.g. mixed_group."""
+    return list(filter(None, pairs(args.extra).get(client, "").split(",")))
 
 
 def selected_of(client, args):
@@ -77,7 +82,8 @@ def table(clients, results, scenarios):
 
 def main():
     ap = argparse.ArgumentParser()
-    for opt in ["work", "out", "command", "clients", "scenarios", "streams", "cli", "broker", "versions", "seconds", "selected"]:
+    for opt in ["work", "out", "command", "clients", "scenarios", "streams", "cli", "broker", "versions", "seconds",
+                "selected", "extra"]:
         ap.add_argument("--" + opt, default="")
     args = ap.parse_args()
     clients = args.clients.split()
@@ -104,7 +110,18 @@ def main():
         if not members:
             continue
         lines += ["## " + title, ""]
-        lines += table(members, results, scenario_list(members[0], args)) + [""]
+        columns = scenario_list(members[0], args)
+        if title == "Client scenarios":
+            columns = args.scenarios.split()
+        lines += table(members, results, columns) + [""]
+    extras = [c for c in clients if extra_of(c, args)]
+    if extras:
+        lines += ["## Mixed consumer groups (KIP-848)", "",
+                  "`mixed_group`: a Java kafka-clients 4.4.0 member and a librdkafka member in one "
+                  "consumer-protocol group (each partition owned by exactly one, every record read once "
+                  "across the two, then the Java member leaves and the other takes every partition).", ""]
+        for c in extras:
+            lines += table([c], results, extra_of(c, args)) + [""]
     lines += ["## Driver run times", "", "| client | seconds |", "|---|---|"]
     lines += ["| %s | %s |" % (c, seconds.get(c, "?")) for c in clients] + [""]
     failed = False

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The JVM drivers of the compatibility matrix (harness/compat/, issue 12).
 #
-#   harness/compat/java/run.sh CLIENT_ID
+#   harness/compat/java/run.sh CLIENT_ID [ARG...]   (ARGs go to the main class after the id)
 #
-# CLIENT_ID: java-4.1.1, java-3.9.1, java-2.8.2 (dev.onelog.compat.clients.ClientsDriver built
-# against that kafka-clients version), kafka-streams-4.1.1 (dev.onelog.compat.streams) or
-# kafka-cli-4.1.1 (dev.onelog.compat.cli: the Kafka 4.1.1 command-line tools from the Maven jars).
+# CLIENT_ID: java-4.4.0, java-3.9.1, java-2.8.2 (dev.onelog.compat.clients.ClientsDriver built
+# against that kafka-clients version), java-4.4.0-consumer (the same 4.4.0 driver with
+# COMPAT_GROUP_PROTOCOL=consumer: every group consumer uses the KIP-848 protocol),
+# java-4.4.0-member (dev.onelog.compat.clients.GroupMember: one consumer-protocol group member
+# driven over stdin/stdout, the Java half of the confluent driver's mixed_group scenario),
+# kafka-streams-4.4.0 (dev.onelog.compat.streams) or kafka-cli-4.4.0 (dev.onelog.compat.cli: the
+# Kafka 4.4.0 command-line tools from the Maven jars). COMPAT_BUILD_ONLY=1 builds and exits.
 # Environment: COMPAT_BOOTSTRAP, COMPAT_KILL_LEADER, COMPAT_PREFIX, COMPAT_TIMEOUT_S (see the
 # contract in harness/compat/). stdout carries one JSON line per scenario; everything else,
 # Maven included, goes to stderr.
@@ -17,22 +21,30 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-client="${1:?usage: run.sh CLIENT_ID}"
+client="${1:?usage: run.sh CLIENT_ID [ARG...]}"
+shift
 cache="${ONELOG_COMPAT_CACHE:-$HOME/.cache/onelog-compat}/java"
 
 case "$client" in
-    java-4.1.1 | java-3.9.1 | java-2.8.2)
+    java-4.4.0 | java-3.9.1 | java-2.8.2 | java-4.4.0-consumer | java-4.4.0-member)
         version="${client#java-}"
+        version="${version%-consumer}"
+        version="${version%-member}"
         variant="clients-$version"
         maven_args=("-Dkafka.version=$version")
-        main=dev.onelog.compat.clients.ClientsDriver ;;
-    kafka-streams-4.1.1)
-        variant=tools-4.1.1
-        maven_args=(-Dkafka.version=4.1.1 -Dcompat.tools)
+        main=dev.onelog.compat.clients.ClientsDriver
+        case "$client" in
+            *-consumer) export COMPAT_GROUP_PROTOCOL="${COMPAT_GROUP_PROTOCOL:-consumer}" ;;
+            *-member) export COMPAT_GROUP_PROTOCOL="${COMPAT_GROUP_PROTOCOL:-consumer}"
+                main=dev.onelog.compat.clients.GroupMember ;;
+        esac ;;
+    kafka-streams-4.4.0)
+        variant=tools-4.4.0
+        maven_args=(-Dkafka.version=4.4.0 -Dcompat.tools)
         main=dev.onelog.compat.streams.StreamsDriver ;;
-    kafka-cli-4.1.1)
-        variant=tools-4.1.1
-        maven_args=(-Dkafka.version=4.1.1 -Dcompat.tools)
+    kafka-cli-4.4.0)
+        variant=tools-4.4.0
+        maven_args=(-Dkafka.version=4.4.0 -Dcompat.tools)
         main=dev.onelog.compat.cli.CliDriver ;;
     *) echo "run.sh: unknown client id '$client'" >&2; exit 2 ;;
 esac
@@ -76,5 +88,6 @@ exec 9>"$build_dir/lock"
 flock 9
 build
 flock -u 9
+[ "${COMPAT_BUILD_ONLY:-0}" = 1 ] && exit 0
 
-exec java -Xmx768m -XX:+UseSerialGC -cp "$(cat "$classpath_file")" "$main" "$client"
+exec java -Xmx768m -XX:+UseSerialGC -cp "$(cat "$classpath_file")" "$main" "$client" "$@"

@@ -63,6 +63,35 @@ def _env(key):
     return os.environ.get(key) or None
 
 
+# COMPAT_GROUP_PROTOCOL: "classic" (default) or "consumer" (KIP-848), the protocol of every group
+# consumer of the run. The runner sets it for the *-consumer client ids (confluent-kafka-python-
+# consumer); a driver that supports it names itself with client_id() and builds its group
+# consumers with it. CONSUMER_ONLY_SCENARIOS run only under the consumer protocol.
+GROUP_PROTOCOL = (_env("COMPAT_GROUP_PROTOCOL") or "classic").lower()
+CONSUMER_PROTOCOL = GROUP_PROTOCOL == "consumer"
+CONSUMER_ONLY_SCENARIOS = ["mixed_group"]
+# librdkafka settings of the classic protocol that a consumer-protocol consumer must not set (the
+# broker owns the session timeout, the heartbeat interval and the assignor: group.remote.assignor).
+CLASSIC_ONLY_CONF = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
+
+
+def client_id(base):
+    """The client id of a driver: base, or base + "-consumer" under the consumer protocol."""
+    return base + "-consumer" if CONSUMER_PROTOCOL else base
+
+
+def librdkafka_group_conf(conf):
+    """conf for a librdkafka group consumer under GROUP_PROTOCOL (a new dict)."""
+    conf = dict(conf)
+    if CONSUMER_PROTOCOL:
+        conf["group.protocol"] = "consumer"
+        for key in CLASSIC_ONLY_CONF:
+            conf.pop(key, None)
+        if _env("COMPAT_GROUP_REMOTE_ASSIGNOR"):
+            conf["group.remote.assignor"] = _env("COMPAT_GROUP_REMOTE_ASSIGNOR")
+    return conf
+
+
 # Connection security (issue #15), read from the environment once, for every Python driver:
 # COMPAT_SECURITY_PROTOCOL (PLAINTEXT, SSL, SASL_SSL, SASL_PLAINTEXT), COMPAT_SASL_MECHANISM,
 # COMPAT_SASL_USERNAME / COMPAT_SASL_PASSWORD, COMPAT_SSL_CA / COMPAT_SSL_CERT / COMPAT_SSL_KEY (PEM).
@@ -437,20 +466,23 @@ def _with_deadline(fn):
     return box.get("detail")
 
 
-def active_scenarios():
-    """The scenario ids of this run: the matrix's, or the security suite's (COMPAT_SUITE=security)."""
-    return SECURITY_SCENARIOS if SUITE == "security" else SCENARIOS
+def active_scenarios(extra=()):
+    """The scenario ids of this run: the matrix's (and the driver's `extra` ones, under the
+    consumer protocol only), or the security suite's (COMPAT_SUITE=security)."""
+    if SUITE == "security":
+        return SECURITY_SCENARIOS
+    return SCENARIOS + ([s for s in extra if s in CONSUMER_ONLY_SCENARIOS] if CONSUMER_PROTOCOL else [])
 
 
-def scenario_functions(namespace):
+def scenario_functions(namespace, extra=()):
     """The driver's functions named s_<scenario id>, one for every id (a missing one is a KeyError)."""
-    return {s: namespace["s_" + s] for s in active_scenarios()}
+    return {s: namespace["s_" + s] for s in active_scenarios(extra)}
 
 
 def run_all(client, version, impls, only=None):
     """Prints one line per scenario id; a scenario absent from impls must be given as n/a."""
     only = set(filter(None, (only or os.environ.get("COMPAT_SCENARIOS", "")).split(",")))
-    for scenario in active_scenarios():
+    for scenario in active_scenarios(extra=impls):
         if only and scenario not in only:
             continue
         impl = impls[scenario]

@@ -5,6 +5,10 @@ per scenario. librdkafka's consumer reads committed by default and its producer 
 as a fatal error, so the transactional scenarios check `fatal()` and the error code.
 """
 
+import os
+import shlex
+import subprocess
+import sys
 import threading
 import time
 
@@ -21,8 +25,12 @@ from confluent_kafka.admin import (
 
 import compat_common as c
 
-CLIENT = "confluent-kafka-python"
-VERSION = "%s (librdkafka %s)" % (confluent_kafka.version()[0], confluent_kafka.libversion()[0])
+CLIENT = c.client_id("confluent-kafka-python")
+# version() answers a (str, int) tuple in older releases and the plain string in 2.16 (whose first
+# character the report showed as the version, "2").
+_version = confluent_kafka.version()
+VERSION = "%s (librdkafka %s)" % (_version[0] if isinstance(_version, tuple) else _version,
+                                  confluent_kafka.libversion()[0])
 BASE = dict({"bootstrap.servers": c.BOOTSTRAP}, **c.librdkafka_security())
 admin = AdminClient(dict(BASE))
 
@@ -55,7 +63,7 @@ def producer(**extra):
 def consumer(group=None, **extra):
     conf = dict(BASE, **{"group.id": group or c.name(CLIENT, "assign"), "enable.auto.commit": False})
     conf.update(extra)
-    return Consumer(conf)
+    return Consumer(c.librdkafka_group_conf(conf))
 
 
 def produce(p, name, recs, partition=0, **kw):
@@ -150,6 +158,18 @@ def wait_assignment(conses, want_total, deadline_s=None):
     raise AssertionError("assignments never settled: %s" % [len(x.assignment()) for x in conses])
 
 
+def check_group_type(group, members):
+    """Under the consumer protocol: the group must be described (DescribeGroups or
+    ConsumerGroupDescribe, as librdkafka picks) as a consumer-protocol group of `members`
+    members. Answers its partition assignor; checks nothing under the classic protocol."""
+    if not c.CONSUMER_PROTOCOL:
+        return None
+    desc = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
+    c.expect_eq(str(desc.type), str(confluent_kafka.ConsumerGroupType.CONSUMER), "group %s type" % group)
+    c.expect_eq(len(desc.members), members, "members of %s" % group)
+    return desc.partition_assignor
+
+
 def s_consume_earliest():
     name = topic("consume_earliest")
     recs = c.records(10)
@@ -217,6 +237,7 @@ def s_group_rebalance():
     wait_assignment([a], 3)
     b = subscribed(name, group, "earliest")
     sizes = wait_assignment([a, b], 3)
+    check_group_type(group, 2)
     all_values = []
     p = producer()
     for part in range(3):
@@ -243,6 +264,7 @@ def s_member_leave_rejoin():
     wait_assignment([a], 3)
     rejoined = subscribed(name, group, "earliest")
     sizes = wait_assignment([a, rejoined], 3)
+    check_group_type(group, 2)
     a.close()
     rejoined.close()
     return "after leave 3/3, after rejoin %s" % sizes
@@ -469,9 +491,14 @@ def s_err_offset_out_of_range():
 
 
 def s_err_stale_generation():
+    """A member the group dropped commits: a stops polling, so librdkafka leaves the group when
+    max.poll.interval.ms runs out (classic: its generation is stale; consumer protocol: its
+    member epoch is fenced), b takes both partitions; a's commit must fail with a group error and
+    the group must not hold a's offset."""
     name = topic("err_stale_generation", 2)
     group = c.name(CLIENT, "err_stale_generation")
     # librdkafka heartbeats in the background; exceeding max.poll.interval.ms makes it leave.
+    # (session.timeout.ms is the classic protocol's; librdkafka_group_conf drops it otherwise.)
     a = subscribed(name, group, "earliest", **{"session.timeout.ms": 6000, "max.poll.interval.ms": 6000})
     wait_assignment([a], 2)
     b = subscribed(name, group, "earliest")
@@ -483,9 +510,153 @@ def s_err_stale_generation():
         err = e.args[0]
         ok = {KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS}
         ok |= {KafkaError._MAX_POLL_EXCEEDED}
+        if c.CONSUMER_PROTOCOL:
+            ok |= {KafkaError.STALE_MEMBER_EPOCH, KafkaError.FENCED_MEMBER_EPOCH}
         c.expect(err.code() in ok, "unexpected commit error %s" % err)
-        return "commit after being kicked out: %s" % err.name()
+        stored = b.committed([TopicPartition(name, 0)], timeout=10)[0].offset
+        c.expect(stored != 1, "the dropped member's offset 1 was stored")
+        a.close()
+        b.close()
+        return "commit after being kicked out (%s protocol): %s; nothing stored" % (c.GROUP_PROTOCOL, err.name())
     raise AssertionError("a member kicked out of the group committed")
+
+
+# The Java half of mixed_group: harness/compat/java/run.sh java-4.4.0-member (GroupMember), or
+# COMPAT_JAVA_MEMBER (a command line; the topic and group are appended).
+JAVA_MEMBER = os.environ.get("COMPAT_JAVA_MEMBER") or "%s java-4.4.0-member" % shlex.quote(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "java", "run.sh"))
+
+
+class JavaMember:
+    """A kafka-clients 4.4.0 consumer-protocol member in another JVM (GroupMember): its
+    assignment and the records it read, from its stdout lines."""
+
+    def __init__(self, name, group):
+        env = dict(os.environ, COMPAT_GROUP_PROTOCOL="consumer")
+        self.proc = subprocess.Popen(shlex.split(JAVA_MEMBER) + [name, group], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=sys.stderr, text=True, env=env)
+        self.lock = threading.Lock()
+        self._assigned = set()
+        self.records = []  # (partition, offset, value)
+        self.errors = []
+        self.closed = False
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            word, _, rest = line.rstrip("\n").partition(" ")
+            with self.lock:
+                if word == "assigned":
+                    self._assigned = {int(p) for p in rest.split(",") if p}
+                elif word == "record":
+                    part, offset, value = rest.split(" ", 2)
+                    self.records.append((int(part), int(offset), value.encode()))
+                elif word == "closed":
+                    self.closed = True
+                elif word == "error":
+                    self.errors.append(rest)
+                else:
+                    c.log("java member: %s" % line.rstrip())
+
+    def assigned(self):
+        with self.lock:
+            c.expect(not self.errors, "java member failed: %s" % self.errors)
+            c.expect(self.proc.poll() is None or self.closed, "java member exited %s" % self.proc.poll())
+            return set(self._assigned)
+
+    def read(self):
+        with self.lock:
+            return list(self.records)
+
+    def leave(self, timeout_s):
+        self.proc.stdin.write("leave\n")
+        self.proc.stdin.flush()
+        rc = self.proc.wait(timeout_s)
+        with self.lock:
+            c.expect(rc == 0 and self.closed and not self.errors,
+                     "java member left with exit %s, errors %s" % (rc, self.errors))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def s_mixed_group():
+    """A Java (kafka-clients 4.4.0) and a librdkafka member of one consumer-protocol group share a
+    4-partition topic: each partition owned by exactly one of them, every record read exactly
+    once across the two (each commits what it read); then the Java member leaves and the
+    librdkafka member gets all 4 partitions and reads exactly the records produced after that."""
+    parts = 4
+    name = topic("mixed_group", parts)
+    group = c.name(CLIENT, "mixed_group")
+    java = JavaMember(name, group)
+    rd = None
+    try:
+        rd = subscribed(name, group, "earliest")
+        deadline = time.monotonic() + c.TIMEOUT_S / 2
+        while True:
+            msg = rd.poll(0.1)
+            c.expect(msg is None or msg.error() is not None, "a record before any was produced")
+            mine = {tp.partition for tp in rd.assignment()}
+            theirs = java.assigned()
+            if mine and theirs and not mine & theirs and mine | theirs == set(range(parts)):
+                break
+            c.expect(time.monotonic() < deadline,
+                     "the group never shared the partitions: librdkafka %s, java %s" % (sorted(mine), sorted(theirs)))
+        assignor = check_group_type(group, 2)
+        shares = "librdkafka %s, java %s (assignor %s)" % (sorted(mine), sorted(theirs), assignor)
+        want = []
+        p = producer()
+        for part in range(parts):
+            recs = c.records(10, "m%d" % part)
+            produce(p, name, recs, partition=part)
+            want += [v for _, v, _ in recs]
+        got_rd = []  # (partition, offset, value)
+        deadline = time.monotonic() + c.TIMEOUT_S / 3
+        quiet_until = None
+        while quiet_until is None or time.monotonic() < quiet_until:
+            msg = rd.poll(0.1)
+            if msg is not None:
+                if msg.error():
+                    raise KafkaException(msg.error())
+                rd.commit(message=msg, asynchronous=False)
+                got_rd.append((msg.partition(), msg.offset(), msg.value()))
+            if quiet_until is None and len(got_rd) + len(java.read()) >= len(want):
+                quiet_until = time.monotonic() + 1.5  # duplicates would show up meanwhile
+            c.expect(time.monotonic() < deadline, "the group read %d + %d of %d records"
+                     % (len(got_rd), len(java.read()), len(want)))
+        got_java = java.read()
+        c.expect_eq(({tp.partition for tp in rd.assignment()}, java.assigned()), (mine, theirs),
+                    "assignments while consuming")
+        c.expect({r[0] for r in got_rd} <= mine, "librdkafka read partitions %s it does not own" % {r[0] for r in got_rd})
+        c.expect({r[0] for r in got_java} <= theirs, "java read partitions %s it does not own" % {r[0] for r in got_java})
+        c.expect(got_rd and got_java, "a member read nothing: librdkafka %d, java %d" % (len(got_rd), len(got_java)))
+        c.expect_eq(sorted(v for _, _, v in got_rd + got_java), sorted(want), "records read across the two")
+        java.leave(c.TIMEOUT_S / 4)
+        left = time.monotonic()
+        deadline = left + c.TIMEOUT_S / 4
+        while {tp.partition for tp in rd.assignment()} != set(range(parts)):
+            msg = rd.poll(0.1)
+            c.expect(msg is None or msg.error() is not None,
+                     "re-read %s after the java member left" % (msg.value() if msg else None))
+            c.expect(time.monotonic() < deadline, "librdkafka never got all partitions: %s"
+                     % sorted(tp.partition for tp in rd.assignment()))
+        takeover_ms = (time.monotonic() - left) * 1000
+        later = []
+        for part in range(parts):
+            recs = c.records(2, "n%d" % part)
+            produce(p, name, recs, partition=part)
+            later += [v for _, v, _ in recs]
+        after = [m.value() for m in read(rd, len(later), extra_s=1.5)]
+        c.expect_eq(sorted(after), sorted(later), "records after the java member left")
+        return ("shares %s; 40 records read once (librdkafka %d, java %d); after the java member left, "
+                "librdkafka held all 4 in %.0f ms and read exactly the 8 later records"
+                % (shares, len(got_rd), len(got_java), takeover_ms))
+    finally:
+        java.stop()
+        if rd is not None:
+            rd.close()
 
 
 # --- the security suite (COMPAT_SUITE=security) ---
@@ -597,7 +768,7 @@ def s_sec_bad_credentials():
     return "%s: %s (%s)" % (what, hit[0].name(), c.short(hit[0].str(), 120))
 
 
-IMPLS = c.scenario_functions(globals())
+IMPLS = c.scenario_functions(globals(), extra=["mixed_group"])
 
 if __name__ == "__main__":
     c.run_all(CLIENT, VERSION, IMPLS)

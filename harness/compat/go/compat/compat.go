@@ -27,6 +27,22 @@ var Scenarios = []string{
 	"err_fenced_producer",
 }
 
+// GroupProtocol is COMPAT_GROUP_PROTOCOL: "classic" (the default) or "consumer" (KIP-848), the
+// protocol of every group consumer of the run. The runner sets it for the *-consumer client ids
+// (franz-go-consumer); a driver that supports it names itself with ClientID.
+var GroupProtocol = strings.ToLower(env("COMPAT_GROUP_PROTOCOL", "classic"))
+
+// ConsumerProtocol tells the run's group consumers use the KIP-848 consumer group protocol.
+var ConsumerProtocol = GroupProtocol == "consumer"
+
+// ClientID is a driver's client id: base, or base + "-consumer" under the consumer protocol.
+func ClientID(base string) string {
+	if ConsumerProtocol {
+		return base + "-consumer"
+	}
+	return base
+}
+
 var (
 	Bootstrap = strings.Split(env("COMPAT_BOOTSTRAP", "127.0.0.1:19092"), ",")
 	Prefix    = env("COMPAT_PREFIX", fmt.Sprintf("compat-go-%d", os.Getpid()))

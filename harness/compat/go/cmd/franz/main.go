@@ -20,7 +20,45 @@ import (
 	"onelog/compat/compat"
 )
 
-const client = "franz-go"
+// client is franz-go, or franz-go-consumer when COMPAT_GROUP_PROTOCOL=consumer: then every group
+// consumer opts into KIP-848 (groupOpts), and the group scenarios check with ConsumerGroupDescribe
+// that the broker really holds a consumer-protocol group (kgo falls back to the classic protocol
+// silently when the broker lacks ConsumerGroupHeartbeat v1).
+var client = compat.ClientID("franz-go")
+
+// groupOpts are the options of every group consumer: KIP-848's server-side assignment under the
+// consumer protocol (kgo.ServerSideBalancer; it needs the range or sticky balancer first, and
+// the default, cooperative-sticky, is one), nothing under the classic one. SessionTimeout is a
+// classic setting: kgo ignores it under KIP-848 (the broker owns the session timeout).
+func groupOpts() []kgo.Opt {
+	if compat.ConsumerProtocol {
+		return []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer())}
+	}
+	return nil
+}
+
+// checkGroupType answers an error unless the group is held by the protocol of the run: under the
+// consumer protocol, ConsumerGroupDescribe must describe it with `members` members (a classic
+// group answers GROUP_ID_NOT_FOUND there). Under the classic protocol it checks nothing.
+func checkGroupType(ctx context.Context, group string, members int) error {
+	if !compat.ConsumerProtocol {
+		return nil
+	}
+	cl := newClient()
+	defer cl.Close()
+	described, err := kadm.NewClient(cl).DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		return fmt.Errorf("ConsumerGroupDescribe %s: %w", group, err)
+	}
+	d := described[group]
+	if d.Err != nil {
+		return fmt.Errorf("ConsumerGroupDescribe %s: %w (not a consumer-protocol group?)", group, d.Err)
+	}
+	if len(d.Members) != members {
+		return fmt.Errorf("ConsumerGroupDescribe %s: %d members, want %d", group, len(d.Members), members)
+	}
+	return nil
+}
 
 func name(s, suffix string) string { return compat.Name(client, s, suffix) }
 
@@ -186,6 +224,7 @@ func compression(ctx context.Context) (string, error) {
 }
 
 func groupClient(t, group string, reset kgo.Offset, opts ...kgo.Opt) *kgo.Client {
+	opts = append(opts, groupOpts()...)
 	return newClient(append(opts, kgo.ConsumerGroup(group), kgo.ConsumeTopics(t), kgo.ConsumeResetOffset(reset),
 		kgo.DisableAutoCommit(), kgo.SessionTimeout(10*time.Second))...)
 }
@@ -208,26 +247,34 @@ func consumeEarliest(ctx context.Context) (string, error) {
 	return "10 of 10 from a group without offsets", compat.Check("records", plain(got), recs)
 }
 
-// member is one group consumer with the partition count of its current assignment.
+// member is one group consumer with the partitions of its current assignment.
 type member struct {
 	cl       *kgo.Client
 	mu       sync.Mutex
-	assigned int
+	assigned map[int32]bool
 }
 
-func (m *member) count() int { m.mu.Lock(); defer m.mu.Unlock(); return m.assigned }
+func (m *member) count() int { m.mu.Lock(); defer m.mu.Unlock(); return len(m.assigned) }
+
+func (m *member) owns(p int32) bool { m.mu.Lock(); defer m.mu.Unlock(); return m.assigned[p] }
 
 func join(t, group string, reset kgo.Offset) *member {
-	m := &member{}
-	update := func(delta int) func(context.Context, *kgo.Client, map[string][]int32) {
+	m := &member{assigned: map[int32]bool{}}
+	update := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 			m.mu.Lock()
-			m.assigned += delta * len(ps[t])
+			for _, p := range ps[t] {
+				if add {
+					m.assigned[p] = true
+				} else {
+					delete(m.assigned, p)
+				}
+			}
 			m.mu.Unlock()
 		}
 	}
-	m.cl = groupClient(t, group, reset, kgo.OnPartitionsAssigned(update(1)),
-		kgo.OnPartitionsRevoked(update(-1)), kgo.OnPartitionsLost(update(-1)))
+	m.cl = groupClient(t, group, reset, kgo.OnPartitionsAssigned(update(true)),
+		kgo.OnPartitionsRevoked(update(false)), kgo.OnPartitionsLost(update(false)))
 	return m
 }
 
@@ -358,6 +405,9 @@ func groupRebalance(ctx context.Context) (string, error) {
 	b := join(t, group, kgo.NewOffset().AtStart())
 	stopB := keepPolling(ctx, []*member{b}, onRecord)
 	err = compat.WaitFor(ctx, "the two never shared", shared(a, b))
+	if err == nil {
+		err = checkGroupType(ctx, group, 2)
+	}
 	sizes := []int{a.count(), b.count()}
 	var all []string
 	for p := int32(0); p < 3 && err == nil; p++ {
@@ -416,6 +466,9 @@ func memberLeaveRejoin(ctx context.Context) (string, error) {
 	stopC := keepPolling(ctx, []*member{c}, nop)
 	defer stopC()
 	if err := compat.WaitFor(ctx, "the rejoined member got nothing", shared(a, c)); err != nil {
+		return "", err
+	}
+	if err := checkGroupType(ctx, group, 2); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("after leave 3/3, after rejoin [%d %d]", a.count(), c.count()), nil
@@ -480,10 +533,11 @@ func txnCommitAbort(ctx context.Context) (string, error) {
 
 // transactLoop runs one GroupTransactSession until done: poll, write out-<value>, End(commit).
 func transactLoop(ctx context.Context, src, dst, group, id string, done func() bool, commits *int, mu *sync.Mutex) error {
-	s, err := kgo.NewGroupTransactSession(append(securityOpts(compat.SASLPassword, true), kgo.SeedBrokers(compat.Bootstrap...), kgo.TransactionalID(id),
+	opts := append(securityOpts(compat.SASLPassword, true), kgo.SeedBrokers(compat.Bootstrap...), kgo.TransactionalID(id),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(src), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.SessionTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond))...)
+		kgo.SessionTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond))
+	s, err := kgo.NewGroupTransactSession(append(opts, groupOpts()...)...)
 	if err != nil {
 		return err
 	}
@@ -866,6 +920,13 @@ func errOffsetOutOfRange(ctx context.Context) (string, error) {
 	return "", ctx.Err()
 }
 
+// errStaleGeneration: a commit from a member whose generation (classic) or member epoch (KIP-848)
+// is stale after a rebalance. kgo never sends a stale one itself, so the OffsetCommit is built by
+// hand with a's generation or epoch from before b joined. Classic: any stale commit fails
+// (ILLEGAL_GENERATION, or UNKNOWN_MEMBER_ID / REBALANCE_IN_PROGRESS). Consumer protocol: the
+// commit names a partition that moved to b and must fail with STALE_MEMBER_EPOCH; with KIP-1251
+// (Kafka 4.3+) the same old epoch may still commit a partition a has held since then, which is
+// checked too.
 func errStaleGeneration(ctx context.Context) (string, error) {
 	t, err := topic(ctx, "err_stale_generation", 2, "")
 	if err != nil {
@@ -885,29 +946,84 @@ func errStaleGeneration(ctx context.Context) (string, error) {
 	defer b.cl.Close()
 	stopB := keepPolling(ctx, []*member{b}, nop)
 	defer stopB()
-	if err := compat.WaitFor(ctx, "no rebalance", func() bool { _, g := a.cl.GroupMetadata(); return g > generation && b.count() > 0 }); err != nil {
+	if err := compat.WaitFor(ctx, "no rebalance", func() bool {
+		_, g := a.cl.GroupMetadata()
+		return g > generation && b.count() > 0 && a.count() > 0
+	}); err != nil {
 		return "", err
 	}
-	// An OffsetCommit with the generation a had before the rebalance (kgo never sends a stale one
-	// itself, so the request is built by hand).
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group, req.Generation, req.MemberID = group, generation, memberID
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = t
-	rp := kmsg.NewOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset = 0, 1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, a.cl)
+	if err := checkGroupType(ctx, group, 2); err != nil {
+		return "", err
+	}
+	topics, err := kadm.NewClient(a.cl).ListTopics(ctx, t)
 	if err != nil {
 		return "", err
 	}
-	code := resp.Topics[0].Partitions[0].ErrorCode
-	e := kerr.ErrorForCode(code)
-	if !errors.Is(e, kerr.IllegalGeneration) && !errors.Is(e, kerr.UnknownMemberID) && !errors.Is(e, kerr.RebalanceInProgress) {
-		return "", fmt.Errorf("stale-generation commit answered %v", e)
+	// commit sends an OffsetCommit of offset 1 for partition p with a's old generation or epoch.
+	// Topic and TopicID are both set: the version kgo negotiates (v9 names, v10+ ids) picks one.
+	commit := func(p int32) (error, error) {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation, req.MemberID = group, generation, memberID
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = t, topics[t].ID
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = p, 1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, a.cl)
+		if err != nil {
+			return nil, err
+		}
+		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode), nil
 	}
-	return fmt.Sprintf("OffsetCommit with generation %d after the rebalance: %v", generation, e), nil
+	if !compat.ConsumerProtocol {
+		e, err := commit(0)
+		if err != nil {
+			return "", err
+		}
+		if !errors.Is(e, kerr.IllegalGeneration) && !errors.Is(e, kerr.UnknownMemberID) && !errors.Is(e, kerr.RebalanceInProgress) {
+			return "", fmt.Errorf("stale-generation commit answered %v", e)
+		}
+		return fmt.Sprintf("OffsetCommit with generation %d after the rebalance: %v", generation, e), nil
+	}
+	var moved, kept int32 = -1, -1
+	for p := int32(0); p < 2; p++ {
+		if b.owns(p) && !a.owns(p) {
+			moved = p
+		}
+		if a.owns(p) && !b.owns(p) {
+			kept = p
+		}
+	}
+	if moved < 0 || kept < 0 {
+		return "", fmt.Errorf("after the rebalance a owns %v, b owns %v: want one partition each", a.assigned, b.assigned)
+	}
+	e, err := commit(moved)
+	if err != nil {
+		return "", err
+	}
+	if !errors.Is(e, kerr.StaleMemberEpoch) {
+		return "", fmt.Errorf("OffsetCommit with old epoch %d for partition %d (moved to b) answered %v, want STALE_MEMBER_EPOCH", generation, moved, e)
+	}
+	e2, err := commit(kept)
+	if err != nil {
+		return "", err
+	}
+	if e2 != nil {
+		return "", fmt.Errorf("OffsetCommit with old epoch %d for partition %d (a's since before) answered %v, want success (KIP-1251)", generation, kept, e2)
+	}
+	offsets, err := kadm.NewClient(a.cl).FetchOffsets(ctx, group)
+	if err != nil {
+		return "", err
+	}
+	if o, ok := offsets.Lookup(t, moved); ok && o.At == 1 {
+		return "", fmt.Errorf("the stale commit of partition %d was stored", moved)
+	}
+	if o, ok := offsets.Lookup(t, kept); !ok || o.At != 1 {
+		return "", fmt.Errorf("the KIP-1251 commit of partition %d was not stored: %+v", kept, o)
+	}
+	return fmt.Sprintf("OffsetCommit with old member epoch %d: partition %d (moved to b) %v, partition %d (still a's) stored (KIP-1251)",
+		generation, moved, e, kept), nil
 }
 
 func main() {

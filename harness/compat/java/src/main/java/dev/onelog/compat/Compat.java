@@ -21,6 +21,11 @@ public final class Compat {
     public final String killLeader;
     public final String prefix;
     public final int timeoutS;
+    /**
+     * COMPAT_GROUP_PROTOCOL: "classic" (the default) or "consumer" (KIP-848), the protocol every
+     * group consumer of this run uses (Kit.consumer). The runner sets it for the *-consumer ids.
+     */
+    public static final String GROUP_PROTOCOL = env("COMPAT_GROUP_PROTOCOL", "classic");
     /** COMPAT_SCENARIOS: when set, the scenario ids to run (the CI subset, or by hand). */
     private final java.util.Set<String> only;
     /** Where the JSON lines go; the real stdout, kept before the CLI driver redirects System.out. */
@@ -35,6 +40,28 @@ public final class Compat {
         this.timeoutS = Integer.parseInt(env("COMPAT_TIMEOUT_S", "60"));
         String onlyList = env("COMPAT_SCENARIOS", "");
         this.only = onlyList.isEmpty() ? java.util.Set.of() : java.util.Set.of(onlyList.split(","));
+    }
+
+    /**
+     * The kafka-clients version on the classpath. AppInfoParser moved to
+     * org.apache.kafka.common.utils.internals in 4.4 (it was never public API), so it is found by
+     * name: this one source compiles against 2.8, 3.9 and 4.4.
+     */
+    public static String kafkaVersion() {
+        for (String name : new String[] {"org.apache.kafka.common.utils.internals.AppInfoParser",
+                "org.apache.kafka.common.utils.AppInfoParser"}) {
+            try {
+                return (String) Class.forName(name).getMethod("getVersion").invoke(null);
+            } catch (ReflectiveOperationException e) {
+                // try the other home
+            }
+        }
+        return "unknown";
+    }
+
+    /** The run's group consumers use the KIP-848 consumer group protocol. */
+    public static boolean consumerProtocol() {
+        return "consumer".equalsIgnoreCase(GROUP_PROTOCOL);
     }
 
     private static String env(String name, String fallback) {

@@ -1,6 +1,6 @@
 // Client set-up shared by the JVM drivers: producer, consumer and admin settings, topic creation
 // with the small segment size the matrix needs, and reading a topic back to its end. Only API
-// present in kafka-clients 2.8, 3.9 and 4.1 (the clients driver compiles against all three).
+// present in kafka-clients 2.8, 3.9 and 4.4 (the clients driver compiles against all three).
 package dev.onelog.compat;
 
 import java.time.Duration;
@@ -61,7 +61,19 @@ public final class Kit {
         return new KafkaProducer<>(p);
     }
 
-    /** A String/String consumer without auto-commit; group and reset come from `extra`. */
+    /**
+     * Settings of the classic group protocol that a consumer-protocol (KIP-848) consumer must not
+     * set: Kafka rejects them (the broker owns the session timeout, the heartbeat interval and the
+     * assignor, chosen with group.remote.assignor).
+     */
+    private static final List<String> CLASSIC_ONLY = List.of("session.timeout.ms", "heartbeat.interval.ms",
+            "partition.assignment.strategy");
+
+    /**
+     * A String/String consumer without auto-commit; group and reset come from `extra`. A group
+     * consumer uses Compat.GROUP_PROTOCOL: with "consumer" it gets group.protocol=consumer and
+     * the classic-only settings of `extra` are left out.
+     */
     public KafkaConsumer<String, String> consumer(String... extra) {
         Properties p = common();
         p.put("enable.auto.commit", "false");
@@ -69,6 +81,12 @@ public final class Kit {
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
         put(p, extra);
+        if (Compat.consumerProtocol() && p.containsKey("group.id")) {
+            p.put("group.protocol", "consumer");
+            CLASSIC_ONLY.forEach(p::remove);
+            String assignor = System.getenv("COMPAT_GROUP_REMOTE_ASSIGNOR");
+            if (assignor != null && !assignor.isEmpty()) p.put("group.remote.assignor", assignor);
+        }
         return new KafkaConsumer<>(p);
     }
 

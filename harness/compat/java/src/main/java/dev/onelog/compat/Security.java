@@ -3,7 +3,7 @@
 // (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), COMPAT_SASL_USERNAME / COMPAT_SASL_PASSWORD, and the TLS
 // material: COMPAT_SSL_TRUSTSTORE / COMPAT_SSL_KEYSTORE / COMPAT_SSL_STORE_PASSWORD (PKCS#12),
 // else COMPAT_SSL_CA (PEM truststore) and COMPAT_SSL_CERT / COMPAT_SSL_KEY (PEM client
-// certificate). Read here once, turned into kafka-clients properties (names as in 2.8 .. 4.1).
+// certificate). Read here once, turned into kafka-clients properties (names as in 2.8 .. 4.4).
 package dev.onelog.compat;
 
 import java.nio.charset.StandardCharsets;

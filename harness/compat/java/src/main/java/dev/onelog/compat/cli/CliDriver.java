@@ -1,6 +1,6 @@
-// The Kafka command-line tools driver of the compatibility matrix (client id kafka-cli-4.1.1):
+// The Kafka command-line tools driver of the compatibility matrix (client id kafka-cli-4.4.0):
 // one scenario per tool, each asserting the tool's exit code and the values in its output.
-// The tools are the 4.1.1 main classes bin/kafka-*.sh start, run in this JVM by Tool.
+// The tools are the 4.4.0 main classes bin/kafka-*.sh start, run in this JVM by Tool.
 package dev.onelog.compat.cli;
 
 import static dev.onelog.compat.Compat.check;
@@ -21,15 +21,14 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 public final class CliDriver {
     static final String TOPICS = "org.apache.kafka.tools.TopicCommand";
     static final String CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer";
     static final String CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer";
     static final String GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
-    /** Still the Scala tool in kafka_2.13 in 4.1.1. */
-    static final String CONFIGS = "kafka.admin.ConfigCommand";
+    /** In kafka-tools in 4.4.0 (4.1.1 still had the Scala kafka.admin.ConfigCommand in kafka_2.13). */
+    static final String CONFIGS = "org.apache.kafka.tools.ConfigCommand";
     static final String DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand";
     static final String TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand";
     static final String PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance";
@@ -46,7 +45,7 @@ public final class CliDriver {
     }
 
     public static void main(String[] args) {
-        Compat compat = new Compat(args.length > 0 ? args[0] : "kafka-cli-4.1.1", AppInfoParser.getVersion());
+        Compat compat = new Compat(args.length > 0 ? args[0] : "kafka-cli-4.4.0", Compat.kafkaVersion());
         if ("security".equals(System.getenv("COMPAT_SUITE"))) {
             try {
                 new CliSecurity(compat).runAll();
@@ -130,9 +129,11 @@ public final class CliDriver {
         String t = topic("console");
         kit.createTopic(t, 1);
         String input = "k1:v1\nk2:v2 with spaces\nk3:v3\n";
-        okWithInput(CONSOLE_PRODUCER, input, "--topic", t, "--property", "parse.key=true", "--property", "key.separator=:");
+        // 4.4 deprecates --property (a warning on stdout) for --reader-property / --formatter-property.
+        okWithInput(CONSOLE_PRODUCER, input, "--topic", t, "--reader-property", "parse.key=true", "--reader-property",
+                "key.separator=:");
         Tool.Result read = ok(CONSOLE_CONSUMER, "--topic", t, "--from-beginning", "--max-messages", "3", "--timeout-ms",
-                "20000", "--property", "print.key=true", "--property", "key.separator=:");
+                "20000", "--formatter-property", "print.key=true", "--formatter-property", "key.separator=:");
         check(lines(read.out()).equals(lines(input)), "console consumer printed " + read);
         check(read.err().contains("Processed a total of 3 messages"), "console consumer stderr " + read.err());
         return "3 keyed lines through kafka-console-producer read back exactly by kafka-console-consumer";
@@ -300,7 +301,8 @@ public final class CliDriver {
             for (int i = 0; i < 10000; i++) p.send(new ProducerRecord<>(t, "x".repeat(100)));
             p.flush();
         }
-        Tool.Result r = ok(CONSUMER_PERF, "--topic", t, "--messages", "10000", "--timeout", "30000", "--group", t + "-g");
+        // 4.4 deprecates --messages (a warning on stdout) for --num-records.
+        Tool.Result r = ok(CONSUMER_PERF, "--topic", t, "--num-records", "10000", "--timeout", "30000", "--group", t + "-g");
         // start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, ...
         List<String> l = lines(r.out());
         check(l.size() >= 2 && l.get(0).startsWith("start.time"), "output " + r);

@@ -1,4 +1,4 @@
-// Runs one Kafka command-line tool in this JVM: its main class from the 4.1.1 jars (what
+// Runs one Kafka command-line tool in this JVM: its main class from the 4.4.0 jars (what
 // bin/kafka-*.sh would start), with stdin given, stdout and stderr captured, and Kafka's exit
 // procedure turned into an exception so the tool's exit code is seen without the JVM exiting.
 // In-process, because a JVM start per tool call would cost more than the scenarios themselves.
@@ -12,7 +12,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicReference;
-import org.apache.kafka.common.utils.Exit;
+import org.apache.kafka.common.utils.internals.Exit;
 
 final class Tool {
     /** What a tool run left: exit code, stdout, stderr. */

@@ -1,18 +1,17 @@
 // The kafka-clients driver of the compatibility matrix: one JVM runs the 20 contract scenarios
-// with the kafka-clients version it was built against (run.sh builds 4.1.1, 3.9.1 and 2.8.2 from
+// with the kafka-clients version it was built against (run.sh builds 4.4.0, 3.9.1 and 2.8.2 from
 // this one source). Usage: ClientsDriver <client id>, environment as in dev.onelog.compat.Compat.
 package dev.onelog.compat.clients;
 
 import dev.onelog.compat.Compat;
 import dev.onelog.compat.Kit;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 public final class ClientsDriver {
     private ClientsDriver() {}
 
     public static void main(String[] args) {
-        String client = args.length > 0 ? args[0] : "java-" + AppInfoParser.getVersion();
-        Compat compat = new Compat(client, AppInfoParser.getVersion());
+        String client = args.length > 0 ? args[0] : "java-" + Compat.kafkaVersion();
+        Compat compat = new Compat(client, Compat.kafkaVersion());
         Kit kit = new Kit(compat.bootstrap);
         if ("security".equals(System.getenv("COMPAT_SUITE"))) {
             new SecurityScenarios(compat, kit).runAll();

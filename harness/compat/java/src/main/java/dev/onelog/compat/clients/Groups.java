@@ -1,6 +1,7 @@
-// Scenarios of the compatibility matrix about consumer groups (classic protocol, the default of
-// every version built): a group of two with a rebalance, commit and resume; a member leaving and
-// one rejoining; a commit from a member the group has dropped.
+// Scenarios of the compatibility matrix about consumer groups: a group of two with a rebalance,
+// commit and resume; a member leaving and one rejoining; a commit from a member the group has
+// dropped. The protocol is Compat.GROUP_PROTOCOL (classic, the default of every version built, or
+// the KIP-848 consumer protocol for java-4.4.0-consumer; Kit.consumer sets it up).
 package dev.onelog.compat.clients;
 
 import static dev.onelog.compat.Compat.check;
@@ -63,6 +64,22 @@ final class Groups {
         }
     }
 
+    /**
+     * Under the consumer protocol: the Admin client must describe `group` as a consumer-protocol
+     * group (ConsumerGroupDescription.type(), kafka-clients 3.7+, called by name so this source
+     * still builds against 2.8) with `members` members. Checks nothing under the classic one.
+     */
+    private void checkGroupType(String group, int members) throws Exception {
+        if (!Compat.consumerProtocol()) return;
+        try (org.apache.kafka.clients.admin.Admin admin = kit.admin()) {
+            org.apache.kafka.clients.admin.ConsumerGroupDescription d =
+                    admin.describeConsumerGroups(List.of(group)).describedGroups().get(group).get();
+            Object type = d.getClass().getMethod("type").invoke(d);
+            check(String.valueOf(type).equalsIgnoreCase("consumer"), "group " + group + " is of type " + type);
+            check(d.members().size() == members, "group " + group + " has " + d.members().size() + " members");
+        }
+    }
+
     private static String assignments(List<KafkaConsumer<String, String>> members) {
         List<String> out = new ArrayList<>();
         for (KafkaConsumer<String, String> m : members) out.add(m.assignment().toString());
@@ -79,6 +96,7 @@ final class Groups {
             settle(List.of(c1), 3, got);
             c2.subscribe(List.of(topic));
             settle(List.of(c1, c2), 3, got);
+            checkGroupType(group, 2);
             String shares = assignments(List.of(c1, c2));
             check(got.isEmpty(), "records before any was produced: " + got.size());
             List<String> first = Kit.numbered("r", 30);
@@ -144,19 +162,28 @@ final class Groups {
             try (KafkaConsumer<String, String> c3 = member(group)) {
                 c3.subscribe(List.of(topic));
                 settle(List.of(c1, c3), 3, ignored);
+                checkGroupType(group, 2);
                 return "two members " + before + "; after a close the other held all 3 in " + takeoverMs
                         + " ms; after a rejoin " + assignments(List.of(c1, c3));
             }
         }
     }
 
+    /**
+     * A member the group dropped commits: c1 stops polling, its max.poll.interval.ms runs out
+     * while c2 joins, so the group moves on without it (classic: the rebalance times c1 out and
+     * its generation is stale; consumer protocol: the client itself leaves the group when the
+     * poll interval runs out, and the broker fences its member epoch). Its commit must fail with
+     * the group error the client reports for that (classic: CommitFailedException or
+     * ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / REBALANCE_IN_PROGRESS; consumer protocol also
+     * STALE_MEMBER_EPOCH or FENCED_MEMBER_EPOCH), and the group's committed offsets must not
+     * hold the dropped member's offsets.
+     */
     String staleGeneration() throws Exception {
         String topic = compat.prefix + "-stale";
         String group = topic + "-g";
         kit.createTopic(topic, 3, Kit.numbered("g", 9));
         List<ConsumerRecord<String, String>> ignored = new ArrayList<>();
-        // c1 stops polling; its rebalance timeout (max.poll.interval.ms) runs out while c2 joins,
-        // so the group moves on without it.
         try (KafkaConsumer<String, String> c1 = member(group, "max.poll.interval.ms", "5000");
                 KafkaConsumer<String, String> c2 = member(group)) {
             c1.subscribe(List.of(topic));
@@ -169,13 +196,32 @@ final class Groups {
             }
             Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
             for (TopicPartition tp : Kit.partitions(topic, 3)) offsets.put(tp, new OffsetAndMetadata(1));
+            String failure;
             try {
                 c1.commitSync(offsets);
+                throw new AssertionError("a dropped member's commit succeeded");
             } catch (CommitFailedException | RebalanceInProgressException | IllegalGenerationException
                     | UnknownMemberIdException e) {
-                return "a dropped member's commit failed: " + Compat.describe(e);
+                failure = Compat.describe(e);
+            } catch (org.apache.kafka.common.KafkaException e) {
+                // kafka-clients 2.8 has no StaleMemberEpochException / FencedMemberEpochException
+                // (KIP-848): matched by name, for the consumer protocol only.
+                String type = e.getClass().getSimpleName();
+                check(Compat.consumerProtocol()
+                        && (type.equals("StaleMemberEpochException") || type.equals("FencedMemberEpochException")),
+                        "a dropped member's commit failed with an unexpected error: " + Compat.describe(e));
+                failure = Compat.describe(e);
             }
-            throw new AssertionError("a dropped member's commit succeeded");
+            Map<TopicPartition, OffsetAndMetadata> stored;
+            try (org.apache.kafka.clients.admin.Admin admin = kit.admin()) {
+                stored = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            }
+            for (TopicPartition tp : Kit.partitions(topic, 3)) {
+                OffsetAndMetadata o = stored.get(tp);
+                check(o == null || o.offset() != 1, "the dropped member's offset was stored: " + stored);
+            }
+            return "a dropped member's commit failed (" + Compat.GROUP_PROTOCOL + " protocol) and stored nothing: "
+                    + failure;
         }
     }
 }

@@ -1,4 +1,4 @@
-// The Kafka Streams driver of the compatibility matrix (client id kafka-streams-4.1.1): an
+// The Kafka Streams driver of the compatibility matrix (client id kafka-streams-4.4.0): an
 // exactly_once_v2 word count (WordCountApp, in a child JVM, default exception handlers) whose
 // final counts must be exact after a plain run, after a kill -9 of the Streams process, and
 // across two kill -9s of the Raft leader (COMPAT_KILL_LEADER) while input keeps arriving. The
@@ -50,8 +50,8 @@ public final class StreamsDriver {
 
     public static void main(String[] args) {
         // kafka-streams is released with kafka-clients of the same version.
-        Compat compat = new Compat(args.length > 0 ? args[0] : "kafka-streams-4.1.1",
-                org.apache.kafka.common.utils.AppInfoParser.getVersion());
+        Compat compat = new Compat(args.length > 0 ? args[0] : "kafka-streams-4.4.0",
+                Compat.kafkaVersion());
         StreamsDriver d = new StreamsDriver(compat);
         compat.run("streams_eos_wordcount", () -> d.wordCount("plain", Fault.NONE));
         compat.run("streams_kill_streams", () -> d.wordCount("kill-streams", Fault.KILL_STREAMS));
