@@ -106,7 +106,9 @@ fn to_op(body: &TxnOffsetCommitRequest) -> TxnOffsetCommitOp {
         transactional_id: body.transactional_id.0.to_string(),
         producer: producer(body.producer_id, body.producer_epoch),
         group_id: body.group_id.0.to_string(),
-        generation_id: body.generation_id,
+        // GenerationId in Kafka 4.1's schema, renamed by 4.4's (same wire bytes): a classic
+        // group's generation, or a consumer-protocol member's epoch.
+        generation_id: body.generation_id_or_member_epoch,
         member_id: body.member_id.to_string(),
         commits,
     }

@@ -585,7 +585,7 @@ fn txn_offset_commit(v: i16) -> TxnOffsetCommitRequest {
             .with_name(topic())
             .with_partitions(vec![partition])]);
     if v >= 3 {
-        request = request.with_generation_id(-1).with_member_id(s(""));
+        request = request.with_generation_id_or_member_epoch(-1).with_member_id(s(""));
     }
     request
 }
