@@ -991,6 +991,11 @@ impl Cluster {
 
     /// Returns the value, or panics with the error so that `Drop` prints every node's log tail
     /// and keeps the directories. Tests end with `cluster.unwrap_or_dump(scenario(&mut c).await)`.
+    /// Keeps the cluster directory (node data and logs) when the cluster is dropped; its path.
+    pub fn keep_dir(&mut self) -> Option<PathBuf> {
+        self.root.take().map(|root| root.keep())
+    }
+
     pub fn unwrap_or_dump<T>(&self, result: Result<T>) -> T {
         match result {
             Ok(value) => value,

@@ -116,6 +116,14 @@ pub fn run(options: &RunOptions) -> Result<Report> {
     if result.is_err() {
         eprintln!("{}", cluster.log_tails());
     }
+    // A run that found violations keeps its nodes' logs for the diagnosis, and so does any
+    // run with ONELOG_CHAOS_KEEP set.
+    let keep = std::env::var_os("ONELOG_CHAOS_KEEP").is_some();
+    if keep || result.as_ref().is_ok_and(|r| r.violations.total() > 0) {
+        if let Some(dir) = cluster.keep_dir() {
+            eprintln!("kept the cluster directory {}", dir.display());
+        }
+    }
     result
 }
 
