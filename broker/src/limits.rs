@@ -305,6 +305,15 @@ pub const GROUP_PENDING_MEMBERS_MAX: usize = 1_000;
 /// (ms); a session therefore ends at most this much after `session.timeout.ms`.
 pub const GROUP_SESSION_CHECK_INTERVAL_MS: u64 = 250;
 
+/// How stale the log's record of when a KIP-848 member was last heard from may grow before the
+/// leader writes a `RecordConsumerLiveness` entry (ms): at most one such entry per this
+/// interval, for all groups. A new leader arms each session from that record
+/// (`coord::consumer`), so it is at most this much shorter than a full session.
+pub const CONSUMER_LIVENESS_RECORD_MS: i64 = 5_000;
+/// The least of a member's session a new leader gives it, in its group's heartbeat intervals:
+/// the time a live member needs to find the new leader and heartbeat there.
+pub const CONSUMER_TAKEOVER_GRACE_HEARTBEATS: i64 = 2;
+
 /// Bytes of a transactional id: kept in the replicated state and every checkpoint, like a
 /// group id; a longer one gets INVALID_REQUEST from InitProducerId.
 pub const TRANSACTIONAL_ID_BYTES_MAX: usize = 255;

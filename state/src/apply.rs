@@ -96,9 +96,7 @@ pub fn apply_op(
             state.txns.expire(now_ms, state.limits.transactional_id_expiration_ms);
             OpResult::Done
         }
-        Op::DeleteGroups(op) => {
-            OpResult::Items(op.groups.iter().map(|d| apply_consumer::delete_group(state, d)).collect())
-        }
+        Op::DeleteGroups(op) => apply_consumer::delete_groups(state, op),
         Op::OffsetDelete(delete) => OpResult::Deleted(
             state
                 .groups
@@ -119,6 +117,7 @@ pub fn apply_op(
         Op::UpdateFeatures(op) => OpResult::FeaturesUpdated(state.features.apply(op)),
         Op::ConsumerGroupHeartbeat(op) => apply_consumer::heartbeat(state, op),
         Op::FenceConsumerGroupMember(op) => apply_consumer::fence(state, op),
+        Op::RecordConsumerLiveness(op) => apply_consumer::record_liveness(state, op),
     }
 }
 

@@ -5,8 +5,8 @@
 use kafka_compat::error_code;
 
 use crate::command::{
-    ConsumerGroupHeartbeatOp, FenceMemberOp, GenerationOp, GroupDeletion, OffsetCommitEntry, OffsetCommitOp,
-    OpResult,
+    ConsumerGroupHeartbeatOp, DeleteGroupsOp, FenceMemberOp, GenerationOp, GroupDeletion, LivenessOp,
+    OffsetCommitEntry, OffsetCommitOp, OpResult, SeenMember,
 };
 use crate::consumer_group::{CommitApi, CommitRequest, Refusal, TopicId};
 use crate::groups::CommitResult;
@@ -25,8 +25,16 @@ pub(crate) fn heartbeat(state: &mut BrokerState, op: &ConsumerGroupHeartbeatOp) 
         return OpResult::Heartbeat(Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)));
     }
     let answer = state.consumer_groups.heartbeat(&state.topics, &op.heartbeat, &op.settings, op.now_ms);
-    if answer.is_ok() {
+    if let Ok(answer) = &answer {
         retire_classic_generation(state, group_id);
+        // Not in the state machine's own heartbeat: the leader's dry run of a steady heartbeat
+        // must still find the group unchanged.
+        let seen = SeenMember {
+            group_id: group_id.clone(),
+            member_id: answer.member_id.clone(),
+            seen_ms: op.now_ms,
+        };
+        state.consumer_groups.record_liveness(&[seen]);
     }
     OpResult::Heartbeat(answer)
 }
@@ -43,6 +51,12 @@ fn retire_classic_generation(state: &mut BrokerState, group_id: &str) {
         }
     }
     state.groups.retain_live();
+}
+
+/// The leader's record of when it heard from members (`Op::RecordConsumerLiveness`).
+pub(crate) fn record_liveness(state: &mut BrokerState, op: &LivenessOp) -> OpResult {
+    state.consumer_groups.record_liveness(&op.members);
+    OpResult::Done
 }
 
 /// A classic generation completed (`Op::CompleteGeneration`). A JoinGroup onto an empty
@@ -62,10 +76,15 @@ pub(crate) fn complete_generation(state: &mut BrokerState, op: &GenerationOp) {
     state.groups.complete_generation(op);
 }
 
+/// DeleteGroups: one result per group, in request order.
+pub(crate) fn delete_groups(state: &mut BrokerState, op: &DeleteGroupsOp) -> OpResult {
+    OpResult::Items(op.groups.iter().map(|d| delete_group(state, d)).collect())
+}
+
 /// DeleteGroups of one group: a consumer group is deleted only when it has no member
 /// (NON_EMPTY_GROUP otherwise, whatever the leader saw), with its committed offsets; any
 /// other group as `Groups::delete_group` decides.
-pub(crate) fn delete_group(state: &mut BrokerState, deletion: &GroupDeletion) -> CommitResult {
+fn delete_group(state: &mut BrokerState, deletion: &GroupDeletion) -> CommitResult {
     let Some(group) = state.consumer_groups.groups.get(&deletion.group_id) else {
         return state.groups.delete_group(deletion);
     };

@@ -91,6 +91,9 @@ pub enum Op {
     /// A consumer-protocol member's session or revocation deadline passed on the leader.
     /// `onelog.version` 3.
     FenceConsumerGroupMember(FenceMemberOp),
+    /// When the leader last heard from consumer-protocol members whose steady heartbeats wrote
+    /// nothing: what a next leader arms their sessions from. `onelog.version` 3.
+    RecordConsumerLiveness(LivenessOp),
 }
 
 impl Op {
@@ -128,9 +131,9 @@ impl Op {
             // proposes it only once every member answered that it supports the new levels,
             // which a 0.1.0 node cannot (`broker::handlers::update_features`).
             Op::UpdateFeatures(_) => 1,
-            Op::ConsumerGroupHeartbeat(_) | Op::FenceConsumerGroupMember(_) => {
-                crate::features::ONELOG_VERSION_CONSUMER_GROUPS
-            }
+            Op::ConsumerGroupHeartbeat(_)
+            | Op::FenceConsumerGroupMember(_)
+            | Op::RecordConsumerLiveness(_) => crate::features::ONELOG_VERSION_CONSUMER_GROUPS,
         }
     }
 
@@ -473,6 +476,19 @@ pub struct FenceMemberOp {
     pub expected_epoch: Option<i32>,
 }
 
+/// Members the leader heard from (its clock, ms), each later than the log knew.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LivenessOp {
+    pub members: Vec<SeenMember>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SeenMember {
+    pub group_id: String,
+    pub member_id: String,
+    pub seen_ms: i64,
+}
+
 /// An op with its own result type: what a caller of the proposer gets back for it.
 pub trait TypedOp: Into<Op> {
     type Output;
@@ -526,6 +542,7 @@ typed_op!(AlterScramCredentialsOp, AlterScramCredentials, Vec<ItemResult>, |r| O
 typed_op!(crate::features::UpdateFeaturesOp, UpdateFeatures, Result<(), Refusal>, |r| OpResult::FeaturesUpdated(u) => u);
 typed_op!(Box<ConsumerGroupHeartbeatOp>, ConsumerGroupHeartbeat, Result<cg::HeartbeatAnswer, cg::Refusal>, |r| OpResult::Heartbeat(a) => a);
 typed_op!(FenceMemberOp, FenceConsumerGroupMember, bool, |r| OpResult::MemberFenced(f) => f);
+typed_op!(LivenessOp, RecordConsumerLiveness, (), |r| OpResult::Done => ());
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

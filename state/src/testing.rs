@@ -154,3 +154,16 @@ impl Step {
         crate::apply_op(state, &self.stamp, &self.op, effects)
     }
 }
+
+/// A KIP-848 first join of `member` to `group`, subscribed to nothing, as a v1 client sends it.
+pub fn consumer_join(group: &str, member: &str) -> crate::consumer_group::Heartbeat {
+    crate::consumer_group::Heartbeat {
+        version: 1,
+        group_id: group.into(),
+        member_id: member.into(),
+        rebalance_timeout_ms: 300_000,
+        subscribed_topic_names: Some(vec![]),
+        topic_partitions: Some(vec![]),
+        ..Default::default()
+    }
+}

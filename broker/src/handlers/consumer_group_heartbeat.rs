@@ -190,6 +190,7 @@ fn rearm(ctx: &Ctx, hb: &cg::Heartbeat, answer: &HeartbeatAnswer, settings: &cg:
             &answer.member_id,
             settings.session_timeout_ms,
             answer.revocation_timer,
+            wall_clock_ms(),
         ),
     }
 }

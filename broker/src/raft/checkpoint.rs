@@ -176,20 +176,12 @@ mod tests {
 
     #[test]
     fn consumer_groups_are_format_9_from_onelog_version_3_and_come_back() {
-        use onelog_state::consumer_group::{GroupSettings, Heartbeat};
+        use onelog_state::consumer_group::GroupSettings;
         let mut checkpoint = recorded();
         let updates =
             vec![FeatureUpdate { name: ONELOG_VERSION.into(), level: 3, upgrade_type: UpgradeType::Upgrade }];
         checkpoint.state.features.apply(&UpdateFeaturesOp { updates }).unwrap();
-        let join = Heartbeat {
-            version: 1,
-            group_id: "g".into(),
-            member_id: "m".into(),
-            rebalance_timeout_ms: 300_000,
-            subscribed_topic_names: Some(vec![]),
-            topic_partitions: Some(vec![]),
-            ..Default::default()
-        };
+        let join = onelog_state::testing::consumer_join("g", "m");
         let state = &mut checkpoint.state;
         state.consumer_groups.heartbeat(&state.topics, &join, &GroupSettings::default(), 1).unwrap();
         let bytes = encode(&checkpoint);

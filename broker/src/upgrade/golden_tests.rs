@@ -164,6 +164,7 @@ fn op_kind(op: &Op) -> &'static str {
         Op::UpdateFeatures(_) => "UpdateFeatures",
         Op::ConsumerGroupHeartbeat(_) => "ConsumerGroupHeartbeat",
         Op::FenceConsumerGroupMember(_) => "FenceConsumerGroupMember",
+        Op::RecordConsumerLiveness(_) => "RecordConsumerLiveness",
     }
 }
 

@@ -22,9 +22,22 @@ pub struct MemberTimers {
     pub member_id: String,
     pub session_timeout_ms: i32,
     pub revocation: Option<RevocationDeadline>,
+    /// When the log last heard from the member (leader clock, ms; 0: never recorded).
+    pub last_seen_ms: i64,
 }
 
 impl ConsumerGroups {
+    /// Records when the leader heard from each member (`Op::RecordConsumerLiveness`): a time
+    /// only moves forward, and a member no longer in its group is skipped.
+    pub fn record_liveness(&mut self, members: &[crate::command::SeenMember]) {
+        for seen in members {
+            let member = self.groups.get_mut(&seen.group_id).and_then(|g| g.members.get_mut(&seen.member_id));
+            if let Some(member) = member {
+                member.last_seen_ms = member.last_seen_ms.max(seen.seen_ms);
+            }
+        }
+    }
+
     /// A heartbeat with epoch -1 or -2 (validated already).
     pub(super) fn leave(
         &mut self,
@@ -100,6 +113,7 @@ impl ConsumerGroups {
                     member_id: member_id.clone(),
                     session_timeout_ms,
                     revocation,
+                    last_seen_ms: member.last_seen_ms,
                 });
             }
         }

@@ -103,6 +103,10 @@ pub struct Member {
     pub state: MemberState,
     pub assigned: EpochAssignment,
     pub pending_revocation: EpochAssignment,
+    /// The leader's clock (ms) when the log last heard from the member: its last heartbeat
+    /// that changed the group, or the leader's `RecordConsumerLiveness`. A new leader arms the
+    /// session from it rather than giving every member a full session (`MemberTimers`).
+    pub last_seen_ms: i64,
 }
 
 impl Default for Member {
@@ -129,6 +133,7 @@ impl Member {
             state: MemberState::Stable,
             assigned: EpochAssignment::new(),
             pending_revocation: EpochAssignment::new(),
+            last_seen_ms: 0,
         }
     }
 

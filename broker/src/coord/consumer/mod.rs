@@ -1,9 +1,18 @@
 //! The KIP-848 consumer groups' clocks on the leader: each member's session deadline and,
 //! while it revokes partitions, its revocation deadline (Kafka's session and rebalance
 //! timers). Everything else about a consumer group is replicated state
-//! (`onelog_state::consumer_group`); these deadlines are not, as DESIGN §9 has it: a new leader
-//! gives every member a full session from when it took over, as a Kafka coordinator does when
-//! it loads a group, and a passed deadline becomes a `FenceConsumerGroupMember` op.
+//! (`onelog_state::consumer_group`); these deadlines are the leader's memory, and a passed one
+//! becomes a `FenceConsumerGroupMember` op.
+//!
+//! A Kafka coordinator that loads a group gives every member a full session. Under leaders
+//! that change more often than once per session, a member that died without leaving would
+//! then never be fenced, and its target partitions would wait for it forever (the chaos
+//! copier stalled that way). So the log also knows when each member was last heard from
+//! (`Member::last_seen_ms`: its last heartbeat that changed the group, and the leader's
+//! `RecordConsumerLiveness` entries, written at most every `CONSUMER_LIVENESS_RECORD_MS` for
+//! members whose steady heartbeats wrote nothing), and a new leader arms each session from
+//! there: what is left of it, but at least `CONSUMER_TAKEOVER_GRACE_HEARTBEATS` heartbeat
+//! intervals, the time a live member needs to find the new leader.
 
 pub mod duties;
 
@@ -11,9 +20,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use onelog_state::command::FenceMemberOp;
-use onelog_state::consumer_group::{ConsumerGroups, RevocationTimer};
+use onelog_state::command::{FenceMemberOp, LivenessOp, SeenMember};
+use onelog_state::consumer_group::{ConsumerGroups, MemberTimers, RevocationTimer};
 use tokio::time::Instant;
+
+use crate::limits;
 
 /// A member's deadlines, as this leader armed them.
 #[derive(Debug, Clone, Copy)]
@@ -23,11 +34,31 @@ struct Deadlines {
     revocation: Option<(Instant, i32)>,
 }
 
+type MemberKey = (String, String);
+
 #[derive(Default)]
 struct Sessions {
     /// The term these deadlines were armed in: another term starts them afresh.
     term: u64,
-    members: BTreeMap<(String, String), Deadlines>,
+    members: BTreeMap<MemberKey, Deadlines>,
+    /// When this leader last heard from each member (wall clock, ms).
+    heard_ms: BTreeMap<MemberKey, i64>,
+    /// The liveness this leader proposed, so it is not proposed again before it applies.
+    recorded_ms: BTreeMap<MemberKey, i64>,
+}
+
+/// A group's session timeout and heartbeat interval (ms), with its own configs applied.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupTimes {
+    pub session_timeout_ms: i32,
+    pub heartbeat_interval_ms: i32,
+}
+
+/// What the duty proposes: fences, and the liveness the log does not know yet.
+#[derive(Debug, Default)]
+pub struct Due {
+    pub fences: Vec<FenceMemberOp>,
+    pub liveness: Option<LivenessOp>,
 }
 
 /// Shared by the heartbeat handler (which re-arms) and the duty (which fences).
@@ -37,15 +68,14 @@ pub struct ConsumerCoordinator {
 }
 
 impl ConsumerCoordinator {
-    /// After a successful heartbeat (not a leave): a new session, and the revocation timer as
-    /// the heartbeat's reconciliation asked.
-    pub fn heartbeat(&self, group: &str, member: &str, session_ms: i32, timer: RevocationTimer) {
+    /// After a successful heartbeat (not a leave) at `now_ms` (wall clock): a new session, and
+    /// the revocation timer as the heartbeat's reconciliation asked.
+    pub fn heartbeat(&self, group: &str, member: &str, session_ms: i32, timer: RevocationTimer, now_ms: i64) {
         let now = Instant::now();
+        let key = (group.to_string(), member.to_string());
         let mut sessions = self.lock();
-        let entry = sessions
-            .members
-            .entry((group.to_string(), member.to_string()))
-            .or_insert(Deadlines { session: now, revocation: None });
+        sessions.heard_ms.insert(key.clone(), now_ms);
+        let entry = sessions.members.entry(key).or_insert(Deadlines { session: now, revocation: None });
         entry.session = now + millis(session_ms);
         match timer {
             RevocationTimer::Keep => {}
@@ -58,42 +88,58 @@ impl ConsumerCoordinator {
 
     /// Forgets a member that left.
     pub fn left(&self, group: &str, member: &str) {
-        self.lock().members.remove(&(group.to_string(), member.to_string()));
+        let key = (group.to_string(), member.to_string());
+        let mut sessions = self.lock();
+        sessions.members.remove(&key);
+        sessions.heard_ms.remove(&key);
+        sessions.recorded_ms.remove(&key);
     }
 
-    /// The fences due now, given the applied groups and each group's session timeout.
-    /// Members this leader has not armed yet (it just took over, or they joined through
-    /// another leader's entry) get full timers from now; members no longer in the state are
-    /// forgotten.
+    /// The fences due now (`now_ms`: the wall clock), given the applied groups and each
+    /// group's times, and the liveness to record. Members this leader has not armed yet (it
+    /// just took over, or they joined through another leader's entry) get a session from
+    /// their last recorded liveness (see the module header) and a full revocation timer;
+    /// members no longer in the state are forgotten.
     pub fn due(
         &self,
         term: u64,
         groups: &ConsumerGroups,
-        session_timeout_ms: impl Fn(&str) -> i32,
-    ) -> Vec<FenceMemberOp> {
+        times: impl Fn(&str) -> GroupTimes,
+        now_ms: i64,
+    ) -> Due {
         let now = Instant::now();
         let mut sessions = self.lock();
         if sessions.term != term {
-            *sessions = Sessions { term, members: BTreeMap::new() };
+            *sessions = Sessions { term, ..Sessions::default() };
         }
         let mut live = BTreeMap::new();
-        let mut due = Vec::new();
-        for timers in groups.timers(session_timeout_ms) {
+        let mut due = Due::default();
+        let mut seen = Vec::new();
+        for timers in groups.timers(|group| times(group).session_timeout_ms) {
             let key = (timers.group_id.clone(), timers.member_id.clone());
-            let session = now + millis(timers.session_timeout_ms);
-            let mut armed = sessions.members.get(&key).copied().unwrap_or(Deadlines {
-                session,
+            let group_times = times(&timers.group_id);
+            let mut armed = sessions.members.get(&key).copied().unwrap_or_else(|| Deadlines {
+                session: now + takeover_session(&timers, group_times, now_ms),
                 revocation: timers.revocation.map(|r| (now + millis(r.rebalance_timeout_ms), r.member_epoch)),
             });
             if let Some(fence) = fence_due(&key, &armed, now) {
                 // Proposed once: if the member is still there a session later (the op was
                 // lost with leadership, or it had moved past the epoch), it is looked at again.
-                armed = Deadlines { session, revocation: None };
-                due.push(fence);
+                armed = Deadlines { session: now + millis(timers.session_timeout_ms), revocation: None };
+                due.fences.push(fence);
+            }
+            if let Some(seen_ms) = liveness_due(&sessions, &key, timers.last_seen_ms) {
+                seen.push(SeenMember { group_id: key.0.clone(), member_id: key.1.clone(), seen_ms });
             }
             live.insert(key, armed);
         }
+        sessions.heard_ms.retain(|key, _| live.contains_key(key));
+        sessions.recorded_ms.retain(|key, _| live.contains_key(key));
+        for member in &seen {
+            sessions.recorded_ms.insert((member.group_id.clone(), member.member_id.clone()), member.seen_ms);
+        }
         sessions.members = live;
+        due.liveness = (!seen.is_empty()).then_some(LivenessOp { members: seen });
         due
     }
 
@@ -103,7 +149,27 @@ impl ConsumerCoordinator {
     }
 }
 
-fn fence_due(key: &(String, String), armed: &Deadlines, now: Instant) -> Option<FenceMemberOp> {
+/// What is left of a member's session when a leader takes it over: from its last recorded
+/// liveness, at least the grace, at most a full session (a member never recorded gets one).
+fn takeover_session(timers: &MemberTimers, times: GroupTimes, now_ms: i64) -> Duration {
+    let full = i64::from(timers.session_timeout_ms);
+    if timers.last_seen_ms <= 0 {
+        return millis(timers.session_timeout_ms);
+    }
+    let grace = i64::from(times.heartbeat_interval_ms) * limits::CONSUMER_TAKEOVER_GRACE_HEARTBEATS;
+    let left = (timers.last_seen_ms + full - now_ms).clamp(grace.min(full), full);
+    Duration::from_millis(u64::try_from(left).unwrap_or(0))
+}
+
+/// When this leader heard from the member, if the log's record of it (or what this leader
+/// already proposed) is more than `CONSUMER_LIVENESS_RECORD_MS` older.
+fn liveness_due(sessions: &Sessions, key: &MemberKey, last_seen_ms: i64) -> Option<i64> {
+    let heard = *sessions.heard_ms.get(key)?;
+    let known = last_seen_ms.max(sessions.recorded_ms.get(key).copied().unwrap_or(0));
+    (heard - known >= limits::CONSUMER_LIVENESS_RECORD_MS).then_some(heard)
+}
+
+fn fence_due(key: &MemberKey, armed: &Deadlines, now: Instant) -> Option<FenceMemberOp> {
     let (group_id, member_id) = key.clone();
     if armed.session <= now {
         return Some(FenceMemberOp { group_id, member_id, expected_epoch: None });
@@ -119,3 +185,6 @@ fn fence_due(key: &(String, String), armed: &Deadlines, now: Instant) -> Option<
 fn millis(ms: i32) -> Duration {
     Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
+
+#[cfg(test)]
+mod tests;
