@@ -115,9 +115,13 @@ impl ConsumerCoordinator {
         let mut live = BTreeMap::new();
         let mut due = Due::default();
         let mut seen = Vec::new();
-        for timers in groups.timers(|group| times(group).session_timeout_ms) {
+        // Each group's times once per tick, not once per member (its configs are parsed).
+        let by_group: BTreeMap<&str, GroupTimes> =
+            groups.groups.keys().map(|g| (g.as_str(), times(g))).collect();
+        let times_of = |group: &str| by_group.get(group).copied().unwrap_or_else(|| times(group));
+        for timers in groups.timers(|group| times_of(group).session_timeout_ms) {
             let key = (timers.group_id.clone(), timers.member_id.clone());
-            let group_times = times(&timers.group_id);
+            let group_times = times_of(&timers.group_id);
             let mut armed = sessions.members.get(&key).copied().unwrap_or_else(|| Deadlines {
                 session: now + takeover_session(&timers, group_times, now_ms),
                 revocation: timers.revocation.map(|r| (now + millis(r.rebalance_timeout_ms), r.member_epoch)),
