@@ -32,7 +32,7 @@ pub fn kind<'a>(ctx: &Ctx, state: &'a BrokerState, group_id: &str) -> Option<Gro
     if let Some(group) = state.consumer_groups.groups.get(group_id) {
         return Some(GroupKind::Consumer(group));
     }
-    let classic = state.groups.groups.contains_key(group_id) || ctx.groups.describe(group_id).is_some();
+    let classic = state.groups.groups.contains_key(group_id) || ctx.groups.knows(group_id);
     classic.then_some(GroupKind::Classic)
 }
 

@@ -48,6 +48,11 @@ impl Groups {
         })
     }
 
+    /// Whether this coordinator knows the group at all (in any state).
+    pub(super) fn knows(&self, group_id: &str) -> bool {
+        self.groups.contains_key(group_id)
+    }
+
     /// Forgets an Empty group whose id a consumer group took over, so that neither the
     /// coordinator's memory nor its empty-generation record brings the classic group back.
     pub(super) fn forget_empty(&mut self, group_id: &str) {

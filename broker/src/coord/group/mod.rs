@@ -242,6 +242,11 @@ impl Coordinator {
         self.lock().groups.holds(group_id)
     }
 
+    /// Whether this coordinator knows the group (in any state); cheaper than `describe`.
+    pub fn knows(&self, group_id: &str) -> bool {
+        self.lock().groups.knows(group_id)
+    }
+
     /// A consumer group took over the id of this Empty classic group: forget it.
     pub fn forget_empty(&self, group_id: &str) {
         self.lock().groups.forget_empty(group_id)
