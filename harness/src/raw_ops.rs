@@ -237,6 +237,22 @@ pub fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_owned()))
 }
 
+/// A KIP-848 first join (epoch 0, a 30 s rebalance timeout) of `member` to `group`,
+/// subscribed to `topic`, owning nothing.
+pub fn consumer_join(
+    group: &str,
+    member: &str,
+    topic: &str,
+) -> kafka_protocol::messages::ConsumerGroupHeartbeatRequest {
+    kafka_protocol::messages::ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(kafka_protocol::messages::GroupId(StrBytes::from_string(group.to_owned())))
+        .with_member_id(StrBytes::from_string(member.to_owned()))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(vec![topic_name(topic)]))
+        .with_topic_partitions(Some(vec![]))
+}
+
 /// Where `topic`/`partition` ends as ListOffsets (latest) tells it: (high watermark, last stable
 /// offset), asked under read_uncommitted and read_committed.
 pub async fn end_offsets(client: &mut RawClient, topic: &str, partition: i32) -> Result<(i64, i64)> {

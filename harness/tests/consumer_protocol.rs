@@ -54,13 +54,7 @@ fn text(s: &str) -> StrBytes {
 }
 
 fn join(member: &str) -> ConsumerGroupHeartbeatRequest {
-    ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(text(GROUP)))
-        .with_member_id(text(member))
-        .with_member_epoch(0)
-        .with_rebalance_timeout_ms(30_000)
-        .with_subscribed_topic_names(Some(vec![topic_name(TOPIC)]))
-        .with_topic_partitions(Some(vec![]))
+    harness::raw_ops::consumer_join(GROUP, member, TOPIC)
 }
 
 fn beat(member: &str, epoch: i32, owned: &[(Uuid, Vec<i32>)]) -> ConsumerGroupHeartbeatRequest {

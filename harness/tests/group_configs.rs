@@ -16,7 +16,6 @@ use std::time::Duration;
 use anyhow::{ensure, Context, Result};
 use harness::java;
 use harness::kafka::create_topics;
-use harness::raw_ops::topic_name;
 use harness::{Broker, BrokerOptions, RawClient};
 use kafka_compat::error_code::{INVALID_CONFIG, INVALID_REQUEST};
 use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
@@ -157,13 +156,7 @@ async fn refusals(c: &mut RawClient) -> Result<()> {
 }
 
 fn join(group: &str, member: &str) -> ConsumerGroupHeartbeatRequest {
-    ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(text(group)))
-        .with_member_id(text(member))
-        .with_member_epoch(0)
-        .with_rebalance_timeout_ms(30_000)
-        .with_subscribed_topic_names(Some(vec![topic_name(TOPIC)]))
-        .with_topic_partitions(Some(vec![]))
+    harness::raw_ops::consumer_join(group, member, TOPIC)
 }
 
 fn beat(group: &str, member: &str, epoch: i32) -> ConsumerGroupHeartbeatRequest {
