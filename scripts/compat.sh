@@ -49,8 +49,10 @@ SCENARIOS=(create_topic produce_consume compression consume_earliest consume_lat
     err_offset_out_of_range err_stale_generation err_fenced_producer)
 STREAMS_SCENARIOS=(streams_eos_wordcount streams_kill_streams streams_kill_leader)
 # Scenarios one client id runs besides SCENARIOS (their own table in the report): mixed_group, a
-# Java 4.4.0 and a librdkafka member in one consumer-protocol group (confluent_driver.py).
-declare -A EXTRA_SCENARIOS=([confluent-kafka-python-consumer]="mixed_group")
+# Java 4.4.0 and a librdkafka member in one consumer-protocol group, and online_migration, a
+# running classic group upgraded by a consumer-protocol member and downgraded when it leaves
+# (confluent_driver.py).
+declare -A EXTRA_SCENARIOS=([confluent-kafka-python-consumer]="mixed_group online_migration")
 CLI_SCENARIOS=(kafka-topics kafka-console-producer-consumer kafka-consumer-groups-describe
     kafka-consumer-groups-reset-offsets kafka-consumer-groups-delete kafka-configs-describe
     kafka-configs-alter kafka-delete-records kafka-transactions kafka-producer-perf-test
@@ -79,7 +81,7 @@ declare -A CI_SLOW=(
 # and franz-go 13 s in the native lane).
 declare -A CI_ONLY=(
     [java-4.4.0-consumer]="consume_earliest consume_process_produce group_rebalance err_stale_generation"
-    [confluent-kafka-python-consumer]="consume_earliest consume_process_produce mixed_group"
+    [confluent-kafka-python-consumer]="consume_earliest consume_process_produce mixed_group online_migration"
     [franz-go-consumer]="consume_earliest group_rebalance err_stale_generation"
 )
 

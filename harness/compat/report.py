@@ -119,7 +119,11 @@ def main():
         lines += ["## Mixed consumer groups (KIP-848)", "",
                   "`mixed_group`: a Java kafka-clients 4.4.0 member and a librdkafka member in one "
                   "consumer-protocol group (each partition owned by exactly one, every record read once "
-                  "across the two, then the Java member leaves and the other takes every partition).", ""]
+                  "across the two, then the Java member leaves and the other takes every partition). "
+                  "`online_migration`: a running classic group of two librdkafka members upgrades to a "
+                  "consumer group when a consumer-protocol member joins and downgrades when it leaves; "
+                  "in each phase every partition is owned once, the group's type is right and records "
+                  "are read exactly once.", ""]
         for c in extras:
             lines += table([c], results, extra_of(c, args)) + [""]
     lines += ["## Driver run times", "", "| client | seconds |", "|---|---|"]

@@ -60,6 +60,17 @@ fn three_consumer_protocol_members_ride_through_two_leader_kills() {
     on_three_nodes(leader_kill_scenario);
 }
 
+/// Online migration (issue 28, around-spec §4): two classic members consume; a
+/// consumer-protocol member joins and the running group upgrades to a consumer group, the
+/// classic members served inside it, all three sharing the partitions; the consumer-protocol
+/// member closes and the group downgrades back to a classic group of the two. Kafka's groups
+/// tool shows the type each time, and every record is consumed exactly once across both
+/// conversions.
+#[test]
+fn a_running_classic_group_upgrades_and_downgrades_online() {
+    on_three_nodes(migration_scenario);
+}
+
 #[test]
 fn consumer_groups_tool_shows_positions_and_lag() {
     on_three_nodes(describe_scenario);
@@ -210,6 +221,69 @@ fn leader_kill_scenario(cluster: &mut Cluster) -> Result<()> {
     );
     ensure!(changed.is_empty(), "assignments changed across the leader kills: {changed:?}");
     Ok(())
+}
+
+const MIGRATION_TOPIC: &str = "java-migrating";
+const MIGRATION_GROUP: &str = "java-migrating-group";
+const MIGRATION_BATCH: u64 = 10_000;
+
+fn migration_scenario(cluster: &mut Cluster) -> Result<()> {
+    let bootstrap = cluster.bootstrap();
+    create_topic(&bootstrap, MIGRATION_TOPIC, PARTITIONS)?;
+    let classic = |i: usize| {
+        member_as(
+            Protocol::Classic,
+            &bootstrap,
+            MIGRATION_GROUP,
+            MIGRATION_TOPIC,
+            &format!("classic-{i}"),
+            &[],
+        )
+    };
+    let mut members = vec![classic(0)?, classic(1)?];
+    wait_until(&mut members, "two classic members own every partition", |m| owners_ok(m, 2))?;
+    ensure!(group_type(&bootstrap, MIGRATION_GROUP)? == "Classic", "a classic group first");
+    produce(&bootstrap, MIGRATION_TOPIC, 0, MIGRATION_BATCH, None)?;
+    wait_until(&mut members, "the first batch processed", |m| processed(m).len() as u64 == MIGRATION_BATCH)?;
+
+    // Upgrade: a consumer-protocol member joins the running classic group.
+    let joined_at = Instant::now();
+    let id = "consumer-0";
+    members.push(member_as(Protocol::Consumer, &bootstrap, MIGRATION_GROUP, MIGRATION_TOPIC, id, &[])?);
+    wait_until(&mut members, "three members own every partition", |m| owners_ok(m, 3))?;
+    let upgraded = joined_at.elapsed();
+    ensure!(group_type(&bootstrap, MIGRATION_GROUP)? == "Consumer", "upgraded to a consumer group");
+    println!("upgraded: {:?} within {upgraded:?} of the join", assignments(&members));
+    produce(&bootstrap, MIGRATION_TOPIC, MIGRATION_BATCH, MIGRATION_BATCH, None)?;
+    wait_until(&mut members, "two batches processed", |m| processed(m).len() as u64 == 2 * MIGRATION_BATCH)?;
+
+    // Downgrade: the consumer-protocol member closes; the classic members take everything back.
+    let leaver = members.pop().context("three members")?;
+    let left_at = Instant::now();
+    let left_events = leaver.stop(Duration::from_secs(30))?;
+    wait_until(&mut members, "the classic members own every partition", |m| owners_ok(m, 2))?;
+    let downgraded = left_at.elapsed();
+    ensure!(group_type(&bootstrap, MIGRATION_GROUP)? == "Classic", "downgraded to a classic group");
+    println!("downgraded: {:?} within {downgraded:?} of the close", assignments(&members));
+    produce(&bootstrap, MIGRATION_TOPIC, 2 * MIGRATION_BATCH, MIGRATION_BATCH, None)?;
+    let left_ids: BTreeSet<u64> = processed_ids(&left_events).into_iter().collect();
+    let total = 3 * MIGRATION_BATCH;
+    wait_until(&mut members, "three batches processed", |m| {
+        processed(m).union(&left_ids).count() as u64 == total
+    })?;
+    let mut all_events = vec![left_events];
+    for m in members {
+        all_events.push(m.stop(Duration::from_secs(30))?);
+    }
+    check_exactly_once(&all_events, total)
+}
+
+/// The group's type as Kafka's groups tool lists it (`kafka-groups.sh --list`).
+fn group_type(bootstrap: &str, group: &str) -> Result<String> {
+    let out = java::tool("org.apache.kafka.tools.GroupsCommand", bootstrap, &["--list"])?;
+    let rows = java::table(&out.stdout, "GROUP");
+    let row = rows.iter().find(|r| r.get("GROUP").map(String::as_str) == Some(group));
+    row.and_then(|r| r.get("TYPE").cloned()).with_context(|| format!("{group} not listed: {}", out.stdout))
 }
 
 fn wait_processed(members: &mut [JavaProcess], n: u64) -> Result<()> {

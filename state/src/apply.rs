@@ -84,10 +84,7 @@ pub fn apply_op(
             OpResult::Done
         }
         Op::OffsetCommit(commit) => OpResult::Items(apply_consumer::offset_commit(state, commit, now_ms)),
-        Op::CompleteGeneration(generation) => {
-            apply_consumer::complete_generation(state, generation);
-            OpResult::Done
-        }
+        Op::CompleteGeneration(generation) => apply_consumer::complete_generation(state, generation),
         Op::InitTxnProducer(init) => apply_txn::init_txn_producer(state, stamp, init, effects),
         Op::TxnOffsetCommit(commit) => apply_txn::txn_offset_commit(state, now_ms, commit),
         Op::EndTxn(end) => apply_txn::end_txn(state, stamp, end, effects),
@@ -118,6 +115,8 @@ pub fn apply_op(
         Op::ConsumerGroupHeartbeat(op) => apply_consumer::heartbeat(state, op),
         Op::FenceConsumerGroupMember(op) => apply_consumer::fence(state, op),
         Op::RecordConsumerLiveness(op) => apply_consumer::record_liveness(state, op),
+        Op::ConsumerGroupClassicJoin(op) => apply_consumer::classic_join(state, op),
+        Op::ConsumerGroupClassicLeave(op) => apply_consumer::classic_leave(state, op),
     }
 }
 

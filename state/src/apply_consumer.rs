@@ -1,14 +1,18 @@
-//! Applying the KIP-848 consumer-group ops: the heartbeat and the leader's fencing. The group
-//! logic is `consumer_group`'s; what lives here is where it meets the rest of the state: a
-//! group id that a classic group with members holds is not a consumer group's to take.
+//! Applying the KIP-848 consumer-group ops: the heartbeat, the leader's fencing and classic
+//! members' joins and leaves. The group logic is `consumer_group`'s; what lives here is where
+//! it meets the rest of the state: a group id that a classic group with members holds is a
+//! consumer group's only through an upgrade, and a downgrade hands it back to the classic
+//! groups' record (online migration, around-spec §4).
 
 use kafka_compat::error_code;
 
 use crate::command::{
-    ConsumerGroupHeartbeatOp, DeleteGroupsOp, FenceMemberOp, GenerationOp, GroupDeletion, LivenessOp,
-    OffsetCommitEntry, OffsetCommitOp, OpResult, SeenMember,
+    ClassicJoinOp, ClassicLeaveOp, ConsumerGroupHeartbeatOp, DeleteGroupsOp, FenceMemberOp, GenerationOp,
+    GroupDeletion, LivenessOp, OffsetCommitEntry, OffsetCommitOp, OpResult, SeenMember,
 };
-use crate::consumer_group::{CommitApi, CommitRequest, Refusal, TopicId};
+use crate::consumer_group::{
+    self as cg, CommitApi, CommitRequest, ConsumerGroups, HeartbeatAnswer, Refusal, TopicId,
+};
 use crate::groups::CommitResult;
 use crate::BrokerState;
 
@@ -18,25 +22,110 @@ const OFFSET_COMMIT_VERSION_CHECKED: i16 = 9;
 
 pub(crate) fn heartbeat(state: &mut BrokerState, op: &ConsumerGroupHeartbeatOp) -> OpResult {
     let group_id = &op.heartbeat.group_id;
-    if classic_group_has_members(state, group_id) && !state.consumer_groups.groups.contains_key(group_id) {
-        // Kafka converts a live classic group only under its migration policy; until onelog
-        // does, the heartbeat is answered as Kafka answers one it will not convert.
-        let message = format!("Group {group_id} is not a consumer group.");
-        return OpResult::Heartbeat(Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)));
+    let is_consumer = state.consumer_groups.groups.contains_key(group_id);
+    if !is_consumer && (classic_group_has_members(state, group_id) || op.upgrade.is_some()) {
+        return OpResult::Heartbeat(upgrade_then_heartbeat(state, op));
     }
+    let downgrade = leave_downgrade(state, op);
     let answer = state.consumer_groups.heartbeat(&state.topics, &op.heartbeat, &op.settings, op.now_ms);
     if let Ok(answer) = &answer {
         retire_classic_generation(state, group_id);
+        if let Some(generation) = downgrade {
+            convert_to_classic(state, &generation);
+        }
         // Not in the state machine's own heartbeat: the leader's dry run of a steady heartbeat
         // must still find the group unchanged.
-        let seen = SeenMember {
-            group_id: group_id.clone(),
-            member_id: answer.member_id.clone(),
-            seen_ms: op.now_ms,
-        };
-        state.consumer_groups.record_liveness(&[seen]);
+        seen(state, group_id, &answer.member_id, op.now_ms);
     }
     OpResult::Heartbeat(answer)
+}
+
+/// A consumer-protocol member joining a classic group with members (around-spec §4.3): the
+/// leader's snapshot becomes a consumer group, then the join is served in it; a refusal of
+/// either leaves everything as it was. Without a snapshot (or at another epoch than a join)
+/// the classic group keeps the id.
+fn upgrade_then_heartbeat(
+    state: &mut BrokerState,
+    op: &ConsumerGroupHeartbeatOp,
+) -> Result<HeartbeatAnswer, Refusal> {
+    let (hb, settings) = (&op.heartbeat, &op.settings);
+    let not_consumer = || {
+        Refusal::new(
+            error_code::GROUP_ID_NOT_FOUND,
+            format!("Group {} is not a consumer group.", hb.group_id),
+        )
+    };
+    let snapshot = op.upgrade.as_ref().filter(|_| hb.member_epoch == 0).ok_or_else(not_consumer)?;
+    let group =
+        cg::upgrade(&hb.group_id, snapshot, &state.topics, settings.max_size, settings.migration, op.now_ms)?;
+    let mut converted = ConsumerGroups::default();
+    converted.groups.insert(hb.group_id.clone(), group);
+    let answer = converted.heartbeat(&state.topics, hb, settings, op.now_ms)?;
+    state.consumer_groups.groups.append(&mut converted.groups);
+    state.consumer_groups.downgraded.remove(&hb.group_id);
+    if let Some(classic) = state.groups.groups.get_mut(&hb.group_id) {
+        classic.generation = None;
+    }
+    state.groups.retain_live();
+    seen(state, &hb.group_id, &answer.member_id, op.now_ms);
+    Ok(answer)
+}
+
+/// The classic generation a leave heartbeat (-1) downgrades the group to, if it does: worked
+/// out before the member goes, from the group as it is (Kafka converts instead of removing).
+fn leave_downgrade(state: &BrokerState, op: &ConsumerGroupHeartbeatOp) -> Option<GenerationOp> {
+    let hb = &op.heartbeat;
+    if hb.member_epoch != cg::LEAVE_GROUP_MEMBER_EPOCH {
+        return None;
+    }
+    let group = state.consumer_groups.groups.get(&hb.group_id)?;
+    let by_instance =
+        || hb.instance_id.as_deref().and_then(|i| group.member_by_instance(i)).map(|(id, _)| id);
+    let leaving =
+        if group.members.contains_key(&hb.member_id) { Some(&hb.member_id) } else { by_instance() }?;
+    cg::downgrades_without(group, leaving, op.settings.migration)
+        .then(|| cg::downgraded_generation(&hb.group_id, group, leaving))
+}
+
+/// A downgrade (around-spec §4.5): the consumer group goes, its committed offsets stay, and
+/// its remaining classic members are the classic group's generation; the id is marked so the
+/// leader's classic coordinator adopts the group rebalancing.
+fn convert_to_classic(state: &mut BrokerState, generation: &GenerationOp) {
+    state.consumer_groups.groups.remove(&generation.group_id);
+    state.consumer_groups.downgraded.insert(generation.group_id.clone());
+    state.groups.complete_generation(generation);
+}
+
+fn seen(state: &mut BrokerState, group_id: &str, member_id: &str, now_ms: i64) {
+    let seen =
+        SeenMember { group_id: group_id.to_string(), member_id: member_id.to_string(), seen_ms: now_ms };
+    state.consumer_groups.record_liveness(&[seen]);
+}
+
+/// A classic member's JoinGroup into a consumer group (`Op::ConsumerGroupClassicJoin`). A
+/// classic static member that replaced the last consumer-protocol member downgrades the group.
+pub(crate) fn classic_join(state: &mut BrokerState, op: &ClassicJoinOp) -> OpResult {
+    let answer = state.consumer_groups.classic_join(&state.topics, &op.join, &op.settings, op.now_ms);
+    if let Ok(answer) = &answer {
+        let group_id = &op.join.group_id;
+        seen(state, group_id, &answer.member_id, op.now_ms);
+        let migration = op.settings.migration;
+        let downgrade = state.consumer_groups.groups.get(group_id).filter(|group| {
+            answer.replaced_last_consumer_member
+                && migration.policy.downgrades()
+                && i64::try_from(group.members.len()).unwrap_or(i64::MAX)
+                    <= i64::from(migration.classic_max_size)
+        });
+        if let Some(generation) = downgrade.map(|group| cg::downgraded_generation(group_id, group, "")) {
+            convert_to_classic(state, &generation);
+        }
+    }
+    OpResult::ClassicJoin(answer)
+}
+
+/// A classic LeaveGroup from a consumer group (`Op::ConsumerGroupClassicLeave`).
+pub(crate) fn classic_leave(state: &mut BrokerState, op: &ClassicLeaveOp) -> OpResult {
+    OpResult::ClassicLeave(state.consumer_groups.classic_leave(&state.topics, &op.group_id, &op.members))
 }
 
 /// A consumer group took over an emptied classic group (Kafka's empty-group conversion): the
@@ -50,6 +139,7 @@ fn retire_classic_generation(state: &mut BrokerState, group_id: &str) {
             group.generation = None;
         }
     }
+    state.consumer_groups.downgraded.remove(group_id);
     state.groups.retain_live();
 }
 
@@ -61,19 +151,22 @@ pub(crate) fn record_liveness(state: &mut BrokerState, op: &LivenessOp) -> OpRes
 
 /// A classic generation completed (`Op::CompleteGeneration`). A JoinGroup onto an empty
 /// consumer group converts it to a classic group, as Kafka's does: the consumer group goes,
-/// committed offsets stay. A consumer group with members keeps the id: the leader refused the
-/// classic members' JoinGroup, and should one have raced a heartbeat into the log, its
-/// generation is not recorded, so its commits are refused as from unknown members.
-pub(crate) fn complete_generation(state: &mut BrokerState, op: &GenerationOp) {
+/// committed offsets stay. A consumer group with members keeps the id: its classic members
+/// join through `ConsumerGroupClassicJoin`, and should a classic generation have raced a
+/// heartbeat into the log, it is not recorded, so its commits are refused as from unknown
+/// members. A downgraded group's first generation ends its rebalance (`downgraded`).
+pub(crate) fn complete_generation(state: &mut BrokerState, op: &GenerationOp) -> OpResult {
     match state.consumer_groups.groups.get(&op.group_id) {
         // An emptied classic generation has nothing to convert.
-        Some(group) if !group.members.is_empty() || op.members.is_empty() => return,
+        Some(group) if !group.members.is_empty() || op.members.is_empty() => return OpResult::Done,
         Some(_) => {
             state.consumer_groups.groups.remove(&op.group_id);
         }
         None => {}
     }
+    state.consumer_groups.downgraded.remove(&op.group_id);
     state.groups.complete_generation(op);
+    OpResult::Done
 }
 
 /// DeleteGroups: one result per group, in request order.
@@ -93,12 +186,26 @@ fn delete_group(state: &mut BrokerState, deletion: &GroupDeletion) -> CommitResu
         return (error_code::NON_EMPTY_GROUP, Some(message));
     }
     state.consumer_groups.groups.remove(&deletion.group_id);
+    state.consumer_groups.downgraded.remove(&deletion.group_id);
     state.groups.groups.remove(&deletion.group_id);
     (error_code::NONE, None)
 }
 
+/// A leader's timer fenced a member; fencing the last consumer-protocol member of a group
+/// whose other members are classic downgrades it (Kafka's `consumerGroupFenceMember`).
 pub(crate) fn fence(state: &mut BrokerState, op: &FenceMemberOp) -> OpResult {
+    let downgrade = state.consumer_groups.groups.get(&op.group_id).and_then(|group| {
+        let at_epoch = group
+            .members
+            .get(&op.member_id)
+            .is_some_and(|m| op.expected_epoch.is_none_or(|e| e == m.member_epoch));
+        (at_epoch && cg::downgrades_without(group, &op.member_id, op.migration))
+            .then(|| cg::downgraded_generation(&op.group_id, group, &op.member_id))
+    });
     let fenced = state.consumer_groups.fence(&state.topics, &op.group_id, &op.member_id, op.expected_epoch);
+    if let Some(generation) = downgrade.filter(|_| fenced) {
+        convert_to_classic(state, &generation);
+    }
     OpResult::MemberFenced(fenced)
 }
 

@@ -18,7 +18,7 @@ fn apply(state: &mut BrokerState, op: Op) -> OpResult {
 }
 
 fn heartbeat(state: &mut BrokerState, hb: crate::consumer_group::Heartbeat) -> OpResult {
-    let op = ConsumerGroupHeartbeatOp { heartbeat: hb, settings: settings(), now_ms: 1_000 };
+    let op = ConsumerGroupHeartbeatOp { heartbeat: hb, settings: settings(), now_ms: 1_000, upgrade: None };
     apply(state, Op::ConsumerGroupHeartbeat(Box::new(op)))
 }
 
@@ -150,4 +150,97 @@ fn a_consumer_join_onto_a_classic_group_with_members_is_refused_and_changes_noth
     assert_eq!(refusal.code, error_code::GROUP_ID_NOT_FOUND);
     assert!(state.consumer_groups.groups.is_empty());
     assert_eq!(state.groups.groups["g"], before);
+}
+
+fn upgrading_join(state: &mut BrokerState, group: &str, member: &str) -> OpResult {
+    let mut snapshot = crate::consumer_group::testkit::classic_snapshot();
+    snapshot.generation_id = 3;
+    for m in &mut snapshot.members {
+        m.member_id = format!("classic-{}", m.member_id);
+        // Topic "t" has two partitions here: each classic member owns one.
+        let p: &[i32] = if m.member_id.ends_with('A') { &[0] } else { &[1] };
+        m.assignment = crate::consumer_group::testkit::assignment_bytes(&[("t", p)], None);
+    }
+    let op = ConsumerGroupHeartbeatOp {
+        heartbeat: join(group, member, &["t"]),
+        settings: settings(),
+        now_ms: 1_000,
+        upgrade: Some(snapshot),
+    };
+    apply(state, Op::ConsumerGroupHeartbeat(Box::new(op)))
+}
+
+#[test]
+fn a_consumer_join_with_the_leaders_snapshot_upgrades_a_live_classic_group() {
+    let mut state = with_topic();
+    apply(&mut state, generation("g", 3, &["classic-A", "classic-B"]));
+    apply(&mut state, admin_commit("g", 4));
+    let OpResult::Heartbeat(Ok(answer)) = upgrading_join(&mut state, "g", "m1") else { panic!("refused") };
+    assert_eq!(answer.member_epoch, 4, "the classic generation 3, bumped by the new subscription");
+    let group = &state.consumer_groups.groups["g"];
+    assert_eq!(group.members.len(), 3);
+    assert!(group.members["classic-A"].classic.is_some() && group.members["m1"].classic.is_none());
+    // The classic record goes; the committed offsets stay.
+    assert!(state.groups.groups["g"].generation.is_none());
+    assert_eq!(state.groups.committed("g", "t", 0).map(|c| c.offset), Some(4));
+}
+
+#[test]
+fn a_refused_upgrade_changes_nothing() {
+    let mut state = with_topic();
+    apply(&mut state, generation("g", 3, &["classic-A", "classic-B"]));
+    let before = state.clone();
+    let mut s = settings();
+    s.migration.policy = crate::consumer_group::MigrationPolicy::Disabled;
+    let snapshot = Some(crate::consumer_group::testkit::classic_snapshot());
+    let op = ConsumerGroupHeartbeatOp {
+        heartbeat: join("g", "m1", &["t"]),
+        settings: s,
+        now_ms: 1_000,
+        upgrade: snapshot,
+    };
+    let OpResult::Heartbeat(Err(refusal)) = apply(&mut state, Op::ConsumerGroupHeartbeat(Box::new(op)))
+    else {
+        panic!("accepted")
+    };
+    assert_eq!(refusal.code, error_code::GROUP_ID_NOT_FOUND);
+    assert_eq!(state.consumer_groups, before.consumer_groups);
+    assert_eq!(state.groups, before.groups);
+}
+
+#[test]
+fn the_last_consumer_member_leaving_downgrades_and_the_first_classic_generation_ends_it() {
+    let mut state = with_topic();
+    apply(&mut state, generation("g", 3, &["classic-A", "classic-B"]));
+    let OpResult::Heartbeat(Ok(_)) = upgrading_join(&mut state, "g", "m1") else { panic!("refused") };
+    leave(&mut state, "g", "m1");
+    assert!(!state.consumer_groups.groups.contains_key("g"));
+    assert!(state.consumer_groups.downgraded.contains("g"), "the leader adopts it rebalancing");
+    let recorded = state.groups.groups["g"].generation.clone().expect("a classic generation");
+    let ids: Vec<&str> = recorded.members.iter().map(|m| m.member_id.as_str()).collect();
+    // The group epoch as it was (Kafka converts instead of removing the member).
+    assert_eq!((recorded.generation_id, ids), (4, vec!["classic-A", "classic-B"]));
+    // The classic rebalance completes its next generation: the group is an ordinary one again.
+    apply(&mut state, generation("g", 6, &["classic-A", "classic-B"]));
+    assert!(state.consumer_groups.downgraded.is_empty());
+}
+
+#[test]
+fn fencing_the_last_consumer_member_downgrades_unless_the_policy_forbids() {
+    use crate::command::FenceMemberOp;
+    use crate::consumer_group::{Migration, MigrationPolicy};
+    for (policy, downgraded) in [(MigrationPolicy::Bidirectional, true), (MigrationPolicy::Upgrade, false)] {
+        let mut state = with_topic();
+        apply(&mut state, generation("g", 3, &["classic-A", "classic-B"]));
+        let OpResult::Heartbeat(Ok(_)) = upgrading_join(&mut state, "g", "m1") else { panic!("refused") };
+        let migration = Migration { policy, classic_max_size: i32::MAX };
+        let fence =
+            FenceMemberOp { group_id: "g".into(), member_id: "m1".into(), expected_epoch: None, migration };
+        assert!(matches!(
+            apply(&mut state, Op::FenceConsumerGroupMember(fence)),
+            OpResult::MemberFenced(true)
+        ));
+        assert_eq!(!state.consumer_groups.groups.contains_key("g"), downgraded, "{policy:?}");
+        assert_eq!(state.consumer_groups.downgraded.contains("g"), downgraded, "{policy:?}");
+    }
 }

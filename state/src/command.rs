@@ -94,6 +94,11 @@ pub enum Op {
     /// When the leader last heard from consumer-protocol members whose steady heartbeats wrote
     /// nothing: what a next leader arms their sessions from. `onelog.version` 3.
     RecordConsumerLiveness(LivenessOp),
+    /// A classic member's JoinGroup into a consumer group with members (online migration):
+    /// the same update as a heartbeat, from the embedded subscription. `onelog.version` 3.
+    ConsumerGroupClassicJoin(Box<ClassicJoinOp>),
+    /// A classic member's LeaveGroup from a consumer group. `onelog.version` 3.
+    ConsumerGroupClassicLeave(ClassicLeaveOp),
 }
 
 impl Op {
@@ -133,7 +138,9 @@ impl Op {
             Op::UpdateFeatures(_) => 1,
             Op::ConsumerGroupHeartbeat(_)
             | Op::FenceConsumerGroupMember(_)
-            | Op::RecordConsumerLiveness(_) => crate::features::ONELOG_VERSION_CONSUMER_GROUPS,
+            | Op::RecordConsumerLiveness(_)
+            | Op::ConsumerGroupClassicJoin(_)
+            | Op::ConsumerGroupClassicLeave(_) => crate::features::ONELOG_VERSION_CONSUMER_GROUPS,
         }
     }
 
@@ -456,6 +463,10 @@ pub enum OpResult {
     Heartbeat(Result<cg::HeartbeatAnswer, cg::Refusal>),
     /// FenceConsumerGroupMember: whether the member was still there to fence.
     MemberFenced(bool),
+    /// ConsumerGroupClassicJoin: the JoinGroup answer, or Kafka's refusal.
+    ClassicJoin(Result<cg::ClassicJoinAnswer, cg::Refusal>),
+    /// ConsumerGroupClassicLeave: per member of the request, in order.
+    ClassicLeave(Vec<cg::ClassicLeft>),
 }
 
 /// A ConsumerGroupHeartbeat as the leader proposes it: the request with its member id filled
@@ -465,6 +476,24 @@ pub struct ConsumerGroupHeartbeatOp {
     pub heartbeat: cg::Heartbeat,
     pub settings: cg::GroupSettings,
     pub now_ms: i64,
+    /// A join (epoch 0) onto a classic group with members: the leader's snapshot of it, which
+    /// apply converts to a consumer group first (online upgrade, `consumer_group::upgrade`).
+    pub upgrade: Option<cg::ClassicGroupSnapshot>,
+}
+
+/// A classic member's JoinGroup into a consumer group, with the leader's settings and clock.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ClassicJoinOp {
+    pub join: cg::ClassicJoin,
+    pub settings: cg::GroupSettings,
+    pub now_ms: i64,
+}
+
+/// A LeaveGroup's members (member id, instance id) leaving a consumer group.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ClassicLeaveOp {
+    pub group_id: String,
+    pub members: Vec<(String, Option<String>)>,
 }
 
 /// Fences one member: on session expiry (`expected_epoch` None) or when its revocation
@@ -474,6 +503,8 @@ pub struct FenceMemberOp {
     pub group_id: String,
     pub member_id: String,
     pub expected_epoch: Option<i32>,
+    /// Decides whether fencing the last consumer-protocol member downgrades the group.
+    pub migration: cg::Migration,
 }
 
 /// Members the leader heard from (its clock, ms), each later than the log knew.
@@ -543,6 +574,8 @@ typed_op!(crate::features::UpdateFeaturesOp, UpdateFeatures, Result<(), Refusal>
 typed_op!(Box<ConsumerGroupHeartbeatOp>, ConsumerGroupHeartbeat, Result<cg::HeartbeatAnswer, cg::Refusal>, |r| OpResult::Heartbeat(a) => a);
 typed_op!(FenceMemberOp, FenceConsumerGroupMember, bool, |r| OpResult::MemberFenced(f) => f);
 typed_op!(LivenessOp, RecordConsumerLiveness, (), |r| OpResult::Done => ());
+typed_op!(Box<ClassicJoinOp>, ConsumerGroupClassicJoin, Result<cg::ClassicJoinAnswer, cg::Refusal>, |r| OpResult::ClassicJoin(a) => a);
+typed_op!(ClassicLeaveOp, ConsumerGroupClassicLeave, Vec<cg::ClassicLeft>, |r| OpResult::ClassicLeave(l) => l);
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Context};
 use onelog_state::configs::Overrides;
-use onelog_state::consumer_group::{Assignor, GroupSettings};
+use onelog_state::consumer_group::{Assignor, GroupSettings, Migration, MigrationPolicy};
 use onelog_state::group_config::{consumer_settings, Bounds, ConsumerGroupBounds};
 
 /// The broker's consumer-group settings and the bounds on a group's overrides of them.
@@ -29,6 +29,7 @@ impl ConsumerGroupConfig {
 pub fn parse(
     int: impl Fn(&str) -> anyhow::Result<i64>,
     assignors: &str,
+    migration_policy: &str,
 ) -> anyhow::Result<ConsumerGroupConfig> {
     let (session, session_bounds) = bounded(&int, "session.timeout.ms")?;
     let (heartbeat, heartbeat_bounds) = bounded(&int, "heartbeat.interval.ms")?;
@@ -45,6 +46,10 @@ pub fn parse(
         session_timeout_ms: int_value(session, "group.consumer.session.timeout.ms")?,
         heartbeat_interval_ms: int_value(heartbeat, "group.consumer.heartbeat.interval.ms")?,
         assignment_interval_ms: assignment,
+        migration: Migration {
+            policy: MigrationPolicy::parse(migration_policy),
+            classic_max_size: int("group.max.size")?.clamp(1, i64::from(i32::MAX)) as i32,
+        },
     };
     let bounds = ConsumerGroupBounds {
         session_timeout_ms: session_bounds,
@@ -115,12 +120,13 @@ mod tests {
             ("group.consumer.assignment.interval.ms", 1_000),
             ("group.consumer.min.assignment.interval.ms", 0),
             ("group.consumer.max.assignment.interval.ms", 15_000),
+            ("group.max.size", i64::from(i32::MAX)),
         ];
         let int = |key: &str| {
             let value = overrides.iter().chain(&defaults).find(|(k, _)| *k == key).map(|(_, v)| *v);
             value.context("unknown")
         };
-        parse(int, "uniform,range")
+        parse(int, "uniform,range", "bidirectional")
     }
 
     #[test]

@@ -157,6 +157,9 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     at_least("group.consumer.assignment.interval.ms", "1000", Int, 0),
     at_least("group.consumer.min.assignment.interval.ms", "0", Int, 0),
     at_least("group.consumer.max.assignment.interval.ms", "15000", Int, 0),
+    // Online migration between classic and consumer groups with members: `bidirectional`,
+    // `upgrade`, `downgrade` or `disabled` (Kafka reads any other value as `disabled`).
+    def("group.consumer.migration.policy", "bidirectional", STRING),
     // Authorization (`security::authz`, `config::authz`), Kafka's names: an empty class name is no
     // authorizer (everything allowed, the ACL APIs answer SECURITY_DISABLED); Kafka's two ACL
     // authorizer class names select onelog's built-in one. `super.users` is `;`-separated.

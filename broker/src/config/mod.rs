@@ -266,7 +266,11 @@ impl Settings {
                 max_session_timeout_ms: c.int("group.max.session.timeout.ms")? as i32,
                 max_size: c.int("group.max.size")?.max(1) as usize,
             },
-            consumer_group: consumer_group::parse(|key| c.int(key), c.text("group.consumer.assignors")?)?,
+            consumer_group: consumer_group::parse(
+                |key| c.int(key),
+                c.text("group.consumer.assignors")?,
+                c.text("group.consumer.migration.policy")?,
+            )?,
             listener: ListenerSettings::parse(c, socket_request_max_bytes)?,
             authz: authz::AuthzSettings::parse(
                 c.text("authorizer.class.name")?,

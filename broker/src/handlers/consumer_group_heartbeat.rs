@@ -24,10 +24,12 @@ use onelog_state::apply_consumer::classic_group_has_members;
 use onelog_state::command::ConsumerGroupHeartbeatOp;
 use onelog_state::consumer_group::{self as cg, ConsumerGroups, HeartbeatAnswer, Refusal};
 use onelog_state::features::GROUP_VERSION;
+use onelog_state::BrokerState;
 
-use super::util::{group_op_failed, str_bytes, uuid, uuid_bytes};
+use super::util::{adopt_group, group_op_failed, str_bytes, uuid, uuid_bytes};
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
+use crate::coord::group::Snapshot;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::incident::Incident;
 use crate::security::authz::{op, rt, Subject};
@@ -135,29 +137,24 @@ fn input(req: &Request, body: &ConsumerGroupHeartbeatRequest) -> cg::Heartbeat {
 /// with the group's own configs layered on top (`consumer.session.timeout.ms`,
 /// `consumer.heartbeat.interval.ms`, `consumer.assignment.interval.ms`), read on every
 /// heartbeat so that a change applies at the next one; the op carries them, so apply needs no
-/// config of its own.
+/// config of its own. A join onto a live classic group carries the classic coordinator's
+/// snapshot of it (online upgrade), which the group is handed over for once it is in the log.
 async fn heartbeat(ctx: &Ctx, hb: cg::Heartbeat) -> Result<HeartbeatAnswer, Refusal> {
     let now_ms = wall_clock_ms();
+    let upgrade = upgrade_snapshot(ctx, &hb)?;
     let (dry_run, changed, settings) = ctx.applied.state(|s| {
         let settings = ctx.config.settings.consumer_group.for_group(s.configs.groups.get(&hb.group_id));
-        let classic = classic_group_has_members(s, &hb.group_id) || ctx.groups.holds(&hb.group_id);
-        if classic && !s.consumer_groups.groups.contains_key(&hb.group_id) {
-            let message = format!("Group {} is not a consumer group.", hb.group_id);
-            return (Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)), false, settings);
-        }
-        let before = s.consumer_groups.groups.get(&hb.group_id);
-        let mut copy = ConsumerGroups::default();
-        if let Some(group) = before {
-            copy.groups.insert(hb.group_id.clone(), group.clone());
-        }
-        let answer = copy.heartbeat(&s.topics, &hb, &settings, now_ms);
-        (answer, copy.groups.get(&hb.group_id) != before, settings)
+        let (answer, changed) = dry_run(ctx, s, &hb, upgrade.as_ref(), &settings, now_ms);
+        (answer, changed, settings)
     });
     let answer = match dry_run {
-        Ok(_) if changed => propose(ctx, &hb, settings.clone(), now_ms).await,
+        Ok(_) if changed => propose(ctx, &hb, settings.clone(), now_ms, upgrade.clone()).await,
         other => other,
     };
     if let Ok(answer) = &answer {
+        if upgrade.is_some() {
+            ctx.groups.hand_over(&hb.group_id);
+        }
         // The id is the consumer group's now (`apply_consumer::retire_classic_generation`).
         ctx.groups.forget_empty(&hb.group_id);
         rearm(ctx, &hb, answer, &settings);
@@ -165,13 +162,67 @@ async fn heartbeat(ctx: &Ctx, hb: cg::Heartbeat) -> Result<HeartbeatAnswer, Refu
     answer
 }
 
+/// The heartbeat against a copy of the applied state: its answer, and whether it changed the
+/// group (or converts a classic group, which always does).
+fn dry_run(
+    ctx: &Ctx,
+    s: &BrokerState,
+    hb: &cg::Heartbeat,
+    upgrade: Option<&cg::ClassicGroupSnapshot>,
+    settings: &cg::GroupSettings,
+    now_ms: i64,
+) -> (Result<HeartbeatAnswer, Refusal>, bool) {
+    let before = s.consumer_groups.groups.get(&hb.group_id);
+    let mut copy = ConsumerGroups::default();
+    if let Some(snapshot) = upgrade.filter(|_| before.is_none()) {
+        let converted =
+            cg::upgrade(&hb.group_id, snapshot, &s.topics, settings.max_size, settings.migration, now_ms);
+        let answer = converted.and_then(|group| {
+            copy.groups.insert(hb.group_id.clone(), group);
+            copy.heartbeat(&s.topics, hb, settings, now_ms)
+        });
+        return (answer, true);
+    }
+    let classic = classic_group_has_members(s, &hb.group_id) || ctx.groups.holds(&hb.group_id);
+    if classic && before.is_none() {
+        let message = format!("Group {} is not a consumer group.", hb.group_id);
+        return (Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)), false);
+    }
+    if let Some(group) = before {
+        copy.groups.insert(hb.group_id.clone(), group.clone());
+    }
+    let answer = copy.heartbeat(&s.topics, hb, settings, now_ms);
+    (answer, copy.groups.get(&hb.group_id) != before)
+}
+
+/// A join (epoch 0) onto a classic group with live members: the classic coordinator's
+/// snapshot for the upgrade. A group this leader adopted from the log has no subscriptions
+/// until it rebalances, which the snapshot starts: the join is answered
+/// COORDINATOR_LOAD_IN_PROGRESS meanwhile, and the client retries.
+fn upgrade_snapshot(ctx: &Ctx, hb: &cg::Heartbeat) -> Result<Option<cg::ClassicGroupSnapshot>, Refusal> {
+    let is_consumer = ctx.applied.state(|s| s.consumer_groups.groups.contains_key(&hb.group_id));
+    if hb.member_epoch != 0 || is_consumer {
+        return Ok(None);
+    }
+    adopt_group(ctx, &hb.group_id);
+    match ctx.groups.snapshot(&hb.group_id) {
+        Snapshot::NotLive => Ok(None),
+        Snapshot::Ready(snapshot) => Ok(Some(snapshot)),
+        Snapshot::Loading => {
+            let message = format!("Classic group {} is being loaded; its members rejoin first.", hb.group_id);
+            Err(Refusal::new(error_code::COORDINATOR_LOAD_IN_PROGRESS, message))
+        }
+    }
+}
+
 async fn propose(
     ctx: &Ctx,
     hb: &cg::Heartbeat,
     settings: cg::GroupSettings,
     now_ms: i64,
+    upgrade: Option<cg::ClassicGroupSnapshot>,
 ) -> Result<HeartbeatAnswer, Refusal> {
-    let op = Box::new(ConsumerGroupHeartbeatOp { heartbeat: hb.clone(), settings, now_ms });
+    let op = Box::new(ConsumerGroupHeartbeatOp { heartbeat: hb.clone(), settings, now_ms, upgrade });
     match ctx.proposer.propose(op).await {
         Ok(answer) => answer,
         Err(e) => Err(Refusal { code: group_op_failed(&e), message: None }),

@@ -12,9 +12,10 @@ use onelog_state::consumer_group::{self as cg, ConsumerGroup};
 use super::util::{str_bytes, uuid};
 use crate::ctx::Ctx;
 
-/// `member_type` of a member that speaks the consumer protocol (1 would be a classic member
-/// of a migrated group).
-const MEMBER_TYPE_CONSUMER: i8 = 0;
+/// `member_type` (v1, KIP-1099): 1 for a member that speaks the consumer protocol, 0 for a
+/// classic member inside the group (online migration).
+const MEMBER_TYPE_CONSUMER: i8 = 1;
+const MEMBER_TYPE_CLASSIC: i8 = 0;
 
 /// The described group, or None when no consumer group has that id.
 pub fn describe(ctx: &Ctx, group_id: &str) -> Option<DescribedGroup> {
@@ -57,7 +58,7 @@ fn member(m: &cg::MemberDescription<'_>, names: &BTreeMap<[u8; 16], &str>) -> Me
         .with_subscribed_topic_regex(text(&member.subscribed_topic_regex))
         .with_assignment(assignment(&m.assignment, names))
         .with_target_assignment(assignment(&m.target, names))
-        .with_member_type(MEMBER_TYPE_CONSUMER)
+        .with_member_type(if member.classic.is_some() { MEMBER_TYPE_CLASSIC } else { MEMBER_TYPE_CONSUMER })
 }
 
 fn assignment(assigned: &cg::Assignment, names: &BTreeMap<[u8; 16], &str>) -> Assignment {

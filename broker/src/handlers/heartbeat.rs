@@ -1,6 +1,7 @@
 //! Heartbeat (key 12), v0–v4: keeps a member's session alive; REBALANCE_IN_PROGRESS tells it
 //! to rejoin, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID that it was fenced (see `coord::group`).
-//! An empty or over-long group id is INVALID_GROUP_ID, as in every group API.
+//! An empty or over-long group id is INVALID_GROUP_ID, as in every group API. A classic member
+//! inside a KIP-848 consumer group (online migration) is answered by `consumer_group_classic`.
 //!
 //! Access: GROUP READ, checked by the pipeline (`handlers::HANDLERS`).
 
@@ -10,6 +11,7 @@ use kafka_protocol::messages::{ApiKey, HeartbeatResponse, RequestKind, ResponseK
 
 use super::util::{adopt_group, group_id_invalid};
 use super::HandlerResult;
+use super::{consumer_group_classic, group_kind};
 use crate::ctx::SharedCtx;
 
 pub const KEY: ApiKey = ApiKey::Heartbeat;
@@ -22,6 +24,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         error_code::INVALID_GROUP_ID
     } else if !ctx.is_leader() {
         error_code::NOT_COORDINATOR
+    } else if group_kind::consumer_group_has_members(&ctx, &body.group_id.0) {
+        // Online migration: a classic member inside a consumer group.
+        consumer_group_classic::heartbeat(&ctx, &body)
     } else {
         adopt_group(&ctx, &body.group_id.0);
         ctx.groups.heartbeat(

@@ -4,8 +4,9 @@
 //! still leave in request order). KIP-394: v4+ first joins without a member id are answered
 //! MEMBER_ID_REQUIRED with the id to use. v0 has no rebalance timeout: the session timeout is
 //! used, as Kafka does. A follower answers NOT_COORDINATOR. A KIP-848 consumer group with
-//! members holds the id: the join is INCONSISTENT_GROUP_PROTOCOL (an empty one is converted to
-//! a classic group when the generation reaches the log, `apply_consumer::complete_generation`).
+//! members serves the join itself (online migration, `consumer_group_classic`); an empty one
+//! is converted to a classic group when the generation reaches the log
+//! (`apply_consumer::complete_generation`).
 //!
 //! Access: GROUP READ, checked by the pipeline (`handlers::HANDLERS`).
 
@@ -14,9 +15,9 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{ApiKey, JoinGroupResponse, RequestKind, ResponseKind};
 
-use super::group_kind;
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
+use super::{consumer_group_classic, group_kind};
 use crate::coord::group::{JoinRequest, JoinResult};
 use crate::ctx::SharedCtx;
 
@@ -25,7 +26,7 @@ pub const VERSIONS: (i16, i16) = (0, 9);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
-    let RequestKind::JoinGroup(body) = req.body else { anyhow::bail!("not a JoinGroup body") };
+    let RequestKind::JoinGroup(body) = &req.body else { anyhow::bail!("not a JoinGroup body") };
     let v = req.api_version;
     let member_id = body.member_id.to_string();
     let result = if group_id_invalid(&body.group_id.0) {
@@ -33,9 +34,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     } else if !ctx.is_leader() {
         error(error_code::NOT_COORDINATOR, &member_id)
     } else if group_kind::consumer_group_has_members(&ctx, &body.group_id.0) {
-        // Kafka serves classic members inside a consumer group (online migration); until
-        // onelog does, the join is refused rather than forming a second group on the same id.
-        error(error_code::INCONSISTENT_GROUP_PROTOCOL, &member_id)
+        // Online migration: the consumer group serves the classic member.
+        consumer_group_classic::join(&ctx, &req, body).await
     } else {
         adopt_group(&ctx, &body.group_id.0);
         let join = JoinRequest {

@@ -14,6 +14,7 @@ pub mod alter_replica_log_dirs;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 mod authorized;
+mod consumer_group_classic;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
 mod consumer_group_view;

@@ -7,7 +7,8 @@
 //! commits against the generation in the log.
 //! v5 (KIP-559) carries protocol type and name; a mismatch with the group's is
 //! INCONSISTENT_GROUP_PROTOCOL, as Kafka answers. An empty or over-long group id is
-//! INVALID_GROUP_ID. Assignment bytes are carried untouched, parsed or not.
+//! INVALID_GROUP_ID. Assignment bytes are carried untouched, parsed or not. A classic member
+//! inside a KIP-848 consumer group (online migration) is answered by `consumer_group_classic`.
 //!
 //! Access: GROUP READ, checked by the pipeline (`handlers::HANDLERS`).
 
@@ -17,6 +18,7 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, SyncGroupRespo
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
+use super::{consumer_group_classic, group_kind};
 use crate::coord::group::{SyncOutcome, SyncResult};
 use crate::ctx::SharedCtx;
 use crate::leader::proposer::ProposeError;
@@ -33,6 +35,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         SyncResult { error_code: error_code::INVALID_GROUP_ID, ..Default::default() }
     } else if !ctx.is_leader() {
         SyncResult { error_code: error_code::NOT_COORDINATOR, ..Default::default() }
+    } else if group_kind::consumer_group_has_members(&ctx, &group_id) {
+        // Online migration: a classic member inside a consumer group.
+        consumer_group_classic::sync(&ctx, &body)
     } else if let Some(code) = protocol_mismatch(&ctx, &group_id, &body) {
         SyncResult { error_code: code, ..Default::default() }
     } else {

@@ -42,9 +42,16 @@ pub fn uuid_bytes(id: &uuid::Uuid) -> [u8; 16] {
 /// generation recorded in the log (see `Coordinator::adopt`).
 pub fn adopt_group(ctx: &crate::ctx::Ctx, group_id: &str) {
     ctx.groups.observe_term(ctx.leadership.term());
-    let record = ctx.applied.state(|s| s.groups.groups.get(group_id).and_then(|g| g.generation.clone()));
-    if let Some(record) = record {
-        ctx.groups.adopt(&record);
+    let (record, downgraded) = ctx.applied.state(|s| {
+        let record = s.groups.groups.get(group_id).and_then(|g| g.generation.clone());
+        (record, s.consumer_groups.downgraded.contains(group_id))
+    });
+    match record {
+        // A downgrade's generation: its first rebalance hands out the partitions of the
+        // consumer-protocol member that left (online migration).
+        Some(record) if downgraded => ctx.groups.adopt_downgraded(&record),
+        Some(record) => ctx.groups.adopt(&record),
+        None => {}
     }
 }
 

@@ -444,7 +444,12 @@ mod tests {
 
     #[test]
     fn an_op_above_the_finalized_onelog_version_is_refused_with_unsupported_version() {
-        let fence = FenceMemberOp { group_id: "g".into(), member_id: "m".into(), expected_epoch: None };
+        let fence = FenceMemberOp {
+            group_id: "g".into(),
+            member_id: "m".into(),
+            expected_epoch: None,
+            migration: Default::default(),
+        };
         let op = || Proposal::Op(Op::FenceConsumerGroupMember(fence.clone()));
         assert!(admit(&op(), || 3).is_ok());
         let refused = admit(&op(), || 2).unwrap_err();

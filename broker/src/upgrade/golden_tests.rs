@@ -165,6 +165,8 @@ fn op_kind(op: &Op) -> &'static str {
         Op::ConsumerGroupHeartbeat(_) => "ConsumerGroupHeartbeat",
         Op::FenceConsumerGroupMember(_) => "FenceConsumerGroupMember",
         Op::RecordConsumerLiveness(_) => "RecordConsumerLiveness",
+        Op::ConsumerGroupClassicJoin(_) => "ConsumerGroupClassicJoin",
+        Op::ConsumerGroupClassicLeave(_) => "ConsumerGroupClassicLeave",
     }
 }
 
@@ -184,7 +186,7 @@ fn write_golden_0_2_0_checkpoint() {
 }
 
 /// 0.1.0's state at `onelog.version` 3 and `group.version` 1 with one consumer group: member
-/// "golden-1" joined to every topic the state has.
+/// "golden-1" joined to every topic the state has; and one downgraded classic group id.
 fn checkpoint_9() -> Checkpoint {
     let mut checkpoint = checkpoint_0_1_0();
     let updates = [(ONELOG_VERSION, 3), (TRANSACTION_VERSION, 2), (GROUP_VERSION, 1)]
@@ -205,6 +207,7 @@ fn checkpoint_9() -> Checkpoint {
     };
     let settings = GroupSettings::default();
     state.consumer_groups.heartbeat(&state.topics, &join, &settings, 1_764_720_000_000).unwrap();
+    state.consumer_groups.downgraded.insert("golden-downgraded".into());
     checkpoint
 }
 

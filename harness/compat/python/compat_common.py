@@ -69,7 +69,7 @@ def _env(key):
 # consumers with it. CONSUMER_ONLY_SCENARIOS run only under the consumer protocol.
 GROUP_PROTOCOL = (_env("COMPAT_GROUP_PROTOCOL") or "classic").lower()
 CONSUMER_PROTOCOL = GROUP_PROTOCOL == "consumer"
-CONSUMER_ONLY_SCENARIOS = ["mixed_group"]
+CONSUMER_ONLY_SCENARIOS = ["mixed_group", "online_migration"]
 # librdkafka settings of the classic protocol that a consumer-protocol consumer must not set (the
 # broker owns the session timeout, the heartbeat interval and the assignor: group.remote.assignor).
 CLASSIC_ONLY_CONF = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")

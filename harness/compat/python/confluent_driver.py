@@ -659,6 +659,80 @@ def s_mixed_group():
             rd.close()
 
 
+def group_type(group):
+    """The group's type as DescribeGroups / ConsumerGroupDescribe report it (librdkafka picks)."""
+    desc = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
+    return str(desc.type).rsplit(".", 1)[-1]
+
+
+def read_committing(conses, want, what):
+    """Polls every consumer, committing each record it reads, until `want` values came and 1.5 s
+    more brought nothing: each value must have come exactly once."""
+    got = []
+    deadline = time.monotonic() + c.TIMEOUT_S / 3
+    quiet_until = None
+    while quiet_until is None or time.monotonic() < quiet_until:
+        for cons in conses:
+            msg = cons.poll(0.05)
+            if msg is None:
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            cons.commit(message=msg, asynchronous=False)
+            got.append(msg.value())
+        if quiet_until is None and len(got) >= len(want):
+            quiet_until = time.monotonic() + 1.5
+        c.expect(time.monotonic() < deadline, "%s: read %d of %d" % (what, len(got), len(want)))
+    c.expect_eq(sorted(got), sorted(want), what)
+
+
+def s_online_migration():
+    """Online migration (KIP-848): a running classic group of two librdkafka members
+    (cooperative-sticky) upgrades to a consumer group when a consumer-protocol librdkafka member
+    joins, its classic members served inside it, and downgrades back to a classic group when
+    that member leaves. Each phase: the members own every partition between them, the group has
+    the right type, and records produced then are read exactly once (each commits what it reads)."""
+    parts = 4
+    name = topic("online_migration", parts)
+    group = c.name(CLIENT, "online_migration")
+    classic_conf = dict(BASE, **{"group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                 "group.protocol": "classic", "partition.assignment.strategy": "cooperative-sticky",
+                                 "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    members = []
+    p = producer()
+
+    def phase(label, conses, want_type):
+        started = time.monotonic()
+        wait_assignment(conses, parts)
+        owned = [{tp.partition for tp in m.assignment()} for m in conses]
+        c.expect(set().union(*owned) == set(range(parts)) and sum(map(len, owned)) == parts,
+                 "%s: partitions %s" % (label, owned))
+        c.expect_eq(group_type(group), want_type, "%s: group type" % label)
+        settled = time.monotonic() - started
+        want = []
+        for part in range(parts):
+            recs = c.records(5, "%s%d" % (label, part))
+            produce(p, name, recs, partition=part)
+            want += [v for _, v, _ in recs]
+        read_committing(conses, want, label)
+        return "%s %s in %.1f s" % (label, [sorted(o) for o in owned], settled)
+
+    try:
+        for _ in range(2):
+            cons = Consumer(classic_conf)
+            cons.subscribe([name])
+            members.append(cons)
+        steps = [phase("classic", members, "CLASSIC")]
+        members.append(subscribed(name, group, "earliest"))
+        steps.append(phase("upgraded", members, "CONSUMER"))
+        members.pop().close()
+        steps.append(phase("downgraded", members, "CLASSIC"))
+        return "; ".join(steps) + "; 60 records each read once"
+    finally:
+        for m in members:
+            m.close()
+
+
 # --- the security suite (COMPAT_SUITE=security) ---
 
 
@@ -768,7 +842,7 @@ def s_sec_bad_credentials():
     return "%s: %s (%s)" % (what, hit[0].name(), c.short(hit[0].str(), 120))
 
 
-IMPLS = c.scenario_functions(globals(), extra=["mixed_group"])
+IMPLS = c.scenario_functions(globals(), extra=["mixed_group", "online_migration"])
 
 if __name__ == "__main__":
     c.run_all(CLIENT, VERSION, IMPLS)

@@ -47,6 +47,16 @@ impl ConsumerGroups {
             return error_code::NONE; // rule 2: a producer that sent no group metadata
         }
         let Some(member) = group.members.get(request.member_id) else { return error_code::UNKNOWN_MEMBER_ID };
+        if member.classic.is_some() {
+            // A classic member (online migration) commits with its generation, which is its
+            // member epoch, at any version: a mismatch is ILLEGAL_GENERATION, as for classic
+            // groups (around-spec §4.4, "Offsets").
+            return if epoch == member.member_epoch {
+                error_code::NONE
+            } else {
+                error_code::ILLEGAL_GENERATION
+            };
+        }
         let stale = match request.api {
             CommitApi::OffsetCommit { version } if version < 9 => return error_code::UNSUPPORTED_VERSION,
             CommitApi::OffsetCommit { .. } => error_code::STALE_MEMBER_EPOCH,

@@ -56,7 +56,8 @@ impl ConsumerGroups {
         Ok(found)
     }
 
-    fn apply(
+    /// Writes a checked heartbeat (also a classic member's JoinGroup, `classic`).
+    pub(super) fn apply(
         &mut self,
         topics: &BTreeMap<String, Topic>,
         hb: &Heartbeat,

@@ -111,7 +111,11 @@ impl ConsumerGroups {
                 timers.push(MemberTimers {
                     group_id: group_id.clone(),
                     member_id: member_id.clone(),
-                    session_timeout_ms,
+                    // A classic member's session is the one its JoinGroup asked for.
+                    session_timeout_ms: member
+                        .classic
+                        .as_ref()
+                        .map_or(session_timeout_ms, |c| c.session_timeout_ms),
                     revocation,
                     last_seen_ms: member.last_seen_ms,
                 });
@@ -137,8 +141,19 @@ fn leave_temporarily(group: &mut ConsumerGroup, member_id: &str) {
 /// fingerprint recomputed without it. A group left empty also moves its assignment epoch up
 /// with time 0 (KAFKA-20442), so that it is not ASSIGNING and its next join computes at once.
 fn remove_member(group: &mut ConsumerGroup, topics: &BTreeMap<String, Topic>, member_id: &str) {
-    group.members.remove(member_id);
-    group.targets.remove(member_id);
+    remove_members(group, topics, &[member_id.to_string()]);
+}
+
+/// As `remove_member`, for several members with one epoch bump (a classic LeaveGroup).
+pub(super) fn remove_members(
+    group: &mut ConsumerGroup,
+    topics: &BTreeMap<String, Topic>,
+    member_ids: &[String],
+) {
+    for member_id in member_ids {
+        group.members.remove(member_id);
+        group.targets.remove(member_id);
+    }
     group.group_epoch = group.group_epoch.saturating_add(1);
     group.subscription_fingerprint = resolve(&group.members, topics).fingerprint;
     if group.members.is_empty() {

@@ -15,15 +15,20 @@
 //! (stateless rules), `heartbeat` (the flow), `lookup` (member lookup and epoch checks),
 //! `subscription` (names, regexes, fingerprint, preferred assignor), `target`, `reconcile`,
 //! the assignors (`assignor`, `uniform`, `uniform_heterogeneous`, `range`), `leave`,
-//! `describe` and `commit`.
+//! `describe` and `commit`; online migration from and to classic groups: `migration` (the
+//! conversions), `classic` (classic members served inside a consumer group) and `embedded`
+//! (the consumer protocol inside the classic APIs' bytes).
 
 mod assignor;
 
+mod classic;
 mod commit;
 mod describe;
+mod embedded;
 mod heartbeat;
 mod leave;
 mod lookup;
+mod migration;
 mod model;
 mod range;
 mod reconcile;
@@ -34,15 +39,23 @@ mod uniform;
 mod uniform_heterogeneous;
 mod validate;
 
+pub use classic::{ClassicBeat, ClassicJoin, ClassicJoinAnswer, ClassicLeft, ClassicSync};
 pub use commit::{CommitApi, CommitRequest};
 pub use describe::{GroupState, MemberDescription};
+pub use embedded::{parse_subscription, write_assignment, Malformed, Subscription};
 pub use leave::MemberTimers;
+pub use migration::{
+    downgraded_generation, downgrades_without, upgrade, ClassicGroupSnapshot, ClassicSnapshotMember,
+    CONSUMER_PROTOCOL_TYPE,
+};
 pub use model::{
-    without_epochs, Assignment, ConsumerGroup, ConsumerGroups, EpochAssignment, Member, MemberState, TopicId,
+    without_epochs, Assignment, ClassicMember, ClassicProtocol, ConsumerGroup, ConsumerGroups,
+    EpochAssignment, Member, MemberState, TopicId,
 };
 pub use request::{
-    Assignor, GroupSettings, Heartbeat, HeartbeatAnswer, Refusal, RevocationDeadline, RevocationTimer,
-    TopicPartitions, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignor, GroupSettings, Heartbeat, HeartbeatAnswer, Migration, MigrationPolicy, Refusal,
+    RevocationDeadline, RevocationTimer, TopicPartitions, LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 pub use validate::validate;
 

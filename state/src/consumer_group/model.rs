@@ -27,6 +27,10 @@ pub type EpochAssignment = BTreeMap<TopicId, BTreeMap<i32, i32>>;
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ConsumerGroups {
     pub groups: BTreeMap<String, ConsumerGroup>,
+    /// Classic groups a downgrade made (around-spec §4.5) whose first classic rebalance has
+    /// not completed: the leader's classic coordinator adopts such a group rebalancing, so that
+    /// the partitions of the consumer-protocol member that left are handed out again.
+    pub downgraded: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -103,6 +107,9 @@ pub struct Member {
     pub state: MemberState,
     pub assigned: EpochAssignment,
     pub pending_revocation: EpochAssignment,
+    /// `Some` for a member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat)
+    /// inside this consumer group: online migration, around-spec §4.
+    pub classic: Option<ClassicMember>,
     /// The leader's clock (ms) when the log last heard from the member: its last heartbeat
     /// that changed the group, or the leader's `RecordConsumerLiveness`. A new leader arms the
     /// session from it rather than giving every member a full session (`MemberTimers`).
@@ -133,6 +140,7 @@ impl Member {
             state: MemberState::Stable,
             assigned: EpochAssignment::new(),
             pending_revocation: EpochAssignment::new(),
+            classic: None,
             last_seen_ms: 0,
         }
     }
@@ -151,6 +159,31 @@ impl Member {
     pub fn partition_epoch(&self, topic_id: &TopicId, partition: i32) -> Option<i32> {
         let find = |a: &EpochAssignment| a.get(topic_id).and_then(|ps| ps.get(&partition)).copied();
         find(&self.assigned).or_else(|| find(&self.pending_revocation))
+    }
+}
+
+/// What a classic member needs beyond a consumer-protocol member (Kafka's
+/// `ClassicMemberMetadata`): the session timeout of its JoinGroup, which its session runs on,
+/// and the protocols it offered, in its order of preference, with their metadata (the first
+/// is the one its JoinGroup and SyncGroup name; all of them go back to a classic group on a
+/// downgrade).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ClassicMember {
+    pub session_timeout_ms: i32,
+    pub protocols: Vec<ClassicProtocol>,
+}
+
+/// One JoinGroup protocol: an assignor's name and the member's embedded subscription.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ClassicProtocol {
+    pub name: String,
+    pub metadata: Vec<u8>,
+}
+
+impl ClassicMember {
+    /// The protocol its JoinGroup answer names (Kafka takes the first).
+    pub fn protocol_name(&self) -> &str {
+        self.protocols.first().map_or("", |p| p.name.as_str())
     }
 }
 

@@ -97,6 +97,52 @@ pub struct GroupSettings {
     /// `group.consumer.assignment.interval.ms` (KIP-1263): the least time between two
     /// target computations; 0 computes on every heartbeat that owes one.
     pub assignment_interval_ms: i64,
+    /// What online migration between classic and consumer groups may do.
+    pub migration: Migration,
+}
+
+/// `group.consumer.migration.policy` (around-spec §4.1): which way a group with members may be
+/// converted. An empty group converts either way whatever the policy.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum MigrationPolicy {
+    Bidirectional,
+    Upgrade,
+    Downgrade,
+    Disabled,
+}
+
+impl MigrationPolicy {
+    /// Kafka's parse: case-insensitive, and a value it does not know is `disabled`.
+    pub fn parse(value: &str) -> MigrationPolicy {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "bidirectional" => MigrationPolicy::Bidirectional,
+            "upgrade" => MigrationPolicy::Upgrade,
+            "downgrade" => MigrationPolicy::Downgrade,
+            _ => MigrationPolicy::Disabled,
+        }
+    }
+
+    pub fn upgrades(self) -> bool {
+        matches!(self, MigrationPolicy::Bidirectional | MigrationPolicy::Upgrade)
+    }
+
+    pub fn downgrades(self) -> bool {
+        matches!(self, MigrationPolicy::Bidirectional | MigrationPolicy::Downgrade)
+    }
+}
+
+/// The broker configs a conversion is decided by; carried in the ops that may convert.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Migration {
+    pub policy: MigrationPolicy,
+    /// `group.max.size`: a downgrade must leave a classic group within it.
+    pub classic_max_size: i32,
+}
+
+impl Default for Migration {
+    fn default() -> Self {
+        Migration { policy: MigrationPolicy::Bidirectional, classic_max_size: i32::MAX }
+    }
 }
 
 impl Default for GroupSettings {
@@ -107,6 +153,7 @@ impl Default for GroupSettings {
             session_timeout_ms: 45_000,
             heartbeat_interval_ms: 5_000,
             assignment_interval_ms: 1_000,
+            migration: Migration::default(),
         }
     }
 }

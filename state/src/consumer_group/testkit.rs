@@ -198,3 +198,92 @@ pub(crate) fn assert_complete(group: &Group, result: &[Assignment], seed: u64) {
     let expected: usize = subscribed.iter().map(|t| group.partitions[*t].max(0) as usize).sum();
     assert_eq!(seen.len(), expected, "seed {seed}: some partition left unassigned");
 }
+
+/// A classic member's JoinGroup metadata (`ConsumerProtocolSubscription`) at `version`:
+/// topics, and owned partitions by topic name (v1+).
+pub(crate) fn subscription_bytes(version: i16, topics: &[&str], owned: &[(&str, &[i32])]) -> Vec<u8> {
+    use bytes::BufMut;
+    use kafka_protocol::messages::consumer_protocol_subscription::{
+        ConsumerProtocolSubscription, TopicPartition,
+    };
+    use kafka_protocol::messages::TopicName;
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let owned = owned
+        .iter()
+        .map(|(t, ps)| {
+            TopicPartition::default()
+                .with_topic(TopicName(StrBytes::from_string(t.to_string())))
+                .with_partitions(ps.to_vec())
+        })
+        .collect();
+    let body = ConsumerProtocolSubscription::default()
+        .with_topics(topics.iter().map(|t| StrBytes::from_string(t.to_string())).collect())
+        .with_owned_partitions(if version >= 1 { owned } else { Vec::new() })
+        .with_rack_id((version >= 3).then(|| StrBytes::from_static_str("rack-a")));
+    let mut out = bytes::BytesMut::new();
+    out.put_i16(version);
+    body.encode(&mut out, version).unwrap();
+    out.to_vec()
+}
+
+/// A classic member's SyncGroup assignment (`ConsumerProtocolAssignment` v0), by topic name,
+/// with `user_data` if given.
+pub(crate) fn assignment_bytes(assigned: &[(&str, &[i32])], user_data: Option<&[u8]>) -> Vec<u8> {
+    use bytes::BufMut;
+    use kafka_protocol::messages::consumer_protocol_assignment::{
+        ConsumerProtocolAssignment, TopicPartition,
+    };
+    use kafka_protocol::messages::TopicName;
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let assigned = assigned
+        .iter()
+        .map(|(t, ps)| {
+            TopicPartition::default()
+                .with_topic(TopicName(StrBytes::from_string(t.to_string())))
+                .with_partitions(ps.to_vec())
+        })
+        .collect();
+    let body = ConsumerProtocolAssignment::default()
+        .with_assigned_partitions(assigned)
+        .with_user_data(user_data.map(bytes::Bytes::copy_from_slice));
+    let mut out = bytes::BytesMut::new();
+    out.put_i16(0);
+    body.encode(&mut out, 0).unwrap();
+    out.to_vec()
+}
+
+/// A classic member of a snapshot: subscribed to `topics` (v1 metadata under "range" and
+/// "cooperative-sticky"), last assigned `assigned`.
+pub(crate) fn classic_member(
+    id: &str,
+    topics: &[&str],
+    assigned: &[(&str, &[i32])],
+) -> super::ClassicSnapshotMember {
+    let metadata = subscription_bytes(1, topics, assigned);
+    super::ClassicSnapshotMember {
+        member_id: id.into(),
+        instance_id: None,
+        client_id: format!("client-{id}"),
+        client_host: "/10.0.0.2".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 30_000,
+        protocols: ["range", "cooperative-sticky"]
+            .iter()
+            .map(|name| super::ClassicProtocol { name: name.to_string(), metadata: metadata.clone() })
+            .collect(),
+        assignment: assignment_bytes(assigned, None),
+    }
+}
+
+/// A live classic group at generation 5: A owns t-0..2, B owns t-3..5.
+pub(crate) fn classic_snapshot() -> super::ClassicGroupSnapshot {
+    super::ClassicGroupSnapshot {
+        generation_id: 5,
+        protocol_type: "consumer".into(),
+        protocol_name: "range".into(),
+        members: vec![
+            classic_member("A", &["t"], &[("t", &[0, 1, 2])]),
+            classic_member("B", &["t"], &[("t", &[3, 4, 5])]),
+        ],
+    }
+}

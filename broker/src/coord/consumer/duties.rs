@@ -33,7 +33,7 @@ async fn fence_expired_members(ctx: Arc<DutyCtx>, coordinator: ConsumerCoordinat
                     heartbeat_interval_ms: g.heartbeat_interval_ms,
                 }
             };
-            coordinator.due(term, &s.consumer_groups, times, now_ms)
+            coordinator.due(term, &s.consumer_groups, times, settings.settings.migration, now_ms)
         });
         if let Some(liveness) = due.liveness {
             // Best effort: what is not recorded is recorded by a later tick or leader.

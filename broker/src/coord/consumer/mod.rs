@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use onelog_state::command::{FenceMemberOp, LivenessOp, SeenMember};
-use onelog_state::consumer_group::{ConsumerGroups, MemberTimers, RevocationTimer};
+use onelog_state::consumer_group::{ConsumerGroups, MemberTimers, Migration, RevocationTimer};
 use tokio::time::Instant;
 
 use crate::limits;
@@ -32,6 +32,9 @@ struct Deadlines {
     session: Instant,
     /// The revocation deadline and the member epoch it was armed at.
     revocation: Option<(Instant, i32)>,
+    /// A classic member's sync deadline (from its JoinGroup) or join deadline (from a
+    /// REBALANCE_IN_PROGRESS answer): Kafka's sync and join timeouts, a rebalance timeout each.
+    classic: Option<Instant>,
 }
 
 type MemberKey = (String, String);
@@ -75,7 +78,11 @@ impl ConsumerCoordinator {
         let key = (group.to_string(), member.to_string());
         let mut sessions = self.lock();
         sessions.heard_ms.insert(key.clone(), now_ms);
-        let entry = sessions.members.entry(key).or_insert(Deadlines { session: now, revocation: None });
+        let entry = sessions.members.entry(key).or_insert(Deadlines {
+            session: now,
+            revocation: None,
+            classic: None,
+        });
         entry.session = now + millis(session_ms);
         match timer {
             RevocationTimer::Keep => {}
@@ -83,6 +90,50 @@ impl ConsumerCoordinator {
             RevocationTimer::Arm(d) => {
                 entry.revocation = Some((now + millis(d.rebalance_timeout_ms), d.member_epoch))
             }
+        }
+    }
+
+    /// A classic member's JoinGroup (online migration) at `now_ms`: its session, its
+    /// revocation timer as for a heartbeat, and a sync deadline of its rebalance timeout in
+    /// place of any join deadline.
+    pub fn classic_joined(
+        &self,
+        key: (&str, &str),
+        timeouts: (i32, i32),
+        timer: RevocationTimer,
+        now_ms: i64,
+    ) {
+        let (session_ms, rebalance_ms) = timeouts;
+        self.heartbeat(key.0, key.1, session_ms, timer, now_ms);
+        self.with_deadlines(key, |d, now| d.classic = Some(now + millis(rebalance_ms)));
+    }
+
+    /// A classic member's SyncGroup or Heartbeat was answered at `now_ms`: a new session;
+    /// `synced` ends the sync (or join) deadline, `rejoin` (a REBALANCE_IN_PROGRESS answer)
+    /// arms a join deadline of that many ms unless one is armed.
+    pub fn classic_seen(
+        &self,
+        key: (&str, &str),
+        session_ms: i32,
+        synced: bool,
+        rejoin: Option<i32>,
+        now_ms: i64,
+    ) {
+        self.heartbeat(key.0, key.1, session_ms, RevocationTimer::Keep, now_ms);
+        self.with_deadlines(key, |d, now| {
+            if synced {
+                d.classic = None;
+            }
+            if let Some(rebalance_ms) = rejoin {
+                d.classic.get_or_insert(now + millis(rebalance_ms));
+            }
+        });
+    }
+
+    fn with_deadlines(&self, (group, member): (&str, &str), f: impl FnOnce(&mut Deadlines, Instant)) {
+        let key = (group.to_string(), member.to_string());
+        if let Some(deadlines) = self.lock().members.get_mut(&key) {
+            f(deadlines, Instant::now());
         }
     }
 
@@ -105,6 +156,7 @@ impl ConsumerCoordinator {
         term: u64,
         groups: &ConsumerGroups,
         times: impl Fn(&str) -> GroupTimes,
+        migration: Migration,
         now_ms: i64,
     ) -> Due {
         let now = Instant::now();
@@ -125,11 +177,16 @@ impl ConsumerCoordinator {
             let mut armed = sessions.members.get(&key).copied().unwrap_or_else(|| Deadlines {
                 session: now + takeover_session(&timers, group_times, now_ms),
                 revocation: timers.revocation.map(|r| (now + millis(r.rebalance_timeout_ms), r.member_epoch)),
+                classic: None,
             });
-            if let Some(fence) = fence_due(&key, &armed, now) {
+            if let Some(fence) = fence_due(&key, &armed, now, migration) {
                 // Proposed once: if the member is still there a session later (the op was
                 // lost with leadership, or it had moved past the epoch), it is looked at again.
-                armed = Deadlines { session: now + millis(timers.session_timeout_ms), revocation: None };
+                armed = Deadlines {
+                    session: now + millis(timers.session_timeout_ms),
+                    revocation: None,
+                    classic: None,
+                };
                 due.fences.push(fence);
             }
             if let Some(seen_ms) = liveness_due(&sessions, &key, timers.last_seen_ms) {
@@ -173,15 +230,19 @@ fn liveness_due(sessions: &Sessions, key: &MemberKey, last_seen_ms: i64) -> Opti
     (heard - known >= limits::CONSUMER_LIVENESS_RECORD_MS).then_some(heard)
 }
 
-fn fence_due(key: &MemberKey, armed: &Deadlines, now: Instant) -> Option<FenceMemberOp> {
+fn fence_due(
+    key: &MemberKey,
+    armed: &Deadlines,
+    now: Instant,
+    migration: Migration,
+) -> Option<FenceMemberOp> {
     let (group_id, member_id) = key.clone();
-    if armed.session <= now {
-        return Some(FenceMemberOp { group_id, member_id, expected_epoch: None });
+    let fence = |expected_epoch| Some(FenceMemberOp { group_id, member_id, expected_epoch, migration });
+    if armed.session <= now || armed.classic.is_some_and(|deadline| deadline <= now) {
+        return fence(None);
     }
     match armed.revocation {
-        Some((deadline, epoch)) if deadline <= now => {
-            Some(FenceMemberOp { group_id, member_id, expected_epoch: Some(epoch) })
-        }
+        Some((deadline, epoch)) if deadline <= now => fence(Some(epoch)),
         _ => None,
     }
 }

@@ -33,7 +33,7 @@ async fn fenced_after(groups: &ConsumerGroups) -> Duration {
     loop {
         let elapsed = started.elapsed();
         let wall = WALL_MS + elapsed.as_millis() as i64;
-        if !coordinator.due(2, groups, |_| TIMES, wall).fences.is_empty() {
+        if !coordinator.due(2, groups, |_| TIMES, Default::default(), wall).fences.is_empty() {
             return elapsed;
         }
         tokio::time::advance(Duration::from_millis(250)).await;
@@ -68,14 +68,21 @@ async fn a_member_never_recorded_gets_a_full_session() {
 async fn liveness_is_recorded_when_stale_and_once() {
     let groups = group(WALL_MS);
     let coordinator = ConsumerCoordinator::default();
-    assert!(coordinator.due(1, &groups, |_| TIMES, WALL_MS).liveness.is_none());
+    assert!(coordinator.due(1, &groups, |_| TIMES, Default::default(), WALL_MS).liveness.is_none());
     let heard = WALL_MS + CONSUMER_LIVENESS_RECORD_MS - 1;
     coordinator.heartbeat("g", "m", 45_000, RevocationTimer::Keep, heard);
-    assert!(coordinator.due(1, &groups, |_| TIMES, heard).liveness.is_none(), "not stale yet");
+    assert!(
+        coordinator.due(1, &groups, |_| TIMES, Default::default(), heard).liveness.is_none(),
+        "not stale yet"
+    );
     let heard = WALL_MS + CONSUMER_LIVENESS_RECORD_MS;
     coordinator.heartbeat("g", "m", 45_000, RevocationTimer::Keep, heard);
-    let liveness = coordinator.due(1, &groups, |_| TIMES, heard).liveness.expect("recorded");
+    let liveness =
+        coordinator.due(1, &groups, |_| TIMES, Default::default(), heard).liveness.expect("recorded");
     assert_eq!(liveness.members.len(), 1);
     assert_eq!(liveness.members[0].seen_ms, heard);
-    assert!(coordinator.due(1, &groups, |_| TIMES, heard).liveness.is_none(), "already proposed");
+    assert!(
+        coordinator.due(1, &groups, |_| TIMES, Default::default(), heard).liveness.is_none(),
+        "already proposed"
+    );
 }

@@ -36,6 +36,7 @@ pub mod duties;
 mod effects;
 mod join;
 mod messages;
+mod migration;
 mod rebalance;
 mod state;
 mod sync;
@@ -43,6 +44,7 @@ mod waiters;
 
 pub use deletion::Subscriptions;
 pub use messages::{CoordinatorConfig, GroupView, JoinRequest, JoinResult, MemberView, SyncResult};
+pub use migration::Snapshot;
 pub use state::GroupState;
 
 use effects::{Effects, Timer};
@@ -192,6 +194,38 @@ impl Coordinator {
     /// coordinator already knows is left alone (it is newer than the log).
     pub fn adopt(&self, record: &GenerationOp) {
         self.lock().groups.adopt(record, now());
+    }
+
+    /// Online upgrade: the live group a consumer-protocol member's join converts (see
+    /// `migration`); a group adopted without its members' metadata starts a rebalance.
+    pub fn snapshot(&self, group_id: &str) -> Snapshot {
+        let (snapshot, timers) = {
+            let mut shared = self.lock();
+            let mut effects = Effects::default();
+            let snapshot = shared.groups.snapshot(group_id, &mut effects);
+            (snapshot, shared.settle(effects))
+        };
+        self.arm(timers);
+        snapshot
+    }
+
+    /// The upgrade is in the log: the group is a consumer group's now.
+    pub fn hand_over(&self, group_id: &str) {
+        let mut shared = self.lock();
+        let mut effects = Effects::default();
+        shared.groups.hand_over(group_id, &mut effects);
+        shared.settle(effects);
+    }
+
+    /// A downgrade recorded `record`: adopt the group and rebalance it.
+    pub fn adopt_downgraded(&self, record: &GenerationOp) {
+        let timers = {
+            let mut shared = self.lock();
+            let mut effects = Effects::default();
+            shared.groups.adopt_downgraded(record, now(), &mut effects);
+            shared.settle(effects)
+        };
+        self.arm(timers);
     }
 
     /// Generations that completed without members (every member left or expired), for the
