@@ -141,6 +141,7 @@ def meta(argv):
         "java": e["META_JAVA"],
         "onelog_commit": e["META_COMMIT"],
         "onelog_bin": e["META_BIN"],
+        "kafka_version": e.get("META_KAFKA", "?"),
         "settings": {k: e[k] for k in keys},
         "systems": e["META_SYSTEMS"].split(","),
         "sections": e["BENCH_SECTIONS"].split(","),

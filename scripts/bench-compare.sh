@@ -3,7 +3,8 @@
 # (issue #6). Starts each system in turn on 127.0.0.1, three nodes each:
 #
 #   onelog          scripts/cluster.sh up 3 (its own ports and directory)
-#   kafka-flush1    scripts/kafka-reference.sh up: Kafka 4.1.1, log.flush.interval.messages=1
+#   kafka-flush1    scripts/kafka-reference.sh up: Kafka 4.4.0 (its default;
+#                   KAFKA_REF_MAVEN_ARGS=-Dkafka.version=V for another), log.flush.interval.messages=1
 #                   (an fsync per append, as onelog fsyncs before acknowledging)
 #   kafka-default   scripts/kafka-reference.sh up --flush-default: Kafka's default flush
 #                   settings (the OS flushes; durability from replication alone)
@@ -15,7 +16,7 @@
 # (`txbench`, harness/src/bench/suite: librdkafka through rdkafka), the concurrency sweep
 # (TxWritesBench and BaseWritesBench with PRODUCERS=1,10,50,100) and the payload modes
 # (both writes benches with 100 B, 1 KiB and 1 MiB records) and the raw throughput (issue 17:
-# Kafka 4.1.1's own ProducerPerformance, kafka-producer-perf-test, with 1 KiB records, acks=all,
+# the reference Kafka's own ProducerPerformance, kafka-producer-perf-test, with 1 KiB records, acks=all,
 # enable.idempotence=true and --throughput -1 into topic raw-throughput, replication factor 3,
 # as 1 process and then 8 started together, each with its share of RAW_RECORDS; then one
 # ConsumerPerformance reading the whole topic; per producer run also the brokers' disk writes,
@@ -165,10 +166,12 @@ die() { echo "bench-compare.sh: $*" >&2; exit 1; }
 
 # ---- build first, so that no build lands inside a measurement -------------------------------
 t_start=$SECONDS
-log "building the Java benches (kafka-clients 4.1.1 and 2.8.2) and resolving Kafka 4.1.1"
+log "building the Java benches (kafka-clients 4.1.1 and 2.8.2) and resolving the reference Kafka"
 cp_4="$(scripts/java-build.sh)" || die "building harness/java failed"
 cp_2="$(scripts/java-build.sh --variant kafka2 -Dkafka2)" || die "building harness/java (kafka2) failed"
 KAFKA_REF_DIR="$kafka_dir" scripts/kafka-reference.sh classpath >/dev/null || die "resolving Kafka failed"
+kafka_version="$(KAFKA_REF_DIR="$kafka_dir" scripts/kafka-reference.sh version)"
+log "reference Kafka $kafka_version"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 case "$target" in /*) ;; *) target="$repo/$target" ;; esac
 build=()
@@ -346,7 +349,7 @@ run_bench() {
 }
 
 # ---- raw throughput (issue 17): Kafka's own perf tools ----------------------------------------
-# ProducerPerformance and ConsumerPerformance from the Kafka 4.1.1 classpath of
+# ProducerPerformance and ConsumerPerformance from the reference Kafka's classpath of
 # kafka-reference.sh, with RAW_JVM_OPTS: in full mode the heap Kafka's
 # kafka-producer-perf-test.sh gives them and the full JIT (C1 alone would make the client the
 # bottleneck); --quick stops at C1, as kafka-reference.sh's `tool` does, because there the
@@ -394,7 +397,7 @@ raw_produce() {
     local s="$1" n="$2" topic="$3" records="$4" name="$5"
     local dir="$out/raw/$s/raw-throughput" t0=$SECONDS i per rc=0 why=""
     step=$((step + 1))
-    printf '%s [%d/%d] %-13s %-18s %-4s %s ... ' "$(date +%H:%M:%S)" "$step" "$total" "$s" ProducerPerformance 4.1.1 \
+    printf '%s [%d/%d] %-13s %-18s %-4s %s ... ' "$(date +%H:%M:%S)" "$step" "$total" "$s" ProducerPerformance "$kafka_version" \
         "$name: $n producer(s), $records x 1 KiB"
     rm -f "$dir/$name".* "$dir/$name"-*
     local -a raw_cmd pids=()
@@ -429,7 +432,7 @@ raw_consume() {
     local s="$1" topic="$2" messages="$3" t0=$SECONDS rc=0
     local dir="$out/raw/$s/raw-throughput"
     step=$((step + 1))
-    printf '%s [%d/%d] %-13s %-18s %-4s %s ... ' "$(date +%H:%M:%S)" "$step" "$total" "$s" ConsumerPerformance 4.1.1 \
+    printf '%s [%d/%d] %-13s %-18s %-4s %s ... ' "$(date +%H:%M:%S)" "$step" "$total" "$s" ConsumerPerformance "$kafka_version" \
         "$messages x 1 KiB"
     rm -f "$dir"/consumer.*
     local -a raw_cmd
@@ -538,7 +541,7 @@ t_runs=$SECONDS
 printf '%s\n' "${failures[@]+"${failures[@]}"}" >"$out/raw/failures.txt"
 META_MODE="$mode" META_COMMAND="$command_line" META_SYSTEMS="$systems" META_SECONDS="${system_seconds[*]}" \
     META_BUILD=$((t_built - t_start)) META_RUNS=$((t_runs - t_built)) META_BIN="$ONELOG_BIN" \
-    META_COMMIT="$built_commit" \
+    META_COMMIT="$built_commit" META_KAFKA="$kafka_version" \
     META_JAVA="$(java -version 2>&1 | head -n 1)" \
     WARMUP="$WARMUP" TXES="$TXES" SWEEP_TXES="$SWEEP_TXES" SWEEP_WARMUP="$SWEEP_WARMUP" SWEEP_MIN_TXES="$SWEEP_MIN_TXES" \
     SWEEP_PRODUCERS="$SWEEP_PRODUCERS" PAYLOADS="$PAYLOADS" PAYLOAD_TXES="$PAYLOAD_TXES" PAYLOAD_WARMUP="$PAYLOAD_WARMUP" \

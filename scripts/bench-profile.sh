@@ -23,7 +23,7 @@
 #   scripts/bench-profile.sh --analyze OUT     the summary again, from an earlier run's OUT
 #
 # SYSTEM: onelog (scripts/cluster.sh up 3), kafka-flush1 (scripts/kafka-reference.sh up:
-# Kafka 4.1.1 with log.flush.interval.messages=1) or kafka-default (... up --flush-default).
+# Kafka 4.4.0 by default, with log.flush.interval.messages=1) or kafka-default (... up --flush-default).
 # BENCH: TxWritesBench (default), TxStreamingBench, BaseWritesBench or BaseStreamingBench.
 #
 # Settings (environment):

@@ -16,9 +16,12 @@ import sys
 
 SYSTEMS = {
     "onelog": "onelog (3 nodes)",
-    "kafka-flush1": "Kafka 4.1.1, fsync per message",
-    "kafka-default": "Kafka 4.1.1, default flush",
+    "kafka-flush1": "Kafka {kafka}, fsync per message",
+    "kafka-default": "Kafka {kafka}, default flush",
 }
+# The reference Kafka's version: meta.json's kafka_version; runs from before that field were all
+# against 4.1.1, kafka-reference.sh's default then.
+KAFKA = "4.1.1"
 SHORT = {"onelog": "onelog", "kafka-flush1": "Kafka fsync/msg", "kafka-default": "Kafka default flush"}
 KAFKAS = ["kafka-flush1", "kafka-default"]
 CLIENTS = {"4.x": "4.1.1 (tx v2)", "2.x": "2.8.2 (tx v1)", "rust": "librdkafka 2.12.1 (Rust port)"}
@@ -72,6 +75,10 @@ def main():
             meta = json.load(f)
     except (OSError, ValueError):
         meta = {}
+    global KAFKA
+    KAFKA = meta.get("kafka_version", KAFKA)
+    for k, v in SYSTEMS.items():
+        SYSTEMS[k] = v.format(kafka=KAFKA)
     systems = [s for s in meta.get("systems", list(SYSTEMS)) if os.path.isdir(os.path.join(raw, s))]
 
     # The client variants run: older results have no Rust port rows.
@@ -115,8 +122,8 @@ def main():
     for s in systems:
         desc = {
             "onelog": "onelog, `scripts/cluster.sh up 3` (release build): every entry fsynced by the Raft log before it is acknowledged",
-            "kafka-flush1": "Apache Kafka 4.1.1 KRaft, `scripts/kafka-reference.sh up`: `log.flush.interval.messages=1`, an fsync per append as onelog",
-            "kafka-default": "Apache Kafka 4.1.1 KRaft, `scripts/kafka-reference.sh up --flush-default`: **Kafka's default flush settings** (no fsync per append; durability from replication alone)",
+            "kafka-flush1": f"Apache Kafka {KAFKA} KRaft, `scripts/kafka-reference.sh up`: `log.flush.interval.messages=1`, an fsync per append as onelog",
+            "kafka-default": f"Apache Kafka {KAFKA} KRaft, `scripts/kafka-reference.sh up --flush-default`: **Kafka's default flush settings** (no fsync per append; durability from replication alone)",
         }[s]
         md.append(f"- **{SYSTEMS[s]}** — {desc}")
     md.append("")
@@ -233,7 +240,7 @@ def raw_table(md, raw, systems, settings):
     counts = sorted({n for s in shown for n in runs[s]} or
                     {int(x) for x in str(settings.get("RAW_PRODUCERS", "1,8")).split(",")})
     md.append("## Raw throughput\n")
-    md.append(f"Kafka 4.1.1's own `ProducerPerformance` (kafka-producer-perf-test) and `ConsumerPerformance` "
+    md.append(f"Kafka {KAFKA}'s own `ProducerPerformance` (kafka-producer-perf-test) and `ConsumerPerformance` "
               f"(kafka-consumer-perf-test) against each system: {settings.get('RAW_RECORDS', '?')} records of 1 KiB "
               f"per producer run, `--throughput -1`, acks=all, enable.idempotence=true, the tool's other producer "
               f"defaults (batch.size 16384, linger.ms 5), into one topic of {settings.get('RAW_PARTITIONS', '?')} "
@@ -299,7 +306,7 @@ def main_intro(md, settings, clients):
     """The paragraph on the main benches' settings."""
     md.append(
         f"Main benches: WARMUP={settings.get('WARMUP')} then TXES={settings.get('TXES')} iterations, one producer, "
-        "run one after another, with kafka-clients 4.1.1 (transactions v2 against Kafka 4.1) and 2.8.2 "
+        f"run one after another, with kafka-clients 4.1.1 (transactions v2 against Kafka {KAFKA}) and 2.8.2 "
         "(transactions v1)" + (", and with the Rust port of the benches (`txbench`: librdkafka through rdkafka, "
                                "no JVM)" if "rust" in clients else "") + ". Latency of one iteration in ms; TPS = iterations per second of the measured part. "
         "No compensation for coordinated omission (as in kafka-tx-performance).\n")

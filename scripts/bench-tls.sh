@@ -8,7 +8,7 @@
 #   scripts/bench-tls.sh [--kafka] [--out FILE]
 #
 # The cluster: onelog (scripts/cluster.sh with ONELOG_SECURITY_DIR and no authorizer, so both
-# runs pay for the same work but the connection's) or with --kafka Apache Kafka 4.1.1
+# runs pay for the same work but the connection's) or with --kafka the reference Apache Kafka (kafka-reference.sh, default 4.4.0)
 # (scripts/kafka-reference.sh with KAFKA_REF_SECURITY_DIR, Kafka's default flush settings; its
 # authorizer stays on, the bench user is a super user). Certificates from
 # scripts/security-certs.sh; the SCRAM user `admin` made with kafka-configs over SSL as the
@@ -62,7 +62,7 @@ if [ "$target" = kafka ]; then
     KAFKA_REF_SECURITY_DIR="$certs" KAFKA_REF_PORT="$base" KAFKA_REF_CONTROLLER_PORT=$((base + 100)) \
         KAFKA_REF_SASL_SSL_PORT=$((base + 300)) KAFKA_REF_SSL_PORT=$((base + 400)) \
         "$repo/scripts/kafka-reference.sh" up --flush-default >&2
-    system="Apache Kafka 4.1.1 (default flush)"
+    system="Apache Kafka $("$repo/scripts/kafka-reference.sh" version) (default flush)"
 else
     ONELOG_CLUSTER_DIR="$work/cluster" ONELOG_BASE_PORT="$base" ONELOG_SECURITY_DIR="$certs" \
         ONELOG_SECURITY_AUTHORIZER= ONELOG_SASL_SSL_BASE_PORT=$((base + 300)) ONELOG_SSL_BASE_PORT=$((base + 400)) \

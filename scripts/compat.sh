@@ -2,7 +2,7 @@
 # The client compatibility matrix (issue #12): every driver in harness/compat/ against one
 # three-node onelog cluster, written to results/compat.md.
 #
-#   scripts/compat.sh [--ci] [--clients a,b] [--keep] [--out FILE]
+#   scripts/compat.sh [--ci] [--kafka] [--clients a,b] [--keep] [--out FILE]
 #
 # Installs each toolchain's packages from the registries into ONELOG_COMPAT_CACHE (default
 # ~/.cache/onelog-compat, reused across runs): a Python venv with pinned pip packages, `npm ci`
@@ -24,6 +24,14 @@
 # Cells outside the subset are `-` in the report, which goes to $TMPDIR/compat-ci.md unless
 # --out says otherwise (results/compat.md stays the full matrix's).
 # Broker binary: ONELOG_BIN (default /tmp/compat-bin/onelog, else cluster.sh's own choice).
+# --kafka: the same drivers against the reference Apache Kafka instead (scripts/kafka-reference.sh,
+# default 4.4.0, KAFKA_REF_MAVEN_ARGS for another; three KRaft nodes on Kafka ports
+# ONELOG_COMPAT_BASE_PORT.., controllers +100, its reference settings plus auto-create off and
+# 1 MiB segments), with COMPAT_KILL_LEADER harness/compat/kill-kafka.sh: it kill -9s the broker
+# the scenario depends on (txn_leader_kill: the transaction coordinator of the open
+# transaction; leader_kill: the leader of the topic's partition), waits until another broker has
+# taken that role and restarts it. The report goes to results/compat-kafka.md unless --out says
+# otherwise.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -34,6 +42,7 @@ keep=0
 only=""
 ci=0
 out_given=0
+target=onelog
 driver_timeout_s="${ONELOG_COMPAT_DRIVER_TIMEOUT_S:-900}"
 export COMPAT_TIMEOUT_S="${COMPAT_TIMEOUT_S:-60}"
 
@@ -92,6 +101,7 @@ while [ $# -gt 0 ]; do
         --ci) ci=1; shift ;;
         --clients) only="${2:?--clients a,b}"; shift 2 ;;
         --keep) keep=1; shift ;;
+        --kafka) target=kafka; shift ;;
         --out) out="${2:?--out FILE}"; out_given=1; shift 2 ;;
         *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2 ;;
     esac
@@ -105,7 +115,8 @@ if [ -n "$only" ]; then
     done
 fi
 wants() { [[ " ${clients[*]} " == *" $1 "* ]]; }
-if [ "$ci" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-ci.md"; fi
+if [ "$ci" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-ci.md"
+elif [ "$target" = kafka ] && [ "$out_given" = 0 ]; then out="$repo/results/compat-kafka.md"; fi
 
 # The scenario ids one client runs: empty for all of them (the full matrix, and always for the
 # Streams and CLI drivers, whose lists are short).
@@ -129,9 +140,16 @@ export ONELOG_CLUSTER_DIR="$work/cluster"
 export ONELOG_BASE_PORT="${ONELOG_COMPAT_BASE_PORT:-19092}"
 export ONELOG_CONFIGS="auto.create.topics.enable=false log.segment.bytes=1048576 ${ONELOG_CONFIGS:-}"
 if [ -z "${ONELOG_BIN:-}" ] && [ -x /tmp/compat-bin/onelog ]; then export ONELOG_BIN=/tmp/compat-bin/onelog; fi
+if [ "$target" = kafka ]; then
+    # kafka-reference.sh's settings for the reference cluster (kill-kafka.sh restarts nodes
+    # with them too).
+    export KAFKA_REF_DIR="$work/kafka" KAFKA_REF_PORT="$ONELOG_BASE_PORT" KAFKA_REF_CONTROLLER_PORT=$((ONELOG_BASE_PORT + 100))
+    export KAFKA_REF_EXTRA_CONFIG="auto.create.topics.enable=false,log.segment.bytes=1048576${KAFKA_REF_EXTRA_CONFIG:+,$KAFKA_REF_EXTRA_CONFIG}"
+fi
 
 cleanup() {
     [ -f "$ONELOG_CLUSTER_DIR/nodes" ] && "$repo/scripts/cluster.sh" down >/dev/null 2>&1 || true
+    [ "$target" = kafka ] && [ -f "$KAFKA_REF_DIR/cluster-id" ] && "$repo/scripts/kafka-reference.sh" down >/dev/null 2>&1 || true
     if [ "$keep" = 1 ]; then echo "compat.sh: kept $work (cluster data and node logs, driver output)" >&2
     else rm -rf "$work"; fi
 }
@@ -151,10 +169,17 @@ for port in $((ONELOG_BASE_PORT)) $((ONELOG_BASE_PORT + 1)) $((ONELOG_BASE_PORT 
         die "port $port is in use; pick another ONELOG_COMPAT_BASE_PORT (Kafka, +100 Raft, +200 admin)"
     fi
 done
-"$repo/scripts/cluster.sh" up 3 >&2
 bootstrap="127.0.0.1:$ONELOG_BASE_PORT,127.0.0.1:$((ONELOG_BASE_PORT + 1)),127.0.0.1:$((ONELOG_BASE_PORT + 2))"
 export COMPAT_BOOTSTRAP="$bootstrap"
-export COMPAT_KILL_LEADER="$compat/kill-leader.sh"
+if [ "$target" = kafka ]; then
+    "$repo/scripts/kafka-reference.sh" up >&2
+    broker="Apache Kafka $("$repo/scripts/kafka-reference.sh" version) (scripts/kafka-reference.sh up, KAFKA_REF_EXTRA_CONFIG=$KAFKA_REF_EXTRA_CONFIG)"
+    export COMPAT_KILL_LEADER="$compat/kill-kafka.sh"
+else
+    "$repo/scripts/cluster.sh" up 3 >&2
+    broker="$("${ONELOG_BIN:-onelog}" --version 2>/dev/null || echo "${ONELOG_BIN:-onelog}")"
+    export COMPAT_KILL_LEADER="$compat/kill-leader.sh"
+fi
 
 # --- the drivers ---
 declare -A seconds_of=()
@@ -183,6 +208,7 @@ mkdir -p "$(dirname "$out")"
 status=0
 command_line="scripts/compat.sh"
 if [ "$ci" = 1 ]; then command_line+=" --ci"; fi
+if [ "$target" = kafka ]; then command_line+=" --kafka"; fi
 if [ -n "$only" ]; then command_line+=" --clients $only"; fi
 selected="$(for c in "${clients[@]}"; do printf '%s=%s;' "$c" "$(selected_for "$c")"; done)"
 python3 "$compat/report.py" --work "$work" --out "$out" \
@@ -190,6 +216,6 @@ python3 "$compat/report.py" --work "$work" --out "$out" \
     --selected "$selected" \
     --clients "${clients[*]}" --scenarios "${SCENARIOS[*]}" --streams "${STREAMS_SCENARIOS[*]}" \
     --extra "$(for c in "${!EXTRA_SCENARIOS[@]}"; do printf '%s=%s;' "$c" "${EXTRA_SCENARIOS[$c]// /,}"; done)" \
-    --cli "${CLI_SCENARIOS[*]}" --broker "$("${ONELOG_BIN:-onelog}" --version 2>/dev/null || echo "${ONELOG_BIN:-onelog}")" \
+    --cli "${CLI_SCENARIOS[*]}" --broker "$broker" \
     --seconds "$(for c in "${!seconds_of[@]}"; do printf '%s=%s;' "$c" "${seconds_of[$c]}"; done)" || status=$?
 exit "$status"

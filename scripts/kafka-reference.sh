@@ -14,15 +14,19 @@
 #   scripts/kafka-reference.sh tool CLASS ARGS...   run a Kafka tool class from the same
 #                                  classpath, e.g. org.apache.kafka.tools.TopicCommand --list
 #                                  --bootstrap-server 127.0.0.1:29092; JVM options from
-#                                  KAFKA_REF_TOOL_JVM_OPTS (default -Xmx256m -XX:TieredStopAtLevel=1)
+#                                  KAFKA_REF_TOOL_JVM_OPTS (default -Xmx256m -XX:TieredStopAtLevel=1).
+#                                  kafka-configs moved from kafka.admin.ConfigCommand (kafka_2.13,
+#                                  4.1.1) to org.apache.kafka.tools.ConfigCommand (kafka-tools,
+#                                  4.4.0): either name runs the one this classpath has
 #   scripts/kafka-reference.sh classpath       print the path of the classpath file
+#   scripts/kafka-reference.sh version         print the broker version the classpath resolves to
 #
 # Broker: org.apache.kafka:kafka_2.13 (main class kafka.Kafka) with kafka-tools and a log4j2
 # binding, resolved by Maven from harness/kafka-reference/pom.xml into the local Maven cache;
 # the classpath is written to harness/kafka-reference/target/classpath and rebuilt only when
-# the pom or KAFKA_REF_MAVEN_ARGS change (KAFKA_REF_MAVEN_ARGS=-Dkafka.version=4.0.0 for
-# another broker; the default is 4.1.1, the version of harness/java's clients). Needs java 17
-# and mvn.
+# the pom or KAFKA_REF_MAVEN_ARGS change (KAFKA_REF_MAVEN_ARGS=-Dkafka.version=4.1.1 for
+# another broker; the default is 4.4.0, the newest Kafka whose clients the compat matrix runs;
+# harness/java's benchmark clients stay kafka-clients 4.1.1). Needs java 17 and mvn.
 #
 # Settings, after the kafka-tx-performance seed: default.replication.factor=3,
 # min.insync.replicas=2, the offsets and transaction-state topics at replication factor 3
@@ -155,6 +159,18 @@ tool_command() {
     read -r -a opts <<<"${KAFKA_REF_TOOL_JVM_OPTS:--Xmx256m -XX:TieredStopAtLevel=1}"
     tool_cmd=(java "${opts[@]}" -Djava.awt.headless=true
         -Dlog4j2.configurationFile="$ref_dir/log4j2-tools.properties" -cp "$(classpath)")
+}
+
+# The ConfigCommand class of this classpath (see `tool` above).
+config_command_class() {
+    local jar
+    jar="$(tr ':' '\n' <"$(classpath_file)" | grep '/kafka-tools-[0-9][^/]*\.jar$' | head -n 1)"
+    if [ -n "$jar" ] && python3 -c 'import sys, zipfile
+sys.exit("org/apache/kafka/tools/ConfigCommand.class" not in zipfile.ZipFile(sys.argv[1]).namelist())' "$jar"; then
+        echo org.apache.kafka.tools.ConfigCommand
+    else
+        echo kafka.admin.ConfigCommand
+    fi
 }
 
 run_tool() { # run_tool CLASS ARGS...
@@ -408,7 +424,15 @@ case "${1:-}" in
     status) cmd_status ;;
     check) cmd_check ;;
     # exec, so that a caller's timeout or kill reaches the JVM, not a shell waiting for it.
-    tool) shift; [ $# -ge 1 ] || die "tool CLASS ARGS..."; tool_command; exec "${tool_cmd[@]}" "$@" ;;
+    tool)
+        shift
+        [ $# -ge 1 ] || die "tool CLASS ARGS..."
+        case "$1" in
+            kafka.admin.ConfigCommand | org.apache.kafka.tools.ConfigCommand) set -- "$(config_command_class)" "${@:2}" ;;
+        esac
+        tool_command
+        exec "${tool_cmd[@]}" "$@" ;;
     classpath) classpath_file ;;
+    version) tr ':' '\n' <"$(classpath_file)" | sed -n 's|.*/kafka_2\.13-\([^/]*\)\.jar$|\1|p' | head -n 1 ;;
     *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2 ;;
 esac

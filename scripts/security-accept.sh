@@ -6,7 +6,7 @@
 #   scripts/security-accept.sh [--kafka] [--clients a,b] [--keep] [--out FILE]
 #
 # Steps: certificates (scripts/security-certs.sh) in a temporary directory; the cluster, onelog
-# (scripts/cluster.sh with ONELOG_SECURITY_DIR) or with --kafka Apache Kafka 4.1.1
+# (scripts/cluster.sh with ONELOG_SECURITY_DIR) or with --kafka the reference Apache Kafka (default 4.4.0)
 # (scripts/kafka-reference.sh with KAFKA_REF_SECURITY_DIR): a SASL_SSL listener, an SSL listener
 # with ssl.client.auth=required and a PLAINTEXT one, the StandardAuthorizer (onelog: its built-in
 # ACL authorizer under that name), super.users User:admin;User:CN=admin,OU=clients,O=onelog-test.
@@ -98,7 +98,7 @@ if [ "$target" = kafka ]; then
     KAFKA_REF_SECURITY_DIR="$certs" KAFKA_REF_PORT="$base" KAFKA_REF_CONTROLLER_PORT=$((base + 100)) \
         KAFKA_REF_SASL_SSL_PORT=$((base + 300)) KAFKA_REF_SSL_PORT=$((base + 400)) \
         "$repo/scripts/kafka-reference.sh" up --flush-default >&2
-    broker="Apache Kafka $(sed -n 's/.*<kafka.version>\(.*\)<\/kafka.version>.*/\1/p' "$repo/harness/kafka-reference/pom.xml" | head -n 1)"
+    broker="Apache Kafka $("$repo/scripts/kafka-reference.sh" version)"
 else
     ONELOG_CLUSTER_DIR="$work/cluster" ONELOG_BASE_PORT="$base" ONELOG_SECURITY_DIR="$certs" \
         ONELOG_SASL_SSL_BASE_PORT=$((base + 300)) ONELOG_SSL_BASE_PORT=$((base + 400)) \
@@ -121,9 +121,11 @@ run_id="$(date +%s)"
 topic="sec-$run_id"
 setup="$work/setup.jsonl"
 : >"$setup"
+# The admin's tools come from kafka-reference.sh's classpath, against either target.
+tools_version="$("$repo/scripts/kafka-reference.sh" version)"
 emit() { # emit SCENARIO RESULT DETAIL
-    python3 -c 'import json,sys; print(json.dumps({"client": "kafka-cli-4.1.1 (admin)", "version": "4.1.1", "scenario": sys.argv[1], "result": sys.argv[2], "detail": sys.argv[3][-400:]}))' \
-        "$1" "$2" "$3" >>"$setup"
+    python3 -c 'import json,sys; print(json.dumps({"client": "kafka-cli-%s (admin)" % sys.argv[4], "version": sys.argv[4], "scenario": sys.argv[1], "result": sys.argv[2], "detail": sys.argv[3][-400:]}))' \
+        "$1" "$2" "$3" "$tools_version" >>"$setup"
 }
 tool() { # tool NAME CLASS ARGS...: runs a Kafka tool as the admin; a JSON line for NAME
     local name="$1" out rc=0
