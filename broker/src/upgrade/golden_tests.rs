@@ -4,7 +4,9 @@
 //! (`scripts/upgrade-fixture.sh`; what is in it: `harness/fixtures/0.1.0/manifest.json`): its
 //! checkpoint, a snapshot archive, the written part of its Raft log segment and the Raft
 //! metadata files. `broker/tests/golden/0.2.0/checkpoint` is the same state with feature levels
-//! recorded, in format 8; `0.2.0/checkpoint-9` adds a KIP-848 consumer group (format 9). Each test decodes a file and, where the format is still written,
+//! recorded, in format 8; `0.2.0/checkpoint-9` adds a KIP-848 consumer group (format 9);
+//! `0.2.0/ops-24-29` is one op of every kind 0.2.0 adds to Raft log entries. Each test decodes a
+//! file and, where the format is still written,
 //! encodes it back to the same bytes: a change of any shape the file holds fails here, before
 //! it could misread a user's data. A later format adds its release's files, never replaces one.
 
@@ -230,5 +232,122 @@ fn write_golden_0_2_0_checkpoint_9() {
     let path = golden("0.2.0/checkpoint-9");
     if !path.exists() {
         std::fs::write(path, checkpoint::encode(&checkpoint_9())).unwrap();
+    }
+}
+
+/// One op of every kind 0.2.0 adds (24–29), each with its optional parts filled, as 0.2.0
+/// writes them into Raft log entries.
+fn ops_0_2_0() -> Vec<Op> {
+    use onelog_state::command::{
+        ClassicJoinOp, ClassicLeaveOp, ConsumerGroupHeartbeatOp, FenceMemberOp, LivenessOp, SeenMember,
+    };
+    use onelog_state::consumer_group::{
+        ClassicGroupSnapshot, ClassicJoin, ClassicProtocol, ClassicSnapshotMember, Migration,
+        MigrationPolicy, TopicPartitions,
+    };
+    let protocol = ClassicProtocol { name: "range".into(), metadata: vec![0, 1, 0, 0, 0, 1, 0, 1, b't'] };
+    let settings = GroupSettings {
+        migration: Migration { policy: MigrationPolicy::Upgrade, classic_max_size: 9 },
+        ..GroupSettings::default()
+    };
+    let heartbeat = Heartbeat {
+        version: 1,
+        group_id: "g".into(),
+        member_id: "m".into(),
+        instance_id: Some("i".into()),
+        rack_id: Some("r".into()),
+        rebalance_timeout_ms: 30_000,
+        subscribed_topic_names: Some(vec!["t".into()]),
+        subscribed_topic_regex: Some("t.*".into()),
+        server_assignor: Some("range".into()),
+        topic_partitions: Some(vec![TopicPartitions { topic_id: [7; 16], partitions: vec![0, 2] }]),
+        client_id: "c".into(),
+        client_host: "/127.0.0.1".into(),
+        ..Default::default()
+    };
+    let snapshot = ClassicGroupSnapshot {
+        generation_id: 4,
+        protocol_type: "consumer".into(),
+        protocol_name: "range".into(),
+        members: vec![ClassicSnapshotMember {
+            member_id: "classic-1".into(),
+            instance_id: None,
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            protocols: vec![protocol.clone()],
+            assignment: vec![0, 0, 0, 0, 0, 0, 255, 255, 255, 255],
+        }],
+    };
+    let join = ClassicJoin {
+        group_id: "g".into(),
+        member_id: "classic-2".into(),
+        unknown_member: true,
+        requires_known_member_id: false,
+        instance_id: Some("j".into()),
+        client_id: "c".into(),
+        client_host: "/127.0.0.1".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 30_000,
+        protocol_type: "consumer".into(),
+        protocols: vec![protocol],
+    };
+    let levels =
+        vec![FeatureUpdate { name: GROUP_VERSION.into(), level: 1, upgrade_type: UpgradeType::Upgrade }];
+    let seen = SeenMember { group_id: "g".into(), member_id: "m".into(), seen_ms: 1_764_900_000_000 };
+    let heartbeat_op = ConsumerGroupHeartbeatOp {
+        heartbeat,
+        settings: settings.clone(),
+        now_ms: 1_764_900_000_000,
+        upgrade: Some(snapshot),
+    };
+    let fence = FenceMemberOp {
+        group_id: "g".into(),
+        member_id: "m".into(),
+        expected_epoch: Some(5),
+        migration: settings.migration,
+    };
+    vec![
+        Op::UpdateFeatures(UpdateFeaturesOp { updates: levels }),
+        Op::ConsumerGroupHeartbeat(Box::new(heartbeat_op)),
+        Op::FenceConsumerGroupMember(fence),
+        Op::RecordConsumerLiveness(LivenessOp { members: vec![seen] }),
+        Op::ConsumerGroupClassicJoin(Box::new(ClassicJoinOp { join, settings, now_ms: 1_764_900_000_000 })),
+        Op::ConsumerGroupClassicLeave(ClassicLeaveOp {
+            group_id: "g".into(),
+            members: vec![("classic-1".into(), None), (String::new(), Some("j".into()))],
+        }),
+    ]
+}
+
+/// Every op kind 0.2.0 adds decodes from the bytes 0.2.0 writes and encodes back to them:
+/// the entries a 0.2.0 node wrote stay readable by every later build.
+#[test]
+fn ops_0_2_0_decode_and_encode_back() {
+    let bytes = read("0.2.0/ops-24-29");
+    let decoded: Vec<Op> = bincode::deserialize(&bytes).expect("0.2.0's ops decode");
+    let kinds: Vec<&str> = decoded.iter().map(op_kind).collect();
+    let want = [
+        "UpdateFeatures",
+        "ConsumerGroupHeartbeat",
+        "FenceConsumerGroupMember",
+        "RecordConsumerLiveness",
+        "ConsumerGroupClassicJoin",
+        "ConsumerGroupClassicLeave",
+    ];
+    assert_eq!(kinds, want);
+    assert_eq!(bincode::serialize(&decoded).unwrap(), bytes, "encode back byte for byte");
+    assert_eq!(bincode::serialize(&ops_0_2_0()).unwrap(), bytes, "the ops the file was written from");
+}
+
+/// Writes `0.2.0/ops-24-29`, once, with the build that adds the ops; never to update it
+/// (`cargo test -p broker --lib write_golden -- --ignored`).
+#[test]
+#[ignore = "writes a golden file: run by hand, once per release that adds one"]
+fn write_golden_0_2_0_ops() {
+    let path = golden("0.2.0/ops-24-29");
+    if !path.exists() {
+        std::fs::write(path, bincode::serialize(&ops_0_2_0()).unwrap()).unwrap();
     }
 }
