@@ -23,6 +23,12 @@ pub const PRODUCER_BATCHES_KEPT: usize = 5;
 /// `offset.metadata.max.bytes`, default 4096); longer gets OFFSET_METADATA_TOO_LARGE.
 pub const OFFSET_METADATA_BYTES_MAX: usize = 4096;
 
+/// Bytes of the JoinGroup protocols (names and embedded subscriptions) one classic member
+/// inside a consumer group keeps in the replicated state (online migration). Kafka writes them
+/// in the member's record, which `__consumer_offsets`' 1 MiB message limit bounds; a larger
+/// JoinGroup is INVALID_REQUEST, and a classic group holding one does not upgrade.
+pub const CLASSIC_MEMBER_PROTOCOLS_BYTES_MAX: usize = 1 << 20;
+
 /// Transactional ids kept in the replicated state (each with its open transaction, if any).
 /// A producer id can be evicted when idle; a transactional id is kept until
 /// `transactional.id.expiration.ms`, so a flood of new ids is refused at this bound

@@ -327,7 +327,16 @@ fn check_join(group: &ConsumerGroup, join: &ClassicJoin, settings: &GroupSetting
     if join.requires_known_member_id {
         return Err(Refusal { code: error_code::MEMBER_ID_REQUIRED, message: None });
     }
+    if protocols_bytes(&join.protocols) > crate::limits::CLASSIC_MEMBER_PROTOCOLS_BYTES_MAX {
+        let message = format!("Member {}'s protocols exceed the bytes a member may keep.", join.member_id);
+        return Err(refusal(error_code::INVALID_REQUEST, message));
+    }
     Ok(())
+}
+
+/// What a member's protocols take in the state (names and metadata).
+pub(super) fn protocols_bytes(protocols: &[ClassicProtocol]) -> usize {
+    protocols.iter().map(|p| p.name.len().saturating_add(p.metadata.len())).fold(0, usize::saturating_add)
 }
 
 /// Kafka's `supportsClassicProtocols`: type "consumer", and one offered protocol that every

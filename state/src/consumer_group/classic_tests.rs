@@ -159,6 +159,12 @@ fn classic_requests_are_refused_as_kafka_refuses_them() {
         g.groups.classic_join(&g.topics, &first, &g.settings, 2).unwrap_err().code,
         error_code::MEMBER_ID_REQUIRED
     );
+    let mut huge = classic_join("D", &[]);
+    huge.protocols[1].metadata = vec![0; crate::limits::CLASSIC_MEMBER_PROTOCOLS_BYTES_MAX];
+    assert_eq!(
+        g.groups.classic_join(&g.topics, &huge, &g.settings, 2).unwrap_err().code,
+        error_code::INVALID_REQUEST
+    );
     g.settings.max_size = 3;
     assert_eq!(g.join("D", &[]).unwrap_err().code, error_code::GROUP_MAX_SIZE_REACHED);
     assert_eq!(g.groups, before, "refused joins change nothing");

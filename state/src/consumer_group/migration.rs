@@ -96,6 +96,10 @@ fn upgraded_member(
     topics: &BTreeMap<String, Topic>,
 ) -> Result<(Member, super::model::Assignment), Refusal> {
     let malformed = || cannot_upgrade(group_id, "the embedded consumer protocol is malformed");
+    if super::classic::protocols_bytes(&classic.protocols) > crate::limits::CLASSIC_MEMBER_PROTOCOLS_BYTES_MAX
+    {
+        return Err(cannot_upgrade(group_id, "a member's protocols exceed the bytes a member may keep"));
+    }
     let metadata = classic.protocols.iter().find(|p| p.name == protocol_name).ok_or_else(malformed)?;
     let subscription = parse_subscription(&metadata.metadata, topics).map_err(|_| malformed())?;
     let (assigned, user_data) = parse_assignment(&classic.assignment, topics).map_err(|_| malformed())?;

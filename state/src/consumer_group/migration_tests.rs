@@ -49,6 +49,9 @@ fn an_upgrade_is_refused_as_kafka_refuses_it() {
     malformed.members[0].protocols[0].metadata = vec![0, 0, 0x7f];
     assert!(refused(&malformed, 10, MigrationPolicy::Bidirectional)
         .contains("embedded consumer protocol is malformed"));
+    let mut huge = ok.clone();
+    huge.members[0].protocols[1].metadata = vec![0; crate::limits::CLASSIC_MEMBER_PROTOCOLS_BYTES_MAX];
+    assert!(refused(&huge, 10, MigrationPolicy::Bidirectional).contains("exceed the bytes a member may keep"));
     let mut sticky = ok;
     sticky.members[1].assignment = assignment_bytes(&[("t", &[3])], Some(b"generation"));
     assert!(refused(&sticky, 10, MigrationPolicy::Bidirectional).contains("unsupported custom assignor"));
