@@ -200,12 +200,17 @@ fn dry_run(
 /// until it rebalances, which the snapshot starts: the join is answered
 /// COORDINATOR_LOAD_IN_PROGRESS meanwhile, and the client retries.
 fn upgrade_snapshot(ctx: &Ctx, hb: &cg::Heartbeat) -> Result<Option<cg::ClassicGroupSnapshot>, Refusal> {
-    let is_consumer = ctx.applied.state(|s| s.consumer_groups.groups.contains_key(&hb.group_id));
+    let (is_consumer, settings) = ctx.applied.state(|s| {
+        let settings = ctx.config.settings.consumer_group.for_group(s.configs.groups.get(&hb.group_id));
+        (s.consumer_groups.groups.contains_key(&hb.group_id), settings)
+    });
     if hb.member_epoch != 0 || is_consumer {
         return Ok(None);
     }
     adopt_group(ctx, &hb.group_id);
-    match ctx.groups.snapshot(&hb.group_id) {
+    let max_members =
+        settings.migration.policy.upgrades().then(|| usize::try_from(settings.max_size).unwrap_or(0));
+    match ctx.groups.snapshot(&hb.group_id, max_members) {
         Snapshot::NotLive => Ok(None),
         Snapshot::Ready(snapshot) => Ok(Some(snapshot)),
         Snapshot::Loading => {

@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use kafka_compat::error_code;
 use onelog_state::command::GenerationOp;
-use onelog_state::consumer_group::{ClassicGroupSnapshot, ClassicProtocol, ClassicSnapshotMember};
+use onelog_state::consumer_group::{
+    ClassicGroupSnapshot, ClassicProtocol, ClassicSnapshotMember, CONSUMER_PROTOCOL_TYPE,
+};
 
 use super::effects::{Effects, Out};
 use super::messages::{JoinResult, SyncResult};
@@ -26,13 +28,24 @@ pub enum Snapshot {
 }
 
 impl Groups {
-    pub(super) fn snapshot(&mut self, group_id: &str, out: &mut Effects) -> Snapshot {
+    /// `max_members`: the consumer group size limit, None when the policy forbids upgrades.
+    /// A group that cannot upgrade (policy, size, not a consumer group) is snapshot as it is,
+    /// for apply to refuse with Kafka's reason: no rebalance is started for a join that cannot
+    /// convert the group.
+    pub(super) fn snapshot(
+        &mut self,
+        group_id: &str,
+        max_members: Option<usize>,
+        out: &mut Effects,
+    ) -> Snapshot {
         let Some(group) = self.groups.get_mut(group_id).filter(|g| !g.members.is_empty()) else {
             return Snapshot::NotLive;
         };
         let protocol_name = group.protocol_name.clone().unwrap_or_default();
+        let consumer = group.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE);
         let unknown = group.members.values().any(|m| m.metadata(&protocol_name).is_empty());
-        if unknown {
+        let upgradable = max_members.is_some_and(|max| group.members.len() <= max);
+        if unknown && consumer && upgradable {
             if group.state == super::GroupState::Stable {
                 group.prepare_rebalance(&self.config, &mut Out::new(group_id, out));
             }

@@ -197,12 +197,13 @@ impl Coordinator {
     }
 
     /// Online upgrade: the live group a consumer-protocol member's join converts (see
-    /// `migration`); a group adopted without its members' metadata starts a rebalance.
-    pub fn snapshot(&self, group_id: &str) -> Snapshot {
+    /// `migration`); an upgradable group adopted without its members' metadata starts a
+    /// rebalance.
+    pub fn snapshot(&self, group_id: &str, max_members: Option<usize>) -> Snapshot {
         let (snapshot, timers) = {
             let mut shared = self.lock();
             let mut effects = Effects::default();
-            let snapshot = shared.groups.snapshot(group_id, &mut effects);
+            let snapshot = shared.groups.snapshot(group_id, max_members, &mut effects);
             (snapshot, shared.settle(effects))
         };
         self.arm(timers);

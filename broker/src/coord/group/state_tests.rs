@@ -240,3 +240,53 @@ fn an_unchanged_rejoin_of_a_stable_group_gets_the_current_generation() {
     assert!(join_replies(&leader.effects).is_empty(), "a Stable leader's rejoin rebalances");
     assert_eq!(state(&g), GroupState::PreparingRebalance);
 }
+
+/// Online upgrade from a group a new leader adopted from the log: it knows the members but not
+/// their subscriptions, so an upgradable consumer group rebalances to learn them (Loading),
+/// while one that cannot upgrade is handed over as it is, without a rebalance, for apply to
+/// refuse with Kafka's reason.
+#[test]
+fn an_adopted_group_rebalances_for_an_upgrade_only_when_it_could_upgrade() {
+    use super::migration::Snapshot;
+    use onelog_state::command::GenerationMember;
+    let now = Instant::now();
+    let member = |id: &str| GenerationMember {
+        member_id: id.into(),
+        group_instance_id: None,
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+    };
+    let record = |protocol_type: &str| GenerationOp {
+        group_id: "g".into(),
+        generation_id: 3,
+        protocol_type: protocol_type.into(),
+        protocol_name: "range".into(),
+        members: vec![member("a"), member("b")],
+    };
+    let state = |groups: &Groups| groups.describe("g").map(|v| v.state);
+    for (protocol_type, max_members, want) in [
+        ("connect", Some(10), None),
+        ("consumer", None, None),
+        ("consumer", Some(1), None),
+        ("consumer", Some(10), Some(GroupState::PreparingRebalance)),
+    ] {
+        let mut groups = groups(0);
+        groups.adopt(&record(protocol_type), now);
+        let mut effects = Effects::default();
+        let snapshot = groups.snapshot("g", max_members, &mut effects);
+        let case = format!("{protocol_type} {max_members:?}");
+        match want {
+            None => {
+                let Snapshot::Ready(s) = snapshot else { panic!("{case}: {snapshot:?}") };
+                assert_eq!((s.generation_id, s.members.len()), (3, 2), "{case}");
+                assert_eq!(state(&groups), Some(GroupState::Stable), "{case}: no rebalance");
+            }
+            Some(rebalancing) => {
+                assert_eq!(snapshot, Snapshot::Loading, "{case}");
+                assert_eq!(state(&groups), Some(rebalancing), "{case}");
+            }
+        }
+    }
+    let mut groups = groups(0);
+    assert_eq!(groups.snapshot("g", Some(10), &mut Effects::default()), Snapshot::NotLive);
+}
