@@ -9,14 +9,9 @@
 //! neither created (TOPIC_ALREADY_EXISTS) nor deleted (INVALID_TOPIC_EXCEPTION). A real topic of
 //! that name made before this existed (Metadata auto-create used to allow it) shadows it.
 
-/// The topic's name, Kafka's `Topic.GROUP_METADATA_TOPIC_NAME`.
-pub const NAME: &str = "__consumer_offsets";
-
-/// Its topic id: fixed, and not a version-4 UUID, so no random topic id can equal it.
-pub const TOPIC_ID: [u8; 16] = *b"onelog:__offsets";
-
-/// Its partitions: one suffices, no group's offsets live in it.
-pub const PARTITIONS: i32 = 1;
+/// Its name, id and partition count, which the replicated state shares (consumer groups
+/// resolve subscriptions against it and take commits for it: `onelog_state::internal_topic`).
+pub use onelog_state::internal_topic::{NAME, PARTITIONS, TOPIC_ID};
 
 /// Whether `name` is the virtual internal topic.
 pub fn is_internal(name: &str) -> bool {

@@ -14,7 +14,7 @@ use crate::consumer_group::{
     self as cg, CommitApi, CommitRequest, ConsumerGroups, HeartbeatAnswer, Refusal, TopicId,
 };
 use crate::groups::CommitResult;
-use crate::BrokerState;
+use crate::{internal_topic, BrokerState};
 
 /// The OffsetCommit version apply checks a consumer group's commit as: the handler answered
 /// the older ones (no member epoch: UNSUPPORTED_VERSION for a member) before proposing.
@@ -253,7 +253,8 @@ fn check_commit_as(
         return None;
     }
     // An unknown topic gets an id no member holds: it fails an older epoch's check, as in Kafka.
-    let topic_id = |name: &str| -> TopicId { state.topics.get(name).map_or([0; 16], |t| t.topic_id) };
+    let topic_id =
+        |name: &str| -> TopicId { internal_topic::lookup(&state.topics, name).map_or([0; 16], |(id, _)| id) };
     let partitions: Vec<(TopicId, i32)> = commits.iter().map(|c| (topic_id(&c.topic), c.partition)).collect();
     let request =
         CommitRequest { group_id, member_id, instance_id: None, member_epoch, api, partitions: &partitions };
@@ -267,7 +268,7 @@ pub fn admitted(op: &OffsetCommitOp) -> OffsetCommitOp {
 }
 
 pub(crate) fn offset_commit(state: &mut BrokerState, op: &OffsetCommitOp, now_ms: i64) -> Vec<CommitResult> {
-    let metadata_bytes_max = state.limits.offset_metadata_bytes_max;
+    let rules = state.commit_rules();
     let admitted_op;
     let op = match check_offset_commit(state, op, OFFSET_COMMIT_VERSION_CHECKED) {
         Some(code) if code != error_code::NONE => return vec![(code, None); op.commits.len()],
@@ -277,7 +278,7 @@ pub(crate) fn offset_commit(state: &mut BrokerState, op: &OffsetCommitOp, now_ms
         }
         None => op,
     };
-    state.groups.store_offset_commit(&state.topics, op, now_ms, metadata_bytes_max)
+    state.groups.store_offset_commit(&state.topics, op, now_ms, rules)
 }
 
 #[cfg(test)]

@@ -244,3 +244,34 @@ fn fencing_the_last_consumer_member_downgrades_unless_the_policy_forbids() {
         assert_eq!(state.consumer_groups.downgraded.contains("g"), downgraded, "{policy:?}");
     }
 }
+
+/// The virtual `__consumer_offsets` takes commits, as Kafka's real one does (a consumer whose
+/// regex matched it commits its position there), but only from `onelog.version` 3: a rolled
+/// cluster whose 0.1.0 nodes refuse them keeps deciding alike until the level is finalized.
+#[test]
+fn commits_to_the_internal_offsets_topic_are_taken_from_onelog_version_3() {
+    use crate::features::{FeatureUpdate, UpdateFeaturesOp, UpgradeType, ONELOG_VERSION};
+    let commit = |state: &mut BrokerState| {
+        let entry = OffsetCommitEntry {
+            topic: crate::internal_topic::NAME.into(),
+            partition: 0,
+            offset: 0,
+            leader_epoch: -1,
+            metadata: None,
+        };
+        let op = OffsetCommitOp {
+            group_id: "g".into(),
+            generation_id: -1,
+            member_id: String::new(),
+            commits: vec![entry],
+        };
+        let OpResult::Items(items) = apply(state, Op::OffsetCommit(op)) else { panic!("not items") };
+        items[0].0
+    };
+    let mut state = with_topic();
+    assert_eq!(commit(&mut state), error_code::UNKNOWN_TOPIC_OR_PARTITION, "as 0.1.0 answers");
+    let update = FeatureUpdate { name: ONELOG_VERSION.into(), level: 3, upgrade_type: UpgradeType::Upgrade };
+    state.features.apply(&UpdateFeaturesOp { updates: vec![update] }).unwrap();
+    assert_eq!(commit(&mut state), error_code::NONE);
+    assert_eq!(state.groups.committed("g", crate::internal_topic::NAME, 0).map(|c| c.offset), Some(0));
+}

@@ -53,7 +53,7 @@ pub fn txn_offset_commit(state: &mut BrokerState, now_ms: i64, op: &TxnOffsetCom
     }
     let results = match consumer_group {
         Some(code) if code != error_code::NONE => vec![(code, None); op.commits.len()],
-        _ => state.groups.check_commit(&state.topics, &as_commit, state.limits.offset_metadata_bytes_max),
+        _ => state.groups.check_commit(&state.topics, &as_commit, state.commit_rules()),
     };
     let accepted: Vec<bool> = results.iter().map(|(code, _)| *code == error_code::NONE).collect();
     let outcome = if accepted.iter().any(|ok| *ok) {

@@ -17,7 +17,7 @@ use kafka_compat::error_code;
 use serde::{Deserialize, Serialize};
 
 use super::command::{GenerationOp, GroupDeletion, OffsetCommitOp, OffsetDeleteOp};
-use super::Topic;
+use super::{internal_topic, Topic};
 
 /// Every group with committed offsets.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -47,23 +47,38 @@ pub struct CommittedOffset {
 /// The outcome of one commit: Kafka error code and, for errors, a message.
 pub type CommitResult = (i16, Option<String>);
 
+/// What a commit is checked against besides the group: the metadata bound, and whether the
+/// virtual `__consumer_offsets` takes commits (from `onelog.version` 3, so that every replica
+/// of a rolled cluster decides alike: 0.1.0 refused them, as a topic that does not exist).
+#[derive(Debug, Clone, Copy)]
+pub struct CommitRules {
+    pub metadata_bytes_max: usize,
+    pub internal_topic: bool,
+}
+
 impl Groups {
     /// One result per commit of `op`, in order; the op's group-level check first.
     pub fn check_commit(
         &self,
         topics: &BTreeMap<String, Topic>,
         op: &OffsetCommitOp,
-        metadata_bytes_max: usize,
+        rules: CommitRules,
     ) -> Vec<CommitResult> {
+        let metadata_bytes_max = rules.metadata_bytes_max;
         if let Err(refused) = self.check_generation(op) {
             return vec![refused; op.commits.len()];
         }
         op.commits
             .iter()
             .map(|c| {
-                let known = topics
-                    .get(&c.topic)
-                    .is_some_and(|t| usize::try_from(c.partition).is_ok_and(|p| p < t.partitions.len()));
+                let known = match topics.get(&c.topic) {
+                    Some(t) => usize::try_from(c.partition).is_ok_and(|p| p < t.partitions.len()),
+                    None => {
+                        rules.internal_topic
+                            && internal_topic::lookup(topics, &c.topic)
+                                .is_some_and(|(_, n)| (0..n).contains(&c.partition))
+                    }
+                };
                 if !known {
                     let message = format!("{}-{} does not exist", c.topic, c.partition);
                     (error_code::UNKNOWN_TOPIC_OR_PARTITION, Some(message))
@@ -132,9 +147,9 @@ impl Groups {
         topics: &BTreeMap<String, Topic>,
         op: &OffsetCommitOp,
         now_ms: i64,
-        metadata_bytes_max: usize,
+        rules: CommitRules,
     ) -> Vec<CommitResult> {
-        let results = self.check_commit(topics, op, metadata_bytes_max);
+        let results = self.check_commit(topics, op, rules);
         if results.iter().all(|(code, _)| *code != error_code::NONE) {
             return results;
         }

@@ -24,6 +24,7 @@ pub mod entry;
 pub mod features;
 pub mod group_config;
 pub mod groups;
+pub mod internal_topic;
 pub mod limits;
 pub mod producers;
 pub mod quotas;
@@ -209,5 +210,14 @@ impl BrokerState {
 
     pub fn topic_by_id(&self, topic_id: &[u8; 16]) -> Option<(&String, &Topic)> {
         self.topics.iter().find(|(_, t)| &t.topic_id == topic_id)
+    }
+
+    /// What offset commits are checked against (`groups::CommitRules`).
+    pub fn commit_rules(&self) -> groups::CommitRules {
+        groups::CommitRules {
+            metadata_bytes_max: self.limits.offset_metadata_bytes_max,
+            internal_topic: self.features.level(features::ONELOG_VERSION)
+                >= features::ONELOG_VERSION_CONSUMER_GROUPS,
+        }
     }
 }

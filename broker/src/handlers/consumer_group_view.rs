@@ -22,8 +22,10 @@ pub fn describe(ctx: &Ctx, group_id: &str) -> Option<DescribedGroup> {
     let settings = &ctx.config.settings.consumer_group.settings;
     ctx.applied.state(|s| {
         let group = s.consumer_groups.groups.get(group_id)?;
-        let names: BTreeMap<[u8; 16], &str> =
-            s.topics.iter().map(|(n, t)| (t.topic_id, n.as_str())).collect();
+        // The virtual `__consumer_offsets` too: a regex may have matched it, as in Kafka.
+        let names: BTreeMap<[u8; 16], &str> = onelog_state::internal_topic::names(&s.topics)
+            .filter_map(|n| onelog_state::internal_topic::lookup(&s.topics, n).map(|(id, _)| (id, n)))
+            .collect();
         Some(described(group, settings, &names))
     })
 }

@@ -133,11 +133,11 @@ pub(super) fn member_check(ctx: &Ctx, op: &OffsetCommitOp, instance_id: Option<&
 /// member of one is answered UNSUPPORTED_VERSION, as Kafka does.
 fn check(ctx: &Ctx, op: &OffsetCommitOp, version: i16) -> Option<Vec<CommitResult>> {
     let checked = ctx.applied.state(|s| {
-        let max = s.limits.offset_metadata_bytes_max;
+        let rules = s.commit_rules();
         match apply_consumer::check_offset_commit(s, op, version) {
             Some(code) if code != error_code::NONE => vec![(code, None); op.commits.len()],
-            Some(_) => s.groups.check_commit(&s.topics, &apply_consumer::admitted(op), max),
-            None => s.groups.check_commit(&s.topics, op, max),
+            Some(_) => s.groups.check_commit(&s.topics, &apply_consumer::admitted(op), rules),
+            None => s.groups.check_commit(&s.topics, op, rules),
         }
     });
     checked.iter().all(|(code, _)| *code != error_code::NONE).then_some(checked)

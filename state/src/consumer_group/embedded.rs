@@ -22,7 +22,7 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::model::Assignment;
-use crate::Topic;
+use crate::{internal_topic, Topic};
 
 /// The highest version of both structures Kafka 4.4 knows.
 const HIGHEST_VERSION: i16 = 3;
@@ -99,11 +99,9 @@ pub fn parse_assignment(
 
 /// `assignment` written as a `ConsumerProtocolAssignment` at `version` (names in name order).
 pub fn write_assignment(assignment: &Assignment, version: i16, topics: &BTreeMap<String, Topic>) -> Vec<u8> {
-    let names: BTreeMap<&TopicIdKey, &str> =
-        topics.iter().map(|(name, t)| (&t.topic_id, name.as_str())).collect();
     let mut by_name: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
     for (id, partitions) in assignment {
-        if let Some(name) = names.get(id) {
+        if let Some(name) = internal_topic::name_of(topics, id) {
             by_name.entry(name).or_default().extend(partitions.iter().copied());
         }
     }
@@ -126,16 +124,14 @@ pub fn write_assignment(assignment: &Assignment, version: i16, topics: &BTreeMap
     out.to_vec()
 }
 
-type TopicIdKey = super::model::TopicId;
-
 fn by_id<'a>(
     named: impl Iterator<Item = (String, &'a [i32])>,
     topics: &BTreeMap<String, Topic>,
 ) -> Assignment {
     let mut out = Assignment::new();
     for (name, partitions) in named {
-        if let Some(topic) = topics.get(&name) {
-            out.entry(topic.topic_id).or_default().extend(partitions.iter().copied());
+        if let Some((id, _)) = internal_topic::lookup(topics, &name) {
+            out.entry(id).or_default().extend(partitions.iter().copied());
         }
     }
     out

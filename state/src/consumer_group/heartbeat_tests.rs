@@ -301,3 +301,21 @@ fn subscribed_topic_names_cover_names_and_regex_matches() {
     let names = sim.group("g").subscribed_topic_names(&sim.topics);
     assert_eq!(names.into_iter().collect::<Vec<_>>(), ["foo1", "gone"]);
 }
+
+/// Kafka resolves a regex against every topic, internal ones included (franz-go's
+/// `Test848RegexBrokerResolves`): the virtual `__consumer_offsets` is assigned to a member
+/// whose regex matches it, unless a real topic of that name shadows it.
+#[test]
+fn a_regex_matching_the_internal_offsets_topic_is_assigned_it() {
+    use crate::internal_topic;
+    let topics = super::testkit::topics(&[("orders", 1, 1)]);
+    let mut groups = ConsumerGroups::default();
+    let mut hb = super::testkit::join("g", "A", &[]);
+    hb.subscribed_topic_names = None;
+    hb.subscribed_topic_regex = Some("orders|__consumer_offsets".into());
+    let answer = groups.heartbeat(&topics, &hb, &super::testkit::settings(), 1).unwrap();
+    let assigned = answer.assignment.expect("a join gets its assignment");
+    let ids: Vec<[u8; 16]> = assigned.keys().copied().collect();
+    assert_eq!(ids, vec![super::testkit::tid(1), internal_topic::TOPIC_ID]);
+    assert_eq!(assigned[&internal_topic::TOPIC_ID], [0].into_iter().collect());
+}

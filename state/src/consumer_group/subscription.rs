@@ -15,7 +15,7 @@ use regex::{Regex, RegexBuilder};
 
 use super::model::{Member, TopicId};
 use super::request::{Assignor, GroupSettings};
-use crate::Topic;
+use crate::{internal_topic, Topic};
 
 /// Bounds a client's regex once compiled (the regex crate's own unit), so that a hostile
 /// pattern cannot make a heartbeat allocate without limit.
@@ -63,6 +63,8 @@ impl Subscriptions {
     }
 }
 
+/// Names resolve against the real topics and the virtual `__consumer_offsets`, as Kafka's
+/// against every topic, internal ones included (`crate::internal_topic`).
 pub(crate) fn resolve(members: &BTreeMap<String, Member>, topics: &BTreeMap<String, Topic>) -> Subscriptions {
     let matches = regex_matches(members, topics);
     let mut all_names: BTreeSet<&str> = BTreeSet::new();
@@ -72,24 +74,19 @@ pub(crate) fn resolve(members: &BTreeMap<String, Member>, topics: &BTreeMap<Stri
         if let Some(regex) = &member.subscribed_topic_regex {
             names.extend(matches.get(regex.as_str()).into_iter().flatten().copied());
         }
-        let ids = names.iter().filter_map(|n| topics.get(*n)).map(|t| t.topic_id).collect();
+        let ids = names.iter().filter_map(|n| internal_topic::lookup(topics, n)).map(|(id, _)| id).collect();
         subs.by_member.insert(member_id.clone(), ids);
-        all_names.extend(names.into_iter().filter(|n| topics.contains_key(*n)));
+        all_names.extend(names.into_iter().filter(|n| internal_topic::lookup(topics, n).is_some()));
     }
     let mut fingerprint = Fnv64::new();
     for name in all_names {
-        let Some(topic) = topics.get(name) else { continue };
-        let count = partition_count(topic);
-        subs.partitions.insert(topic.topic_id, count);
-        fingerprint.topic(name, &topic.topic_id, count);
+        let Some((id, count)) = internal_topic::lookup(topics, name) else { continue };
+        subs.partitions.insert(id, count);
+        fingerprint.topic(name, &id, count);
     }
     // Kafka's hash of no topics is 0; keep that so a new, empty group needs no bump.
     subs.fingerprint = if subs.partitions.is_empty() { 0 } else { fingerprint.finish() };
     subs
-}
-
-pub(crate) fn partition_count(topic: &Topic) -> i32 {
-    i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX)
 }
 
 /// Each distinct regex of the group, compiled once, with the topic names it fully matches.
@@ -105,7 +102,7 @@ pub(crate) fn regex_matches<'a>(
         .into_iter()
         .map(|pattern| {
             let names = match compile(pattern) {
-                Ok(re) => topics.keys().filter(|n| re.is_match(n)).map(String::as_str).collect(),
+                Ok(re) => internal_topic::names(topics).filter(|n| re.is_match(n)).collect(),
                 Err(_) => Vec::new(),
             };
             (pattern, names)
