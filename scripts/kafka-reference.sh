@@ -51,6 +51,9 @@
 # StandardAuthorizer with allow.everyone.if.no.acl.found=false and super.users User:admin,
 # User:CN=admin,OU=clients,O=onelog-test and User:ANONYMOUS: the PLAINTEXT and controller
 # listeners (loopback, unauthenticated) are the brokers' own and the bootstrap administration's.
+# SCRAM without TLS: KAFKA_REF_SASL_PLAINTEXT_PORT=PORT at `up` adds, on every node, a
+# SASL_PLAINTEXT listener (SCRAM-SHA-256 and -512, no authorizer) on PORT+ID-1, as onelog's
+# ONELOG_SASL_PLAINTEXT_BASE_PORT (scripts/kgo-suite.sh --kafka); not with KAFKA_REF_SECURITY_DIR.
 # Experiments: KAFKA_REF_EXTRA_CONFIG="key=value,key=value" appends those broker settings to
 # every node's server.properties at `up` (e.g. add.partitions.to.txn.retry.backoff.ms=1, for
 # scripts/bench-profile.sh); a run with it is not the reference and must say so.
@@ -63,6 +66,7 @@ controller_base_port="${KAFKA_REF_CONTROLLER_PORT:-29192}"
 sasl_ssl_base_port="${KAFKA_REF_SASL_SSL_PORT:-29292}"
 ssl_base_port="${KAFKA_REF_SSL_PORT:-29392}"
 security_dir="${KAFKA_REF_SECURITY_DIR:-}"
+sasl_plaintext_base_port="${KAFKA_REF_SASL_PLAINTEXT_PORT:-}"
 ref_dir="${KAFKA_REF_DIR:-./.kafka-ref}"
 heap="${KAFKA_REF_HEAP:-512m}"
 maven_args="${KAFKA_REF_MAVEN_ARGS:-}"
@@ -78,6 +82,7 @@ kafka_port() { echo $((kafka_base_port + $1 - 1)); }
 controller_port() { echo $((controller_base_port + $1 - 1)); }
 sasl_ssl_port() { echo $((sasl_ssl_base_port + $1 - 1)); }
 ssl_port() { echo $((ssl_base_port + $1 - 1)); }
+sasl_plaintext_port() { echo $((sasl_plaintext_base_port + $1 - 1)); }
 node_dir() { echo "$ref_dir/node-$1"; }
 pid_file() { echo "$(node_dir "$1")/kafka.pid"; }
 log_file() { echo "$(node_dir "$1")/kafka.log"; }
@@ -226,6 +231,18 @@ allow.everyone.if.no.acl.found=false
 super.users=User:ANONYMOUS;User:admin;User:CN=admin,OU=clients,O=onelog-test
 EOF
     fi
+    if [ -n "$sasl_plaintext_base_port" ]; then
+        [ -z "$security_dir" ] || die "KAFKA_REF_SASL_PLAINTEXT_PORT and KAFKA_REF_SECURITY_DIR do not combine"
+        cat >>"$(node_dir "$id")/server.properties" <<EOF
+# KAFKA_REF_SASL_PLAINTEXT_PORT: SCRAM over plaintext, as onelog's SASL_PLAINTEXT listener.
+listeners=PLAINTEXT://127.0.0.1:$(kafka_port "$id"),CONTROLLER://127.0.0.1:$(controller_port "$id"),SASL_PLAINTEXT://127.0.0.1:$(sasl_plaintext_port "$id")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(kafka_port "$id"),SASL_PLAINTEXT://127.0.0.1:$(sasl_plaintext_port "$id")
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+EOF
+    fi
     if [ "$flush_mode" = per-message ]; then
         cat >>"$(node_dir "$id")/server.properties" <<'EOF'
 # fsync every append before it counts, as onelog does (Kafka's default leaves it to the OS).
@@ -304,7 +321,8 @@ cmd_up() {
     for id in $(seq 1 "$nodes"); do
         [ -n "$(running_pid "$id")" ] && continue
         for port in "$(kafka_port "$id")" "$(controller_port "$id")" \
-            ${security_dir:+"$(sasl_ssl_port "$id")" "$(ssl_port "$id")"}; do
+            ${security_dir:+"$(sasl_ssl_port "$id")" "$(ssl_port "$id")"} \
+            ${sasl_plaintext_base_port:+"$(sasl_plaintext_port "$id")"}; do
             port_open "$port" && die "port $port is in use by another process"
         done
     done
