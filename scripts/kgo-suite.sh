@@ -36,10 +36,9 @@
 # Test848RegexBrokerResolves when the broker's ConsumerGroupHeartbeat (key 68) goes to v1 or
 # above, which onelog's and Kafka 4.4's both do: they run in both modes (none is in the -skip
 # list any more), and the script prints their results.
-# Test848RegexBrokerResolves fails against onelog (2026-12-05): a regex that matches
-# `__consumer_offsets` gets that internal topic assigned by Kafka (all 50 partitions), by
-# onelog not (its virtual one is not among the topics the group's regex is resolved against,
-# state/src/consumer_group/subscription.rs); docs/TESTING.md has the comparison.
+# Test848RegexBrokerResolves failed against onelog until f65115f (a regex that matches
+# `__consumer_offsets` gets that internal topic assigned, as Kafka does, now onelog's virtual
+# one too); docs/TESTING.md has the comparison.
 # What is skipped, and why: share groups (ShareFetch and ShareAcknowledge v2, Kafka 4.2: onelog
 # does not serve them, so the suite skips TestConsumeRegexShareSkipsInternal there, while Kafka
 # 4.4 advertises them and runs it) and OAUTHBEARER (KGO_TEST_OAUTH_SEEDS unset: onelog serves
