@@ -76,8 +76,10 @@ public final class StreamsDriver {
     private static final long SETTLE_MS = 1000;
 
     private static String line(int i) {
+        // i * i in long: as an int it overflows from i = 46341 (about eight minutes of
+        // streams_soak's input) and the index goes negative.
         return WORDS.get(i % WORDS.size()) + " " + WORDS.get((i * 3 + 1) % WORDS.size()) + " "
-                + WORDS.get((i * i) % WORDS.size());
+                + WORDS.get((int) (((long) i * i) % WORDS.size()));
     }
 
     private static Map<String, Long> expectedCounts() {
@@ -497,6 +499,52 @@ public final class StreamsDriver {
 
     private enum LeaderFault { KILL, PAUSE }
 
+    /** streams_soak: input that stops this long is a failure of its own (s). */
+    private static final int SOAK_INPUT_STALL_S = 20;
+
+    /**
+     * streams_soak: fails, with the thread's stack and the first send error, once the input
+     * producer thread has stopped or sent nothing for SOAK_INPUT_STALL_S: without input the app
+     * cannot commit progress, and that must not pass for the app's stall after a fault.
+     */
+    private static final class InputWatch {
+        private final Thread thread;
+        private final AtomicInteger sent;
+        private final AtomicInteger errors;
+        private final AtomicReference<Exception> firstError;
+        private int last = -1;
+        private long since = System.nanoTime();
+
+        InputWatch(Thread thread, AtomicInteger sent, AtomicInteger errors, AtomicReference<Exception> firstError) {
+            this.thread = thread;
+            this.sent = sent;
+            this.errors = errors;
+            this.firstError = firstError;
+        }
+
+        void check() {
+            int now = sent.get();
+            if (now != last) {
+                last = now;
+                since = System.nanoTime();
+            }
+            boolean stalled = System.nanoTime() - since > TimeUnit.SECONDS.toNanos(SOAK_INPUT_STALL_S);
+            if (thread.isAlive() && !stalled) return;
+            StringBuilder top = new StringBuilder();
+            for (Map.Entry<Thread, StackTraceElement[]> t : Thread.getAllStackTraces().entrySet()) {
+                if (t.getKey() != thread && !t.getKey().getName().startsWith("kafka-producer-network-thread")) continue;
+                System.err.println("streams_soak: stack of " + t.getKey().getName() + " (" + t.getKey().getState() + "):");
+                for (StackTraceElement e : t.getValue()) System.err.println("\tat " + e);
+            }
+            StackTraceElement[] frames = thread.getStackTrace();
+            for (int i = 0; i < Math.min(4, frames.length); i++) top.append(i == 0 ? "" : " <- ").append(frames[i]);
+            throw new AssertionError("the input producer " + (thread.isAlive() ? "sent nothing for "
+                    + SOAK_INPUT_STALL_S + " s" : "thread stopped") + " at " + now + " lines (" + errors.get()
+                    + " send errors, the first: " + (firstError.get() == null ? "none" : Compat.describe(firstError.get()))
+                    + ")" + (top.length() == 0 ? "" : "; it is in " + top));
+        }
+    }
+
     /** streams_soak: what one fault did and how long the app took to commit progress after it. */
     private static final class FaultFigures {
         int n;
@@ -577,20 +625,32 @@ public final class StreamsDriver {
                         sent.incrementAndGet();
                         in.send(new ProducerRecord<>(input, "line-" + i, line(i)), (md, e) -> {
                             if (e != null) {
-                                sendErrors.incrementAndGet();
+                                if (sendErrors.incrementAndGet() <= 5) {
+                                    System.err.println("streams_soak: " + java.time.LocalTime.now() + " input send failed: "
+                                            + Compat.describe(e));
+                                }
                                 firstSendError.compareAndSet(null, e);
                             }
                         });
                         Thread.sleep(LINE_EVERY_MS);
                     }
                 } catch (InterruptedException e) {
+                    if (!stopInput.get()) {
+                        System.err.println("streams_soak: the input producer thread was interrupted after " + sent.get() + " lines");
+                    }
                     Thread.currentThread().interrupt();
-                } catch (Exception e) {
+                } catch (Throwable e) {
+                    // Said at once: the input stopping starves the app, which the fault loop
+                    // would otherwise report as the app's stall.
+                    System.err.println("streams_soak: " + java.time.LocalTime.now() + " the input producer thread stopped after "
+                            + sent.get() + " lines: " + Compat.describe(e));
+                    e.printStackTrace();
                     sendErrors.incrementAndGet();
-                    firstSendError.compareAndSet(null, e);
+                    firstSendError.compareAndSet(null, e instanceof Exception ? (Exception) e : new RuntimeException(e));
                 }
             }, "streams-input");
             producer.start();
+            InputWatch inputWatch = new InputWatch(producer, sent, sendErrors, firstSendError);
             Map<String, Long> latest = new HashMap<>();
             long end = start + TimeUnit.SECONDS.toNanos(SOAK_S);
             // Before the first fault the app must have committed some input.
@@ -602,6 +662,7 @@ public final class StreamsDriver {
                 while (System.nanoTime() < due) {
                     app.checkRunning(k == 0 ? "before the first fault" : "after fault " + k);
                     pollStrict(out, latest, sentCounts, violations, outputRecords);
+                    inputWatch.check();
                 }
                 check(committed.firstAbove(since, above) != null, "the app committed no input offsets "
                         + (k == 0 ? "before the first fault" : "since fault " + k) + " (committed sum "
@@ -636,6 +697,7 @@ public final class StreamsDriver {
                             + committed.failures.get() + " offset reads failed)");
                     app.checkRunning("after fault " + f.n + " (" + f.kind + ")");
                     pollStrict(out, latest, sentCounts, violations, outputRecords);
+                    inputWatch.check();
                 }
                 f.before = atFault.sum;
                 f.readableMs = (atFault.answered - at) / 1_000_000;
@@ -646,6 +708,7 @@ public final class StreamsDriver {
                             + sent.get() + " lines sent, " + committed.failures.get() + " offset reads failed)");
                     app.checkRunning("after fault " + f.n + " (" + f.kind + ")");
                     pollStrict(out, latest, sentCounts, violations, outputRecords);
+                    inputWatch.check();
                 }
                 f.after = advanced.sum;
                 f.stallMs = (advanced.answered - at) / 1_000_000;
@@ -659,6 +722,7 @@ public final class StreamsDriver {
             while (System.nanoTime() < end) {
                 app.checkRunning("after the last fault");
                 pollStrict(out, latest, sentCounts, violations, outputRecords);
+                inputWatch.check();
             }
             check(committed.firstAbove(since, above) != null, "the app committed no input offsets after the last fault's recovery");
             stopInput.set(true);
