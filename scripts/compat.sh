@@ -3,6 +3,7 @@
 # three-node onelog cluster, written to results/compat.md.
 #
 #   scripts/compat.sh [--ci] [--kafka] [--clients a,b] [--keep] [--out FILE]
+#   scripts/compat.sh --streams-soak [--kafka] [--keep] [--out FILE]
 #
 # Installs each toolchain's packages from the registries into ONELOG_COMPAT_CACHE (default
 # ~/.cache/onelog-compat, reused across runs): a Python venv with pinned pip packages, `npm ci`
@@ -23,6 +24,13 @@
 # lists of CI_ONLY; Kafka Streams and the CLI tools run in full.
 # Cells outside the subset are `-` in the report, which goes to $TMPDIR/compat-ci.md unless
 # --out says otherwise (results/compat.md stays the full matrix's).
+# --streams-soak: only the opt-in Kafka Streams soak, streams_soak (kafka-streams-4.4.0): the
+# exactly_once_v2 word count for COMPAT_STREAMS_SOAK_S seconds (default 600) under continuous
+# input, a fault on the Raft leader every COMPAT_STREAMS_SOAK_FAULT_EVERY_S (default 50), kill -9
+# (COMPAT_KILL_LEADER) and SIGSTOP for COMPAT_PAUSE_S seconds (default 5; COMPAT_PAUSE_LEADER,
+# harness/compat/pause-leader.sh; against --kafka there is none, so kills only) in turn. Never
+# part of the matrix or --ci. Report: $TMPDIR/compat-streams-soak.md unless --out says otherwise;
+# the per-fault figures are in the driver's stderr (--keep keeps it).
 # Broker binary: ONELOG_BIN (default /tmp/compat-bin/onelog, else cluster.sh's own choice).
 # --kafka: the same drivers against the reference Apache Kafka instead (scripts/kafka-reference.sh,
 # default 4.4.0, KAFKA_REF_MAVEN_ARGS for another; three KRaft nodes on Kafka ports
@@ -42,6 +50,7 @@ keep=0
 only=""
 ci=0
 out_given=0
+soak=0
 target=onelog
 driver_timeout_s="${ONELOG_COMPAT_DRIVER_TIMEOUT_S:-900}"
 export COMPAT_TIMEOUT_S="${COMPAT_TIMEOUT_S:-60}"
@@ -102,12 +111,21 @@ while [ $# -gt 0 ]; do
         --clients) only="${2:?--clients a,b}"; shift 2 ;;
         --keep) keep=1; shift ;;
         --kafka) target=kafka; shift ;;
+        --streams-soak) soak=1; shift ;;
         --out) out="${2:?--out FILE}"; out_given=1; shift 2 ;;
         *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2 ;;
     esac
 done
 
 clients=("${JAVA_CLIENTS[@]}" "${OTHER_CLIENTS[@]}")
+if [ "$soak" = 1 ]; then
+    [ "$ci" = 0 ] && [ -z "$only" ] || die "--streams-soak runs kafka-streams-4.4.0's streams_soak alone: no --ci, no --clients"
+    clients=(kafka-streams-4.4.0)
+    STREAMS_SCENARIOS=(streams_soak)
+    # Its run plus start-up, the last fault's recovery and the drain, with room.
+    soak_s="${COMPAT_STREAMS_SOAK_S:-600}"
+    [ "$driver_timeout_s" -ge $((soak_s + 600)) ] || driver_timeout_s=$((soak_s + 600))
+fi
 if [ -n "$only" ]; then
     IFS=, read -r -a clients <<<"$only"
     for c in "${clients[@]}"; do
@@ -115,13 +133,16 @@ if [ -n "$only" ]; then
     done
 fi
 wants() { [[ " ${clients[*]} " == *" $1 "* ]]; }
-if [ "$ci" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-ci.md"
+if [ "$soak" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-streams-soak.md"
+elif [ "$ci" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-ci.md"
 elif [ "$target" = kafka ] && [ "$out_given" = 0 ]; then out="$repo/results/compat-kafka.md"; fi
 
 # The scenario ids one client runs: empty for all of them (the full matrix, and always for the
 # Streams and CLI drivers, whose lists are short).
 selected_for() {
-    if [ "$ci" = 1 ] && [ -n "${CI_ONLY[$1]+set}" ]; then
+    if [ "$soak" = 1 ]; then
+        echo streams_soak # opt-in: the driver runs it only when named
+    elif [ "$ci" = 1 ] && [ -n "${CI_ONLY[$1]+set}" ]; then
         local ids="${CI_ONLY[$1]}"
         echo "${ids// /,}"
     elif [ "$ci" = 1 ] && [ -n "${CI_SLOW[$1]+set}" ]; then
@@ -179,6 +200,7 @@ else
     "$repo/scripts/cluster.sh" up 3 >&2
     broker="$("${ONELOG_BIN:-onelog}" --version 2>/dev/null || echo "${ONELOG_BIN:-onelog}")"
     export COMPAT_KILL_LEADER="$compat/kill-leader.sh"
+    export COMPAT_PAUSE_LEADER="$compat/pause-leader.sh"
 fi
 
 # --- the drivers ---
@@ -208,6 +230,7 @@ mkdir -p "$(dirname "$out")"
 status=0
 command_line="scripts/compat.sh"
 if [ "$ci" = 1 ]; then command_line+=" --ci"; fi
+if [ "$soak" = 1 ]; then command_line+=" --streams-soak (COMPAT_STREAMS_SOAK_S=${COMPAT_STREAMS_SOAK_S:-600})"; fi
 if [ "$target" = kafka ]; then command_line+=" --kafka"; fi
 if [ -n "$only" ]; then command_line+=" --clients $only"; fi
 selected="$(for c in "${clients[@]}"; do printf '%s=%s;' "$c" "$(selected_for "$c")"; done)"

@@ -19,6 +19,11 @@ public final class Compat {
     public final String version;
     public final String bootstrap;
     public final String killLeader;
+    /**
+     * COMPAT_PAUSE_LEADER: a command that SIGSTOPs the Raft leader for a while, then SIGCONTs it
+     * (harness/compat/pause-leader.sh); only the opt-in streams_soak scenario uses it.
+     */
+    public final String pauseLeader;
     public final String prefix;
     public final int timeoutS;
     /**
@@ -36,6 +41,7 @@ public final class Compat {
         this.version = version;
         this.bootstrap = env("COMPAT_BOOTSTRAP", "127.0.0.1:19092,127.0.0.1:19093,127.0.0.1:19094");
         this.killLeader = env("COMPAT_KILL_LEADER", "");
+        this.pauseLeader = env("COMPAT_PAUSE_LEADER", "");
         this.prefix = env("COMPAT_PREFIX", "compat-" + client + "-" + System.currentTimeMillis());
         this.timeoutS = Integer.parseInt(env("COMPAT_TIMEOUT_S", "60"));
         String onlyList = env("COMPAT_SCENARIOS", "");
@@ -81,8 +87,21 @@ public final class Compat {
         }
     }
 
+    /**
+     * Whether COMPAT_SCENARIOS names `id`: an opt-in scenario (too long for the matrix, e.g.
+     * streams_soak) runs only then, and is never part of a run that names nothing.
+     */
+    public boolean named(String id) {
+        return only.contains(id);
+    }
+
     /** Runs one scenario within the budget and prints its line. */
     public void run(String id, Scenario scenario) {
+        run(id, timeoutS, scenario);
+    }
+
+    /** Runs one scenario within its own budget of `budgetS` seconds and prints its line. */
+    public void run(String id, int budgetS, Scenario scenario) {
         if (!only.isEmpty() && !only.contains(id)) {
             // Not asked for (COMPAT_SCENARIOS): the runner counts only the lines it asked for.
             System.err.printf("[%s] %s: not run (COMPAT_SCENARIOS)%n", client, id);
@@ -98,12 +117,12 @@ public final class Compat {
         });
         Future<String> future = pool.submit(scenario::run);
         try {
-            detail = future.get(timeoutS, TimeUnit.SECONDS);
+            detail = future.get(budgetS, TimeUnit.SECONDS);
             result = "pass";
         } catch (TimeoutException e) {
             future.cancel(true);
             result = "fail";
-            detail = "timeout after " + timeoutS + " s";
+            detail = "timeout after " + budgetS + " s";
         } catch (java.util.concurrent.ExecutionException e) {
             Throwable cause = e.getCause();
             if (cause instanceof NotExpressible) {
@@ -187,32 +206,76 @@ public final class Compat {
      */
     public long killLeaderAt(Runnable onKilled) throws Exception {
         check(!killLeader.isEmpty(), "COMPAT_KILL_LEADER is not set");
+        return fault("COMPAT_KILL_LEADER", killLeader, "killed with SIGKILL", onKilled).at;
+    }
+
+    /** What one fault command did: when its marker line appeared (System.nanoTime()) and its output. */
+    public static final class FaultRun {
+        /** When the marker line appeared, else when the command started. */
+        public final long at;
+        /** Every line the command printed, each with the System.nanoTime() it was read at. */
+        public final java.util.List<java.util.Map.Entry<Long, String>> lines;
+
+        FaultRun(long at, java.util.List<java.util.Map.Entry<Long, String>> lines) {
+            this.at = at;
+            this.lines = lines;
+        }
+
+        /** When the first line containing `text` was read, or -1. */
+        public long lineAt(String text) {
+            synchronized (lines) {
+                for (java.util.Map.Entry<Long, String> l : lines) if (l.getValue().contains(text)) return l.getKey();
+            }
+            return -1;
+        }
+
+        /** The first line containing `text`, or null. */
+        public String line(String text) {
+            synchronized (lines) {
+                for (java.util.Map.Entry<Long, String> l : lines) if (l.getValue().contains(text)) return l.getValue();
+            }
+            return null;
+        }
+    }
+
+    /**
+     * Runs a fault command (`name` is its variable, for messages) through sh and waits for it,
+     * at most COMPAT_TIMEOUT_S; its output goes to stderr line by line. `onMarker` runs once, as
+     * soon as a line containing `marker` appears (the fault took effect), or when the command
+     * ends if none does. Throws if the command fails or does not return in time.
+     */
+    public FaultRun fault(String name, String command, String marker, Runnable onMarker) throws Exception {
         // Its output goes to stderr, line by line: the driver's stdout carries only the JSON lines.
         long started = System.nanoTime();
-        Process p = new ProcessBuilder("sh", "-c", killLeader)
+        Process p = new ProcessBuilder("sh", "-c", command)
                 .redirectErrorStream(true)
                 .start();
         p.getOutputStream().close();
-        java.util.concurrent.atomic.AtomicLong killed = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicLong marked = new java.util.concurrent.atomic.AtomicLong();
+        java.util.List<java.util.Map.Entry<Long, String>> lines = new java.util.ArrayList<>();
         Thread copy = new Thread(() -> {
             try (java.io.BufferedReader r = new java.io.BufferedReader(
                     new java.io.InputStreamReader(p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8))) {
                 for (String l; (l = r.readLine()) != null; ) {
-                    if (l.contains("killed with SIGKILL") && killed.compareAndSet(0, System.nanoTime())) onKilled.run();
+                    long now = System.nanoTime();
+                    synchronized (lines) {
+                        lines.add(java.util.Map.entry(now, l));
+                    }
+                    if (l.contains(marker) && marked.compareAndSet(0, now)) onMarker.run();
                     System.err.println(l);
                 }
             } catch (java.io.IOException e) {
-                System.err.println("COMPAT_KILL_LEADER output: " + e);
+                System.err.println(name + " output: " + e);
             }
-        }, "kill-leader-output");
+        }, "fault-output");
         copy.setDaemon(true);
         copy.start();
         boolean returned = p.waitFor(timeoutS, TimeUnit.SECONDS);
         copy.join(5000);
-        if (killed.get() == 0) onKilled.run();
+        if (marked.get() == 0) onMarker.run();
         if (!returned) p.destroyForcibly();
-        check(returned, "COMPAT_KILL_LEADER did not return in " + timeoutS + " s");
-        check(p.exitValue() == 0, "COMPAT_KILL_LEADER exited " + p.exitValue());
-        return killed.get() != 0 ? killed.get() : started;
+        check(returned, name + " did not return in " + timeoutS + " s");
+        check(p.exitValue() == 0, name + " exited " + p.exitValue());
+        return new FaultRun(marked.get() != 0 ? marked.get() : started, lines);
     }
 }

@@ -3,7 +3,9 @@
 // final counts must be exact after a plain run, after a kill -9 of the Streams process, and
 // across two kill -9s of the Raft leader (COMPAT_KILL_LEADER) while input keeps arriving. The
 // app must never stop by itself; the leader-kill scenario also measures how long the app's
-// committed input offsets stall after each kill.
+// committed input offsets stall after each kill. streams_soak (opt-in: only when
+// COMPAT_SCENARIOS names it) runs the same app for ten minutes under continuous input with a
+// fault on the Raft leader every ~50 s, kill -9s and SIGSTOP pauses in turn.
 package dev.onelog.compat.streams;
 
 import static dev.onelog.compat.Compat.check;
@@ -56,6 +58,9 @@ public final class StreamsDriver {
         compat.run("streams_eos_wordcount", () -> d.wordCount("plain", Fault.NONE));
         compat.run("streams_kill_streams", () -> d.wordCount("kill-streams", Fault.KILL_STREAMS));
         compat.run("streams_kill_leader", () -> d.killLeaderTwice("kill-leader"));
+        // Opt-in (COMPAT_SCENARIOS must name it): ten minutes by default, so never part of the
+        // matrix or its CI subset (scripts/compat.sh --streams-soak runs it).
+        if (compat.named(SOAK)) compat.run(SOAK, SOAK_S + SOAK_BUDGET_EXTRA_S, () -> d.soak("soak"));
         System.exit(0);
     }
 
@@ -71,8 +76,10 @@ public final class StreamsDriver {
     private static final long SETTLE_MS = 1000;
 
     private static String line(int i) {
+        // i * i in long: as an int it overflows from i = 46341 (about eight minutes of
+        // streams_soak's input) and the index goes negative.
         return WORDS.get(i % WORDS.size()) + " " + WORDS.get((i * 3 + 1) % WORDS.size()) + " "
-                + WORDS.get((i * i) % WORDS.size());
+                + WORDS.get((int) (((long) i * i) % WORDS.size()));
     }
 
     private static Map<String, Long> expectedCounts() {
@@ -112,6 +119,10 @@ public final class StreamsDriver {
 
         /** The first exception line the app logged after an ERROR line, for a stop's message. */
         private final AtomicReference<String> firstError = new AtomicReference<>();
+        /** State changes to REBALANCING the app logged (WordCountApp's state listener). */
+        final AtomicInteger rebalances = new AtomicInteger();
+        /** ERROR lines the app logged. */
+        final AtomicInteger errorLines = new AtomicInteger();
 
         void start() throws Exception {
             process = new ProcessBuilder(command).redirectOutput(ProcessBuilder.Redirect.DISCARD)
@@ -129,6 +140,8 @@ public final class StreamsDriver {
                     String first = null;
                     for (String l; (l = r.readLine()) != null; ) {
                         System.err.println(l);
+                        if (l.startsWith("wordcount ") && l.endsWith(" -> REBALANCING")) rebalances.incrementAndGet();
+                        if (l.contains(" ERROR ")) errorLines.incrementAndGet();
                         if (first == null && l.contains(" ERROR ")) {
                             afterError = true;
                         } else if (afterError && first == null && EXCEPTION_LINE.matcher(l).matches()) {
@@ -460,6 +473,347 @@ public final class StreamsDriver {
                 + "after the kill at " + readableMs[0] + " ms, " + readableMs[1] + " ms; kill+restart " + killMs[0]
                 + " ms, " + killMs[1] + " ms); Streams ran without stopping (default handlers); "
                 + "final counts exact " + expected;
+    }
+
+    /** streams_soak: the scenario id; opt-in, it runs only when COMPAT_SCENARIOS names it. */
+    private static final String SOAK = "streams_soak";
+    /** streams_soak: how long input flows and faults strike (s; COMPAT_STREAMS_SOAK_S). */
+    private static final int SOAK_S = intEnv("COMPAT_STREAMS_SOAK_S", 600);
+    /** streams_soak: one fault every this many seconds (COMPAT_STREAMS_SOAK_FAULT_EVERY_S). */
+    private static final int SOAK_FAULT_EVERY_S = intEnv("COMPAT_STREAMS_SOAK_FAULT_EVERY_S", 50);
+    /** streams_soak: no fault strikes in the last this many seconds of the run. */
+    private static final int SOAK_TAIL_S = 30;
+    /** streams_soak: how long pause-leader.sh holds the leader stopped (COMPAT_PAUSE_S, read by it too). */
+    private static final int SOAK_PAUSE_S = intEnv("COMPAT_PAUSE_S", 5);
+    /** streams_soak: after each fault the app must commit input progress within this long (s). */
+    private static final int SOAK_RECOVERY_S = 90;
+    /** streams_soak: once input stops, the output must reach the exact counts within this long (s). */
+    private static final int SOAK_DRAIN_S = 180;
+    /** streams_soak: its budget beyond SOAK_S: start-up, the last fault's recovery, the drain. */
+    private static final int SOAK_BUDGET_EXTRA_S = 60 + SOAK_RECOVERY_S + SOAK_DRAIN_S;
+
+    private static int intEnv(String name, int fallback) {
+        String v = System.getenv(name);
+        return v == null || v.isBlank() ? fallback : Integer.parseInt(v.trim());
+    }
+
+    private enum LeaderFault { KILL, PAUSE }
+
+    /** streams_soak: input that stops this long is a failure of its own (s). */
+    private static final int SOAK_INPUT_STALL_S = 20;
+
+    /**
+     * streams_soak: fails, with the thread's stack and the first send error, once the input
+     * producer thread has stopped or sent nothing for SOAK_INPUT_STALL_S: without input the app
+     * cannot commit progress, and that must not pass for the app's stall after a fault.
+     */
+    private static final class InputWatch {
+        private final Thread thread;
+        private final AtomicInteger sent;
+        private final AtomicInteger errors;
+        private final AtomicReference<Exception> firstError;
+        private int last = -1;
+        private long since = System.nanoTime();
+
+        InputWatch(Thread thread, AtomicInteger sent, AtomicInteger errors, AtomicReference<Exception> firstError) {
+            this.thread = thread;
+            this.sent = sent;
+            this.errors = errors;
+            this.firstError = firstError;
+        }
+
+        void check() {
+            int now = sent.get();
+            if (now != last) {
+                last = now;
+                since = System.nanoTime();
+            }
+            boolean stalled = System.nanoTime() - since > TimeUnit.SECONDS.toNanos(SOAK_INPUT_STALL_S);
+            if (thread.isAlive() && !stalled) return;
+            StringBuilder top = new StringBuilder();
+            for (Map.Entry<Thread, StackTraceElement[]> t : Thread.getAllStackTraces().entrySet()) {
+                if (t.getKey() != thread && !t.getKey().getName().startsWith("kafka-producer-network-thread")) continue;
+                System.err.println("streams_soak: stack of " + t.getKey().getName() + " (" + t.getKey().getState() + "):");
+                for (StackTraceElement e : t.getValue()) System.err.println("\tat " + e);
+            }
+            StackTraceElement[] frames = thread.getStackTrace();
+            for (int i = 0; i < Math.min(4, frames.length); i++) top.append(i == 0 ? "" : " <- ").append(frames[i]);
+            throw new AssertionError("the input producer " + (thread.isAlive() ? "sent nothing for "
+                    + SOAK_INPUT_STALL_S + " s" : "thread stopped") + " at " + now + " lines (" + errors.get()
+                    + " send errors, the first: " + (firstError.get() == null ? "none" : Compat.describe(firstError.get()))
+                    + ")" + (top.length() == 0 ? "" : "; it is in " + top));
+        }
+    }
+
+    /** streams_soak: what one fault did and how long the app took to commit progress after it. */
+    private static final class FaultFigures {
+        int n;
+        LeaderFault kind;
+        /** Seconds into the run when it struck. */
+        double atS;
+        /** The fault command's own report: which node, when a new leader was agreed. */
+        String node = "?";
+        String elected = "?";
+        /** The fault command's run time (kill + election + restart, or pause + rejoin), ms. */
+        long commandMs;
+        /** From the fault until the first committed-offsets reading answered (ms). */
+        long readableMs;
+        /** From the fault until the committed input offsets advanced past their value at it (ms). */
+        long stallMs;
+        long before;
+        long after;
+        /** PAUSE: from the SIGSTOP to the SIGCONT (ms), and whether progress came before the SIGCONT. */
+        long resumedMs = -1;
+        boolean progressWhilePaused;
+
+        String row() {
+            return String.format("fault %2d  %-5s at %6.1f s  node %s  new leader after %s  command %5d ms%s"
+                    + "  first offsets read +%d ms  committed progress +%d ms (%d -> %d)%s", n, kind, atS, node,
+                    elected, commandMs, kind == LeaderFault.PAUSE ? "  SIGCONT +" + resumedMs + " ms" : "",
+                    readableMs, stallMs, before, after,
+                    kind == LeaderFault.PAUSE ? (progressWhilePaused ? "  (progress while the old leader was stopped)"
+                            : "  (no progress until the old leader was resumed)") : "");
+        }
+    }
+
+    /**
+     * streams_soak (opt-in, issue 28's "10 minutes with leader kills and pauses"): the
+     * exactly_once_v2 word count runs for SOAK_S seconds while a producer thread writes one input
+     * line every LINE_EVERY_MS, and every SOAK_FAULT_EVERY_S seconds a fault hits the Raft
+     * leader, alternately a kill -9 and restart (COMPAT_KILL_LEADER) and a SIGSTOP of
+     * SOAK_PAUSE_S seconds then SIGCONT (COMPAT_PAUSE_LEADER; unset: kills only). After each
+     * fault the app's committed input offsets must advance within SOAK_RECOVERY_S; the time to
+     * that first committed progress is measured as in streams_kill_leader. The output is read
+     * read_committed throughout by an assigned (groupless) consumer: each word's counts must rise
+     * strictly (an exactly-once output never repeats or lowers a count) and never exceed what was
+     * sent. Then input stops, and the final counts must be exact for every line produced. With
+     * default handlers the app must never stop by itself.
+     */
+    private String soak(String name) throws Exception {
+        check(!compat.killLeader.isEmpty(), "COMPAT_KILL_LEADER is not set");
+        boolean pauses = !compat.pauseLeader.isEmpty();
+        String base = compat.prefix + "-streams-" + name;
+        String input = base + "-in";
+        String output = base + "-out";
+        String appId = base + "-app";
+        kit.createTopic(input, 3);
+        kit.createTopic(output, 3);
+        Path stateDir = Files.createTempDirectory("onelog-compat-streams-");
+        App app = new App(appId, input, output, stateDir);
+        Map<String, Long> sentCounts = new ConcurrentHashMap<>();
+        AtomicInteger sent = new AtomicInteger();
+        AtomicInteger sendErrors = new AtomicInteger();
+        AtomicReference<Exception> firstSendError = new AtomicReference<>();
+        AtomicBoolean stopInput = new AtomicBoolean();
+        List<FaultFigures> faults = new ArrayList<>();
+        List<String> violations = new ArrayList<>();
+        long[] outputRecords = new long[1];
+        int lines;
+        long drainMs;
+        long runMs;
+        Map<String, Long> expected;
+        Thread producer = null;
+        try (KafkaConsumer<String, Long> out = assignedOutputConsumer(output, 3);
+                KafkaProducer<String, String> in = inputProducer();
+                OffsetsMonitor committed = new OffsetsMonitor(appId, input)) {
+            app.start();
+            long start = System.nanoTime();
+            producer = new Thread(() -> {
+                try {
+                    for (int i = 0; !stopInput.get(); i++) {
+                        for (String w : line(i).split(" ")) sentCounts.merge(w, 1L, Long::sum);
+                        sent.incrementAndGet();
+                        in.send(new ProducerRecord<>(input, "line-" + i, line(i)), (md, e) -> {
+                            if (e != null) {
+                                if (sendErrors.incrementAndGet() <= 5) {
+                                    System.err.println("streams_soak: " + java.time.LocalTime.now() + " input send failed: "
+                                            + Compat.describe(e));
+                                }
+                                firstSendError.compareAndSet(null, e);
+                            }
+                        });
+                        Thread.sleep(LINE_EVERY_MS);
+                    }
+                } catch (InterruptedException e) {
+                    if (!stopInput.get()) {
+                        System.err.println("streams_soak: the input producer thread was interrupted after " + sent.get() + " lines");
+                    }
+                    Thread.currentThread().interrupt();
+                } catch (Throwable e) {
+                    // Said at once: the input stopping starves the app, which the fault loop
+                    // would otherwise report as the app's stall.
+                    System.err.println("streams_soak: " + java.time.LocalTime.now() + " the input producer thread stopped after "
+                            + sent.get() + " lines: " + Compat.describe(e));
+                    e.printStackTrace();
+                    sendErrors.incrementAndGet();
+                    firstSendError.compareAndSet(null, e instanceof Exception ? (Exception) e : new RuntimeException(e));
+                }
+            }, "streams-input");
+            producer.start();
+            InputWatch inputWatch = new InputWatch(producer, sent, sendErrors, firstSendError);
+            Map<String, Long> latest = new HashMap<>();
+            long end = start + TimeUnit.SECONDS.toNanos(SOAK_S);
+            // Before the first fault the app must have committed some input.
+            long since = start;
+            long above = 0;
+            for (int k = 0; ; k++) {
+                long due = start + TimeUnit.SECONDS.toNanos((long) SOAK_FAULT_EVERY_S * (k + 1));
+                if (due > end - TimeUnit.SECONDS.toNanos(SOAK_TAIL_S)) break;
+                while (System.nanoTime() < due) {
+                    app.checkRunning(k == 0 ? "before the first fault" : "after fault " + k);
+                    pollStrict(out, latest, sentCounts, violations, outputRecords);
+                    inputWatch.check();
+                }
+                check(committed.firstAbove(since, above) != null, "the app committed no input offsets "
+                        + (k == 0 ? "before the first fault" : "since fault " + k) + " (committed sum "
+                        + committed.lastSum() + ", " + sent.get() + " lines sent)");
+                FaultFigures f = new FaultFigures();
+                f.n = k + 1;
+                f.kind = pauses && k % 2 == 1 ? LeaderFault.PAUSE : LeaderFault.KILL;
+                long commandStart = System.nanoTime();
+                Compat.FaultRun run = f.kind == LeaderFault.KILL
+                        ? compat.fault("COMPAT_KILL_LEADER", compat.killLeader, "killed with SIGKILL", () -> {})
+                        : compat.fault("COMPAT_PAUSE_LEADER", compat.pauseLeader, "paused with SIGSTOP", () -> {});
+                long at = run.at;
+                f.commandMs = (System.nanoTime() - commandStart) / 1_000_000;
+                f.atS = (at - start) / 1e9;
+                String marker = run.line(f.kind == LeaderFault.KILL ? "killed with SIGKILL" : "paused with SIGSTOP");
+                java.util.regex.Matcher m;
+                if (marker != null && (m = java.util.regex.Pattern.compile("node (\\d+)").matcher(marker)).find()) f.node = m.group(1);
+                String leads = run.line("leads after");
+                if (leads != null && (m = java.util.regex.Pattern.compile("node (\\d+) leads after ([0-9.]+)s").matcher(leads)).find()) {
+                    f.elected = m.group(2) + " s (node " + m.group(1) + ")";
+                }
+                if (f.kind == LeaderFault.PAUSE) {
+                    long resumed = run.lineAt("resumed with SIGCONT");
+                    f.resumedMs = resumed < 0 ? -1 : (resumed - at) / 1_000_000;
+                }
+                long recoveryDeadline = at + TimeUnit.SECONDS.toNanos(SOAK_RECOVERY_S);
+                // The committed sum at the fault: the first reading asked after it.
+                Sample atFault;
+                while ((atFault = committed.firstAbove(at, -1)) == null) {
+                    check(System.nanoTime() < recoveryDeadline, "no committed offsets read within "
+                            + SOAK_RECOVERY_S + " s of fault " + f.n + " (" + f.kind + ", "
+                            + committed.failures.get() + " offset reads failed)");
+                    app.checkRunning("after fault " + f.n + " (" + f.kind + ")");
+                    pollStrict(out, latest, sentCounts, violations, outputRecords);
+                    inputWatch.check();
+                }
+                f.before = atFault.sum;
+                f.readableMs = (atFault.answered - at) / 1_000_000;
+                Sample advanced;
+                while ((advanced = committed.firstAbove(at, f.before)) == null) {
+                    check(System.nanoTime() < recoveryDeadline, "the app's committed input offsets did not advance past "
+                            + f.before + " within " + SOAK_RECOVERY_S + " s of fault " + f.n + " (" + f.kind + "; "
+                            + sent.get() + " lines sent, " + committed.failures.get() + " offset reads failed)");
+                    app.checkRunning("after fault " + f.n + " (" + f.kind + ")");
+                    pollStrict(out, latest, sentCounts, violations, outputRecords);
+                    inputWatch.check();
+                }
+                f.after = advanced.sum;
+                f.stallMs = (advanced.answered - at) / 1_000_000;
+                f.progressWhilePaused = f.kind == LeaderFault.PAUSE && f.resumedMs >= 0
+                        && advanced.answered < at + TimeUnit.MILLISECONDS.toNanos(f.resumedMs);
+                faults.add(f);
+                System.err.println("streams_soak: " + f.row() + "; readings: " + committed.timeline(at, advanced.answered));
+                since = advanced.asked;
+                above = advanced.sum;
+            }
+            while (System.nanoTime() < end) {
+                app.checkRunning("after the last fault");
+                pollStrict(out, latest, sentCounts, violations, outputRecords);
+                inputWatch.check();
+            }
+            check(committed.firstAbove(since, above) != null, "the app committed no input offsets after the last fault's recovery");
+            stopInput.set(true);
+            producer.join(TimeUnit.SECONDS.toMillis(10));
+            check(!producer.isAlive(), "the input producer did not stop");
+            in.flush();
+            runMs = (System.nanoTime() - start) / 1_000_000;
+            check(sendErrors.get() == 0, sendErrors.get() + " input sends failed, the first: "
+                    + Compat.describe(firstSendError.get()));
+            lines = sent.get();
+            expected = expectedCounts(lines);
+            long drainStart = System.nanoTime();
+            long drainDeadline = drainStart + TimeUnit.SECONDS.toNanos(SOAK_DRAIN_S);
+            while (!latest.equals(expected)) {
+                check(violations.isEmpty(), violations.size() + " output violations, the first: "
+                        + violations.subList(0, Math.min(3, violations.size())));
+                check(System.nanoTime() < drainDeadline, "counts " + latest + " not " + expected + " for " + lines
+                        + " lines " + SOAK_DRAIN_S + " s after input stopped");
+                app.checkRunning("after input stopped");
+                pollStrict(out, latest, expected, violations, outputRecords);
+            }
+            drainMs = (System.nanoTime() - drainStart) / 1_000_000;
+            // A count that rose past its final value and back cannot happen without a violation
+            // recorded above; a last check after the counts matched.
+            check(violations.isEmpty(), violations.size() + " output violations, the first: "
+                    + violations.subList(0, Math.min(3, violations.size())));
+            app.checkRunning("at the end");
+        } finally {
+            stopInput.set(true);
+            if (producer != null) producer.join(TimeUnit.SECONDS.toMillis(10));
+            if (app.process != null) app.kill();
+            deleteTree(stateDir);
+        }
+        int kills = (int) faults.stream().filter(f -> f.kind == LeaderFault.KILL).count();
+        long[] stalls = faults.stream().mapToLong(f -> f.stallMs).sorted().toArray();
+        String stallText = stalls.length == 0 ? "no faults" : "time to first committed progress after a fault: min "
+                + stalls[0] + " ms, median " + stalls[stalls.length / 2] + " ms, max " + stalls[stalls.length - 1] + " ms";
+        StringBuilder table = new StringBuilder();
+        for (FaultFigures f : faults) table.append("\n  ").append(f.row());
+        System.err.printf("streams_soak: totals: %.1f s of input, %d lines (%d words), %d faults (%d kill -9, %d SIGSTOP %d s),"
+                + " %s; app started %d time(s), %d rebalances, %d ERROR log lines; %d output records read"
+                + " read_committed, 0 violations; drained to exact counts %d ms after input stopped; final counts %s%s%n",
+                runMs / 1000.0, lines, lines * 3L, faults.size(), kills, faults.size() - kills, SOAK_PAUSE_S, stallText,
+                app.starts, app.rebalances.get(), app.errorLines.get(), outputRecords[0], drainMs, expected, table);
+        return String.format("%d s, %d input lines, %d faults on the Raft leader (%d kill -9 + restart, %d SIGSTOP %d s"
+                + " + SIGCONT)%s; %s; drained %d ms after input stopped; Streams never stopped (%d rebalances);"
+                + " %d committed output records, each count rising; final counts exact %s", runMs / 1000, lines,
+                faults.size(), kills, faults.size() - kills, SOAK_PAUSE_S, pauses ? "" : " (COMPAT_PAUSE_LEADER unset: kills only)",
+                stallText, drainMs, app.rebalances.get(), outputRecords[0], expected);
+    }
+
+    /** The output topic's `partitions` partitions, assigned (no group: no rebalance ever re-reads), read_committed from the start. */
+    private KafkaConsumer<String, Long> assignedOutputConsumer(String output, int partitions) {
+        java.util.Properties p = kit.common();
+        p.put("auto.offset.reset", "earliest");
+        p.put("isolation.level", "read_committed");
+        p.put("enable.auto.commit", "false");
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", LongDeserializer.class.getName());
+        KafkaConsumer<String, Long> c = new KafkaConsumer<>(p);
+        List<TopicPartition> tps = new ArrayList<>();
+        for (int i = 0; i < partitions; i++) tps.add(new TopicPartition(output, i));
+        c.assign(tps);
+        c.seekToBeginning(tps);
+        return c;
+    }
+
+    /**
+     * poll() for streams_soak: besides the latest count per word, records a violation for a
+     * count above what was sent and for a count not above the word's previous one (committed
+     * exactly-once output only ever raises a count).
+     */
+    private static void pollStrict(KafkaConsumer<String, Long> out, Map<String, Long> latest, Map<String, Long> sent,
+            List<String> violations, long[] records) {
+        for (ConsumerRecord<String, Long> r : out.poll(Kit.POLL)) {
+            records[0]++;
+            Long want = sent.get(r.key());
+            Long previous = latest.get(r.key());
+            String where = " at " + r.topic() + "-" + r.partition() + "@" + r.offset();
+            if (want == null) violation(violations, "count for an unknown word " + r.key() + where);
+            else if (r.value() > want) violation(violations, "over-count: " + r.key() + " = " + r.value() + " > " + want + " sent" + where);
+            if (previous != null && r.value() <= previous) {
+                violation(violations, "count of " + r.key() + " went " + previous + " -> " + r.value() + where);
+            }
+            latest.put(r.key(), r.value());
+        }
+    }
+
+    private static void violation(List<String> violations, String what) {
+        violations.add(what);
+        if (violations.size() <= 20) System.err.println("streams_soak: violation: " + what);
     }
 
     private KafkaConsumer<String, Long> outputConsumer(String output) {
