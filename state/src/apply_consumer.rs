@@ -10,9 +10,7 @@ use crate::command::{
     ClassicJoinOp, ClassicLeaveOp, ConsumerGroupHeartbeatOp, DeleteGroupsOp, FenceMemberOp, GenerationOp,
     GroupDeletion, LivenessOp, OffsetCommitEntry, OffsetCommitOp, OpResult, SeenMember,
 };
-use crate::consumer_group::{
-    self as cg, CommitApi, CommitRequest, ConsumerGroups, HeartbeatAnswer, Refusal, TopicId,
-};
+use crate::consumer_group::{self as cg, CommitApi, CommitRequest, HeartbeatAnswer, Refusal, TopicId};
 use crate::groups::CommitResult;
 use crate::{internal_topic, BrokerState};
 
@@ -56,11 +54,7 @@ fn upgrade_then_heartbeat(
         )
     };
     let snapshot = op.upgrade.as_ref().filter(|_| hb.member_epoch == 0).ok_or_else(not_consumer)?;
-    let group =
-        cg::upgrade(&hb.group_id, snapshot, &state.topics, settings.max_size, settings.migration, op.now_ms)?;
-    let mut converted = ConsumerGroups::default();
-    converted.groups.insert(hb.group_id.clone(), group);
-    let answer = converted.heartbeat(&state.topics, hb, settings, op.now_ms)?;
+    let (mut converted, answer) = cg::upgrade_and_join(snapshot, &state.topics, hb, settings, op.now_ms)?;
     state.consumer_groups.groups.append(&mut converted.groups);
     state.consumer_groups.downgraded.remove(&hb.group_id);
     if let Some(classic) = state.groups.groups.get_mut(&hb.group_id) {

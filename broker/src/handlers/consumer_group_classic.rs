@@ -30,13 +30,9 @@ pub async fn join(ctx: &Ctx, req: &Request, body: &JoinGroupRequest) -> JoinResu
     let now_ms = wall_clock_ms();
     let (dry_run, changed, settings) = ctx.applied.state(|s| {
         let settings = ctx.config.settings.consumer_group.for_group(s.configs.groups.get(&join.group_id));
-        let before = s.consumer_groups.groups.get(&join.group_id);
-        let mut copy = ConsumerGroups::default();
-        if let Some(group) = before {
-            copy.groups.insert(join.group_id.clone(), group.clone());
-        }
-        let answer = copy.classic_join(&s.topics, &join, &settings, now_ms);
-        (answer, copy.groups.get(&join.group_id) != before, settings)
+        let trial = |copy: &mut ConsumerGroups| copy.classic_join(&s.topics, &join, &settings, now_ms);
+        let (answer, changed) = s.consumer_groups.trial(&join.group_id, trial);
+        (answer, changed, settings)
     });
     let answer = match dry_run {
         Ok(_) if changed => {
@@ -166,12 +162,8 @@ fn arm_join_deadline(ctx: &Ctx, group_id: &str, member: (&str, Option<&str>)) {
 /// A request in which no member may leave is answered without a log entry.
 pub async fn leave(ctx: &Ctx, group_id: &str, members: Vec<(String, Option<String>)>) -> Vec<i16> {
     let count = members.len();
-    let dry_run = ctx.applied.state(|s| {
-        let mut copy = ConsumerGroups::default();
-        if let Some(group) = s.consumer_groups.groups.get(group_id) {
-            copy.groups.insert(group_id.to_string(), group.clone());
-        }
-        copy.classic_leave(&s.topics, group_id, &members)
+    let (dry_run, _) = ctx.applied.state(|s| {
+        s.consumer_groups.trial(group_id, |copy| copy.classic_leave(&s.topics, group_id, &members))
     });
     if dry_run.iter().all(|l| l.error_code != error_code::NONE) {
         return dry_run.into_iter().map(|l| l.error_code).collect();

@@ -22,7 +22,7 @@ use kafka_protocol::messages::{
 };
 use onelog_state::apply_consumer::classic_group_has_members;
 use onelog_state::command::ConsumerGroupHeartbeatOp;
-use onelog_state::consumer_group::{self as cg, ConsumerGroups, HeartbeatAnswer, Refusal};
+use onelog_state::consumer_group::{self as cg, HeartbeatAnswer, Refusal};
 use onelog_state::features::GROUP_VERSION;
 use onelog_state::BrokerState;
 
@@ -172,27 +172,18 @@ fn dry_run(
     settings: &cg::GroupSettings,
     now_ms: i64,
 ) -> (Result<HeartbeatAnswer, Refusal>, bool) {
-    let before = s.consumer_groups.groups.get(&hb.group_id);
-    let mut copy = ConsumerGroups::default();
-    if let Some(snapshot) = upgrade.filter(|_| before.is_none()) {
-        let converted =
-            cg::upgrade(&hb.group_id, snapshot, &s.topics, settings.max_size, settings.migration, now_ms);
-        let answer = converted.and_then(|group| {
-            copy.groups.insert(hb.group_id.clone(), group);
-            copy.heartbeat(&s.topics, hb, settings, now_ms)
-        });
+    let is_consumer = s.consumer_groups.groups.contains_key(&hb.group_id);
+    if let Some(snapshot) = upgrade.filter(|_| !is_consumer) {
+        let answer =
+            cg::upgrade_and_join(snapshot, &s.topics, hb, settings, now_ms).map(|(_, answer)| answer);
         return (answer, true);
     }
     let classic = classic_group_has_members(s, &hb.group_id) || ctx.groups.holds(&hb.group_id);
-    if classic && before.is_none() {
+    if classic && !is_consumer {
         let message = format!("Group {} is not a consumer group.", hb.group_id);
         return (Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)), false);
     }
-    if let Some(group) = before {
-        copy.groups.insert(hb.group_id.clone(), group.clone());
-    }
-    let answer = copy.heartbeat(&s.topics, hb, settings, now_ms);
-    (answer, copy.groups.get(&hb.group_id) != before)
+    s.consumer_groups.trial(&hb.group_id, |copy| copy.heartbeat(&s.topics, hb, settings, now_ms))
 }
 
 /// A join (epoch 0) onto a classic group with live members: the classic coordinator's

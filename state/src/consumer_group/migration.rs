@@ -16,8 +16,10 @@ use kafka_compat::error_code;
 use serde::{Deserialize, Serialize};
 
 use super::embedded::{parse_assignment, parse_subscription};
-use super::model::{ClassicMember, ClassicProtocol, ConsumerGroup, EpochAssignment, Member, MemberState};
-use super::request::{Migration, Refusal};
+use super::model::{
+    ClassicMember, ClassicProtocol, ConsumerGroup, ConsumerGroups, EpochAssignment, Member, MemberState,
+};
+use super::request::{GroupSettings, Heartbeat, HeartbeatAnswer, Migration, Refusal};
 use super::subscription::resolve;
 use crate::command::{GenerationMember, GenerationOp};
 use crate::Topic;
@@ -130,6 +132,23 @@ fn upgraded_member(
         ..Member::new()
     };
     Ok((member, assigned))
+}
+
+/// A consumer-protocol member's join (`hb`, epoch 0) onto the classic group `snapshot`: the
+/// group converted and the join served in it, as one step that changes nothing when either
+/// refuses. Apply stores the returned group; the leader's dry run only answers from it.
+pub fn upgrade_and_join(
+    snapshot: &ClassicGroupSnapshot,
+    topics: &BTreeMap<String, Topic>,
+    hb: &Heartbeat,
+    settings: &GroupSettings,
+    now_ms: i64,
+) -> Result<(ConsumerGroups, HeartbeatAnswer), Refusal> {
+    let group = upgrade(&hb.group_id, snapshot, topics, settings.max_size, settings.migration, now_ms)?;
+    let mut converted = ConsumerGroups::default();
+    converted.groups.insert(hb.group_id.clone(), group);
+    let answer = converted.heartbeat(topics, hb, settings, now_ms)?;
+    Ok((converted, answer))
 }
 
 /// Whether removing `leaving` from `group` downgrades it (Kafka's

@@ -45,8 +45,8 @@ pub use describe::{GroupState, MemberDescription};
 pub use embedded::{parse_subscription, write_assignment, Malformed, Subscription};
 pub use leave::MemberTimers;
 pub use migration::{
-    downgraded_generation, downgrades_without, upgrade, ClassicGroupSnapshot, ClassicSnapshotMember,
-    CONSUMER_PROTOCOL_TYPE,
+    downgraded_generation, downgrades_without, upgrade, upgrade_and_join, ClassicGroupSnapshot,
+    ClassicSnapshotMember, CONSUMER_PROTOCOL_TYPE,
 };
 pub use model::{
     without_epochs, Assignment, ClassicMember, ClassicProtocol, ConsumerGroup, ConsumerGroups,

@@ -50,6 +50,21 @@ pub struct ConsumerGroup {
     pub members: BTreeMap<String, Member>,
 }
 
+impl ConsumerGroups {
+    /// Runs `f` on a copy holding only the group `group_id` (if any): the leader's dry run of
+    /// a request, answered without a log entry when it changes nothing. Returns `f`'s result
+    /// and whether the group changed.
+    pub fn trial<T>(&self, group_id: &str, f: impl FnOnce(&mut ConsumerGroups) -> T) -> (T, bool) {
+        let before = self.groups.get(group_id);
+        let mut copy = ConsumerGroups::default();
+        if let Some(group) = before {
+            copy.groups.insert(group_id.to_string(), group.clone());
+        }
+        let result = f(&mut copy);
+        (result, copy.groups.get(group_id) != before)
+    }
+}
+
 impl Default for ConsumerGroup {
     fn default() -> Self {
         Self::new()

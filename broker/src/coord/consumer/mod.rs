@@ -74,6 +74,54 @@ impl ConsumerCoordinator {
     /// After a successful heartbeat (not a leave) at `now_ms` (wall clock): a new session, and
     /// the revocation timer as the heartbeat's reconciliation asked.
     pub fn heartbeat(&self, group: &str, member: &str, session_ms: i32, timer: RevocationTimer, now_ms: i64) {
+        self.heard((group, member), session_ms, timer, now_ms, |_, _| {});
+    }
+
+    /// A classic member's JoinGroup (online migration) at `now_ms`: its session, its
+    /// revocation timer as for a heartbeat, and a sync deadline of its rebalance timeout in
+    /// place of any join deadline.
+    pub fn classic_joined(
+        &self,
+        key: (&str, &str),
+        timeouts: (i32, i32),
+        timer: RevocationTimer,
+        now_ms: i64,
+    ) {
+        let (session_ms, rebalance_ms) = timeouts;
+        self.heard(key, session_ms, timer, now_ms, |d, now| d.classic = Some(now + millis(rebalance_ms)));
+    }
+
+    /// A classic member's SyncGroup or Heartbeat was answered at `now_ms`: a new session;
+    /// `synced` ends the sync (or join) deadline, `rejoin` (a REBALANCE_IN_PROGRESS answer)
+    /// arms a join deadline of that many ms unless one is armed.
+    pub fn classic_seen(
+        &self,
+        key: (&str, &str),
+        session_ms: i32,
+        synced: bool,
+        rejoin: Option<i32>,
+        now_ms: i64,
+    ) {
+        self.heard(key, session_ms, RevocationTimer::Keep, now_ms, |d, now| {
+            if synced {
+                d.classic = None;
+            }
+            if let Some(rebalance_ms) = rejoin {
+                d.classic.get_or_insert(now + millis(rebalance_ms));
+            }
+        });
+    }
+
+    /// The member was heard from at `now_ms`: a new session, the revocation timer as asked,
+    /// then `more` on its deadlines, all under one lock.
+    fn heard(
+        &self,
+        (group, member): (&str, &str),
+        session_ms: i32,
+        timer: RevocationTimer,
+        now_ms: i64,
+        more: impl FnOnce(&mut Deadlines, Instant),
+    ) {
         let now = Instant::now();
         let key = (group.to_string(), member.to_string());
         let mut sessions = self.lock();
@@ -91,50 +139,7 @@ impl ConsumerCoordinator {
                 entry.revocation = Some((now + millis(d.rebalance_timeout_ms), d.member_epoch))
             }
         }
-    }
-
-    /// A classic member's JoinGroup (online migration) at `now_ms`: its session, its
-    /// revocation timer as for a heartbeat, and a sync deadline of its rebalance timeout in
-    /// place of any join deadline.
-    pub fn classic_joined(
-        &self,
-        key: (&str, &str),
-        timeouts: (i32, i32),
-        timer: RevocationTimer,
-        now_ms: i64,
-    ) {
-        let (session_ms, rebalance_ms) = timeouts;
-        self.heartbeat(key.0, key.1, session_ms, timer, now_ms);
-        self.with_deadlines(key, |d, now| d.classic = Some(now + millis(rebalance_ms)));
-    }
-
-    /// A classic member's SyncGroup or Heartbeat was answered at `now_ms`: a new session;
-    /// `synced` ends the sync (or join) deadline, `rejoin` (a REBALANCE_IN_PROGRESS answer)
-    /// arms a join deadline of that many ms unless one is armed.
-    pub fn classic_seen(
-        &self,
-        key: (&str, &str),
-        session_ms: i32,
-        synced: bool,
-        rejoin: Option<i32>,
-        now_ms: i64,
-    ) {
-        self.heartbeat(key.0, key.1, session_ms, RevocationTimer::Keep, now_ms);
-        self.with_deadlines(key, |d, now| {
-            if synced {
-                d.classic = None;
-            }
-            if let Some(rebalance_ms) = rejoin {
-                d.classic.get_or_insert(now + millis(rebalance_ms));
-            }
-        });
-    }
-
-    fn with_deadlines(&self, (group, member): (&str, &str), f: impl FnOnce(&mut Deadlines, Instant)) {
-        let key = (group.to_string(), member.to_string());
-        if let Some(deadlines) = self.lock().members.get_mut(&key) {
-            f(deadlines, Instant::now());
-        }
+        more(entry, now);
     }
 
     /// Forgets a member that left.
@@ -170,6 +175,7 @@ impl ConsumerCoordinator {
         // Each group's times once per tick, not once per member (its configs are parsed).
         let by_group: BTreeMap<&str, GroupTimes> =
             groups.groups.keys().map(|g| (g.as_str(), times(g))).collect();
+        // `timers` yields members of these groups only.
         let times_of = |group: &str| by_group.get(group).copied().unwrap_or_else(|| times(group));
         for timers in groups.timers(|group| times_of(group).session_timeout_ms) {
             let key = (timers.group_id.clone(), timers.member_id.clone());
