@@ -191,11 +191,15 @@ fn dry_run(
 /// until it rebalances, which the snapshot starts: the join is answered
 /// COORDINATOR_LOAD_IN_PROGRESS meanwhile, and the client retries.
 fn upgrade_snapshot(ctx: &Ctx, hb: &cg::Heartbeat) -> Result<Option<cg::ClassicGroupSnapshot>, Refusal> {
+    // Only a join can convert: the steady heartbeats of the hot path stop here.
+    if hb.member_epoch != 0 {
+        return Ok(None);
+    }
     let (is_consumer, settings) = ctx.applied.state(|s| {
         let settings = ctx.config.settings.consumer_group.for_group(s.configs.groups.get(&hb.group_id));
         (s.consumer_groups.groups.contains_key(&hb.group_id), settings)
     });
-    if hb.member_epoch != 0 || is_consumer {
+    if is_consumer {
         return Ok(None);
     }
     adopt_group(ctx, &hb.group_id);
