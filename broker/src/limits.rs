@@ -156,8 +156,18 @@ pub const RAFT_HANDSHAKE_TIMEOUT_MS: u64 = 5_000;
 pub const RAFT_ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
 
 /// Consecutive timed-out Raft RPCs, with no response of any kind in between, after which the
-/// connection to that peer is dropped and made afresh (a peer gone without FIN or RST).
+/// connection to that peer is dropped and made afresh (a peer gone without FIN or RST), once
+/// the silence has also lasted `RAFT_SILENCE_BEFORE_RECONNECT_MS`.
 pub const RAFT_SILENT_TIMEOUTS_BEFORE_RECONNECT: u32 = 5;
+
+/// How long a Raft peer must have been silent (ms, from its first timed-out call) before its
+/// connection is replaced. A peer that answers late is slow, not gone: a new connection drops
+/// the answers on their way, needs a handshake the slow peer may not finish within half an
+/// RPC's budget, and on that failure openraft stops sending to the peer for 500 ms, heartbeats
+/// included, so the followers stand for election. Regression (issue 31, `slow_quorum.rs`):
+/// followers answering 1.2 s late, after five 100 ms timeouts, caused exactly that. As long as
+/// check-quorum: a leader whose quorum is silent longer is cut off anyway.
+pub const RAFT_SILENCE_BEFORE_RECONNECT_MS: u64 = CHECK_QUORUM_MS;
 
 /// Raft heartbeat interval (ms); openraft also uses it as the AppendEntries timeout. (KRaft's
 /// counterparts, for the metadata quorum only, are `controller.quorum.fetch.timeout.ms` and
@@ -186,11 +196,17 @@ const _: () = assert!(LEADER_LEASE_MS < RAFT_ELECTION_TIMEOUT_MIN_MS);
 /// (ms): a few heartbeats.
 pub const READ_CONFIRM_TIMEOUT_MS: u64 = 1_000;
 
-/// Check-quorum (ms): a leader that has not heard from a quorum for this long stops naming
-/// itself leader, controller or coordinator (`Leadership::leader_id`). The longest election
-/// timeout: by then the majority may have elected another leader, and a leader merely
-/// descheduled for a few heartbeats is not deposed by it.
-pub const CHECK_QUORUM_MS: u64 = RAFT_ELECTION_TIMEOUT_MAX_MS;
+/// Check-quorum (ms): a leader that has seen no quorum acknowledgement arrive for this long
+/// stops naming itself leader, controller or coordinator and is cut off
+/// (`Leadership::leader_id`, `is_cut_off`). A majority that lost this leader elects another
+/// within an election timeout and a vote round, so a quorum silent for three maximum election
+/// timeouts is lost, not slow; a slow one (followers answering late on a starved machine or a
+/// stalled shared disk, seen at over 600 ms) keeps its leader, as Kafka keeps a slow partition
+/// leader (it fences a broker only after `broker.session.timeout.ms`, 9 s). Regression (issue
+/// 31): with the bound at one election timeout, a starved leader took itself for cut off with
+/// the term unchanged, answered its waiting produce requests with an error and closed the
+/// producer's connections, and a non-idempotent producer stored 66 records twice.
+pub const CHECK_QUORUM_MS: u64 = 3 * RAFT_ELECTION_TIMEOUT_MAX_MS;
 const _: () = assert!(CHECK_QUORUM_MS > LEADER_LEASE_MS);
 
 /// Longest a follower waits for a request it forwards to the leader (auto-created topics,

@@ -275,6 +275,7 @@ async fn serving_ctx(
         opened.transfer.clone(),
         node.advertised.clone(),
         &inter_broker_listener(node),
+        opened.peers.clone(),
     ));
     let proposer = Proposer::start(ProposerOptions {
         leadership: leadership.clone(),

@@ -14,6 +14,7 @@ use super::lease::LeaderLease;
 use crate::config::listeners::{parse_peer_kafka, Endpoint};
 use crate::limits;
 use crate::raft::applied::AppliedView;
+use crate::raft::transport::peers::Peers;
 use crate::raft::transport::transfer::LeaderTransfer;
 use crate::raft::{NodeAddr, Raft};
 
@@ -40,6 +41,8 @@ pub struct Leadership {
     /// The listener whose addresses [`Leadership::brokers`] gives: the one nodes reach each
     /// other's Kafka port on (`net::forward`).
     inter_broker: String,
+    /// The node's Raft connections: check-quorum asks them which peers answered lately.
+    peers: Arc<Peers>,
 }
 
 impl Leadership {
@@ -52,6 +55,7 @@ impl Leadership {
         transfer: Arc<LeaderTransfer>,
         advertised: Vec<Endpoint>,
         inter_broker: &str,
+        peers: Arc<Peers>,
     ) -> Self {
         Leadership {
             node_id,
@@ -62,6 +66,7 @@ impl Leadership {
             transfer,
             advertised,
             inter_broker: inter_broker.to_string(),
+            peers,
         }
     }
 
@@ -99,7 +104,7 @@ impl Leadership {
         }
     }
 
-    /// Check-quorum (Raft thesis §6.2): whether a quorum acknowledged this leader within
+    /// Check-quorum (Raft thesis §6.2): whether a quorum answered this leader within
     /// `CHECK_QUORUM_MS`. openraft 0.9 keeps an isolated leader a leader for as long as it
     /// hears of no newer term, and offers no way to step down short of a membership change;
     /// a leader past this bound therefore stops naming itself leader, controller and
@@ -108,10 +113,24 @@ impl Leadership {
     /// and a producer that could still reach it stalled for the whole 21.7 s partition.
     /// Unlike the read lease, this ignores the pause detector: a leader descheduled for
     /// ~100 ms with no election must keep taking writes.
+    ///
+    /// A quorum that answers late is slow, not lost (issue 31): besides openraft's clock
+    /// (which counts an answer from its request's send time) and the election, a peer counts
+    /// when any response of its arrived within the bound (`client::Heard`).
     fn quorum_heard(&self) -> bool {
         // The lease first: it is two atomics, `voter_ids` a lock and an allocation, and this
         // runs on every request that asks who leads.
-        self.lease.quorum_acked_within_ms(limits::CHECK_QUORUM_MS) || self.voter_ids().len() <= 1
+        if self.lease.quorum_acked_within_ms(limits::CHECK_QUORUM_MS) {
+            return true;
+        }
+        let voters = self.voter_ids();
+        let window = Duration::from_millis(limits::CHECK_QUORUM_MS);
+        let answered = voters
+            .iter()
+            .map(|id| *id as u64)
+            .filter(|id| *id == self.node_id || self.peers.answered_within(*id, window))
+            .count();
+        voters.len() <= 1 || 2 * answered > voters.len()
     }
 
     /// Whether this node knows it is cut off from the quorum: a leader past check-quorum, or a

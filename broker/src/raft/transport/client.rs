@@ -45,6 +45,25 @@ pub struct Peer {
     addr: String,
     next_request_id: AtomicU64,
     slot: tokio::sync::Mutex<Slot>,
+    heard: Arc<Heard>,
+}
+
+/// When a response of any kind last arrived from a peer, over any of its connections, late
+/// ones that no caller waits for any more included: check-quorum's evidence that the peer is
+/// there (`Leadership::quorum_heard`). openraft's own clock counts an answer from when its
+/// request was sent, so a peer that answers late looks as silent as one that is gone.
+#[derive(Default)]
+pub struct Heard(Mutex<Option<Instant>>);
+
+impl Heard {
+    fn now(&self) {
+        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Instant::now());
+    }
+
+    fn within(&self, window: Duration) -> bool {
+        let at = *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        at.is_some_and(|at| at.elapsed() < window)
+    }
 }
 
 /// The current connection, or the reconnect backoff after failed connects.
@@ -60,7 +79,19 @@ impl Peer {
     pub fn new(identity: Identity, target: u64, addr: String) -> Self {
         // Id 0 is the handshake's; ids are never reused across reconnects, so a late response
         // can only ever match the request it answers.
-        Peer { identity, target, addr, next_request_id: AtomicU64::new(1), slot: Default::default() }
+        Peer {
+            identity,
+            target,
+            addr,
+            next_request_id: AtomicU64::new(1),
+            slot: Default::default(),
+            heard: Arc::default(),
+        }
+    }
+
+    /// Whether a response from this peer arrived within `window`.
+    pub fn answered_within(&self, window: Duration) -> bool {
+        self.heard.within(window)
     }
 
     pub fn addr(&self) -> &str {
@@ -88,8 +119,12 @@ impl Peer {
             }),
             Err(_) => {
                 // A peer that vanished without a FIN or RST leaves a connection that never
-                // answers; after a few silent timeouts, drop it and connect afresh.
-                if conn.pending.timed_out() >= limits::RAFT_SILENT_TIMEOUTS_BEFORE_RECONNECT {
+                // answers; after a few silent timeouts over a long enough silence (a slow
+                // peer answers late), drop it and connect afresh.
+                let (timeouts, silence) = conn.pending.timed_out();
+                if timeouts >= limits::RAFT_SILENT_TIMEOUTS_BEFORE_RECONNECT
+                    && silence >= Duration::from_millis(limits::RAFT_SILENCE_BEFORE_RECONNECT_MS)
+                {
                     tracing::warn!(target_node = self.target, addr = %self.addr, "raft peer stopped answering; reconnecting");
                     conn.pending.close();
                 }
@@ -118,7 +153,7 @@ impl Peer {
         let budget = ttl_budget.min(Duration::from_millis(limits::RAFT_CONNECT_TIMEOUT_MS));
         let result = match tokio::time::timeout(
             budget,
-            Conn::connect(&self.identity, self.target, &self.addr),
+            Conn::connect(&self.identity, self.target, &self.addr, self.heard.clone()),
         )
         .await
         {
@@ -170,7 +205,12 @@ impl Drop for Conn {
 }
 
 impl Conn {
-    async fn connect(identity: &Identity, target: u64, addr: &str) -> Result<Conn, String> {
+    async fn connect(
+        identity: &Identity,
+        target: u64,
+        addr: &str,
+        heard: Arc<Heard>,
+    ) -> Result<Conn, String> {
         let stream = TcpStream::connect(addr).await.map_err(|e| format!("connect: {e}"))?;
         // Raft RPCs are small and latency-bound; never let Nagle hold one back.
         stream.set_nodelay(true).map_err(|e| format!("set TCP_NODELAY: {e}"))?;
@@ -214,7 +254,7 @@ impl Conn {
             .map_err(|e| e.to_string())?;
         write_half.write_all(&frame).await.map_err(|e| format!("sending handshake: {e}"))?;
 
-        let pending = Arc::new(Pending::default());
+        let pending = Arc::new(Pending { inner: Mutex::default(), heard });
         let (queue, outbound) = mpsc::channel(limits::RAFT_OUTBOUND_FRAMES_PER_PEER_MAX);
         let writer = tokio::spawn({
             let pending = pending.clone();
@@ -262,9 +302,9 @@ async fn read_responses(mut reader: BufReader<ReadHalf>, pending: Arc<Pending>, 
 }
 
 /// Callers waiting for a response, by request id.
-#[derive(Default)]
 struct Pending {
     inner: Mutex<PendingInner>,
+    heard: Arc<Heard>,
 }
 
 #[derive(Default)]
@@ -273,6 +313,8 @@ struct PendingInner {
     closed: bool,
     /// Calls timed out since the last response of any kind arrived.
     silent_timeouts: u32,
+    /// When the first of them timed out.
+    silent_since: Option<Instant>,
 }
 
 impl Pending {
@@ -292,9 +334,11 @@ impl Pending {
     }
 
     fn complete(&self, frame: Frame) {
+        self.heard.now();
         let waiter = {
             let mut inner = self.lock();
             inner.silent_timeouts = 0;
+            inner.silent_since = None;
             inner.waiting.remove(&frame.request_id)
         };
         match waiter {
@@ -304,11 +348,13 @@ impl Pending {
         }
     }
 
-    /// Counts a timed-out call; returns the count since the last response.
-    fn timed_out(&self) -> u32 {
+    /// Counts a timed-out call; returns the count since the last response and how long ago
+    /// the first of them timed out.
+    fn timed_out(&self) -> (u32, Duration) {
         let mut inner = self.lock();
         inner.silent_timeouts += 1;
-        inner.silent_timeouts
+        let since = *inner.silent_since.get_or_insert_with(Instant::now);
+        (inner.silent_timeouts, since.elapsed())
     }
 
     fn unregister(&self, request_id: u64) {

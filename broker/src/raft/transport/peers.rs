@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::auth::Identity;
 use super::client::Peer;
@@ -24,6 +25,12 @@ impl Peers {
 
     pub fn identity(&self) -> &Identity {
         &self.identity
+    }
+
+    /// Whether a response from node `target` arrived within `window` (see `client::Heard`).
+    pub fn answered_within(&self, target: u64, window: Duration) -> bool {
+        let by_id = self.by_id.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        by_id.get(&target).is_some_and(|peer| peer.answered_within(window))
     }
 
     /// The connection to node `target` at `addr` (a test's proxy for the link, if it routes
