@@ -196,6 +196,11 @@ const _: () = assert!(LEADER_LEASE_MS < RAFT_ELECTION_TIMEOUT_MIN_MS);
 /// (ms): a few heartbeats.
 pub const READ_CONFIRM_TIMEOUT_MS: u64 = 1_000;
 
+/// Longest a statvfs reading of the data directory is reused by the free-space guard (ms,
+/// `storage::free_space`): refusals start, and lift, at most this long after the file system
+/// crosses `log.dir.free.bytes.min`.
+pub const FREE_SPACE_READING_MAX_AGE_MS: u64 = 100;
+
 /// Check-quorum (ms): a leader that has seen no quorum acknowledgement arrive for this long
 /// stops naming itself leader, controller or coordinator and is cut off
 /// (`Leadership::leader_id`, `is_cut_off`). A majority that lost this leader elects another

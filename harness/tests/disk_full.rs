@@ -27,6 +27,8 @@ const RESERVE_BYTES: u64 = 160 * MIB;
 /// Free space left by the ballast: below the reserve and below one Raft log segment.
 const LEFT_FREE_BYTES: u64 = 16 * MIB;
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longer than the broker reuses a free-space reading (`FREE_SPACE_READING_MAX_AGE_MS`, 100 ms).
+const READING_AGE: Duration = Duration::from_millis(300);
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_nearly_full_file_system_refuses_produce_serves_reads_restarts_and_recovers() {
@@ -53,6 +55,7 @@ async fn scenario(broker: &mut Broker, fs: &Tmpfs) -> Result<()> {
     let ballast_path = fs.path().join("ballast");
     ballast(&ballast_path, LEFT_FREE_BYTES)?;
     ensure!(available_bytes(fs.path())? < RESERVE_BYTES);
+    tokio::time::sleep(READING_AGE).await;
     ensure!(raw_produce_code(&mut client).await? == KAFKA_STORAGE_ERROR, "produce on a nearly full disk");
     ensure!(read_values(broker)? == ["a", "b", "c"], "reads on a nearly full disk");
     ensure!(broker.is_running(), "the node exited on a nearly full disk");
@@ -64,6 +67,7 @@ async fn scenario(broker: &mut Broker, fs: &Tmpfs) -> Result<()> {
     ensure!(raw_produce_code(&mut client).await? == KAFKA_STORAGE_ERROR, "produce after the restart");
 
     std::fs::remove_file(&ballast_path)?;
+    tokio::time::sleep(READING_AGE).await;
     let producer: FutureProducer = client_config(&broker.bootstrap()).set("acks", "all").create()?;
     send(&producer, "d").await?;
     ensure!(read_values(broker)? == ["a", "b", "c", "d"], "the write after space was freed");
