@@ -170,11 +170,25 @@ async fn open_raft(
     // What the restart costs: every entry above the checkpoint is applied again.
     let to_replay = last_log_index.map_or(0, |last| last.saturating_sub(checkpoint_index.unwrap_or(0)));
     tracing::info!(?checkpoint_index, ?last_log_index, to_replay, "opened the log and the checkpoint");
+    tokio::spawn(report_short_partition_logs(applied.clone(), last_log_index));
     let transfer = Arc::new(LeaderTransfer::default());
     let peers = Peers::new(identity.clone());
     let network = Network::with_peers(peers.clone(), transfer.clone());
     let raft = Raft::new(node.node_id, Arc::new(raft_config()?), network, log_store, state_machine).await?;
     Ok(Opened { raft, applied, votes, start, log_reader, transfer, peers })
+}
+
+/// Once every entry the log held at open is applied (the replay above the checkpoint, or, if
+/// a new leader cut the tail, as many new ones), judges the partitions whose files ended
+/// before the checkpoint.
+async fn report_short_partition_logs(applied: crate::raft::applied::AppliedView, replay_to: Option<u64>) {
+    let mut index = applied.applied_index();
+    if let Some(to) = replay_to {
+        if index.wait_for(|i| *i >= to).await.is_err() {
+            return;
+        }
+    }
+    applied.report_short_partition_logs();
 }
 
 /// Serves the Raft port when one is configured and returns its address. A one-node cluster

@@ -54,6 +54,12 @@ impl AppliedView {
         f(&applied, &partitions)
     }
 
+    /// Judges the partitions whose files ended before the checkpoint at open
+    /// (`Partitions::report_short_logs`); called once the log above the checkpoint is applied.
+    pub fn report_short_partition_logs(&self) {
+        self.with_partitions(|applied, partitions| partitions.report_short_logs(&applied.state));
+    }
+
     /// The index of the last applied entry, as a watch (Fetch long-polls on it).
     pub fn applied_index(&self) -> watch::Receiver<u64> {
         self.shared.applied_index.subscribe()

@@ -218,7 +218,12 @@ impl StateMachineStore {
         };
         // Data written after the snapshot of the state is flushed too; it lies beyond the
         // checkpointed offsets and is truncated and re-applied on start.
-        let logs = read(&self.shared.partitions).all();
+        let logs = {
+            let partitions = read(&self.shared.partitions);
+            // Short files left from open or an installed archive, if not judged yet.
+            partitions.report_short_logs(&checkpoint.state);
+            partitions.all()
+        };
         for log in logs {
             log.lock().flush()?;
         }
@@ -276,6 +281,9 @@ impl StateMachineStore {
     fn install_archive(&self, archive: &Path) -> io::Result<(Checkpoint, Partitions, PathBuf)> {
         let current = self.shared.generation.read().expect("generation lock").clone();
         let (checkpoint, next) = build_generation(&self.shared.dir, &current, archive, |_| Ok(()))?;
+        // An archive exported at a node's start-up carries that node's short files (records
+        // deleted after its checkpoint); the entries after the snapshot delete them here too,
+        // so they are judged at the next checkpoint (`write_checkpoint`).
         let partitions = Partitions::open(&next.join("partitions"), &checkpoint.state, &self.shared.config)?;
         Ok((checkpoint, partitions, next))
     }

@@ -51,6 +51,29 @@ pub struct Partitions {
     /// `DynamicConfigs::changes` when `policies` was last computed: an alteration of
     /// `segment.bytes` or `log.segment.bytes` sizes the segments rolled after it.
     configs_seen: u64,
+    /// Partitions whose files ended before the checkpoint's end offset at open, judged once
+    /// the entries above the checkpoint are applied again ([`Partitions::report_short_logs`]).
+    short_at_open: Mutex<Vec<ShortLog>>,
+}
+
+/// A partition whose files ended before the checkpoint said at open.
+#[derive(Debug)]
+struct ShortLog {
+    topic: String,
+    topic_id: [u8; 16],
+    partition: i32,
+    /// The checkpoint's end offset, and the end the files had.
+    expected: i64,
+    found: Option<i64>,
+}
+
+impl ShortLog {
+    /// The offsets `[from, to)` the files lack although a log starting at `start` (`None`: the
+    /// topic is gone) retains them.
+    fn missing(&self, start: Option<i64>) -> Option<(i64, i64)> {
+        let start = start?;
+        (start < self.expected).then(|| (self.found.unwrap_or(start).max(start), self.expected))
+    }
 }
 
 fn hex(id: &[u8; 16]) -> String {
@@ -73,6 +96,7 @@ impl Partitions {
             policies: BTreeMap::new(),
             node_id: config.node_id,
             configs_seen: state.configs.changes,
+            short_at_open: Mutex::default(),
         };
         let known: Vec<String> = state.topics.values().map(|t| hex(&t.topic_id)).collect();
         for entry in std::fs::read_dir(root)? {
@@ -89,13 +113,50 @@ impl Partitions {
                 let dir = partitions.dir(&topic.topic_id, p as i32);
                 let log = PartitionLog::open(&dir, ps.log_start_offset, ps.log_end_offset)?;
                 if log.log_end_offset().unwrap_or(ps.log_start_offset) < ps.log_end_offset {
-                    tracing::error!(topic = %name, partition = p, expected = ps.log_end_offset,
-                        found = ?log.log_end_offset(), "partition files end before the checkpoint");
+                    let short = ShortLog {
+                        topic: name.clone(),
+                        topic_id: topic.topic_id,
+                        partition: p as i32,
+                        expected: ps.log_end_offset,
+                        found: log.log_end_offset(),
+                    };
+                    tracing::info!(
+                        ?short,
+                        "partition files end before the checkpoint; judged once the log above it is replayed"
+                    );
+                    partitions.short_at_open.get_mut().unwrap_or_else(|e| e.into_inner()).push(short);
                 }
                 partitions.logs.insert((topic.topic_id, p as i32), PartitionLock::new(dir, log));
             }
         }
         Ok(partitions)
+    }
+
+    /// Judges the partitions whose files ended before the checkpoint at open, against `state`
+    /// once the entries above the checkpoint are applied again: records deleted after the
+    /// checkpoint (DeleteRecords, retention) are gone from the files but not from the
+    /// checkpoint, and replaying the deletion moves the log start past them. Only a log that
+    /// still starts below the checkpoint's end misses records it should serve. Regression
+    /// (issue 28's Streams soak): every restart logged this ERROR for Streams' repartition
+    /// topics, which Streams purges with DeleteRecords.
+    pub fn report_short_logs(&self, state: &BrokerState) {
+        let shorts = std::mem::take(&mut *self.short_at_open.lock().unwrap_or_else(|e| e.into_inner()));
+        for short in shorts {
+            let start = state
+                .topics
+                .get(&short.topic)
+                .filter(|t| t.topic_id == short.topic_id)
+                .and_then(|t| t.partitions.get(short.partition as usize))
+                .map(|ps| ps.log_start_offset);
+            match short.missing(start) {
+                Some((missing_from, missing_to)) => {
+                    tracing::error!(topic = %short.topic, partition = short.partition, missing_from,
+                        missing_to, "partition files end before the checkpoint: records the log still retains are missing");
+                }
+                None => tracing::info!(topic = %short.topic, partition = short.partition,
+                    "partition files that ended before the checkpoint held only records deleted since"),
+            }
+        }
     }
 
     fn dir(&self, topic_id: &[u8; 16], partition: i32) -> PathBuf {
@@ -249,5 +310,18 @@ mod tests {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(crate::fatal::EXIT_CODE), "child: {stderr}");
         assert!(stderr.contains("the lock of partition log"), "child: {stderr}");
+    }
+
+    /// Files that end at 20 of a checkpoint's 48: missing only while the log starts below 48.
+    #[test]
+    fn a_short_log_misses_records_only_if_the_log_still_starts_below_the_checkpoints_end() {
+        let short =
+            |found| ShortLog { topic: "t".into(), topic_id: [0; 16], partition: 0, expected: 48, found };
+        assert_eq!(short(Some(20)).missing(Some(0)), Some((20, 48)), "nothing deleted since");
+        assert_eq!(short(Some(20)).missing(Some(30)), Some((30, 48)), "deleted up to 30");
+        assert_eq!(short(None).missing(Some(10)), Some((10, 48)), "no files at all");
+        assert_eq!(short(Some(20)).missing(Some(48)), None, "deleted up to the checkpoint's end");
+        assert_eq!(short(None).missing(Some(96)), None, "deleted past it");
+        assert_eq!(short(Some(20)).missing(None), None, "the topic is gone");
     }
 }
