@@ -20,7 +20,9 @@ The target, for the running driver (its names start with COMPAT_PREFIX):
   three of them on three brokers it also leads one). With COMPAT_KILL_TXN_ID: that id's
   coordinator (FindCoordinator).
 - else the leader of partition 0 of the prefix's topic named *leader_kill / *leader-kill
-  (COMPAT_KILL_TOPIC names it directly), which the leader_kill drivers produce to.
+  (COMPAT_KILL_TOPIC names it directly), which the leader_kill drivers produce to, or
+  *-kill-leader-in, Kafka Streams' streams_kill_leader input (when the kill falls between two
+  of its transactions).
 Bootstrap: COMPAT_BOOTSTRAP (comma-separated host:port).
 """
 
@@ -238,7 +240,9 @@ def target():
             return node, "txn:" + txn_id, "transaction coordinator of %s, which lists it Ongoing (its topic's leaders: %s)" % (
                 txn_id, ", ".join("partition %d node %d" % pl for pl in leaders) or "?")
         mine = sorted(t for t in topics if t.startswith(PREFIX))
-        plain = [t for t in mine if t.endswith(("leader_kill", "leader-kill")) and "txn" not in t[len(PREFIX):]]
+        # Kafka Streams' streams_kill_leader names its input `<prefix>-streams-kill-leader-in`.
+        plain = [t for t in mine if (t.endswith(("leader_kill", "leader-kill")) or t.endswith("-kill-leader-in"))
+                 and "txn" not in t[len(PREFIX):]]
         if not plain:
             raise LookupError("no Ongoing transaction and no *leader_kill topic with prefix %r among %s" % (PREFIX, mine))
         topic = plain[-1]
