@@ -44,6 +44,16 @@ impl Reply {
     pub fn unthrottled(bytes: Option<Bytes>) -> Self {
         Reply { bytes, throttle_ms: 0, hold_response: false }
     }
+
+    /// How long the writer holds this response back: the throttle, for a version whose client
+    /// does not wait it out itself, and only if there is one. Regression (issue 31): an
+    /// unthrottled response of such a version (AddPartitionsToTxn v0, FindCoordinator v0–v1,
+    /// what librdkafka sends) waited in a zero-length `tokio::time::sleep`, which still parks
+    /// until the timer's next 1 ms tick: 1.1 ms of librdkafka's 4.4 ms transaction.
+    pub fn hold(&self) -> Option<std::time::Duration> {
+        (self.hold_response && self.throttle_ms > 0)
+            .then(|| std::time::Duration::from_millis(self.throttle_ms as u64))
+    }
 }
 
 /// A reply being computed; the connection's writer awaits them in request order.
@@ -63,3 +73,20 @@ pub type Dispatched = Pin<Box<dyn Future<Output = Result<Pending, Refused>> + Se
 /// once the request is submitted (an ordered handler's first stage has run), with the reply
 /// still being computed.
 pub type Dispatch = fn(SharedCtx, Incoming) -> Dispatched;
+
+#[cfg(test)]
+mod tests {
+    use super::Reply;
+    use std::time::Duration;
+
+    /// Only a throttled response of a version whose client does not wait is held, and for
+    /// exactly its throttle; an unthrottled one goes out at once.
+    #[test]
+    fn only_a_throttled_response_of_an_old_version_is_held() {
+        let reply = |throttle_ms, hold_response| Reply { bytes: None, throttle_ms, hold_response };
+        assert_eq!(reply(0, true).hold(), None, "nothing to hold: no timer, not even a zero one");
+        assert_eq!(reply(250, true).hold(), Some(Duration::from_millis(250)));
+        assert_eq!(reply(250, false).hold(), None, "the client waits the throttle out itself");
+        assert_eq!(reply(-1, true).hold(), None);
+    }
+}

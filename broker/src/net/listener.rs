@@ -402,8 +402,8 @@ async fn write_responses<W: AsyncWrite + Unpin>(
         match reply {
             Ok(Ok(reply)) => {
                 let throttle = Duration::from_millis(reply.throttle_ms.max(0) as u64);
-                if reply.hold_response {
-                    tokio::time::sleep(throttle).await;
+                if let Some(hold) = reply.hold() {
+                    tokio::time::sleep(hold).await;
                 }
                 // Muted before the response leaves: the client may send its next request the
                 // moment it reads this one, and that request must wait out the throttle.
