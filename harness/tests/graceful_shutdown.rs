@@ -3,7 +3,7 @@
 //! the same node replays everything since its last periodic checkpoint. The figures are
 //! printed side by side: entries replayed at restart after each.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 use harness::batch::{encode_batch, TestRecord};
@@ -33,8 +33,9 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     let after_sigterm = stop_and_restart(cluster, follower, Stop::Sigterm).await?;
     ensure!(after_sigterm == 0, "node {follower} replayed {after_sigterm} entries after SIGTERM");
 
-    // The same follower, kill -9 after the same amount of writing.
+    // The same follower, kill -9 after the same amount of writing, once it holds all of it.
     write(cluster).await?;
+    wait_caught_up(cluster, follower).await?;
     let after_kill = stop_and_restart(cluster, follower, Stop::Kill9).await?;
     ensure!(after_kill >= REQUESTS as u64, "kill -9 left only {after_kill} entries to replay");
 
@@ -70,6 +71,29 @@ async fn write(cluster: &mut Cluster) -> Result<()> {
         let response =
             produce(&mut client, -1, &[BatchFor { topic: TOPIC.to_string(), partition: 0, records }]).await?;
         ensure!(produce_results(&response).iter().all(|r| r.2 == 0), "produce refused: {response:?}");
+    }
+    Ok(())
+}
+
+/// Waits until `follower` holds every entry the leader has. acks=all needs two of the three
+/// nodes, so the other follower may be the one that acknowledged the last writes. Regression:
+/// CI killed the follower one entry behind ("kill -9 left only 299 entries to replay").
+async fn wait_caught_up(cluster: &mut Cluster, follower: u64) -> Result<()> {
+    let leader = cluster.leader()?;
+    let last = |id: u64| -> Result<u64> {
+        cluster
+            .status(id)?
+            .last_log_index
+            .as_u64()
+            .with_context(|| format!("node {id} has no last log index"))
+    };
+    let (target, started) = (last(leader)?, Instant::now());
+    while last(follower)? < target {
+        ensure!(
+            started.elapsed() < Duration::from_secs(30),
+            "node {follower} never reached log index {target}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(())
 }
