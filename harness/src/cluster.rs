@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
 use tempfile::TempDir;
 
 use crate::admin_api::{self, Digest, Status};
@@ -757,6 +757,26 @@ impl Cluster {
     /// The index node `id` has applied, from its `/status`.
     pub fn last_applied(&self, id: u64) -> Result<Option<u64>> {
         Ok(self.status(id)?.last_applied.as_u64())
+    }
+
+    /// Waits until every running node has applied what the leader had applied at the call:
+    /// what an admin request changed (an ACL, a config) is then what every node answers from.
+    /// Kafka's brokers apply metadata asynchronously too; a test that checks on any node
+    /// right after the change waits here.
+    pub fn wait_all_applied(&mut self, timeout: Duration) -> Result<()> {
+        let leader = self.leader()?;
+        let target = self.last_applied(leader)?.context("the leader has applied nothing")?;
+        let deadline = Instant::now() + timeout;
+        for id in self.live_ids() {
+            while self.last_applied(id)?.unwrap_or(0) < target {
+                ensure!(
+                    Instant::now() < deadline,
+                    "node {id} did not apply index {target} within {timeout:?}"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        Ok(())
     }
 
     /// [`Cluster::last_applied`] once the node's admin API answers (it has just been spawned),
