@@ -11,6 +11,11 @@
 //! The free functions run the default build (kafka-clients and kafka-tools 4.x). [`Clients`]
 //! picks another client version: [`Clients::Kafka3`] is the same drivers built against
 //! kafka-clients 3.9 (`scripts/java-build.sh --variant kafka3`, `ONELOG_JAVA3_CLASSPATH`).
+//!
+//! To diagnose a client, `ONELOG_JAVA_OPTS` adds JVM options to every Java process (e.g.
+//! `-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer=debug`), and with
+//! `ONELOG_JAVA_LOG_DIR` each [`JavaProcess`] also writes its whole stderr to
+//! `<dir>/<class>-<pid>.log`, where only the tail is kept in memory.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -28,8 +33,14 @@ pub const CLASSPATH_ENV: &str = "ONELOG_JAVA_CLASSPATH";
 pub const CLASSPATH3_ENV: &str = "ONELOG_JAVA3_CLASSPATH";
 /// The package of the drivers; a class name without a dot is taken from it.
 pub const DRIVER_PACKAGE: &str = "dev.onelog.it";
+/// Extra JVM options, split at whitespace (diagnosis only).
+pub const JAVA_OPTS_ENV: &str = "ONELOG_JAVA_OPTS";
+/// A directory that receives each [`JavaProcess`]'s whole stderr (diagnosis only).
+pub const JAVA_LOG_DIR_ENV: &str = "ONELOG_JAVA_LOG_DIR";
 /// Lines of a Java process's stderr kept for error messages.
 const STDERR_TAIL_LINES: usize = 40;
+/// Bytes of stderr kept in memory: a process logging at debug level must not grow the test.
+const STDERR_KEPT_BYTES: usize = 1 << 20;
 /// Pause between two looks at a running process's events or exit.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -77,7 +88,8 @@ impl Clients {
     pub fn command(self, class: &str, args: &[String]) -> Result<Command> {
         let class = if class.contains('.') { class.to_string() } else { format!("{DRIVER_PACKAGE}.{class}") };
         let mut cmd = Command::new("java");
-        cmd.arg("-cp").arg(self.classpath()?).arg(class).args(args);
+        let opts = std::env::var(JAVA_OPTS_ENV).unwrap_or_default();
+        cmd.args(opts.split_whitespace()).arg("-cp").arg(self.classpath()?).arg(class).args(args);
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         Ok(cmd)
     }
@@ -187,10 +199,20 @@ impl JavaProcess {
             }
         });
         let err_sink = stderr.clone();
+        let mut err_file = stderr_file(class, child.id())?;
         let err_reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n @ 1..) = stderr_pipe.read(&mut buf) {
-                err_sink.lock().expect("stderr lock").push_str(&String::from_utf8_lossy(&buf[..n]));
+                if let Some(file) = err_file.as_mut() {
+                    let _ = file.write_all(&buf[..n]);
+                }
+                let mut kept = err_sink.lock().expect("stderr lock");
+                kept.push_str(&String::from_utf8_lossy(&buf[..n]));
+                if kept.len() > STDERR_KEPT_BYTES {
+                    let cut = kept.len() - STDERR_KEPT_BYTES / 2;
+                    let cut = (cut..kept.len()).find(|i| kept.is_char_boundary(*i)).unwrap_or(kept.len());
+                    kept.drain(..cut);
+                }
             }
         });
         let readers = vec![out_reader, err_reader];
@@ -268,6 +290,14 @@ impl Drop for JavaProcess {
             }
         }
     }
+}
+
+/// The file a process's whole stderr goes to, when `ONELOG_JAVA_LOG_DIR` names a directory.
+fn stderr_file(class: &str, pid: u32) -> Result<Option<std::fs::File>> {
+    let Ok(dir) = std::env::var(JAVA_LOG_DIR_ENV) else { return Ok(None) };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {dir}"))?;
+    let path = std::path::Path::new(&dir).join(format!("{class}-{pid}.log"));
+    Ok(Some(std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?))
 }
 
 fn tail(text: &str) -> String {

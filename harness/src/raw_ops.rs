@@ -1,15 +1,16 @@
 //! Typed requests on top of [`RawClient`]: create topics, produce record batches, read a
-//! partition back, ask where it ends. Each returns the broker's error codes as data so tests can assert on them.
+//! partition back, ask where it ends, delete records below an offset. Each returns the broker's error codes as data so tests can assert on them.
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    CreateTopicsRequest, FetchRequest, FetchResponse, ListOffsetsRequest, ProduceRequest, ProduceResponse,
-    TopicName,
+    CreateTopicsRequest, DeleteRecordsRequest, FetchRequest, FetchResponse, ListOffsetsRequest,
+    ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -281,4 +282,21 @@ pub async fn end_offsets(client: &mut RawClient, topic: &str, partition: i32) ->
         *end = p.offset;
     }
     Ok((ends[0], ends[1]))
+}
+
+/// DeleteRecords (v2) of partition 0 of `topic` up to `offset`: (error code, low watermark).
+pub async fn delete_records(client: &mut RawClient, topic: &str, offset: i64) -> Result<(i16, i64)> {
+    let partition = DeleteRecordsPartition::default().with_partition_index(0).with_offset(offset);
+    let request = DeleteRecordsRequest::default()
+        .with_topics(vec![DeleteRecordsTopic::default()
+            .with_name(topic_name(topic))
+            .with_partitions(vec![partition])])
+        .with_timeout_ms(30_000);
+    let response = client.request(2, &request).await?;
+    let p = response
+        .topics
+        .first()
+        .and_then(|t| t.partitions.first())
+        .context("DeleteRecords response without a partition")?;
+    Ok((p.error_code, p.low_watermark))
 }

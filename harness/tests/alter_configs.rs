@@ -20,13 +20,12 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use harness::java;
-use harness::raw_ops::{fetch_request, fetch_results, topic_name};
+use harness::raw_ops::{delete_records, fetch_request, fetch_results};
 use harness::{Cluster, ClusterOptions, RawClient};
 use kafka_compat::error_code::{INVALID_CONFIG, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE};
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
-use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::{AlterConfigsRequest, DeleteRecordsRequest, DescribeConfigsRequest};
+use kafka_protocol::messages::{AlterConfigsRequest, DescribeConfigsRequest};
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminClient, AdminOptions, AlterConfig, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -131,15 +130,7 @@ fn new_producer(bootstrap: &str) -> Result<FutureProducer> {
 /// One DeleteRecords request on one node: (error code, low watermark).
 async fn delete_records_on(cluster: &Cluster, id: u64, topic: &str, offset: i64) -> Result<(i16, i64)> {
     let mut client = RawClient::connect(cluster.kafka_addr(id)).await?;
-    let partition = DeleteRecordsPartition::default().with_partition_index(0).with_offset(offset);
-    let request = DeleteRecordsRequest::default()
-        .with_topics(vec![DeleteRecordsTopic::default()
-            .with_name(topic_name(topic))
-            .with_partitions(vec![partition])])
-        .with_timeout_ms(30_000);
-    let response = client.request(2, &request).await?;
-    let p = &response.topics[0].partitions[0];
-    Ok((p.error_code, p.low_watermark))
+    delete_records(&mut client, topic, offset).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -17,12 +17,10 @@ use anyhow::{ensure, Context, Result};
 use harness::admin_api;
 use harness::batch::{decode_batches, encode_batch, TestRecord};
 use harness::raw_ops::{
-    create_topics_ok, end_offsets, fetch_request, fetch_results, produce, produce_results, topic_name,
+    create_topics_ok, delete_records, end_offsets, fetch_request, fetch_results, produce, produce_results,
     BatchFor,
 };
 use harness::{Cluster, ClusterOptions, RawClient};
-use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
-use kafka_protocol::messages::DeleteRecordsRequest;
 
 const TOPIC: &str = "purged";
 const SEGMENT_BYTES: u32 = 1024 * 1024;
@@ -48,7 +46,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     checkpoint(cluster)?;
     write(&mut client, "after").await?;
     let (_, high) = end_offsets(&mut client, TOPIC, 0).await?;
-    ensure!(delete_records(&mut client, high).await? == (0, high), "DeleteRecords up to {high}");
+    ensure!(delete_records(&mut client, TOPIC, high).await? == (0, high), "DeleteRecords up to {high}");
 
     cluster.kill9(1)?;
     cluster.start_node(1)?;
@@ -122,17 +120,4 @@ fn checkpoint(cluster: &Cluster) -> Result<()> {
         std::thread::sleep(Duration::from_millis(50));
     }
     Ok(())
-}
-
-/// DeleteRecords up to `offset`: (error code, low watermark).
-async fn delete_records(client: &mut RawClient, offset: i64) -> Result<(i16, i64)> {
-    let partition = DeleteRecordsPartition::default().with_partition_index(0).with_offset(offset);
-    let request = DeleteRecordsRequest::default()
-        .with_topics(vec![DeleteRecordsTopic::default()
-            .with_name(topic_name(TOPIC))
-            .with_partitions(vec![partition])])
-        .with_timeout_ms(30_000);
-    let response = client.request(2, &request).await?;
-    let p = &response.topics[0].partitions[0];
-    Ok((p.error_code, p.low_watermark))
 }

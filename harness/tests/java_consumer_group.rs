@@ -53,15 +53,11 @@ fn three_java_members_with_the_consumer_protocol_consume_exactly_once() {
 
 /// Issue 28's acceptance: three consumer-protocol members consume 100,000 records with
 /// commitSync while the Raft leader is killed -9 twice (each victim restarted before the next
-/// kill). Nothing is lost, duplicates are counted (goal 0), no member's assignment changes
-/// because of a kill (the group's epochs and assignments are log entries, so the new leader
-/// carries them on), and the time from each kill to the first commit after it is printed.
-/// Ignored in CI until the two intermittent failures it found are fixed (issue 28, open; docs/TESTING.md,
-/// "Known failures"): after a leader kill the members sometimes commit nothing for 300 s, and
-/// sometimes the group still has members when DeleteGroups follows their close. Run it with
-/// `--ignored` to reproduce (about one run in six on the 2-core machine, every second CI run).
+/// kill), the producer still writing at each kill. Nothing is lost, duplicates are counted
+/// (goal 0), no member's assignment changes because of a kill (the group's epochs and
+/// assignments are log entries, so the new leader carries them on), and the time from each
+/// kill to the first commit after it is printed.
 #[test]
-#[ignore = "issue 28: intermittent hang or GroupNotEmpty after leader kills; docs/TESTING.md, Known failures"]
 fn three_consumer_protocol_members_ride_through_two_leader_kills() {
     on_three_nodes(leader_kill_scenario);
 }
@@ -160,6 +156,12 @@ const KILL_GROUP: &str = "java-consumers-through-kills";
 const KILL_RECORDS: u64 = 100_000;
 /// Records processed before the first and the second kill.
 const KILL_AT: [u64; 2] = [30_000, 65_000];
+/// The producer's pace, records per second: it is still writing at each kill, so the members
+/// have records to process and commit after it. Regression: unpaced, the producer wrote all
+/// 100,000 records before the second kill, the members had processed and committed them all
+/// by the time it fell, and the wait for a commit after the kill ran out at 300 s (CI, and
+/// about one local run in six).
+const KILL_PRODUCE_RATE: u64 = 8_000;
 const KILL_TIMEOUT: Duration = Duration::from_secs(300);
 
 fn leader_kill_scenario(cluster: &mut Cluster) -> Result<()> {
@@ -175,8 +177,9 @@ fn leader_kill_scenario(cluster: &mut Cluster) -> Result<()> {
     let formed_at = Instant::now();
     println!("group formed: {formed:?}");
     let producer_bootstrap = bootstrap.clone();
-    let producer =
-        std::thread::spawn(move || produce(&producer_bootstrap, KILL_TOPIC, 0, KILL_RECORDS, None));
+    let producer = std::thread::spawn(move || {
+        produce_paced(&producer_bootstrap, KILL_TOPIC, KILL_RECORDS, KILL_PRODUCE_RATE)
+    });
     let mut to_first_commit = Vec::new();
     let mut kills = Vec::new();
     for at in KILL_AT {
@@ -488,6 +491,19 @@ fn produce(bootstrap: &str, topic: &str, from: u64, count: u64, partition: Optio
         format!("--count={count}"),
     ];
     args.extend(partition.map(|p| format!("--partition={p}")));
+    let summary = java::run("Produce", &args)?;
+    ensure!(summary["acked"] == count, "Produce: {summary}");
+    Ok(())
+}
+
+/// Produces ids 0..`count` at `rate` records per second (`Produce --rate`), keyed.
+fn produce_paced(bootstrap: &str, topic: &str, count: u64, rate: u64) -> Result<()> {
+    let args = [
+        bootstrap.to_string(),
+        format!("--topic={topic}"),
+        format!("--count={count}"),
+        format!("--rate={rate}"),
+    ];
     let summary = java::run("Produce", &args)?;
     ensure!(summary["acked"] == count, "Produce: {summary}");
     Ok(())

@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kafka_protocol::messages::TopicName;
+use kafka_protocol::protocol::{Encodable, StrBytes};
 use rand::rngs::StdRng;
 use rand::Rng;
 
@@ -202,53 +204,48 @@ pub(crate) fn assert_complete(group: &Group, result: &[Assignment], seed: u64) {
 /// A classic member's JoinGroup metadata (`ConsumerProtocolSubscription`) at `version`:
 /// topics, and owned partitions by topic name (v1+).
 pub(crate) fn subscription_bytes(version: i16, topics: &[&str], owned: &[(&str, &[i32])]) -> Vec<u8> {
-    use bytes::BufMut;
     use kafka_protocol::messages::consumer_protocol_subscription::{
         ConsumerProtocolSubscription, TopicPartition,
     };
-    use kafka_protocol::messages::TopicName;
-    use kafka_protocol::protocol::{Encodable, StrBytes};
-    let owned = owned
-        .iter()
-        .map(|(t, ps)| {
-            TopicPartition::default()
-                .with_topic(TopicName(StrBytes::from_string(t.to_string())))
-                .with_partitions(ps.to_vec())
-        })
-        .collect();
+    let owned = by_topic_name(owned, |topic, partitions| {
+        TopicPartition::default().with_topic(topic).with_partitions(partitions)
+    });
     let body = ConsumerProtocolSubscription::default()
         .with_topics(topics.iter().map(|t| StrBytes::from_string(t.to_string())).collect())
         .with_owned_partitions(if version >= 1 { owned } else { Vec::new() })
         .with_rack_id((version >= 3).then(|| StrBytes::from_static_str("rack-a")));
-    let mut out = bytes::BytesMut::new();
-    out.put_i16(version);
-    body.encode(&mut out, version).unwrap();
-    out.to_vec()
+    versioned_bytes(version, &body)
 }
 
 /// A classic member's SyncGroup assignment (`ConsumerProtocolAssignment` v0), by topic name,
 /// with `user_data` if given.
 pub(crate) fn assignment_bytes(assigned: &[(&str, &[i32])], user_data: Option<&[u8]>) -> Vec<u8> {
-    use bytes::BufMut;
     use kafka_protocol::messages::consumer_protocol_assignment::{
         ConsumerProtocolAssignment, TopicPartition,
     };
-    use kafka_protocol::messages::TopicName;
-    use kafka_protocol::protocol::{Encodable, StrBytes};
-    let assigned = assigned
-        .iter()
-        .map(|(t, ps)| {
-            TopicPartition::default()
-                .with_topic(TopicName(StrBytes::from_string(t.to_string())))
-                .with_partitions(ps.to_vec())
-        })
-        .collect();
+    let assigned = by_topic_name(assigned, |topic, partitions| {
+        TopicPartition::default().with_topic(topic).with_partitions(partitions)
+    });
     let body = ConsumerProtocolAssignment::default()
         .with_assigned_partitions(assigned)
         .with_user_data(user_data.map(bytes::Bytes::copy_from_slice));
+    versioned_bytes(0, &body)
+}
+
+/// One protocol entry per topic of `partitions`, made by `make` from its name and partitions.
+fn by_topic_name<T>(partitions: &[(&str, &[i32])], make: impl Fn(TopicName, Vec<i32>) -> T) -> Vec<T> {
+    partitions
+        .iter()
+        .map(|(t, ps)| make(TopicName(StrBytes::from_string(t.to_string())), ps.to_vec()))
+        .collect()
+}
+
+/// The consumer protocol's framing: the version, then `body` encoded at it.
+fn versioned_bytes(version: i16, body: &impl Encodable) -> Vec<u8> {
+    use bytes::BufMut;
     let mut out = bytes::BytesMut::new();
-    out.put_i16(0);
-    body.encode(&mut out, 0).unwrap();
+    out.put_i16(version);
+    body.encode(&mut out, version).unwrap();
     out.to_vec()
 }
 
