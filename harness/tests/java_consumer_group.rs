@@ -226,7 +226,11 @@ fn leader_kill_scenario(cluster: &mut Cluster) -> Result<()> {
     let listed = java::consumer_groups(&bootstrap, &["--list"])?;
     ensure!(!listed.stdout.lines().any(|l| l.trim() == KILL_GROUP), "still listed: {}", listed.stdout);
     let duplicated = count_duplicates(&all_events, KILL_RECORDS)?;
-    let stalls: Vec<Duration> = kills.iter().map(|k| commit_stall(&all_events, *k)).collect();
+    let stalls: Vec<Duration> = kills
+        .iter()
+        .enumerate()
+        .map(|(i, k)| commit_stall(&all_events, *k, kills.get(i + 1).copied()))
+        .collect();
     println!(
         "first commit after each kill: {to_first_commit:?}; longest pause between two commits around \
          each kill: {stalls:?}; duplicates {duplicated} (goal 0)"
@@ -346,17 +350,19 @@ fn wait_for_commit_after(members: &mut [JavaProcess], killed_at: Instant) -> Res
 }
 
 /// The longest pause between two consecutive commits (any member) spanning or following
-/// `killed_at` within 30 s: how long the kill held commits up. A commit answered by the old
-/// leader just before it died may be reported just after, so the first commit after the kill
-/// alone would understate it.
-fn commit_stall(members: &[Vec<Event>], killed_at: Instant) -> Duration {
+/// `killed_at`, up to 30 s after it or the next kill (`until`), whichever is first: how long
+/// the kill held commits up. A commit answered by the old leader just before it died may be
+/// reported just after, so the first commit after the kill alone would understate it.
+fn commit_stall(members: &[Vec<Event>], killed_at: Instant, until: Option<Instant>) -> Duration {
     let mut times: Vec<Instant> =
         members.iter().flatten().filter(|e| e.kind() == "committed").map(|e| e.at).collect();
     times.sort();
     let window_end = killed_at + Duration::from_secs(30);
+    // A pause that ends after the next kill is that kill's.
+    let before_next = |at: Instant| until.map_or(true, |next| at <= next);
     times
         .windows(2)
-        .filter(|w| w[1] > killed_at && w[0] < window_end)
+        .filter(|w| w[1] > killed_at && w[0] < window_end && before_next(w[1]))
         .map(|w| w[1] - w[0])
         .max()
         .unwrap_or_default()
