@@ -215,9 +215,18 @@ impl Leadership {
         self.raft.metrics().borrow().current_term
     }
 
-    /// The Raft term: every partition's leader epoch (DESIGN §6).
+    /// Every partition's leader epoch (DESIGN §6): the term of the last entry this node
+    /// applied. Only an elected leader's entries carry a term, so the epoch rises once a new
+    /// leader's first entry is committed, as Kafka's rises with each leader election, and a
+    /// leader serves only once that entry is applied (`leads_with_own_term_applied`), where
+    /// this equals its term. Regression: it was the node's own current term, which a
+    /// candidate raises with every vote it calls; a node cut off from the quorum handed its
+    /// clients epochs no leader had, and a Java client keeps the highest epoch it has seen and
+    /// ignores metadata of a lower one (KIP-320), so it waited for a leader that could not
+    /// exist until a new election passed that term.
     pub fn leader_epoch(&self) -> i32 {
-        self.term() as i32
+        let applied = self.raft.metrics().borrow().last_applied;
+        applied.map_or(0, |log_id| log_id.leader_id.term) as i32
     }
 
     /// Every voter and learner, with its Kafka address on the inter-broker listener.
