@@ -99,6 +99,25 @@ public final class CliDriver {
         throw new AssertionError("no row starting " + Arrays.toString(lead) + " in [" + out.strip() + "]");
     }
 
+    private static final List<String> TOPICS_LIST = List.of("--list");
+
+    /**
+     * kafka-topics with `args` until it exits 0 with an output that satisfies `shows`, for at
+     * most 15 s; past that, one more run, which must exit 0 and whose output the caller's check
+     * then reports.
+     */
+    private String topicsUntil(List<String> args, java.util.function.Predicate<String> shows) throws Exception {
+        List<String> all = new ArrayList<>(List.of("--bootstrap-server", compat.bootstrap));
+        all.addAll(args);
+        long deadline = System.nanoTime() + 15_000_000_000L;
+        while (true) {
+            Tool.Result r = Tool.run(TOPICS, "", all.toArray(new String[0]));
+            if (r.code() == 0 && shows.test(r.out())) return r.out();
+            if (System.nanoTime() > deadline) return ok(TOPICS, args.toArray(new String[0])).out();
+            Thread.sleep(200);
+        }
+    }
+
     private String topic(String name) {
         return compat.prefix + "-cli-" + name;
     }
@@ -108,12 +127,16 @@ public final class CliDriver {
         Tool.Result created = ok(TOPICS, "--create", "--topic", t, "--partitions", "3", "--replication-factor", "3",
                 "--config", "segment.bytes=" + Kit.SEGMENT_BYTES);
         check(created.out().contains("Created topic " + t + "."), "create said " + created);
-        check(lines(ok(TOPICS, "--list").out()).contains(t), "--list does not name " + t);
-        String described = ok(TOPICS, "--describe", "--topic", t).out();
+        // The tool may ask another node than the one that created or altered the topic: a
+        // node applies a change once it has the log entry, as Kafka's brokers apply metadata
+        // after the controller committed it, so each look waits (bounded) for it to show.
+        check(lines(topicsUntil(TOPICS_LIST, out -> lines(out).contains(t))).contains(t), "--list does not name " + t);
+        String described = topicsUntil(List.of("--describe", "--topic", t), out -> out.contains("PartitionCount: 3"));
         check(described.contains("PartitionCount: 3") && described.contains("ReplicationFactor: 3"), "describe said " + described);
         check(described.contains("segment.bytes=" + Kit.SEGMENT_BYTES), "describe shows no segment.bytes: " + described);
         ok(TOPICS, "--alter", "--topic", t, "--partitions", "5");
-        String altered = ok(TOPICS, "--describe", "--topic", t).out();
+        // Regression: CI's describe reached a node that had not applied the alteration yet.
+        String altered = topicsUntil(List.of("--describe", "--topic", t), out -> out.contains("PartitionCount: 5"));
         check(altered.contains("PartitionCount: 5"), "after --alter --partitions 5 describe said " + altered);
         for (int p = 0; p < 5; p++) check(altered.contains("Partition: " + p + "\t"), "describe lacks partition " + p + ": " + altered);
         ok(TOPICS, "--delete", "--topic", t);
