@@ -28,7 +28,7 @@ use std::time::Duration;
 use onelog_state::command::{
     Command, LeaderStamp, Op, OpResult, PartitionProduced, ReplicatedLimits, TypedOp,
 };
-use onelog_state::entry::{self, Answer, Decision, EntryOptions, Proposal, UnstampedAppend};
+use onelog_state::entry::{self, Answer, Decision, EntryOptions, Proposal, UnstampedAppend, Waiting};
 use onelog_state::features::ONELOG_VERSION;
 // The fault-injection build's entries may carry the chaos checker's test bugs (`bugs`); a
 // release build proposes what the pure builder decides.
@@ -282,6 +282,37 @@ fn refuse_too_large(proposal: Proposal, reply: Reply, bytes: usize) {
     let _ = reply.send(answer);
 }
 
+/// Answers every proposal of an entry that passed the entry limit once encoded: nothing of
+/// it is proposed.
+fn refuse_oversized_entry(decisions: Vec<Decision>, replies: Vec<Reply>, encoded: usize) {
+    tracing::error!(encoded, max = limits::ENTRY_BYTES_MAX, "an entry passed the entry limit; refused");
+    let e = ProposeError::TooLarge { bytes: encoded, max: limits::ENTRY_BYTES_MAX };
+    let code = propose_error_code(&e, Addressed::PartitionLeader);
+    for (decision, reply) in decisions.into_iter().zip(replies) {
+        let answer = match decision {
+            Decision::Answered(Answer::Produced(parts)) => {
+                Some(Answer::Produced(failed_partitions(parts.len(), &e)))
+            }
+            Decision::Answered(Answer::Op(_)) => None,
+            Decision::Waiting(w) => w.failed(code, &e.to_string()),
+        };
+        let _ = reply.send(answer.ok_or_else(|| e.clone()));
+    }
+}
+
+/// Sends the answers the builder decided at once; returns the proposals that wait for the
+/// entry, with their replies.
+fn answer_decided(decisions: Vec<Decision>, replies: Vec<Reply>) -> Vec<(Waiting, Reply)> {
+    let mut waiting = Vec::new();
+    for (decision, reply) in decisions.into_iter().zip(replies) {
+        match decision {
+            Decision::Answered(answer) => drop(reply.send(Ok(answer))),
+            Decision::Waiting(w) => waiting.push((w, reply)),
+        }
+    }
+    waiting
+}
+
 /// `partitions` produce answers carrying `e`, as a partition leader reports it.
 fn failed_partitions(partitions: usize, e: &ProposeError) -> Vec<PartitionProduced> {
     let code = propose_error_code(e, Addressed::PartitionLeader);
@@ -321,32 +352,10 @@ impl Sequencer {
         // raft-store would refuse the write and the node would stop.
         let encoded = bincode::serialized_size(&built.command).map_or(usize::MAX, |n| n as usize);
         if encoded > limits::ENTRY_BYTES_MAX {
-            tracing::error!(
-                encoded,
-                max = limits::ENTRY_BYTES_MAX,
-                "an entry passed the entry limit; refused"
-            );
-            let e = ProposeError::TooLarge { bytes: encoded, max: limits::ENTRY_BYTES_MAX };
-            let code = propose_error_code(&e, Addressed::PartitionLeader);
-            for (decision, reply) in built.decisions.into_iter().zip(replies) {
-                let answer = match decision {
-                    Decision::Answered(Answer::Produced(parts)) => {
-                        Some(Answer::Produced(failed_partitions(parts.len(), &e)))
-                    }
-                    Decision::Answered(Answer::Op(_)) => None,
-                    Decision::Waiting(w) => w.failed(code, &e.to_string()),
-                };
-                let _ = reply.send(answer.ok_or_else(|| e.clone()));
-            }
+            refuse_oversized_entry(built.decisions, replies, encoded);
             return;
         }
-        let mut waiting = Vec::new();
-        for (decision, reply) in built.decisions.into_iter().zip(replies) {
-            match decision {
-                Decision::Answered(answer) => drop(reply.send(Ok(answer))),
-                Decision::Waiting(w) => waiting.push((w, reply)),
-            }
-        }
+        let waiting = answer_decided(built.decisions, replies);
         if built.command.ops.is_empty() {
             assert!(waiting.is_empty(), "only proposals with ops in the entry wait for it");
             return;
@@ -363,27 +372,9 @@ impl Sequencer {
         METRICS.entry_proposals.observe(replies_count as f64);
         METRICS.entry_bytes.observe(encoded as f64);
         let proposed = std::time::Instant::now();
-        // A leader cut off from the quorum cannot commit this entry; its callers are answered
-        // now as if it had failed (its outcome is unknown: a new leader may still commit it,
-        // which Kafka clients handle as after a timeout) instead of when the partition heals.
-        // Regression (issue 14): transactional commits stalled for the whole partition.
-        let leadership = self.options.leadership.clone();
-        let cut_off = async move {
-            loop {
-                tokio::time::sleep(Duration::from_millis(limits::PAUSE_CHECK_INTERVAL_MS)).await;
-                if leadership.is_cut_off() {
-                    return;
-                }
-            }
-        };
-        let written = tokio::select! {
-            written = self.options.raft.client_write(built.command) => written.map_err(propose_error),
-            () = cut_off => Err(ProposeError::NotLeader),
-        };
-        match written {
-            Ok(response) => {
+        match self.write(built.command).await {
+            Ok(results) => {
                 METRICS.commit_duration.observe(proposed.elapsed().as_secs_f64());
-                let results = response.data.results;
                 assert_eq!(results.len(), op_count, "one result per proposed op");
                 for (w, reply) in waiting {
                     let _ = reply.send(Ok(w.answer(&results)));
@@ -398,6 +389,30 @@ impl Sequencer {
                     let _ = reply.send(w.failed(code, &err.to_string()).ok_or_else(|| err.clone()));
                 }
             }
+        }
+    }
+
+    /// Writes `command` through Raft: its ops' results once it is committed and applied.
+    ///
+    /// A leader cut off from the quorum cannot commit the entry; its callers are answered now
+    /// as if it had failed (its outcome is unknown: a new leader may still commit it, which
+    /// Kafka clients handle as after a timeout) instead of when the partition heals.
+    /// Regression (issue 14): transactional commits stalled for the whole partition.
+    async fn write(&self, command: Command) -> Result<Vec<OpResult>, ProposeError> {
+        let leadership = self.options.leadership.clone();
+        let cut_off = async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(limits::PAUSE_CHECK_INTERVAL_MS)).await;
+                if leadership.is_cut_off() {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            written = self.options.raft.client_write(command) => {
+                written.map(|response| response.data.results).map_err(propose_error)
+            }
+            () = cut_off => Err(ProposeError::NotLeader),
         }
     }
 
