@@ -60,6 +60,10 @@ pub struct Status {
     pub learners: Vec<u64>,
     #[serde(default)]
     pub kafka: Value,
+    /// The feature levels: `finalized` (the cluster's, as this node applied them), `supported`
+    /// (its build's) and `epoch`.
+    #[serde(default)]
+    pub features: Value,
 }
 
 impl Status {

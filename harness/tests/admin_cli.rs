@@ -15,7 +15,7 @@
 
 use std::net::TcpListener;
 use std::process::{Command, Output};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 use harness::kafka::{client_config, create_topics, produce_numbered};
@@ -140,8 +140,15 @@ fn node_down(cli: &Cli) -> Result<()> {
 
 fn status(cluster: &mut Cluster, cli: &Cli) -> Result<()> {
     let leader = cluster.leader()?;
-    // The CLI asks a follower first. Regression: CI's follower had not applied the new
-    // cluster's feature levels yet (applied 2 of the leader's 3) and reported onelog.version 1.
+    // A new cluster's leader names it (an entry), then finalizes its build's feature levels
+    // (the next); the CLI asks a follower first. Regression: CI read status 0.5 s after the
+    // start, before a follower, and once before any node, had applied the levels' entry, and
+    // was told onelog.version 1.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cluster.status(leader)?.features["finalized"]["onelog.version"] != 3 {
+        ensure!(Instant::now() < deadline, "the new cluster's leader never finalized onelog.version 3");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     cluster.wait_all_applied(Duration::from_secs(10))?;
     let text = cli.ok(&["status"])?;
     ensure!(text.contains(&format!("leader {leader},")), "status does not name leader {leader}:\n{text}");
