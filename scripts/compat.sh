@@ -4,6 +4,7 @@
 #
 #   scripts/compat.sh [--ci] [--kafka] [--clients a,b] [--keep] [--out FILE]
 #   scripts/compat.sh --streams-soak [--kafka] [--keep] [--out FILE]
+#   scripts/compat.sh --streams-scale [--kafka | --compare] [--clients a,b] [--keep] [--out FILE]
 #
 # Installs each toolchain's packages from the registries into ONELOG_COMPAT_CACHE (default
 # ~/.cache/onelog-compat, reused across runs): a Python venv with pinned pip packages, `npm ci`
@@ -31,11 +32,21 @@
 # harness/compat/pause-leader.sh; against --kafka there is none, so kills only) in turn. Never
 # part of the matrix or --ci. Report: $TMPDIR/compat-streams-soak.md unless --out says otherwise;
 # the per-fault figures are in the driver's stderr (--keep keeps it).
+# --streams-scale: only the opt-in Kafka Streams scaling measurement, streams_scale, for both
+# Streams ids (--clients narrows): one instance of the word count + join app (9 tasks), then 3,
+# then 1 again (two closed, leaving the group), COMPAT_STREAMS_SCALE_ROUNDS times (default 2);
+# the time until all tasks run again, each once, on RUNNING instances. Never part of the matrix
+# or --ci. Report: $TMPDIR/compat-streams-scale.md unless --out says otherwise, with a table of
+# the times. --compare: the same against onelog and then the reference Kafka (--kafka), one
+# after the other, and one table of both (printed, and in $TMPDIR/compat-streams-scale-compare.md).
 # Broker binary: ONELOG_BIN (default /tmp/compat-bin/onelog, else cluster.sh's own choice).
 # --kafka: the same drivers against the reference Apache Kafka instead (scripts/kafka-reference.sh,
 # default 4.4.0, KAFKA_REF_MAVEN_ARGS for another; three KRaft nodes on Kafka ports
-# ONELOG_COMPAT_BASE_PORT.., controllers +100, its reference settings plus auto-create off and
-# 1 MiB segments), with COMPAT_KILL_LEADER harness/compat/kill-kafka.sh: it kill -9s the broker
+# ONELOG_COMPAT_BASE_PORT.., controllers +100, its reference settings plus auto-create off, 1 MiB
+# segments and the Streams group bounds lowered to the session timeout (6 s) and heartbeat
+# interval (1.5 s) the Streams driver sets on its groups, as the classic apps use; Kafka 4.4
+# formats new clusters with streams.version=1 and enables the Streams group protocol by default,
+# so nothing else is needed for kafka-streams-4.4.0-streams), with COMPAT_KILL_LEADER harness/compat/kill-kafka.sh: it kill -9s the broker
 # the scenario depends on (txn_leader_kill: the transaction coordinator of the open
 # transaction; leader_kill: the leader of the topic's partition), waits until another broker has
 # taken that role and restarts it. The report goes to results/compat-kafka.md unless --out says
@@ -51,13 +62,18 @@ only=""
 ci=0
 out_given=0
 soak=0
+scale=0
+compare=0
 target=onelog
 driver_timeout_s="${ONELOG_COMPAT_DRIVER_TIMEOUT_S:-900}"
 export COMPAT_TIMEOUT_S="${COMPAT_TIMEOUT_S:-60}"
 
 # A *-consumer id runs its client's driver with COMPAT_GROUP_PROTOCOL=consumer: every group
 # consumer on the KIP-848 consumer group protocol (the others use the classic protocol).
-JAVA_CLIENTS=(java-4.4.0 java-4.4.0-consumer java-3.9.1 java-2.8.2 kafka-streams-4.4.0 kafka-cli-4.4.0)
+# kafka-streams-4.4.0-streams is the Streams driver with COMPAT_GROUP_PROTOCOL=streams: every
+# Streams app on the KIP-1071 Streams group protocol (group.protocol=streams).
+JAVA_CLIENTS=(java-4.4.0 java-4.4.0-consumer java-3.9.1 java-2.8.2 kafka-streams-4.4.0 kafka-streams-4.4.0-streams
+    kafka-cli-4.4.0)
 OTHER_CLIENTS=(rdkafka-rust confluent-kafka-python confluent-kafka-python-consumer franz-go franz-go-consumer
     sarama kafka-python aiokafka kafkajs)
 # The scenario ids of the client drivers (the JVM-only lists come from their drivers' lines).
@@ -65,7 +81,8 @@ SCENARIOS=(create_topic produce_consume compression consume_earliest consume_lat
     group_rebalance member_leave_rejoin idempotent_produce txn_commit_abort consume_process_produce
     txn_fencing alter_config delete_records leader_kill txn_leader_kill err_unknown_topic
     err_offset_out_of_range err_stale_generation err_fenced_producer)
-STREAMS_SCENARIOS=(streams_eos_wordcount streams_kill_streams streams_kill_leader)
+STREAMS_SCENARIOS=(streams_eos_wordcount streams_kill_streams streams_kill_leader streams_three_instances)
+STREAMS_CLIENTS=(kafka-streams-4.4.0 kafka-streams-4.4.0-streams)
 # Scenarios one client id runs besides SCENARIOS (their own table in the report): mixed_group, a
 # Java 4.4.0 and a librdkafka member in one consumer-protocol group, and online_migration, a
 # running classic group upgraded by a consumer-protocol member and downgraded when it leaves
@@ -97,7 +114,12 @@ declare -A CI_SLOW=(
 # and transaction paths are their classic twins', so only group scenarios, two quick ones and one
 # or two slow ones (measured: java 17 s + group_rebalance ~10 s in the JVM lane, confluent 15 s
 # and franz-go 13 s in the native lane).
+# The Streams ids too: the classic one its three scenarios of before, the Streams-protocol one
+# a plain run, the leader kills and the three instances (the classic three instances and kill
+# of the Streams process run in the full matrix).
 declare -A CI_ONLY=(
+    [kafka-streams-4.4.0]="streams_eos_wordcount streams_kill_streams streams_kill_leader"
+    [kafka-streams-4.4.0-streams]="streams_eos_wordcount streams_kill_leader streams_three_instances"
     [java-4.4.0-consumer]="consume_earliest consume_process_produce group_rebalance err_stale_generation"
     [confluent-kafka-python-consumer]="consume_earliest consume_process_produce mixed_group online_migration"
     [franz-go-consumer]="consume_earliest group_rebalance err_stale_generation"
@@ -112,12 +134,40 @@ while [ $# -gt 0 ]; do
         --keep) keep=1; shift ;;
         --kafka) target=kafka; shift ;;
         --streams-soak) soak=1; shift ;;
+        --streams-scale) scale=1; shift ;;
+        --compare) compare=1; shift ;;
         --out) out="${2:?--out FILE}"; out_given=1; shift 2 ;;
         *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2 ;;
     esac
 done
 
 clients=("${JAVA_CLIENTS[@]}" "${OTHER_CLIENTS[@]}")
+if [ "$compare" = 1 ]; then
+    # --streams-scale --compare: this script twice, onelog then Kafka, and one table of both.
+    [ "$scale" = 1 ] && [ "$target" = onelog ] || die "--compare goes with --streams-scale and without --kafka"
+    tmp="${TMPDIR:-/tmp}"
+    status=0
+    passed=(${only:+--clients "$only"})
+    [ "$keep" = 0 ] || passed+=(--keep)
+    "$0" --streams-scale "${passed[@]}" --out "$tmp/compat-streams-scale-onelog.md" || status=$?
+    "$0" --streams-scale --kafka "${passed[@]}" --out "$tmp/compat-streams-scale-kafka.md" || status=$?
+    [ "$out_given" = 1 ] || out="$tmp/compat-streams-scale-compare.md"
+    {
+        echo "# Kafka Streams scaling: onelog and Apache Kafka"
+        echo
+        echo "Written by \`scripts/compat.sh --streams-scale --compare${only:+ --clients $only}\` on $(date -u '+%Y-%m-%d %H:%M UTC'); milliseconds until all tasks run again, per round."
+        echo
+        echo "| broker | client | 1 -> 3 instances (ms) | 3 -> 1 instance (ms) |"
+        echo "|---|---|---|---|"
+        for side in onelog kafka; do
+            grep '^| ' "$tmp/compat-streams-scale-$side.md" 2>/dev/null | sed -n '/^| scale: /{s/^| scale: /| /;p}' |
+                sed "s/^| /| $side | /" || true
+        done
+    } >"$out"
+    cat "$out"
+    echo "compat.sh: wrote $out (details: $tmp/compat-streams-scale-onelog.md, $tmp/compat-streams-scale-kafka.md)" >&2
+    exit "$status"
+fi
 if [ "$soak" = 1 ]; then
     [ "$ci" = 0 ] && [ -z "$only" ] || die "--streams-soak runs kafka-streams-4.4.0's streams_soak alone: no --ci, no --clients"
     clients=(kafka-streams-4.4.0)
@@ -126,22 +176,31 @@ if [ "$soak" = 1 ]; then
     soak_s="${COMPAT_STREAMS_SOAK_S:-600}"
     [ "$driver_timeout_s" -ge $((soak_s + 600)) ] || driver_timeout_s=$((soak_s + 600))
 fi
+if [ "$scale" = 1 ]; then
+    [ "$soak" = 0 ] && [ "$ci" = 0 ] || die "--streams-scale runs streams_scale alone: no --ci, no --streams-soak"
+    clients=("${STREAMS_CLIENTS[@]}")
+    STREAMS_SCENARIOS=(streams_scale)
+fi
 if [ -n "$only" ]; then
     IFS=, read -r -a clients <<<"$only"
     for c in "${clients[@]}"; do
         [[ " ${JAVA_CLIENTS[*]} ${OTHER_CLIENTS[*]} " == *" $c "* ]] || die "unknown client '$c'"
+        [ "$scale" = 0 ] || [[ " ${STREAMS_CLIENTS[*]} " == *" $c "* ]] || die "--streams-scale runs only ${STREAMS_CLIENTS[*]}"
     done
 fi
 wants() { [[ " ${clients[*]} " == *" $1 "* ]]; }
 if [ "$soak" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-streams-soak.md"
+elif [ "$scale" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-streams-scale.md"
 elif [ "$ci" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-ci.md"
 elif [ "$target" = kafka ] && [ "$out_given" = 0 ]; then out="$repo/results/compat-kafka.md"; fi
 
 # The scenario ids one client runs: empty for all of them (the full matrix, and always for the
-# Streams and CLI drivers, whose lists are short).
+# CLI driver, whose list is short).
 selected_for() {
     if [ "$soak" = 1 ]; then
         echo streams_soak # opt-in: the driver runs it only when named
+    elif [ "$scale" = 1 ]; then
+        echo streams_scale # opt-in too
     elif [ "$ci" = 1 ] && [ -n "${CI_ONLY[$1]+set}" ]; then
         local ids="${CI_ONLY[$1]}"
         echo "${ids// /,}"
@@ -159,13 +218,19 @@ mkdir -p "$cache"
 work="$(mktemp -d "${TMPDIR:-/tmp}/onelog-compat.XXXXXX")"
 export ONELOG_CLUSTER_DIR="$work/cluster"
 export ONELOG_BASE_PORT="${ONELOG_COMPAT_BASE_PORT:-19092}"
-export ONELOG_CONFIGS="auto.create.topics.enable=false log.segment.bytes=1048576 ${ONELOG_CONFIGS:-}"
+# The Streams group bounds as for the reference Kafka below: the Streams driver sets its groups'
+# streams.session.timeout.ms to 6000 and streams.heartbeat.interval.ms to 1500.
+onelog_streams_bounds="group.streams.min.session.timeout.ms=6000 group.streams.min.heartbeat.interval.ms=1500"
+export ONELOG_CONFIGS="auto.create.topics.enable=false log.segment.bytes=1048576 $onelog_streams_bounds ${ONELOG_CONFIGS:-}"
 if [ -z "${ONELOG_BIN:-}" ] && [ -x /tmp/compat-bin/onelog ]; then export ONELOG_BIN=/tmp/compat-bin/onelog; fi
 if [ "$target" = kafka ]; then
     # kafka-reference.sh's settings for the reference cluster (kill-kafka.sh restarts nodes
     # with them too).
     export KAFKA_REF_DIR="$work/kafka" KAFKA_REF_PORT="$ONELOG_BASE_PORT" KAFKA_REF_CONTROLLER_PORT=$((ONELOG_BASE_PORT + 100))
-    export KAFKA_REF_EXTRA_CONFIG="auto.create.topics.enable=false,log.segment.bytes=1048576${KAFKA_REF_EXTRA_CONFIG:+,$KAFKA_REF_EXTRA_CONFIG}"
+    # The Streams group bounds: the Streams driver sets its groups' streams.session.timeout.ms
+    # to 6000 and streams.heartbeat.interval.ms to 1500 (Kafka's minimums are 45000 and 5000).
+    streams_bounds="group.streams.min.session.timeout.ms=6000,group.streams.min.heartbeat.interval.ms=1500"
+    export KAFKA_REF_EXTRA_CONFIG="auto.create.topics.enable=false,log.segment.bytes=1048576,$streams_bounds${KAFKA_REF_EXTRA_CONFIG:+,$KAFKA_REF_EXTRA_CONFIG}"
 fi
 
 cleanup() {
@@ -210,6 +275,11 @@ for client in "${clients[@]}"; do
     lines="$work/$client.jsonl"
     : >"$lines"
     cmd="$(driver_command "$client")"
+    if [ "$client" = kafka-streams-4.4.0-streams ]; then
+        # run.sh knows kafka-streams-4.4.0 only; the driver names itself ...-streams under this protocol.
+        cmd="$(driver_command kafka-streams-4.4.0)"
+        [ -z "$cmd" ] || cmd="COMPAT_GROUP_PROTOCOL=streams $cmd"
+    fi
     started=$SECONDS
     if [ -z "$cmd" ]; then
         echo "driver missing" >"$work/$client.missing"
@@ -231,6 +301,7 @@ status=0
 command_line="scripts/compat.sh"
 if [ "$ci" = 1 ]; then command_line+=" --ci"; fi
 if [ "$soak" = 1 ]; then command_line+=" --streams-soak (COMPAT_STREAMS_SOAK_S=${COMPAT_STREAMS_SOAK_S:-600})"; fi
+if [ "$scale" = 1 ]; then command_line+=" --streams-scale"; fi
 if [ "$target" = kafka ]; then command_line+=" --kafka"; fi
 if [ -n "$only" ]; then command_line+=" --clients $only"; fi
 selected="$(for c in "${clients[@]}"; do printf '%s=%s;' "$c" "$(selected_for "$c")"; done)"
@@ -241,4 +312,20 @@ python3 "$compat/report.py" --work "$work" --out "$out" \
     --extra "$(for c in "${!EXTRA_SCENARIOS[@]}"; do printf '%s=%s;' "$c" "${EXTRA_SCENARIOS[$c]// /,}"; done)" \
     --cli "${CLI_SCENARIOS[*]}" --broker "$broker" \
     --seconds "$(for c in "${!seconds_of[@]}"; do printf '%s=%s;' "$c" "${seconds_of[$c]}"; done)" || status=$?
+if [ "$scale" = 1 ]; then
+    # The driver's "streams_scale: result client=... up_ms=a,b down_ms=c,d" lines, as a table.
+    {
+        echo
+        echo "## Streams scaling (ms until all tasks run again, per round)"
+        echo
+        echo "| client | 1 -> 3 instances | 3 -> 1 instance |"
+        echo "|---|---|---|"
+        for c in "${clients[@]}"; do
+            row="$(sed -n 's/^streams_scale: result client=[^ ]* up_ms=\([^ ]*\) down_ms=\([^ ]*\)$/\1 | \2/p' \
+                "$work/$c.stderr" 2>/dev/null | tail -n 1)"
+            echo "| scale: $c | ${row:-no figures (see the failing cells) | -} |"
+        done
+    } >>"$out"
+    sed -n '/^## Streams scaling/,$p' "$out" >&2
+fi
 exit "$status"

@@ -11,8 +11,7 @@
 use kafka_compat::error_code;
 use kafka_protocol::protocol::StrBytes;
 
-use crate::config::consumer_group::ConsumerGroupConfig;
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, Settings};
 use crate::ctx::Ctx;
 use crate::errors::{propose_error_code, Addressed};
 use crate::security::authz;
@@ -21,7 +20,7 @@ use onelog_state::configs::{
     altered, AlterKind, ConfigAlteration, ConfigResource, Overrides, ResourceAlteration,
 };
 use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS};
-use onelog_state::group_config::{leader_problem, refused_by_0_1_0};
+use onelog_state::group_config::{leader_problem, refused_by_0_1_0, BrokerGroupConfigs};
 use onelog_state::BrokerState;
 
 /// Kafka's ConfigResource.Type codes.
@@ -95,7 +94,7 @@ fn broker_resource(ctx: &Ctx, name: &str, forwarded: bool) -> Result<ConfigResou
 /// Checks every resource against the applied state and, unless `validate_only`, puts the
 /// valid ones in one entry; one result per resource, in request order.
 async fn alter(ctx: &Ctx, resources: Vec<Parsed>, validate_only: bool) -> Vec<ItemResult> {
-    let groups = &ctx.config.settings.consumer_group;
+    let groups = &ctx.config.settings;
     let checked: Vec<Parsed> = ctx.applied.state(|state| {
         resources.into_iter().map(|r| r.and_then(|r| preview(state, &r, groups).map(|()| r))).collect()
     });
@@ -121,11 +120,7 @@ async fn alter(ctx: &Ctx, resources: Vec<Parsed>, validate_only: bool) -> Vec<It
 
 /// What apply would answer on the state as it is now, and, for a group, what only the
 /// leader checks because it depends on the broker's configs (`group_config::leader_problem`).
-fn preview(
-    state: &BrokerState,
-    change: &ResourceAlteration,
-    groups: &ConsumerGroupConfig,
-) -> Result<(), (i16, String)> {
+fn preview(state: &BrokerState, change: &ResourceAlteration, groups: &Settings) -> Result<(), (i16, String)> {
     let empty = Overrides::new();
     if let ConfigResource::Group(name) = &change.resource {
         if name.is_empty() {
@@ -139,7 +134,14 @@ fn preview(
         if state.features.level(ONELOG_VERSION) < ONELOG_VERSION_CONSUMER_GROUPS {
             change.alterations.iter().find_map(refused_by_0_1_0).map_or(Ok(()), |m| Err(invalid(m)))?;
         }
-        if let Some(problem) = leader_problem(&next, &groups.settings, &groups.bounds) {
+        let (consumer, streams) = (&groups.consumer_group, &groups.streams_group);
+        let broker = BrokerGroupConfigs {
+            consumer: &consumer.settings,
+            consumer_bounds: &consumer.bounds,
+            streams: &streams.settings,
+            streams_bounds: &streams.bounds,
+        };
+        if let Some(problem) = leader_problem(&next, broker) {
             return Err(invalid(problem));
         }
     }

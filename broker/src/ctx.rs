@@ -32,6 +32,9 @@ pub struct Ctx {
     /// KIP-848 consumer groups' session and revocation deadlines while this node leads
     /// (`coord::consumer`); the groups themselves are applied state.
     pub consumer_groups: ConsumerCoordinator,
+    /// KIP-1071 Streams groups' deadlines and due assignments while this node leads
+    /// (`coord::streams`); the groups themselves are applied state.
+    pub streams_groups: crate::coord::streams::StreamsCoordinator,
     /// Transactions, coordinated while this node leads (see `coord::txn`).
     pub txns: Arc<TxnCoordinator>,
     /// Who may do what: the authorization settings over the applied ACLs (`security::authz`).

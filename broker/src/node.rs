@@ -309,6 +309,7 @@ async fn serving_ctx(
         proposer: proposer.clone(),
         groups: GroupCoordinator::new(config.settings.group),
         consumer_groups: Default::default(),
+        streams_groups: Default::default(),
         txns: Arc::new(TxnCoordinator::new(leadership.clone(), applied.clone(), proposer.clone())),
         authorizer: Authorizer::new(config.settings.authz.clone(), applied.clone()),
         quotas: Default::default(),
@@ -326,6 +327,7 @@ async fn serving_ctx(
     duties::start(duty.clone(), raft.clone());
     crate::coord::group::duties::start(duty.clone(), ctx.groups.clone());
     crate::coord::consumer::duties::start(duty.clone(), ctx.consumer_groups.clone());
+    crate::coord::streams::duties::start(duty.clone(), ctx.streams_groups.clone());
     crate::coord::txn::duties::start(duty, ctx.txns.clone());
     ctx
 }

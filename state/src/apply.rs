@@ -17,7 +17,7 @@ use super::command::{
 use super::effect::Effect;
 use super::producers::{Allocation, BatchMeta, BatchSeq, Pending, Verdict};
 use super::txns::ProducerIdEpoch;
-use super::{apply_admin, apply_consumer, apply_txn, txn_errors};
+use super::{apply_admin, apply_consumer, apply_streams, apply_txn, txn_errors};
 use super::{BrokerState, PartitionState, Topic};
 
 /// Applies every op of one entry in order; `perform` gets each op's effects (empty for a
@@ -66,19 +66,10 @@ pub fn apply_op(
             OpResult::Items(op.topics.iter().map(|p| create_partitions(state, p, effects)).collect())
         }
         Op::TrimLog(op) => {
-            for trim in &op.trims {
-                trim_log(state, trim, effects);
-            }
+            op.trims.iter().for_each(|trim| trim_log(state, trim, effects));
             OpResult::Done
         }
-        Op::InitProducerId(_) => {
-            let allocation = Allocation::of(&state.limits, now_ms);
-            OpResult::ProducerId(match state.producers.allocate(&allocation) {
-                Ok(producer_id) => Ok(ProducerIdEpoch { producer_id, producer_epoch: 0 }),
-                // Retriable for every client (Java re-enqueues it, librdkafka retries in 500 ms).
-                Err(message) => Err(refusal(error_code::COORDINATOR_LOAD_IN_PROGRESS, message)),
-            })
-        }
+        Op::InitProducerId(_) => init_producer_id(state, now_ms),
         Op::ExpireProducers(_) => {
             state.producers.expire(now_ms, state.limits.producer_id_expiration_ms);
             OpResult::Done
@@ -117,7 +108,21 @@ pub fn apply_op(
         Op::RecordConsumerLiveness(op) => apply_consumer::record_liveness(state, op),
         Op::ConsumerGroupClassicJoin(op) => apply_consumer::classic_join(state, op),
         Op::ConsumerGroupClassicLeave(op) => apply_consumer::classic_leave(state, op),
+        Op::StreamsGroupHeartbeat(op) => apply_streams::heartbeat(state, op),
+        Op::FenceStreamsGroupMember(op) => apply_streams::fence(state, op),
+        Op::StreamsGroupAssign(op) => apply_streams::assign(state, op),
+        Op::RecordStreamsLiveness(op) => apply_streams::record_liveness(state, op),
     }
+}
+
+/// InitProducerId without a transactional id: the next free producer id, epoch 0.
+fn init_producer_id(state: &mut BrokerState, now_ms: i64) -> OpResult {
+    let allocation = Allocation::of(&state.limits, now_ms);
+    OpResult::ProducerId(match state.producers.allocate(&allocation) {
+        Ok(producer_id) => Ok(ProducerIdEpoch { producer_id, producer_epoch: 0 }),
+        // Retriable for every client (Java re-enqueues it, librdkafka retries in 500 ms).
+        Err(message) => Err(refusal(error_code::COORDINATOR_LOAD_IN_PROGRESS, message)),
+    })
 }
 
 fn refusal(error_code: i16, message: String) -> Refusal {

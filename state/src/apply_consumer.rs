@@ -20,6 +20,9 @@ const OFFSET_COMMIT_VERSION_CHECKED: i16 = 9;
 
 pub(crate) fn heartbeat(state: &mut BrokerState, op: &ConsumerGroupHeartbeatOp) -> OpResult {
     let group_id = &op.heartbeat.group_id;
+    if let Some(refusal) = crate::apply_streams::not_consumer(state, group_id) {
+        return OpResult::Heartbeat(Err(refusal));
+    }
     let is_consumer = state.consumer_groups.groups.contains_key(group_id);
     if !is_consumer && (classic_group_has_members(state, group_id) || op.upgrade.is_some()) {
         return OpResult::Heartbeat(upgrade_then_heartbeat(state, op));
@@ -148,8 +151,12 @@ pub(crate) fn record_liveness(state: &mut BrokerState, op: &LivenessOp) -> OpRes
 /// committed offsets stay. A consumer group with members keeps the id: its classic members
 /// join through `ConsumerGroupClassicJoin`, and should a classic generation have raced a
 /// heartbeat into the log, it is not recorded, so its commits are refused as from unknown
-/// members. A downgraded group's first generation ends its rebalance (`downgraded`).
+/// members. A downgraded group's first generation ends its rebalance (`downgraded`). A
+/// Streams group yields its id alike (`apply_streams::yield_to_classic`).
 pub(crate) fn complete_generation(state: &mut BrokerState, op: &GenerationOp) -> OpResult {
+    if !crate::apply_streams::yield_to_classic(state, op) {
+        return OpResult::Done;
+    }
     match state.consumer_groups.groups.get(&op.group_id) {
         // An emptied classic generation has nothing to convert.
         Some(group) if !group.members.is_empty() || op.members.is_empty() => return OpResult::Done,
@@ -169,9 +176,13 @@ pub(crate) fn delete_groups(state: &mut BrokerState, op: &DeleteGroupsOp) -> OpR
 }
 
 /// DeleteGroups of one group: a consumer group is deleted only when it has no member
-/// (NON_EMPTY_GROUP otherwise, whatever the leader saw), with its committed offsets; any
-/// other group as `Groups::delete_group` decides.
+/// (NON_EMPTY_GROUP otherwise, whatever the leader saw), with its committed offsets; a
+/// Streams group as `apply_streams::delete_group` decides; any other group as
+/// `Groups::delete_group` does.
 fn delete_group(state: &mut BrokerState, deletion: &GroupDeletion) -> CommitResult {
+    if let Some(result) = crate::apply_streams::delete_group(state, deletion) {
+        return result;
+    }
     let Some(group) = state.consumer_groups.groups.get(&deletion.group_id) else {
         return state.groups.delete_group(deletion);
     };
@@ -234,7 +245,7 @@ pub fn check_txn_offset_commit(state: &BrokerState, op: &crate::command::TxnOffs
     check_commit_as(state, &op.group_id, &op.member_id, op.generation_id, &op.commits, api)
 }
 
-/// One commit of either API against the consumer group `group_id`, if there is one.
+/// One commit of either API against the consumer or Streams group `group_id`, if there is one.
 fn check_commit_as(
     state: &BrokerState,
     group_id: &str,
@@ -243,6 +254,11 @@ fn check_commit_as(
     commits: &[OffsetCommitEntry],
     api: CommitApi,
 ) -> Option<i16> {
+    if state.streams_groups.groups.contains_key(group_id) {
+        let request =
+            CommitRequest { group_id, member_id, instance_id: None, member_epoch, api, partitions: &[] };
+        return crate::apply_streams::check_commit(state, &request, commits);
+    }
     if !state.consumer_groups.groups.contains_key(group_id) {
         return None;
     }

@@ -16,6 +16,7 @@ use super::configs::ResourceAlteration;
 use super::groups::CommitResult;
 use super::txns::{BrokerAbort, ProducerIdEpoch, TxnError};
 use crate::consumer_group as cg;
+use crate::streams_group as sg;
 
 /// The payload of one Raft log entry (openraft's `D`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -99,6 +100,17 @@ pub enum Op {
     ConsumerGroupClassicJoin(Box<ClassicJoinOp>),
     /// A classic member's LeaveGroup from a consumer group. `onelog.version` 3.
     ConsumerGroupClassicLeave(ClassicLeaveOp),
+    /// StreamsGroupHeartbeat (KIP-1071) that changes the group. `onelog.version` 4.
+    StreamsGroupHeartbeat(Box<StreamsGroupHeartbeatOp>),
+    /// A Streams member's session or revocation deadline passed on the leader.
+    /// `onelog.version` 4.
+    FenceStreamsGroupMember(FenceStreamsMemberOp),
+    /// A Streams group's target assignment came due on the leader (the initial rebalance
+    /// delay or the assignment interval ran out). `onelog.version` 4.
+    StreamsGroupAssign(StreamsAssignOp),
+    /// When the leader last heard from Streams members whose steady heartbeats wrote
+    /// nothing. `onelog.version` 4.
+    RecordStreamsLiveness(StreamsLivenessOp),
 }
 
 impl Op {
@@ -141,6 +153,10 @@ impl Op {
             | Op::RecordConsumerLiveness(_)
             | Op::ConsumerGroupClassicJoin(_)
             | Op::ConsumerGroupClassicLeave(_) => crate::features::ONELOG_VERSION_CONSUMER_GROUPS,
+            Op::StreamsGroupHeartbeat(_)
+            | Op::FenceStreamsGroupMember(_)
+            | Op::StreamsGroupAssign(_)
+            | Op::RecordStreamsLiveness(_) => crate::features::ONELOG_VERSION_STREAMS_GROUPS,
         }
     }
 
@@ -467,6 +483,8 @@ pub enum OpResult {
     ClassicJoin(Result<cg::ClassicJoinAnswer, cg::Refusal>),
     /// ConsumerGroupClassicLeave: per member of the request, in order.
     ClassicLeave(Vec<cg::ClassicLeft>),
+    /// StreamsGroupHeartbeat: the answer, or Kafka's refusal with the group unchanged.
+    StreamsHeartbeat(Box<Result<sg::HeartbeatAnswer, cg::Refusal>>),
 }
 
 /// A ConsumerGroupHeartbeat as the leader proposes it: the request with its member id filled
@@ -479,6 +497,33 @@ pub struct ConsumerGroupHeartbeatOp {
     /// A join (epoch 0) onto a classic group with members: the leader's snapshot of it, which
     /// apply converts to a consumer group first (online upgrade, `consumer_group::upgrade`).
     pub upgrade: Option<cg::ClassicGroupSnapshot>,
+}
+
+/// A StreamsGroupHeartbeat as the leader proposes it: the request, the group's effective
+/// settings and the leader's clock, so that every replica computes the same answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StreamsGroupHeartbeatOp {
+    pub heartbeat: sg::Heartbeat,
+    pub settings: sg::StreamsSettings,
+    pub now_ms: i64,
+}
+
+/// Fences one Streams member: on session expiry (`expected_epoch` None) or when its
+/// revocation deadline passed while it was still at `expected_epoch`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FenceStreamsMemberOp {
+    pub group_id: String,
+    pub member_id: String,
+    pub expected_epoch: Option<i32>,
+}
+
+/// Computes a Streams group's owed target assignment with the group's settings at the
+/// leader's clock; nothing if it is no longer owed or still held back.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StreamsAssignOp {
+    pub group_id: String,
+    pub settings: sg::StreamsSettings,
+    pub now_ms: i64,
 }
 
 /// A classic member's JoinGroup into a consumer group, with the leader's settings and clock.
@@ -505,6 +550,12 @@ pub struct FenceMemberOp {
     pub expected_epoch: Option<i32>,
     /// Decides whether fencing the last consumer-protocol member downgrades the group.
     pub migration: cg::Migration,
+}
+
+/// Streams members the leader heard from (its clock, ms), each later than the log knew.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StreamsLivenessOp {
+    pub members: Vec<SeenMember>,
 }
 
 /// Members the leader heard from (its clock, ms), each later than the log knew.
@@ -576,6 +627,10 @@ typed_op!(FenceMemberOp, FenceConsumerGroupMember, bool, |r| OpResult::MemberFen
 typed_op!(LivenessOp, RecordConsumerLiveness, (), |r| OpResult::Done => ());
 typed_op!(Box<ClassicJoinOp>, ConsumerGroupClassicJoin, Result<cg::ClassicJoinAnswer, cg::Refusal>, |r| OpResult::ClassicJoin(a) => a);
 typed_op!(ClassicLeaveOp, ConsumerGroupClassicLeave, Vec<cg::ClassicLeft>, |r| OpResult::ClassicLeave(l) => l);
+typed_op!(Box<StreamsGroupHeartbeatOp>, StreamsGroupHeartbeat, Result<sg::HeartbeatAnswer, cg::Refusal>, |r| OpResult::StreamsHeartbeat(a) => *a);
+typed_op!(FenceStreamsMemberOp, FenceStreamsGroupMember, bool, |r| OpResult::MemberFenced(f) => f);
+typed_op!(StreamsAssignOp, StreamsGroupAssign, (), |r| OpResult::Done => ());
+typed_op!(StreamsLivenessOp, RecordStreamsLiveness, (), |r| OpResult::Done => ());
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

@@ -1,29 +1,40 @@
 //! Group configs (ConfigResource type GROUP = 32): the keys Kafka 4.4 lists for a group, how
-//! each value is checked, and the settings a KIP-848 consumer group's heartbeats run with
-//! once its overrides are layered over the broker's `group.consumer.*` configs
-//! (docs/kafka/kip848-around.md §6, "around-spec" below).
+//! each value is checked, and the settings a KIP-848 consumer group's or a KIP-1071 Streams
+//! group's heartbeats run with once its overrides are layered over the broker's
+//! `group.consumer.*` or `group.streams.*` configs (docs/kafka/kip848-around.md §6,
+//! "around-spec" below).
 //!
 //! The checks come in two kinds, split as Kafka 4.4's `GroupConfig` splits them:
 //! - a value's type (`atLeast(1)`, a boolean, one of a few strings) depends on no broker
 //!   config, so apply runs it ([`value_problem`], through `configs::altered`);
-//! - the bounds (`group.consumer.min/max.*`) and the session > heartbeat rule depend on the
-//!   broker's configs, so only the leader checks them, before it proposes
-//!   ([`leader_problem`], which also checks the two string keys 0.1.0 stored unchecked): apply must decide alike on nodes started with other configs.
+//! - the bounds (`group.consumer.min/max.*`, `group.streams.min/max.*`) and the session >
+//!   heartbeat rule depend on the broker's configs, so only the leader checks them, before it
+//!   proposes ([`leader_problem`], which also checks the two string keys 0.1.0 stored
+//!   unchecked): apply must decide alike on nodes started with other configs.
 //!
 //! A stored override that falls outside the bounds of the broker using it (they changed
-//! since, or another leader accepted it) is capped when used ([`consumer_settings`]), as
-//! Kafka 4.4 caps it. onelog serves consumer groups only: the `share.*`, `streams.*` and
-//! dead-letter-queue keys are stored and described, checked against Kafka's broker defaults
-//! for their bounds (onelog has no `group.share.*` or `group.streams.*` configs), and used by
-//! nothing.
+//! since, or another leader accepted it) is capped when used ([`consumer_settings`],
+//! [`streams_settings`]), as Kafka 4.4 caps it. The `share.*` and dead-letter-queue keys are
+//! stored and described, checked against Kafka's broker defaults for their bounds (onelog has
+//! no `group.share.*` configs), and used by nothing; so are the streams keys no
+//! [`StreamsSettings`] field takes (`streams.assignor.offload.enable`).
 
 use crate::configs::{AlterKind, ConfigAlteration, Overrides};
 use crate::consumer_group::GroupSettings;
+use crate::streams_group::StreamsSettings;
 use crate::topic_config::ConfigType;
 
 pub const CONSUMER_SESSION_TIMEOUT_MS: &str = "consumer.session.timeout.ms";
 pub const CONSUMER_HEARTBEAT_INTERVAL_MS: &str = "consumer.heartbeat.interval.ms";
 pub const CONSUMER_ASSIGNMENT_INTERVAL_MS: &str = "consumer.assignment.interval.ms";
+pub const STREAMS_SESSION_TIMEOUT_MS: &str = "streams.session.timeout.ms";
+pub const STREAMS_HEARTBEAT_INTERVAL_MS: &str = "streams.heartbeat.interval.ms";
+pub const STREAMS_NUM_STANDBY_REPLICAS: &str = "streams.num.standby.replicas";
+pub const STREAMS_INITIAL_REBALANCE_DELAY_MS: &str = "streams.initial.rebalance.delay.ms";
+pub const STREAMS_ASSIGNMENT_INTERVAL_MS: &str = "streams.assignment.interval.ms";
+pub const STREAMS_TASK_OFFSET_INTERVAL_MS: &str = "streams.task.offset.interval.ms";
+pub const STREAMS_NUM_WARMUP_REPLICAS: &str = "streams.num.warmup.replicas";
+pub const STREAMS_ACCEPTABLE_RECOVERY_LAG: &str = "streams.acceptable.recovery.lag";
 
 /// What a value must be, whatever the broker's configs (Kafka's `ConfigDef` validators).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,8 +85,10 @@ use ConfigType::{Boolean, Long, String as Text};
 use ValueCheck::{AtLeast, AutoOffsetReset, OneOf};
 
 /// Every key Kafka 4.4 describes for a group resource, whatever the group's type
-/// (around-spec §6.2). The defaults are Kafka's broker defaults; the broker's own value of a
-/// `group.consumer.*` synonym replaces its default when described and used.
+/// (around-spec §6.2), but two Kafka 4.4.0 added for Streams groups that onelog has not taken
+/// up: `streams.rack.aware.assignment.tags` and `streams.assignor.name`. The defaults are
+/// Kafka's broker defaults; the broker's own value of a `group.consumer.*` or
+/// `group.streams.*` synonym replaces its default when described and used.
 pub const GROUP_CONFIGS: &[GroupConfigDef] = &[
     other(
         "consumer.assignor.offload.enable",
@@ -112,13 +125,13 @@ pub const GROUP_CONFIGS: &[GroupConfigDef] = &[
     other("share.renew.acknowledge.enable", None, "true", Boolean, ValueCheck::Boolean),
     int("share.session.timeout.ms", "group.share.session.timeout.ms", "45000", 1),
     other(
-        "streams.acceptable.recovery.lag",
+        STREAMS_ACCEPTABLE_RECOVERY_LAG,
         Some("group.streams.acceptable.recovery.lag"),
         "10000",
         Long,
         AtLeast(0),
     ),
-    int("streams.assignment.interval.ms", "group.streams.assignment.interval.ms", "1000", 0),
+    int(STREAMS_ASSIGNMENT_INTERVAL_MS, "group.streams.assignment.interval.ms", "1000", 0),
     other(
         "streams.assignor.offload.enable",
         Some("group.streams.assignor.offload.enable"),
@@ -126,12 +139,12 @@ pub const GROUP_CONFIGS: &[GroupConfigDef] = &[
         Boolean,
         ValueCheck::Boolean,
     ),
-    int("streams.heartbeat.interval.ms", "group.streams.heartbeat.interval.ms", "5000", 1),
-    int("streams.initial.rebalance.delay.ms", "group.streams.initial.rebalance.delay.ms", "3000", 0),
-    int("streams.num.standby.replicas", "group.streams.num.standby.replicas", "0", 0),
-    int("streams.num.warmup.replicas", "group.streams.num.warmup.replicas", "2", 0),
-    int("streams.session.timeout.ms", "group.streams.session.timeout.ms", "45000", 1),
-    int("streams.task.offset.interval.ms", "group.streams.task.offset.interval.ms", "60000", 1),
+    int(STREAMS_HEARTBEAT_INTERVAL_MS, "group.streams.heartbeat.interval.ms", "5000", 1),
+    int(STREAMS_INITIAL_REBALANCE_DELAY_MS, "group.streams.initial.rebalance.delay.ms", "3000", 0),
+    int(STREAMS_NUM_STANDBY_REPLICAS, "group.streams.num.standby.replicas", "0", 0),
+    int(STREAMS_NUM_WARMUP_REPLICAS, "group.streams.num.warmup.replicas", "2", 0),
+    int(STREAMS_SESSION_TIMEOUT_MS, "group.streams.session.timeout.ms", "45000", 1),
+    int(STREAMS_TASK_OFFSET_INTERVAL_MS, "group.streams.task.offset.interval.ms", "60000", 1),
 ];
 
 pub fn group_config_def(name: &str) -> Option<&'static GroupConfigDef> {
@@ -216,6 +229,47 @@ impl Default for ConsumerGroupBounds {
     }
 }
 
+/// The broker's bounds on the Streams-group keys (`group.streams.min/max.*`): a range for the
+/// session timeout, heartbeat interval and assignment interval, a most for the standby and
+/// warmup replicas, a least for the task offset interval, as Kafka 4.4's `GroupConfig` bounds
+/// each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamsGroupBounds {
+    pub session_timeout_ms: Bounds,
+    pub heartbeat_interval_ms: Bounds,
+    pub assignment_interval_ms: Bounds,
+    /// `group.streams.max.standby.replicas`.
+    pub max_standby_replicas: i64,
+    /// `group.streams.min.task.offset.interval.ms`.
+    pub min_task_offset_interval_ms: i64,
+    /// `group.streams.max.warmup.replicas`.
+    pub max_warmup_replicas: i64,
+}
+
+impl Default for StreamsGroupBounds {
+    /// Kafka's defaults.
+    fn default() -> Self {
+        StreamsGroupBounds {
+            session_timeout_ms: Bounds { min: 45_000, max: 60_000 },
+            heartbeat_interval_ms: Bounds { min: 5_000, max: 15_000 },
+            assignment_interval_ms: Bounds { min: 0, max: 15_000 },
+            max_standby_replicas: 2,
+            min_task_offset_interval_ms: 15_000,
+            max_warmup_replicas: 20,
+        }
+    }
+}
+
+/// What the leader checks a group's overrides against: this broker's own group settings
+/// (the defaults of an unset session timeout or heartbeat interval) and their bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokerGroupConfigs<'a> {
+    pub consumer: &'a GroupSettings,
+    pub consumer_bounds: &'a ConsumerGroupBounds,
+    pub streams: &'a StreamsSettings,
+    pub streams_bounds: &'a StreamsGroupBounds,
+}
+
 /// A bound check of Kafka 4.4's `GroupConfig.validateValues`, each with its own message.
 #[derive(Clone, Copy)]
 enum Limit {
@@ -241,26 +295,25 @@ const fn range(min: i64, max: i64) -> Limit {
     Limit::Range(Bounds { min, max })
 }
 
-/// The bound checks in Kafka's order. The share and streams bounds are Kafka's broker
-/// defaults (`group.share.min.session.timeout.ms`, `group.streams.max.standby.replicas`, …),
-/// which onelog does not let anyone change.
-fn limits(bounds: &ConsumerGroupBounds) -> [(&'static str, Limit); 15] {
+/// The bound checks in Kafka's order. The share bounds are Kafka's broker defaults
+/// (`group.share.min.session.timeout.ms`, …), which onelog does not let anyone change.
+fn limits(consumer: &ConsumerGroupBounds, streams: &StreamsGroupBounds) -> [(&'static str, Limit); 15] {
     [
-        (CONSUMER_HEARTBEAT_INTERVAL_MS, Limit::Range(bounds.heartbeat_interval_ms)),
-        (CONSUMER_SESSION_TIMEOUT_MS, Limit::Range(bounds.session_timeout_ms)),
-        (CONSUMER_ASSIGNMENT_INTERVAL_MS, Limit::Range(bounds.assignment_interval_ms)),
+        (CONSUMER_HEARTBEAT_INTERVAL_MS, Limit::Range(consumer.heartbeat_interval_ms)),
+        (CONSUMER_SESSION_TIMEOUT_MS, Limit::Range(consumer.session_timeout_ms)),
+        (CONSUMER_ASSIGNMENT_INTERVAL_MS, Limit::Range(consumer.assignment_interval_ms)),
         ("share.heartbeat.interval.ms", range(5_000, 15_000)),
         ("share.session.timeout.ms", range(45_000, 60_000)),
         ("share.record.lock.duration.ms", range(15_000, 60_000)),
         ("share.delivery.count.limit", range(2, 10)),
         ("share.partition.max.record.locks", range(100, 4_000)),
         ("share.assignment.interval.ms", range(0, 15_000)),
-        ("streams.heartbeat.interval.ms", range(5_000, 15_000)),
-        ("streams.session.timeout.ms", range(45_000, 60_000)),
-        ("streams.num.standby.replicas", Limit::Max(2)),
-        ("streams.assignment.interval.ms", range(0, 15_000)),
-        ("streams.task.offset.interval.ms", Limit::Min(15_000)),
-        ("streams.num.warmup.replicas", Limit::Max(20)),
+        (STREAMS_HEARTBEAT_INTERVAL_MS, Limit::Range(streams.heartbeat_interval_ms)),
+        (STREAMS_SESSION_TIMEOUT_MS, Limit::Range(streams.session_timeout_ms)),
+        (STREAMS_NUM_STANDBY_REPLICAS, Limit::Max(streams.max_standby_replicas)),
+        (STREAMS_ASSIGNMENT_INTERVAL_MS, Limit::Range(streams.assignment_interval_ms)),
+        (STREAMS_TASK_OFFSET_INTERVAL_MS, Limit::Min(streams.min_task_offset_interval_ms)),
+        (STREAMS_NUM_WARMUP_REPLICAS, Limit::Max(streams.max_warmup_replicas)),
     ]
 }
 
@@ -269,44 +322,52 @@ fn int_value(overrides: &Overrides, key: &str) -> Option<i64> {
 }
 
 /// Why the leader refuses a group's overrides after an alteration (`overrides` is the
-/// resource's whole set, as Kafka's controller validates it), given this broker's consumer
-/// group settings and bounds: the string values, then Kafka 4.4's bound checks of the keys
+/// resource's whole set, as Kafka's controller validates it), given this broker's group
+/// settings and bounds: the string values, then Kafka 4.4's bound checks of the keys
 /// present, then the session timeout > heartbeat interval rule per group type, with the
 /// broker default for whichever of the two is not set, then the DLQ topic name.
 /// INVALID_CONFIG.
-pub fn leader_problem(
-    overrides: &Overrides,
-    broker: &GroupSettings,
-    bounds: &ConsumerGroupBounds,
-) -> Option<String> {
+pub fn leader_problem(overrides: &Overrides, broker: BrokerGroupConfigs<'_>) -> Option<String> {
     let strings = overrides.iter().filter_map(|(k, v)| group_config_def(k).map(|d| (d, v)));
     if let Some(problem) = strings.into_iter().find_map(|(d, v)| string_problem(d, v)) {
         return Some(problem);
     }
-    for (key, limit) in limits(bounds) {
+    for (key, limit) in limits(broker.consumer_bounds, broker.streams_bounds) {
         if let Some(problem) = int_value(overrides, key).and_then(|v| limit.problem(key, v)) {
             return Some(problem);
         }
     }
+    let (consumer, streams) = (broker.consumer, broker.streams);
     let pairs = [
-        ("consumer", i64::from(broker.session_timeout_ms), i64::from(broker.heartbeat_interval_ms)),
+        ("consumer", consumer.session_timeout_ms, consumer.heartbeat_interval_ms),
         ("share", 45_000, 5_000),
-        ("streams", 45_000, 5_000),
+        ("streams", streams.session_timeout_ms, streams.heartbeat_interval_ms),
     ];
-    for (kind, session_default, heartbeat_default) in pairs {
-        let (session, heartbeat) =
-            (format!("{kind}.session.timeout.ms"), format!("{kind}.heartbeat.interval.ms"));
-        if !overrides.contains_key(&session) && !overrides.contains_key(&heartbeat) {
-            continue;
-        }
-        let effective_session = int_value(overrides, &session).unwrap_or(session_default);
-        if effective_session <= int_value(overrides, &heartbeat).unwrap_or(heartbeat_default) {
-            return Some(format!("{session} must be greater than {heartbeat}"));
-        }
+    if let Some(problem) = pairs.into_iter().find_map(|(kind, s, h)| heartbeat_problem(overrides, kind, s, h))
+    {
+        return Some(problem);
     }
     let dlq = overrides.get("errors.deadletterqueue.topic.name");
     dlq.filter(|name| name.starts_with("__"))
         .map(|_| "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'".to_string())
+}
+
+/// Kafka's `validateSessionExceedsHeartbeat` for one group type (`kind`): checked only when
+/// the group sets either key, the broker's value standing in for the one it does not set.
+fn heartbeat_problem(
+    overrides: &Overrides,
+    kind: &str,
+    session_default: i32,
+    heartbeat_default: i32,
+) -> Option<String> {
+    let (session, heartbeat) =
+        (format!("{kind}.session.timeout.ms"), format!("{kind}.heartbeat.interval.ms"));
+    if !overrides.contains_key(&session) && !overrides.contains_key(&heartbeat) {
+        return None;
+    }
+    let effective_session = int_value(overrides, &session).unwrap_or(i64::from(session_default));
+    let effective_heartbeat = int_value(overrides, &heartbeat).unwrap_or(i64::from(heartbeat_default));
+    (effective_session <= effective_heartbeat).then(|| format!("{session} must be greater than {heartbeat}"))
 }
 
 /// The settings one consumer group's heartbeats run with: the broker's, with the group's
@@ -332,6 +393,43 @@ pub fn consumer_settings(
     settings
 }
 
+/// The settings one Streams group's heartbeats run with: the broker's, with the group's
+/// `streams.*` overrides layered on top, each capped to the broker's bounds as Kafka 4.4's
+/// `GroupConfig.evaluate` caps it (a range, a most or a least; the initial rebalance delay and
+/// the acceptable recovery lag have none). `max_size` is the broker's alone: Kafka has no
+/// group config for it.
+pub fn streams_settings(
+    broker: &StreamsSettings,
+    bounds: &StreamsGroupBounds,
+    overrides: Option<&Overrides>,
+) -> StreamsSettings {
+    let mut settings = broker.clone();
+    let Some(overrides) = overrides else { return settings };
+    let int = |key: &str, field: &mut i32, cap: &dyn Fn(i64) -> i64| {
+        if let Some(v) = int_value(overrides, key) {
+            *field = i32::try_from(cap(v)).unwrap_or(i32::MAX);
+        }
+    };
+    let s = &mut settings;
+    int(STREAMS_SESSION_TIMEOUT_MS, &mut s.session_timeout_ms, &|v| bounds.session_timeout_ms.cap(v));
+    int(STREAMS_HEARTBEAT_INTERVAL_MS, &mut s.heartbeat_interval_ms, &|v| {
+        bounds.heartbeat_interval_ms.cap(v)
+    });
+    int(STREAMS_NUM_STANDBY_REPLICAS, &mut s.num_standby_replicas, &|v| v.min(bounds.max_standby_replicas));
+    int(STREAMS_INITIAL_REBALANCE_DELAY_MS, &mut s.initial_rebalance_delay_ms, &|v| v);
+    int(STREAMS_ASSIGNMENT_INTERVAL_MS, &mut s.assignment_interval_ms, &|v| {
+        bounds.assignment_interval_ms.cap(v)
+    });
+    int(STREAMS_TASK_OFFSET_INTERVAL_MS, &mut s.task_offset_interval_ms, &|v| {
+        v.max(bounds.min_task_offset_interval_ms)
+    });
+    int(STREAMS_NUM_WARMUP_REPLICAS, &mut s.num_warmup_replicas, &|v| v.min(bounds.max_warmup_replicas));
+    if let Some(lag) = int_value(overrides, STREAMS_ACCEPTABLE_RECOVERY_LAG) {
+        s.acceptable_recovery_lag = lag;
+    }
+    settings
+}
+
 /// What onelog 0.1.0's apply accepted for a group: these keys, each within this range
 /// (Kafka's default bounds, fixed then).
 const ACCEPTED_BY_0_1_0: &[(&str, Option<(i64, i64)>)] = &[
@@ -342,9 +440,9 @@ const ACCEPTED_BY_0_1_0: &[(&str, Option<(i64, i64)>)] = &[
     ("share.isolation.level", None),
     ("share.record.lock.duration.ms", Some((15_000, 60_000))),
     ("share.session.timeout.ms", Some((45_000, 60_000))),
-    ("streams.heartbeat.interval.ms", Some((5_000, 15_000))),
-    ("streams.num.standby.replicas", Some((0, 2))),
-    ("streams.session.timeout.ms", Some((45_000, 60_000))),
+    (STREAMS_HEARTBEAT_INTERVAL_MS, Some((5_000, 15_000))),
+    (STREAMS_NUM_STANDBY_REPLICAS, Some((0, 2))),
+    (STREAMS_SESSION_TIMEOUT_MS, Some((45_000, 60_000))),
 ];
 
 /// Why a group alteration must wait until the cluster finalized `onelog.version` 3: a

@@ -13,6 +13,7 @@ pub mod acls;
 pub mod apply;
 mod apply_admin;
 pub mod apply_consumer;
+pub mod apply_streams;
 mod apply_txn;
 pub mod assignment;
 pub mod command;
@@ -29,6 +30,7 @@ pub mod limits;
 pub mod producers;
 pub mod quotas;
 pub mod scram;
+pub mod streams_group;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod topic_config;
@@ -86,6 +88,11 @@ pub struct BrokerState {
     /// format 9 on (`onelog.version` 3), and only ops of that level change them.
     #[serde(skip)]
     pub consumer_groups: consumer_group::ConsumerGroups,
+    /// KIP-1071 Streams groups (`group.protocol=streams`): topologies, members, epochs and
+    /// task assignments. Skipped by serde like `consumer_groups`: the checkpoint writes them
+    /// after those from format 10 on (`onelog.version` 4).
+    #[serde(skip)]
+    pub streams_groups: streams_group::StreamsGroups,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 //! as a collector beside the recorded metrics (`crate::metrics`). Nothing here is kept between
 //! scrapes.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use prometheus_client::collector::Collector;
@@ -62,8 +63,12 @@ pub struct Snapshot {
     pub partitions: Vec<PartitionRow>,
     pub transactions_open: usize,
     pub transactional_ids: usize,
-    /// Consumer groups by state (`Stable`, `Empty`, ...); only where the node coordinates.
-    pub groups: Vec<(&'static str, usize)>,
+    /// Consumer groups (classic and KIP-848) by state (`Stable`, `Empty`, ...); only where the
+    /// node coordinates.
+    pub groups: ByState,
+    /// KIP-1071 Streams groups by state (`NotReady`, `Stable`, ...); only where the node
+    /// coordinates.
+    pub streams_groups: ByState,
     pub connections_open: u64,
     pub request_memory_bytes: u64,
     pub listener_incidents: Vec<(&'static str, u64)>,
@@ -81,9 +86,9 @@ pub async fn gather(sources: Sources<'_>) -> Snapshot {
     let membership = metrics.membership_config.membership();
     let applied = sources.applied.with_partitions(|applied, logs| AppliedReading::of(&applied.state, logs));
     let is_leader = metrics.current_leader == Some(sources.node_id);
-    let groups = match &sources.serving {
+    let (groups, streams_groups) = match &sources.serving {
         Some(ctx) if is_leader => group_states(ctx),
-        _ => Vec::new(),
+        _ => Default::default(),
     };
     Snapshot {
         node_id: sources.node_id,
@@ -102,6 +107,7 @@ pub async fn gather(sources: Sources<'_>) -> Snapshot {
         transactions_open: applied.transactions_open,
         transactional_ids: applied.transactional_ids,
         groups,
+        streams_groups,
         connections_open: STATS.connections_open.load(Ordering::Relaxed),
         request_memory_bytes: STATS.request_memory_bytes.load(Ordering::Relaxed),
         listener_incidents: listener_incidents(),
@@ -181,12 +187,18 @@ fn listener_incidents() -> Vec<(&'static str, u64)> {
     ]
 }
 
-fn group_states(ctx: &SharedCtx) -> Vec<(&'static str, usize)> {
-    let mut by_state = std::collections::BTreeMap::new();
+/// Groups counted by state name.
+type ByState = Vec<(&'static str, usize)>;
+
+/// Groups by state: the consumer groups (classic and KIP-848), then the Streams groups, whose
+/// states are of another kind (`NotReady`) and whose dashboards are another's.
+fn group_states(ctx: &SharedCtx) -> (ByState, ByState) {
+    let (mut consumer, mut streams) = (BTreeMap::new(), BTreeMap::new());
     for group in crate::handlers::list_groups::listed(ctx) {
+        let by_state = if group.is_streams() { &mut streams } else { &mut consumer };
         *by_state.entry(group.state).or_insert(0) += 1;
     }
-    by_state.into_iter().collect()
+    (consumer.into_iter().collect(), streams.into_iter().collect())
 }
 
 /// A gauge series: labels and value.
@@ -336,7 +348,13 @@ impl Snapshot {
         )?;
         let groups =
             self.groups.iter().map(|(state, n)| (vec![("state", state.to_string())], *n as i64)).collect();
-        gauge(e, "consumer_groups", "Leader only: consumer groups by state", None, groups)
+        gauge(e, "consumer_groups", "Leader only: consumer groups by state", None, groups)?;
+        let streams = self
+            .streams_groups
+            .iter()
+            .map(|(state, n)| (vec![("state", state.to_string())], *n as i64))
+            .collect();
+        gauge(e, "streams_groups", "Leader only: Streams groups by state", None, streams)
     }
 
     /// The Kafka listener's load and incidents, labelled with the listener (one: `PLAINTEXT`).
@@ -452,6 +470,7 @@ pub(super) mod tests {
             transactions_open: 1,
             transactional_ids: 4,
             groups: vec![("Empty", 1), ("Stable", 2)],
+            streams_groups: vec![("NotReady", 1), ("Stable", 1)],
             connections_open: 5,
             request_memory_bytes: 4096,
             listener_incidents: vec![("malformed_request", 2), ("accept_error", 0)],

@@ -1,8 +1,9 @@
 //! The status page at `GET /`: one server-rendered HTML page (maud, which escapes every value),
 //! no script, refreshed by the browser every few seconds. It shows what an operator looks at
 //! first: the cluster (leader, term, voters and their lag), nodes, topics with partition
-//! offsets and sizes, consumer groups with their lag, open transactions with age and
-//! partitions, and the leader changes this node has seen. `/status` stays the JSON for scripts.
+//! offsets and sizes, groups (classic, consumer and Streams) with their lag, open
+//! transactions with age and partitions, and the leader changes this node has seen. `/status`
+//! stays the JSON for scripts.
 
 use maud::{html, Markup, DOCTYPE};
 
@@ -11,6 +12,7 @@ use super::metrics::{self, PartitionRow, Snapshot};
 use super::AdminCtx;
 use crate::clock::wall_clock_ms;
 use crate::ctx::SharedCtx;
+use crate::handlers::list_groups::TYPE_CLASSIC;
 use crate::raft::Metrics;
 use onelog_state::BrokerState;
 
@@ -28,6 +30,8 @@ struct NodeRow {
 
 struct GroupRow {
     id: String,
+    /// `classic`, `consumer` or `streams`; None where this node does not coordinate.
+    group_type: Option<&'static str>,
     state: &'static str,
     members: Option<usize>,
     /// Records between the committed offsets and the high watermarks of their partitions.
@@ -95,25 +99,39 @@ fn nodes(m: &Metrics, snapshot: &Snapshot) -> Vec<NodeRow> {
         .collect()
 }
 
-/// The consumer groups with their lag. Their state is known only to the group coordinator,
-/// which runs on the serving leader; elsewhere the groups that committed offsets are listed as
-/// `Unknown`. Members are those the serving node's coordinator knows.
+/// The groups (classic, consumer and Streams) with their lag. Which type holds an id, and a
+/// classic group's state, are known only to the group coordinator, which runs on the serving
+/// leader; elsewhere the groups that committed offsets are listed as `Unknown`. Members are
+/// those the serving node's coordinator knows, or for a consumer or Streams group those the log
+/// holds.
 fn groups(state: &BrokerState, serving: Option<&SharedCtx>, is_leader: bool) -> Vec<GroupRow> {
-    let listed: Vec<(String, &'static str)> = match serving {
-        Some(c) if is_leader => {
-            crate::handlers::list_groups::listed(c).into_iter().map(|g| (g.group_id, g.state)).collect()
-        }
-        _ => state.groups.groups.keys().map(|id| (id.clone(), "Unknown")).collect(),
+    let listed: Vec<(String, Option<&'static str>, &'static str)> = match serving {
+        Some(c) if is_leader => crate::handlers::list_groups::listed(c)
+            .into_iter()
+            .map(|g| (g.group_id, Some(g.group_type), g.state))
+            .collect(),
+        _ => state.groups.groups.keys().map(|id| (id.clone(), None, "Unknown")).collect(),
     };
     listed
         .into_iter()
-        .map(|(id, group_state)| {
+        .map(|(id, group_type, group_state)| {
             let committed = committed_offsets(state, &id);
             let lag = committed.iter().map(|(c, hw)| hw.map_or(0, |hw| (hw - c).max(0))).sum();
-            let members = serving.and_then(|c| c.groups.describe(&id)).map(|v| v.members.len());
-            GroupRow { id, state: group_state, members, lag, partitions: committed.len() }
+            let members = match group_type {
+                Some(TYPE_CLASSIC) | None => {
+                    serving.and_then(|c| c.groups.describe(&id)).map(|v| v.members.len())
+                }
+                Some(_) => members_in_log(state, &id),
+            };
+            GroupRow { id, group_type, state: group_state, members, lag, partitions: committed.len() }
         })
         .collect()
+}
+
+/// The members of the consumer or Streams group `group_id`, whose membership the log holds.
+fn members_in_log(state: &BrokerState, group_id: &str) -> Option<usize> {
+    let consumer = state.consumer_groups.groups.get(group_id).map(|g| g.members.len());
+    consumer.or_else(|| state.streams_groups.groups.get(group_id).map(|g| g.members.len()))
 }
 
 /// A group's committed offsets, each beside the high watermark of its partition (`None` for a
@@ -252,10 +270,10 @@ fn groups_table(groups: &[GroupRow]) -> Markup {
     html! {
         @if groups.is_empty() { p.empty { "No consumer groups." } } @else {
             table id="groups" {
-                tr { th { "group" } th { "state" } th { "members" } th { "partitions committed" } th { "lag (records)" } }
+                tr { th { "group" } th { "type" } th { "state" } th { "members" } th { "partitions committed" } th { "lag (records)" } }
                 @for g in groups {
                     tr {
-                        td { (g.id) } td { (g.state) }
+                        td { (g.id) } td { (g.group_type.unwrap_or("–")) } td { (g.state) }
                         td.n { @match g.members { Some(n) => (n), None => "–" } }
                         td.n { (g.partitions) } td.n { (g.lag) }
                     }
@@ -335,13 +353,14 @@ mod tests {
     }
 
     /// A page that reaches every branch: a leader not serving yet, votes withheld, a voter with
-    /// lag and a learner without, groups with and without members, an open transaction, an
-    /// election among the leader changes.
+    /// lag and a learner without, groups with and without members and type, an open
+    /// transaction, an election among the leader changes.
     fn fixed_page() -> PageData {
         let node =
             |id, voter, lag| NodeRow { id, voter, raft: format!("r:{id}"), kafka: format!("k:{id}"), lag };
-        let group = |id: &str, state, members| GroupRow {
+        let group = |id: &str, group_type, state, members| GroupRow {
             id: id.to_string(),
+            group_type,
             state,
             members,
             lag: 12,
@@ -352,7 +371,11 @@ mod tests {
             role: "leader",
             serving: false,
             nodes: vec![node(1, true, Some(0)), node(2, true, Some(3)), node(3, false, None)],
-            groups: vec![group("g<1>", "Stable", Some(2)), group("g2", "Empty", None)],
+            groups: vec![
+                group("g<1>", Some("classic"), "Stable", Some(2)),
+                group("g2", None, "Unknown", None),
+                group("wordcount", Some("streams"), "NotReady", Some(3)),
+            ],
             transactions: vec![TxnRow {
                 transactional_id: "tx-1".to_string(),
                 producer: "5/0".to_string(),

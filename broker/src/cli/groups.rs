@@ -1,6 +1,6 @@
-//! `onelog admin groups list | describe`: consumer groups from ListGroups and DescribeGroups,
-//! and each committed partition's lag (OffsetFetch against ListOffsets' high watermark), as
-//! `kafka-consumer-groups.sh --describe` shows it.
+//! `onelog admin groups list | describe`: groups (classic, consumer, Streams) from ListGroups
+//! and DescribeGroups, and each committed partition's lag (OffsetFetch against ListOffsets'
+//! high watermark), as `kafka-consumer-groups.sh --describe` shows it.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +10,7 @@ use clap::Subcommand;
 use kafka_compat::error_code;
 use kafka_compat::isolation_level::READ_UNCOMMITTED;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
+use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{
     ConsumerProtocolAssignment, DescribeGroupsRequest, GroupId, ListGroupsRequest, OffsetFetchRequest,
 };
@@ -49,18 +50,24 @@ pub async fn run(bootstrap: &[String], command: &GroupCommand) -> Result<Report>
     }
 }
 
-async fn list(kafka: &mut Kafka) -> Result<Report> {
-    let response = kafka.request(4, &ListGroupsRequest::default()).await?;
+/// Every group, by id: ListGroups v5, which names each group's type (classic, consumer,
+/// streams).
+async fn listed(kafka: &mut Kafka) -> Result<Vec<ListedGroup>> {
+    let response = kafka.request(5, &ListGroupsRequest::default()).await?;
     check(response.error_code, || "ListGroups".to_string())?;
     let mut groups = response.groups;
     groups.sort_by(|a, b| a.group_id.0.cmp(&b.group_id.0));
-    let mut table = Table::new(&["GROUP", "STATE", "PROTOCOL TYPE"]);
+    Ok(groups)
+}
+
+async fn list(kafka: &mut Kafka) -> Result<Report> {
+    let mut table = Table::new(&["GROUP", "TYPE", "STATE", "PROTOCOL TYPE"]);
     let mut json = Vec::new();
-    for g in &groups {
-        let (id, state, kind) =
-            (g.group_id.0.to_string(), g.group_state.to_string(), g.protocol_type.to_string());
-        table.row(vec![id.clone(), state.clone(), kind.clone()]);
-        json.push(json!({ "group": id, "state": state, "protocol_type": kind }));
+    for g in &listed(kafka).await? {
+        let (id, group_type) = (g.group_id.0.to_string(), g.group_type.to_string());
+        let (state, kind) = (g.group_state.to_string(), g.protocol_type.to_string());
+        table.row(vec![id.clone(), group_type.clone(), state.clone(), kind.clone()]);
+        json.push(json!({ "group": id, "type": group_type, "state": state, "protocol_type": kind }));
     }
     Ok(Report::new(table.render(), json!({ "groups": json })))
 }
@@ -118,8 +125,22 @@ async fn committed(kafka: &mut Kafka, group: &str) -> Result<BTreeMap<(String, i
     Ok(offsets)
 }
 
-async fn describe(kafka: &mut Kafka, group: &str) -> Result<Report> {
+/// DescribeGroups describes only classic groups, and says a consumer or Streams group is Dead:
+/// its state and protocol type come from ListGroups instead (its members are not shown).
+async fn described_or_listed(kafka: &mut Kafka, group: &str) -> Result<DescribedGroup> {
     let described = describe_group(kafka, group).await?;
+    if described.group_state.as_str() != "Dead" {
+        return Ok(described);
+    }
+    let listed = listed(kafka).await?.into_iter().find(|g| g.group_id.0.as_str() == group);
+    Ok(match listed {
+        Some(g) => described.with_group_state(g.group_state).with_protocol_type(g.protocol_type),
+        None => described,
+    })
+}
+
+async fn describe(kafka: &mut Kafka, group: &str) -> Result<Report> {
+    let described = described_or_listed(kafka, group).await?;
     let committed = committed(kafka, group).await?;
     // An unknown group is Dead with no error (DescribeGroups v5 and below); Kafka's admin
     // client reports it as GROUP_ID_NOT_FOUND, and so does this.

@@ -160,6 +160,32 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // Online migration between classic and consumer groups with members: `bidirectional`,
     // `upgrade`, `downgrade` or `disabled` (Kafka reads any other value as `disabled`).
     def("group.consumer.migration.policy", "bidirectional", STRING),
+    // KIP-1071 Streams groups (`group.streams.*`), Kafka 4.4's names, defaults and `atLeast`
+    // validators (`GroupCoordinatorConfig`): session timeout, heartbeat interval and KIP-1263's
+    // assignment interval with their bounds, the group size, the standby and warmup replicas
+    // per task with their most, the first rebalance's delay, how often members report their
+    // task offsets with its least, and the lag at which a member counts as caught up. Start-up
+    // refuses a value outside its bounds as Kafka's does; the bounds also bound each group's
+    // own `streams.*` overrides. Kafka keeps the task offset interval, warmup replicas and
+    // recovery lag internal (undocumented); onelog declares them like the rest.
+    at_least("group.streams.session.timeout.ms", "45000", Int, 1),
+    at_least("group.streams.min.session.timeout.ms", "45000", Int, 1),
+    at_least("group.streams.max.session.timeout.ms", "60000", Int, 1),
+    at_least("group.streams.heartbeat.interval.ms", "5000", Int, 1),
+    at_least("group.streams.min.heartbeat.interval.ms", "5000", Int, 1),
+    at_least("group.streams.max.heartbeat.interval.ms", "15000", Int, 1),
+    at_least("group.streams.max.size", "2147483647", Int, 1),
+    at_least("group.streams.num.standby.replicas", "0", Int, 0),
+    at_least("group.streams.max.standby.replicas", "2", Int, 0),
+    at_least("group.streams.initial.rebalance.delay.ms", "3000", Int, 0),
+    at_least("group.streams.assignment.interval.ms", "1000", Int, 0),
+    at_least("group.streams.min.assignment.interval.ms", "0", Int, 0),
+    at_least("group.streams.max.assignment.interval.ms", "15000", Int, 0),
+    at_least("group.streams.task.offset.interval.ms", "60000", Int, 1),
+    at_least("group.streams.min.task.offset.interval.ms", "15000", Int, 1),
+    at_least("group.streams.num.warmup.replicas", "2", Int, 0),
+    at_least("group.streams.max.warmup.replicas", "20", Int, 0),
+    at_least("group.streams.acceptable.recovery.lag", "10000", Long, 0),
     // Authorization (`security::authz`, `config::authz`), Kafka's names: an empty class name is no
     // authorizer (everything allowed, the ACL APIs answer SECURITY_DISABLED); Kafka's two ACL
     // authorizer class names select onelog's built-in one. `super.users` is `;`-separated.

@@ -20,6 +20,7 @@ pub mod security;
 #[cfg(test)]
 mod security_tests;
 pub mod sources;
+pub mod streams_group;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -158,6 +159,8 @@ pub struct Settings {
     /// KIP-848 consumer groups (`group.consumer.*`): the settings the leader puts in each
     /// heartbeat op (with the group's own overrides layered on top) and their bounds.
     pub consumer_group: consumer_group::ConsumerGroupConfig,
+    /// KIP-1071 Streams groups (`group.streams.*`), as `consumer_group`.
+    pub streams_group: streams_group::StreamsGroupConfig,
     pub listener: ListenerSettings,
     /// `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
     pub authz: authz::AuthzSettings,
@@ -271,6 +274,7 @@ impl Settings {
                 c.text("group.consumer.assignors")?,
                 c.text("group.consumer.migration.policy")?,
             )?,
+            streams_group: streams_group::parse(|key| c.int(key))?,
             listener: ListenerSettings::parse(c, socket_request_max_bytes)?,
             authz: authz::AuthzSettings::parse(
                 c.text("authorizer.class.name")?,

@@ -4,4 +4,5 @@
 
 pub mod consumer;
 pub mod group;
+pub mod streams;
 pub mod txn;

@@ -82,6 +82,9 @@ mod tests {
         let names =
             |version| supported_features(version).into_iter().map(|f| f.name.to_string()).collect::<Vec<_>>();
         assert_eq!(names(3), vec!["onelog.version"]);
-        assert_eq!(names(4), vec!["onelog.version", "transaction.version", "group.version"]);
+        assert_eq!(
+            names(4),
+            vec!["onelog.version", "transaction.version", "group.version", "streams.version"]
+        );
     }
 }

@@ -3,10 +3,10 @@
 //! A consumer group (`onelog_state::consumer_group`) is described from the applied state:
 //! its state, epochs, the assignor its next target uses, and each member's identity,
 //! subscription, current and target assignment (`consumer_group_view`). Kafka 4.x answers a
-//! classic group GROUP_ID_NOT_FOUND "Group <id> is not a consumer group." and an unknown one
-//! GROUP_ID_NOT_FOUND "Group <id> not found." (`GroupMetadataManager.consumerGroup`); onelog
-//! answers the same, so the admin client falls back to DescribeGroups as it does against
-//! Kafka. A follower answers NOT_COORDINATOR (the leader coordinates every group), an empty or
+//! classic or Streams group GROUP_ID_NOT_FOUND "Group <id> is not a consumer group." and an
+//! unknown one GROUP_ID_NOT_FOUND "Group <id> not found." (`GroupMetadataManager.consumerGroup`);
+//! onelog answers the same, so the admin client falls back to DescribeGroups as it does
+//! against Kafka. A follower answers NOT_COORDINATOR (the leader coordinates every group), an empty or
 //! over-long id INVALID_GROUP_ID.
 
 use kafka_compat::codec::Request;
@@ -14,9 +14,9 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup;
 use kafka_protocol::messages::{ApiKey, ConsumerGroupDescribeResponse, RequestKind, ResponseKind};
 
-use super::consumer_group_view;
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
+use super::{consumer_group_view, group_kind};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::security::authz::{code, op, rt, Subject};
 
@@ -43,7 +43,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 (error_code::NOT_COORDINATOR, None)
             } else if let Some(described) = consumer_group_view::describe(&ctx, &id.0) {
                 return described.with_group_id(id).with_authorized_operations(operations);
-            } else if is_classic_group(&ctx, &id.0) {
+            } else if is_other_group(&ctx, &id.0) {
                 (error_code::GROUP_ID_NOT_FOUND, Some(format!("Group {} is not a consumer group.", id.0)))
             } else {
                 (error_code::GROUP_ID_NOT_FOUND, Some(format!("Group {} not found.", id.0)))
@@ -60,8 +60,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     )))
 }
 
-/// A group with members in the coordinator or committed offsets in the log.
-fn is_classic_group(ctx: &Ctx, group_id: &str) -> bool {
+/// A group of another type: classic (members in the coordinator or committed offsets in the
+/// log) or Streams.
+fn is_other_group(ctx: &Ctx, group_id: &str) -> bool {
     adopt_group(ctx, group_id);
-    ctx.groups.describe(group_id).is_some() || ctx.applied.state(|s| s.groups.groups.contains_key(group_id))
+    ctx.applied.state(|s| group_kind::kind(ctx, s, group_id).is_some())
 }

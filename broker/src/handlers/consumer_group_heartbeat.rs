@@ -9,7 +9,9 @@
 //!
 //! Served once the cluster finalized `group.version` 1; before that every request is answered
 //! UNSUPPORTED_VERSION, as Kafka answers when the new protocol is not enabled, and Java tells
-//! its user to set `group.protocol=classic`. A follower answers NOT_COORDINATOR.
+//! its user to set `group.protocol=classic`. A follower answers NOT_COORDINATOR. An id a
+//! KIP-1071 Streams group holds, empty or not, is answered GROUP_ID_NOT_FOUND "Group <id> is
+//! not a consumer group." (Kafka's `getOrMaybeCreateConsumerGroup`), here and in apply.
 //!
 //! Access: GROUP READ, checked by the pipeline; then DESCRIBE on each subscribed topic name
 //! (TOPIC_AUTHORIZATION_FAILED), as Kafka 4.1's `KafkaApis` checks.
@@ -21,6 +23,7 @@ use kafka_protocol::messages::{
     ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, RequestKind, ResponseKind,
 };
 use onelog_state::apply_consumer::classic_group_has_members;
+use onelog_state::apply_streams::not_consumer;
 use onelog_state::command::ConsumerGroupHeartbeatOp;
 use onelog_state::consumer_group::{self as cg, HeartbeatAnswer, Refusal};
 use onelog_state::features::GROUP_VERSION;
@@ -172,6 +175,10 @@ fn dry_run(
     settings: &cg::GroupSettings,
     now_ms: i64,
 ) -> (Result<HeartbeatAnswer, Refusal>, bool) {
+    // A Streams group's id, empty or not, is never a consumer group's (the log decides alike).
+    if let Some(refusal) = not_consumer(s, &hb.group_id) {
+        return (Err(refusal), false);
+    }
     let is_consumer = s.consumer_groups.groups.contains_key(&hb.group_id);
     if let Some(snapshot) = upgrade.filter(|_| !is_consumer) {
         let answer =

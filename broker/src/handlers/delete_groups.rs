@@ -10,8 +10,10 @@
 //! that lives only in the coordinator's memory (no offsets, no recorded generation) is simply
 //! forgotten. A KIP-848 consumer group is deleted only without members (NON_EMPTY_GROUP
 //! otherwise, a static member parked with epoch -2 included), with its committed offsets, as
-//! the log decides (`apply_consumer::delete_group`). A follower answers NOT_COORDINATOR per
-//! group, as every group API does here.
+//! the log decides (`apply_consumer::delete_group`). A KIP-1071 Streams group alike: only an
+//! Empty one goes (Kafka's `StreamsGroup.validateDeleteGroup`), with its committed offsets
+//! (`apply_streams::delete_group`). A follower answers NOT_COORDINATOR per group, as every
+//! group API does here.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -59,8 +61,9 @@ async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
             error_code::INVALID_GROUP_ID
         } else if !leader {
             error_code::NOT_COORDINATOR
-        } else if let Some(members) = consumer_group_members(ctx, id) {
-            // Apply decides emptiness again, in log order (see `apply_consumer::delete_group`).
+        } else if let Some(members) = members_in_log(ctx, id) {
+            // Apply decides emptiness again, in log order (see `apply_consumer::delete_group`);
+            // the classic coordinator has no part in these groups.
             if members > 0 {
                 error_code::NON_EMPTY_GROUP
             } else {
@@ -100,10 +103,12 @@ async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
     codes
 }
 
-/// The member count of the consumer group `id`, None if the id is not a consumer group's.
-fn consumer_group_members(ctx: &Ctx, id: &str) -> Option<usize> {
+/// The member count of the consumer or Streams group `id` (whose membership the log holds),
+/// None if the id is a classic group's or unknown.
+fn members_in_log(ctx: &Ctx, id: &str) -> Option<usize> {
     ctx.applied.state(|s| match group_kind::kind(ctx, s, id)? {
         GroupKind::Consumer(group) => Some(group.members.len()),
+        GroupKind::Streams(group) => Some(group.members.len()),
         GroupKind::Classic => None,
     })
 }

@@ -161,8 +161,8 @@ fn broker_entries(config: &BrokerConfig, dynamic: &DynamicConfigs, level: Broker
 /// them: the group's override (GROUP_CONFIG), then the chain of the `group.*` broker config
 /// that supplies the default, so a group without an override shows the broker's current
 /// value and where it was set (DEFAULT_CONFIG when nowhere). A key whose broker config onelog
-/// does not have (`group.share.*`, `group.streams.*`) shows Kafka's default under the broker
-/// config's name; one without a broker synonym, under its own name.
+/// does not have (`group.share.*`, `group.*.assignor.offload.enable`) shows Kafka's default
+/// under the broker config's name; one without a broker synonym, under its own name.
 fn group_entries(config: &BrokerConfig, state: &BrokerState, group: &str) -> Vec<ConfigEntry> {
     let overrides = state.configs.groups.get(group);
     GROUP_CONFIGS

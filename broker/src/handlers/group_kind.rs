@@ -1,29 +1,34 @@
 //! Which protocol holds a group id: the classic coordinator's (JoinGroup, in the leader's
-//! memory and `Op::CompleteGeneration`) or KIP-848's (`BrokerState::consumer_groups`).
+//! memory and `Op::CompleteGeneration`), KIP-848's (`BrokerState::consumer_groups`) or
+//! KIP-1071's (`BrokerState::streams_groups`).
 //!
 //! One id is one group of one type, as in Kafka. The log keeps them apart (see
-//! `onelog_state::apply_consumer`: a consumer group takes over only an emptied classic group, a
-//! classic generation only an empty consumer group), but between a JoinGroup and its generation
-//! reaching the log the classic group lives only in the coordinator's memory, so the admin APIs
-//! ask here: a classic group with members or a rebalance under way wins, then a consumer group,
-//! then whatever classic record (committed offsets, an emptied generation) the log has.
+//! `onelog_state::apply_consumer` and `apply_streams`: a consumer or Streams group takes over
+//! only an emptied classic group, a classic generation only an empty consumer or Streams
+//! group), but between a JoinGroup and its generation reaching the log the classic group lives
+//! only in the coordinator's memory, so the admin APIs ask here: a classic group with members
+//! or a rebalance under way wins, then a consumer group, then a Streams group, then whatever
+//! classic record (committed offsets, an emptied generation) the log has.
 
 use onelog_state::consumer_group::ConsumerGroup;
+use onelog_state::streams_group::StreamsGroup;
 use onelog_state::BrokerState;
 
 use crate::ctx::Ctx;
 
-/// KIP-848's names for the group types (ListGroups v5 `GroupType` and its filter).
+/// Kafka's names for the group types (ListGroups v5 `GroupType` and its filter).
 pub const TYPE_CLASSIC: &str = "classic";
 pub const TYPE_CONSUMER: &str = "consumer";
+pub const TYPE_STREAMS: &str = "streams";
 
 /// The group an id names.
 pub enum GroupKind<'a> {
     Classic,
     Consumer(&'a ConsumerGroup),
+    Streams(&'a StreamsGroup),
 }
 
-/// The group `group_id` names in `state` as this node's coordinator sees it, None if neither
+/// The group `group_id` names in `state` as this node's coordinator sees it, None if no
 /// protocol knows it.
 pub fn kind<'a>(ctx: &Ctx, state: &'a BrokerState, group_id: &str) -> Option<GroupKind<'a>> {
     if ctx.groups.holds(group_id) {
@@ -32,6 +37,9 @@ pub fn kind<'a>(ctx: &Ctx, state: &'a BrokerState, group_id: &str) -> Option<Gro
     if let Some(group) = state.consumer_groups.groups.get(group_id) {
         return Some(GroupKind::Consumer(group));
     }
+    if let Some(group) = state.streams_groups.groups.get(group_id) {
+        return Some(GroupKind::Streams(group));
+    }
     let classic = state.groups.groups.contains_key(group_id) || ctx.groups.knows(group_id);
     classic.then_some(GroupKind::Classic)
 }
@@ -39,4 +47,10 @@ pub fn kind<'a>(ctx: &Ctx, state: &'a BrokerState, group_id: &str) -> Option<Gro
 /// Whether a consumer group with members holds the id: a classic JoinGroup is refused.
 pub fn consumer_group_has_members(ctx: &Ctx, group_id: &str) -> bool {
     ctx.applied.state(|s| s.consumer_groups.groups.get(group_id).is_some_and(|g| !g.members.is_empty()))
+}
+
+/// Whether a Streams group with members holds the id: Kafka answers a classic JoinGroup
+/// INCONSISTENT_GROUP_PROTOCOL (an empty one the join converts to a classic group).
+pub fn streams_group_has_members(ctx: &Ctx, group_id: &str) -> bool {
+    ctx.applied.state(|s| s.streams_groups.groups.get(group_id).is_some_and(|g| !g.members.is_empty()))
 }

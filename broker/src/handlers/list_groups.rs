@@ -9,10 +9,14 @@
 //! Classic groups with members are listed with the coordinator's state (see `coord::group`); a
 //! classic group known only from committed offsets is in state `Empty` with protocol type
 //! `consumer`. KIP-848 consumer groups are listed with their derived state (Empty, Assigning,
-//! Reconciling, Stable) and protocol type `consumer`. v4 (KIP-518) filters by state and v5
-//! (KIP-848) by type (`classic`, `consumer`), both case-insensitively as Kafka does; an
-//! unknown word matches nothing. A classic group whose protocol type is "consumer" is not of
-//! type `consumer`: the Java admin client asks for both types and tells them apart itself.
+//! Reconciling, Stable) and protocol type `consumer`; KIP-1071 Streams groups with theirs
+//! (Empty, NotReady, Assigning, Reconciling, Stable) and protocol type `streams` (Kafka's
+//! `StreamsGroup.asListedGroup`). v4 (KIP-518) filters by state and v5 (KIP-848) by type
+//! (`classic`, `consumer`, `streams`), both case-insensitively as Kafka does; a state is
+//! matched by Kafka's lower-case name, which for NotReady is `not_ready`
+//! (`StreamsGroupState.toLowerCaseString`). An unknown word matches nothing. A classic group
+//! whose protocol type is "consumer" is not of type `consumer`: the Java admin client asks for
+//! both types and tells them apart itself.
 
 use std::collections::BTreeMap;
 
@@ -21,11 +25,13 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsResponse, RequestKind, ResponseKind};
 
-use super::group_kind::{TYPE_CLASSIC, TYPE_CONSUMER};
+pub use super::group_kind::TYPE_CLASSIC;
+use super::group_kind::{TYPE_CONSUMER, TYPE_STREAMS};
 use super::util::str_bytes;
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::security::authz::{op, rt, Subject};
+use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::ListGroups;
 pub const VERSIONS: (i16, i16) = (0, 5);
@@ -34,14 +40,23 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 const STATE_EMPTY: &str = "Empty";
 /// The protocol type of a consumer group, and of a classic group known only from offsets.
 const PROTOCOL_TYPE: &str = "consumer";
+/// The protocol type of a Streams group (`StreamsGroup.PROTOCOL_TYPE`).
+const STREAMS_PROTOCOL_TYPE: &str = "streams";
 
 /// One group as ListGroups, the status page and `/metrics` show it.
 pub struct Listed {
     pub group_id: String,
     pub state: &'static str,
     pub protocol_type: String,
-    /// `classic` or `consumer` (see `group_kind`).
+    /// `classic`, `consumer` or `streams` (see `group_kind`).
     pub group_type: &'static str,
+}
+
+impl Listed {
+    /// A KIP-1071 Streams group: counted apart from the consumer groups in `/metrics`.
+    pub fn is_streams(&self) -> bool {
+        self.group_type == TYPE_STREAMS
+    }
 }
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
@@ -57,7 +72,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     }
     let wanted = |state: &str| {
         body.states_filter.is_empty()
-            || body.states_filter.iter().any(|s| s.trim().eq_ignore_ascii_case(state))
+            || body.states_filter.iter().any(|s| s.trim().eq_ignore_ascii_case(&filter_name(state)))
     };
     let type_wanted = |group_type: &str| {
         body.types_filter.is_empty()
@@ -89,12 +104,39 @@ fn row(g: Listed, v: i16) -> ListedGroup {
     }
 }
 
-/// Every group in group id order: the classic coordinator's, the consumer groups, then the
-/// classic groups known only from committed offsets. An id is listed once, as `group_kind`
-/// decides.
+/// A listed group: (state, protocol type, group type).
+type Row = (&'static str, String, &'static str);
+
+/// The consumer and Streams groups, whose state the log holds.
+fn consumer_and_streams(s: &BrokerState) -> Vec<(String, Row)> {
+    let consumer = s
+        .consumer_groups
+        .groups
+        .iter()
+        .map(|(id, g)| (id.clone(), (g.state().as_str(), PROTOCOL_TYPE.to_string(), TYPE_CONSUMER)));
+    let streams =
+        s.streams_groups.groups.iter().map(|(id, g)| {
+            (id.clone(), (g.state().as_str(), STREAMS_PROTOCOL_TYPE.to_string(), TYPE_STREAMS))
+        });
+    consumer.chain(streams).collect()
+}
+
+/// The name a states filter matches a state by: Kafka's lower-case name, one word except
+/// for the Streams group state NotReady (`not_ready`).
+fn filter_name(state: &str) -> String {
+    if state == "NotReady" {
+        "not_ready".to_string()
+    } else {
+        state.to_ascii_lowercase()
+    }
+}
+
+/// Every group in group id order: the classic coordinator's, the consumer and Streams groups,
+/// then the classic groups known only from committed offsets. An id is listed once, as
+/// `group_kind` decides.
 pub fn listed(ctx: &Ctx) -> Vec<Listed> {
     let classic = |(state, protocol_type): (&'static str, String)| (state, protocol_type, TYPE_CLASSIC);
-    let mut groups: BTreeMap<String, (&'static str, String, &'static str)> = ctx
+    let mut groups: BTreeMap<String, Row> = ctx
         .groups
         .list()
         .into_iter()
@@ -106,13 +148,11 @@ pub fn listed(ctx: &Ctx) -> Vec<Listed> {
         })
         .collect();
     // Read under the applied lock, merged outside it: the coordinator has its own lock.
-    let (consumer, with_offsets): (Vec<(String, &'static str)>, Vec<String>) = ctx.applied.state(|s| {
-        let consumer = s.consumer_groups.groups.iter().map(|(id, g)| (id.clone(), g.state().as_str()));
-        (consumer.collect(), s.groups.groups.keys().cloned().collect())
-    });
-    for (id, state) in consumer {
+    let (in_log, with_offsets) =
+        ctx.applied.state(|s| (consumer_and_streams(s), s.groups.groups.keys().cloned().collect::<Vec<_>>()));
+    for (id, row) in in_log {
         if !ctx.groups.holds(&id) {
-            groups.insert(id, (state, PROTOCOL_TYPE.to_string(), TYPE_CONSUMER));
+            groups.insert(id, row);
         }
     }
     for id in with_offsets {
@@ -127,4 +167,34 @@ pub fn listed(ctx: &Ctx) -> Vec<Listed> {
             group_type,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use onelog_state::streams_group::{Member, StreamsGroup};
+    use onelog_state::BrokerState;
+
+    use super::{consumer_and_streams, filter_name, TYPE_STREAMS};
+
+    #[test]
+    fn streams_groups_list_with_protocol_and_group_type_streams() {
+        let mut state = BrokerState::default();
+        let groups = &mut state.streams_groups.groups;
+        groups.insert("empty".into(), StreamsGroup::new());
+        let mut joined = StreamsGroup::new();
+        // A member and no validated topology: Kafka's NotReady.
+        joined.members.insert("m".into(), Member::new());
+        groups.insert("joined".into(), joined);
+        let listed = consumer_and_streams(&state);
+        let row = |state: &'static str| (state, "streams".to_string(), TYPE_STREAMS);
+        assert_eq!(listed, vec![("empty".into(), row("Empty")), ("joined".into(), row("NotReady"))]);
+    }
+
+    #[test]
+    fn states_filter_matches_kafkas_lower_case_names() {
+        // `StreamsGroupState.toLowerCaseString`: NotReady is the one state with an underscore.
+        assert_eq!(filter_name("NotReady"), "not_ready");
+        assert_eq!(filter_name("Stable"), "stable");
+        assert_eq!(filter_name("PreparingRebalance"), "preparingrebalance");
+    }
 }

@@ -68,6 +68,9 @@ pub mod remove_raft_voter;
 pub mod renew_delegation_token;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
+pub mod streams_group_codec;
+pub mod streams_group_describe;
+pub mod streams_group_heartbeat;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unregister_broker;
@@ -228,6 +231,8 @@ pub static HANDLERS: &[Handler] = &[
     api!(OffsetDelete, offset_delete, concurrent, per_item("DELETE on the group, then READ on each topic"), any_node, 0, field, metered),
     api!(ConsumerGroupHeartbeat, consumer_group_heartbeat, concurrent, group(op::READ), any_node, NEVER, field, metered),
     api!(ConsumerGroupDescribe, consumer_group_describe, concurrent, per_item("DESCRIBE on each group"), any_node, NEVER, field, metered),
+    api!(StreamsGroupHeartbeat, streams_group_heartbeat, concurrent, group(op::READ), any_node, NEVER, field, metered),
+    api!(StreamsGroupDescribe, streams_group_describe, concurrent, per_item("DESCRIBE on each group"), any_node, NEVER, field, metered),
     api!(DescribeQuorum, describe_quorum, concurrent, cluster(op::DESCRIBE), leader(describe_quorum::FORWARDED), NEVER, no_field, metered),
     api!(DescribeLogDirs, describe_log_dirs, concurrent, cluster(op::DESCRIBE), any_node, 1, field, metered),
     api!(DescribeTopicPartitions, describe_topic_partitions, concurrent, per_item("DESCRIBE on each topic"), any_node, 0, field, metered),

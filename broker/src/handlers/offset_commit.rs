@@ -12,7 +12,9 @@
 //! last generation recorded in the log, so a zombie is fenced on every replica and after a
 //! failover (see `state::groups`). A KIP-848 consumer group decides by member epoch instead
 //! (`apply_consumer::check_offset_commit`: v9 for its members, STALE_MEMBER_EPOCH,
-//! UNKNOWN_MEMBER_ID, the whole request failing with one code as in Kafka).
+//! UNKNOWN_MEMBER_ID, the whole request failing with one code as in Kafka), and so does a
+//! KIP-1071 Streams group (`apply_streams::check_commit`, Kafka's
+//! `StreamsGroup.validateOffsetCommit`).
 //!
 //! v2–v4 carry `retention_time_ms`; it is ignored, as Kafka ≥ 2.1 (KIP-211) ignores it for
 //! groups: offsets are kept until the topic is deleted (offset expiry is not built yet).
@@ -122,8 +124,12 @@ fn to_op(body: &OffsetCommitRequest) -> OffsetCommitOp {
 
 /// A commit checked against the coordinator's membership, as Kafka's
 /// `ClassicGroup.validateOffsetCommit`; None when the coordinator does not know the group
-/// (the applied state answers).
+/// (the applied state answers), and for a Streams group, whose members the log holds: the
+/// classic record of a group it took over must not refuse them as unknown.
 pub(super) fn member_check(ctx: &Ctx, op: &OffsetCommitOp, instance_id: Option<&str>) -> Option<i16> {
+    if ctx.applied.state(|s| s.streams_groups.groups.contains_key(&op.group_id)) {
+        return None;
+    }
     adopt_group(ctx, &op.group_id);
     ctx.groups.check_commit(&op.group_id, op.generation_id, &op.member_id, instance_id)
 }

@@ -10,9 +10,13 @@
 //! the leader's coordinator; metadata that does not parse (or members adopted after a failover,
 //! whose metadata comes back only with their next join) counts as subscribed to every topic.
 //! A KIP-848 consumer group has no group-level refusal; its members' subscriptions (topic
-//! names, and the topics their regular expressions match) are in the applied state.
+//! names, and the topics their regular expressions match) are in the applied state. Nor has a
+//! KIP-1071 Streams group; while it has members, its topology's source and repartition source
+//! topics count as subscribed (Kafka's `StreamsGroup.isSubscribedToTopic`).
 //! Every other partition answers NONE, whether or not it had a committed offset; those that
 //! had one are named in one `OffsetDelete` op.
+
+use std::collections::BTreeSet;
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -30,6 +34,7 @@ use crate::coord::group::Subscriptions;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::security::authz::{code, op, rt, Subject};
 use onelog_state::command::OffsetDeleteOp;
+use onelog_state::streams_group::StreamsGroup;
 
 pub const KEY: ApiKey = ApiKey::OffsetDelete;
 pub const VERSIONS: (i16, i16) = (0, 0);
@@ -115,11 +120,15 @@ fn decide_in(
 }
 
 /// The topics whose offsets stay: those the group's members subscribe to. A consumer group has
-/// no group-level refusal (Kafka deletes its offsets while members are active); a classic
-/// group's coordinator decides as `coord::group::deletion` says.
+/// no group-level refusal (Kafka deletes its offsets while members are active), nor has a
+/// Streams group; a classic group's coordinator decides as `coord::group::deletion` says.
 fn subscriptions(ctx: &Ctx, state: &onelog_state::BrokerState, group_id: &str) -> Result<Subscriptions, i16> {
-    if let Some(GroupKind::Consumer(group)) = group_kind::kind(ctx, state, group_id) {
-        return Ok(Subscriptions::Topics(group.subscribed_topic_names(&state.topics)));
+    match group_kind::kind(ctx, state, group_id) {
+        Some(GroupKind::Consumer(group)) => {
+            return Ok(Subscriptions::Topics(group.subscribed_topic_names(&state.topics)))
+        }
+        Some(GroupKind::Streams(group)) => return Ok(Subscriptions::Topics(streams_source_topics(group))),
+        _ => {}
     }
     match ctx.groups.offset_delete_check(group_id) {
         Some(checked) => checked,
@@ -127,6 +136,20 @@ fn subscriptions(ctx: &Ctx, state: &onelog_state::BrokerState, group_id: &str) -
         None if state.groups.groups.contains_key(group_id) => Ok(Subscriptions::Topics(Default::default())),
         None => Err(error_code::GROUP_ID_NOT_FOUND),
     }
+}
+
+/// The topics a Streams group reads (Kafka's `StreamsGroup.isSubscribedToTopic`): its
+/// topology's source and repartition source topics, none while the group is Empty.
+fn streams_source_topics(group: &StreamsGroup) -> BTreeSet<String> {
+    let Some(topology) = group.topology.as_ref().filter(|_| !group.members.is_empty()) else {
+        return BTreeSet::new();
+    };
+    let subtopologies = topology.subtopologies.values();
+    subtopologies
+        .flat_map(|s| {
+            s.source_topics.iter().cloned().chain(s.repartition_source_topics.iter().map(|t| t.name.clone()))
+        })
+        .collect()
 }
 
 /// One partition per requested one, grouped by topic as the request was.
@@ -149,4 +172,37 @@ fn response(body: &OffsetDeleteRequest, codes: &[i16]) -> OffsetDeleteResponse {
         })
         .collect();
     OffsetDeleteResponse::default().with_topics(topics)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use onelog_state::streams_group::{Member, StreamsGroup, Subtopology, TopicInfo, Topology};
+
+    use super::streams_source_topics;
+
+    fn group_reading(source: &str, repartition: &str) -> StreamsGroup {
+        let subtopology = Subtopology {
+            source_topics: vec![source.into()],
+            repartition_source_topics: vec![TopicInfo { name: repartition.into(), ..Default::default() }],
+            repartition_sink_topics: vec!["written-only".into()],
+            ..Default::default()
+        };
+        let topology = Topology { epoch: 0, subtopologies: BTreeMap::from([("0".into(), subtopology)]) };
+        StreamsGroup { topology: Some(topology), ..StreamsGroup::new() }
+    }
+
+    #[test]
+    fn a_streams_group_with_members_holds_its_source_topics_offsets() {
+        let mut group = group_reading("words", "app-repartition");
+        group.members.insert("m".into(), Member::new());
+        let topics = streams_source_topics(&group);
+        assert_eq!(topics, BTreeSet::from(["app-repartition".to_string(), "words".to_string()]));
+    }
+
+    #[test]
+    fn an_empty_streams_group_holds_no_offsets() {
+        assert!(streams_source_topics(&group_reading("words", "app-repartition")).is_empty());
+    }
 }

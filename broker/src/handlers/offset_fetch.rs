@@ -5,8 +5,8 @@
 //! back what it committed. As Kafka: an unknown group or partition is offset -1, metadata ""
 //! and NONE; topics null (v2+) asks for every committed partition of the group; v8 (KIP-709)
 //! asks for several groups at once, each with its own error code; v9 (KIP-848) carries a
-//! consumer-protocol member's id and epoch, checked as Kafka does (UNKNOWN_MEMBER_ID,
-//! STALE_MEMBER_EPOCH for the group).
+//! consumer-protocol or Streams member's id and epoch, checked as Kafka does
+//! (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH for the group).
 //!
 //! `require_stable` (v7+, KIP-447): a partition for which an open transaction holds a pending
 //! offset (TxnOffsetCommit not yet decided by EndTxn) answers UNSTABLE_OFFSET_COMMIT, which
@@ -53,9 +53,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .groups
                 .into_iter()
                 .map(|g| {
-                    // v9 (KIP-848): a consumer-protocol member fetches at its member epoch.
                     let member_id = g.member_id.as_ref().map(|m| m.as_str());
-                    let fenced = state.consumer_groups.check_fetch(&g.group_id.0, member_id, g.member_epoch);
+                    let fenced = member_check(state, &g.group_id.0, member_id, g.member_epoch);
                     if fenced != error_code::NONE {
                         return OffsetFetchResponseGroup::default()
                             .with_group_id(g.group_id)
@@ -84,6 +83,16 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         }
     }
     Ok(Some(ResponseKind::OffsetFetch(response)))
+}
+
+/// v9 (KIP-848): a consumer-protocol or Streams member fetches at its member epoch (Kafka's
+/// `ConsumerGroup` / `StreamsGroup.validateOffsetFetch`); each check passes a group that is
+/// not of its type, and one id is one group of one type.
+fn member_check(state: &BrokerState, group_id: &str, member_id: Option<&str>, member_epoch: i32) -> i16 {
+    match state.consumer_groups.check_fetch(group_id, member_id, member_epoch) {
+        error_code::NONE => state.streams_groups.check_fetch(group_id, member_id, member_epoch),
+        fenced => fenced,
+    }
 }
 
 /// KafkaApis: DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED), and on each topic: a
@@ -258,4 +267,37 @@ fn group_response(
         })
         .collect();
     OffsetFetchResponseGroup::default().with_group_id(group).with_topics(topics)
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_compat::error_code;
+    use onelog_state::streams_group::{Member, StreamsGroup};
+    use onelog_state::BrokerState;
+
+    use super::member_check;
+
+    /// A Streams group `g` whose member `m` is at epoch 3.
+    fn with_streams_member() -> BrokerState {
+        let mut state = BrokerState::default();
+        let mut group = StreamsGroup::new();
+        group.members.insert("m".into(), Member { member_epoch: 3, ..Member::new() });
+        state.streams_groups.groups.insert("g".into(), group);
+        state
+    }
+
+    #[test]
+    fn a_streams_member_fetches_at_its_member_epoch() {
+        let state = with_streams_member();
+        assert_eq!(member_check(&state, "g", Some("m"), 3), error_code::NONE);
+        assert_eq!(member_check(&state, "g", Some("m"), 2), error_code::STALE_MEMBER_EPOCH);
+        assert_eq!(member_check(&state, "g", Some("other"), 3), error_code::UNKNOWN_MEMBER_ID);
+    }
+
+    #[test]
+    fn an_admin_fetch_of_a_streams_group_and_other_groups_pass() {
+        let state = with_streams_member();
+        assert_eq!(member_check(&state, "g", None, -1), error_code::NONE);
+        assert_eq!(member_check(&state, "unknown", Some("m"), 7), error_code::NONE);
+    }
 }

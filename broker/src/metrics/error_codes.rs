@@ -50,6 +50,7 @@ top_level!(
     renew_delegation_token: RenewDelegationTokenResponse,
     sasl_authenticate: SaslAuthenticateResponse,
     sasl_handshake: SaslHandshakeResponse,
+    streams_group_heartbeat: StreamsGroupHeartbeatResponse,
     sync_group: SyncGroupResponse,
     unregister_broker: UnregisterBrokerResponse,
 );
@@ -121,6 +122,10 @@ pub fn describe_groups(r: &DescribeGroupsResponse, c: &mut Codes) {
 }
 
 pub fn consumer_group_describe(r: &ConsumerGroupDescribeResponse, c: &mut Codes) {
+    r.groups.iter().for_each(|g| c.add(g.error_code));
+}
+
+pub fn streams_group_describe(r: &StreamsGroupDescribeResponse, c: &mut Codes) {
     r.groups.iter().for_each(|g| c.add(g.error_code));
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{LogId, StoredMembership};
 use crate::upgrade::TooNew;
-use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS};
+use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS, ONELOG_VERSION_STREAMS_GROUPS};
 use onelog_state::BrokerState;
 
 const MAGIC: &[u8; 4] = b"OLCP";
@@ -30,9 +30,13 @@ const MAGIC: &[u8; 4] = b"OLCP";
 // 9: KIP-848 consumer groups follow the features (`onelog.version` 3). Written only once
 //    that level is finalized, so that 0.2.0's first build (format 8) reads every checkpoint
 //    until then.
+// 10: KIP-1071 Streams groups follow the consumer groups (`onelog.version` 4), written only
+//    once that level is finalized, so that the build before (format 9) reads every
+//    checkpoint until then.
 const FORMAT_VERSION_LEGACY: u32 = 7;
 const FORMAT_VERSION_FEATURES: u32 = 8;
-const FORMAT_VERSION: u32 = 9;
+const FORMAT_VERSION_CONSUMER_GROUPS: u32 = 9;
+const FORMAT_VERSION: u32 = 10;
 /// The formats this build reads; anything else is refused by name (`upgrade::TooNew`).
 pub const FORMAT_VERSIONS_READ: RangeInclusive<u32> = FORMAT_VERSION_LEGACY..=FORMAT_VERSION;
 
@@ -47,8 +51,10 @@ pub struct Checkpoint {
 /// that the previous release reads every checkpoint until an operator raises the level.
 fn format_version(state: &BrokerState) -> u32 {
     let features = &state.features;
-    if features.level(ONELOG_VERSION) >= ONELOG_VERSION_CONSUMER_GROUPS {
+    if features.level(ONELOG_VERSION) >= ONELOG_VERSION_STREAMS_GROUPS {
         FORMAT_VERSION
+    } else if features.level(ONELOG_VERSION) >= ONELOG_VERSION_CONSUMER_GROUPS {
+        FORMAT_VERSION_CONSUMER_GROUPS
     } else if features.is_recorded() {
         FORMAT_VERSION_FEATURES
     } else {
@@ -66,8 +72,12 @@ pub fn encode(checkpoint: &Checkpoint) -> Vec<u8> {
         bincode::serialize_into(&mut out, &checkpoint.state.features)
             .expect("serializing to a Vec cannot fail");
     }
-    if version >= FORMAT_VERSION {
+    if version >= FORMAT_VERSION_CONSUMER_GROUPS {
         bincode::serialize_into(&mut out, &checkpoint.state.consumer_groups)
+            .expect("serializing to a Vec cannot fail");
+    }
+    if version >= FORMAT_VERSION {
+        bincode::serialize_into(&mut out, &checkpoint.state.streams_groups)
             .expect("serializing to a Vec cannot fail");
     }
     let crc = crc32c::crc32c(&out);
@@ -97,8 +107,12 @@ pub fn decode(bytes: &[u8]) -> io::Result<Checkpoint> {
         checkpoint.state.features =
             bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
     }
-    if version >= FORMAT_VERSION {
+    if version >= FORMAT_VERSION_CONSUMER_GROUPS {
         checkpoint.state.consumer_groups =
+            bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
+    }
+    if version >= FORMAT_VERSION {
+        checkpoint.state.streams_groups =
             bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
     }
     if !input.is_empty() {
@@ -192,15 +206,42 @@ mod tests {
     }
 
     #[test]
+    fn streams_groups_are_format_10_from_onelog_version_4_and_come_back() {
+        use onelog_state::streams_group::{Heartbeat, StreamsSettings, Subtopology, Tasks, Topology};
+        let mut checkpoint = recorded();
+        let updates =
+            vec![FeatureUpdate { name: ONELOG_VERSION.into(), level: 4, upgrade_type: UpgradeType::Upgrade }];
+        checkpoint.state.features.apply(&UpdateFeaturesOp { updates }).unwrap();
+        let subtopology = Subtopology { source_topics: vec!["in".into()], ..Subtopology::default() };
+        let join = Heartbeat {
+            group_id: "app".into(),
+            member_id: "m".into(),
+            rebalance_timeout_ms: 30_000,
+            topology: Some(Topology { epoch: 0, subtopologies: [("0".to_string(), subtopology)].into() }),
+            active_tasks: Some(Tasks::new()),
+            standby_tasks: Some(Tasks::new()),
+            warmup_tasks: Some(Tasks::new()),
+            ..Heartbeat::default()
+        };
+        let state = &mut checkpoint.state;
+        state.streams_groups.heartbeat(&state.topics, &join, &StreamsSettings::default(), 1).unwrap();
+        let bytes = encode(&checkpoint);
+        assert_eq!(version(&bytes), 10);
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back.state.streams_groups, checkpoint.state.streams_groups);
+        assert!(back.state.streams_groups.groups["app"].members.contains_key("m"));
+    }
+
+    #[test]
     fn a_newer_format_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("checkpoint");
         let mut bytes = encode(&recorded());
-        bytes[4..8].copy_from_slice(&10u32.to_be_bytes());
+        bytes[4..8].copy_from_slice(&11u32.to_be_bytes());
         std::fs::write(&path, &bytes).unwrap();
         let message = load(&path).unwrap_err().to_string();
         let want =
-            format!("{}: checkpoint format version 10 is not one this build reads (7–9", path.display());
+            format!("{}: checkpoint format version 11 is not one this build reads (7–10", path.display());
         assert!(message.starts_with(&want), "{message}");
         // The start-up check reads the header alone, with the same message.
         assert!(check_format(&path).unwrap_err().to_string().starts_with(&want));

@@ -5,7 +5,8 @@
 //! checkpoint, a snapshot archive, the written part of its Raft log segment and the Raft
 //! metadata files. `broker/tests/golden/0.2.0/checkpoint` is the same state with feature levels
 //! recorded, in format 8; `0.2.0/checkpoint-9` adds a KIP-848 consumer group (format 9);
-//! `0.2.0/ops-24-29` is one op of every kind 0.2.0 adds to Raft log entries. Each test decodes a
+//! `0.2.0/ops-24-29` is one op of every kind 0.2.0 adds to Raft log entries; the Streams
+//! groups' format 10 and ops 30-33 are in `golden_streams_tests`. Each test decodes a
 //! file and, where the format is still written,
 //! encodes it back to the same bytes: a change of any shape the file holds fails here, before
 //! it could misread a user's data. A later format adds its release's files, never replaces one.
@@ -24,15 +25,15 @@ use onelog_state::features::{
     FeatureUpdate, UpdateFeaturesOp, UpgradeType, GROUP_VERSION, ONELOG_VERSION, TRANSACTION_VERSION,
 };
 
-fn golden(path: &str) -> PathBuf {
+pub(super) fn golden(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(path)
 }
 
-fn read(path: &str) -> Vec<u8> {
+pub(super) fn read(path: &str) -> Vec<u8> {
     std::fs::read(golden(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-fn checkpoint_0_1_0() -> Checkpoint {
+pub(super) fn checkpoint_0_1_0() -> Checkpoint {
     checkpoint::decode(&read("0.1.0/checkpoint")).expect("0.1.0's checkpoint decodes")
 }
 
@@ -137,7 +138,7 @@ async fn raft_log_0_1_0_decodes_and_every_op_encodes_back() {
     }
 }
 
-fn op_kind(op: &Op) -> &'static str {
+pub(super) fn op_kind(op: &Op) -> &'static str {
     match op {
         Op::InitCluster(_) => "InitCluster",
         Op::SetLimits(_) => "SetLimits",
@@ -169,6 +170,10 @@ fn op_kind(op: &Op) -> &'static str {
         Op::RecordConsumerLiveness(_) => "RecordConsumerLiveness",
         Op::ConsumerGroupClassicJoin(_) => "ConsumerGroupClassicJoin",
         Op::ConsumerGroupClassicLeave(_) => "ConsumerGroupClassicLeave",
+        Op::StreamsGroupHeartbeat(_) => "StreamsGroupHeartbeat",
+        Op::FenceStreamsGroupMember(_) => "FenceStreamsGroupMember",
+        Op::StreamsGroupAssign(_) => "StreamsGroupAssign",
+        Op::RecordStreamsLiveness(_) => "RecordStreamsLiveness",
     }
 }
 

@@ -57,6 +57,7 @@ pub use request::{
     RevocationDeadline, RevocationTimer, TopicPartitions, LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
+pub(crate) use subscription::Fnv64;
 pub use validate::validate;
 
 #[cfg(test)]

@@ -113,27 +113,28 @@ pub(crate) fn regex_matches<'a>(
 /// FNV-1a, 64 bits: deterministic on every replica and platform, no dependency. Each topic
 /// contributes its name (length-prefixed, so names cannot run together), id and partition
 /// count, in ascending name order.
-struct Fnv64(u64);
+/// FNV-1a, 64 bits: a stable fingerprint (no per-process seed) every replica computes alike.
+pub(crate) struct Fnv64(u64);
 
 impl Fnv64 {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Fnv64(0xcbf2_9ce4_8422_2325)
     }
 
-    fn bytes(&mut self, bytes: &[u8]) {
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
         for b in bytes {
             self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
         }
     }
 
-    fn topic(&mut self, name: &str, id: &TopicId, partitions: i32) {
+    pub(crate) fn topic(&mut self, name: &str, id: &TopicId, partitions: i32) {
         self.bytes(&(name.len() as u64).to_be_bytes());
         self.bytes(name.as_bytes());
         self.bytes(id);
         self.bytes(&partitions.to_be_bytes());
     }
 
-    fn finish(&self) -> u64 {
+    pub(crate) fn finish(&self) -> u64 {
         self.0
     }
 }

@@ -42,8 +42,8 @@ public final class StreamsDriver {
     /** Input lines; each holds three words, so the counts differ per word. */
     private static final int LINES = 600;
 
-    private final Compat compat;
-    private final Kit kit;
+    final Compat compat;
+    final Kit kit;
 
     private StreamsDriver(Compat compat) {
         this.compat = compat;
@@ -52,12 +52,21 @@ public final class StreamsDriver {
 
     public static void main(String[] args) {
         // kafka-streams is released with kafka-clients of the same version.
-        Compat compat = new Compat(args.length > 0 ? args[0] : "kafka-streams-4.4.0",
-                Compat.kafkaVersion());
+        // COMPAT_GROUP_PROTOCOL=streams (client id kafka-streams-4.4.0-streams): every app runs
+        // on the KIP-1071 Streams group protocol.
+        String client = args.length > 0 ? args[0] : "kafka-streams-4.4.0";
+        if (WordCountApp.streamsProtocol() && !client.endsWith("-streams")) client += "-streams";
+        Compat compat = new Compat(client, Compat.kafkaVersion());
         StreamsDriver d = new StreamsDriver(compat);
         compat.run("streams_eos_wordcount", () -> d.wordCount("plain", Fault.NONE));
         compat.run("streams_kill_streams", () -> d.wordCount("kill-streams", Fault.KILL_STREAMS));
         compat.run("streams_kill_leader", () -> d.killLeaderTwice("kill-leader"));
+        compat.run(ThreeInstances.ID, ThreeInstances.BUDGET_S, () -> new ThreeInstances(d).run());
+        // Opt-in (COMPAT_SCENARIOS must name it): a measurement, not a check of the matrix
+        // (scripts/compat.sh --streams-scale runs it).
+        if (compat.named(ThreeInstances.SCALE_ID)) {
+            compat.run(ThreeInstances.SCALE_ID, ThreeInstances.SCALE_BUDGET_S, () -> new ThreeInstances(d).scale());
+        }
         // Opt-in (COMPAT_SCENARIOS must name it): ten minutes by default, so never part of the
         // matrix or its CI subset (scripts/compat.sh --streams-soak runs it).
         if (compat.named(SOAK)) compat.run(SOAK, SOAK_S + SOAK_BUDGET_EXTRA_S, () -> d.soak("soak"));
@@ -75,7 +84,7 @@ public final class StreamsDriver {
     /** streams_kill_leader: input keeps flowing this long after the app commits, before a kill. */
     private static final long SETTLE_MS = 1000;
 
-    private static String line(int i) {
+    static String line(int i) {
         // i * i in long: as an int it overflows from i = 46341 (about eight minutes of
         // streams_soak's input) and the index goes negative.
         return WORDS.get(i % WORDS.size()) + " " + WORDS.get((i * 3 + 1) % WORDS.size()) + " "
@@ -87,7 +96,7 @@ public final class StreamsDriver {
     }
 
     /** The counts of lines 0..lines-1. */
-    private static Map<String, Long> expectedCounts(int lines) {
+    static Map<String, Long> expectedCounts(int lines) {
         Map<String, Long> counts = new TreeMap<>();
         for (int i = 0; i < lines; i++) for (String w : line(i).split(" ")) counts.merge(w, 1L, Long::sum);
         return counts;
@@ -106,16 +115,34 @@ public final class StreamsDriver {
     }
 
     /** The Streams app in a child JVM; its log goes to this driver's stderr. */
-    private final class App {
+    final class App {
         private final List<String> command;
-        private Process process;
+        /** Put before each line of its log on stderr ("" for a lone instance). */
+        private final String label;
+        Process process;
         int starts;
 
-        App(String appId, String input, String output, Path stateDir) {
-            command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx384m",
-                    "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"), WordCountApp.class.getName(),
-                    compat.bootstrap, appId, input, output, stateDir.toString());
+        App(String appId, String input, String output, Path stateDir) throws Exception {
+            this("", appId, input, output, stateDir);
         }
+
+        /** WordCountApp with `more` arguments (the join's topics), its log lines labelled `label`. */
+        App(String label, String appId, String input, String output, Path stateDir, String... more) throws Exception {
+            this.label = label;
+            streamsGroupTimeouts(appId);
+            List<String> c = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
+                    WordCountApp.class.getName(), compat.bootstrap, appId, input, output, stateDir.toString()));
+            c.addAll(List.of(more));
+            command = List.copyOf(c);
+        }
+
+        /** Its latest "tasks" line: state and active task ids, from WordCountApp's reports. */
+        final AtomicReference<String> tasks = new AtomicReference<>("");
+        /** Its latest "topology" line's subtopology count, or -1. */
+        final AtomicInteger subtopologies = new AtomicInteger(-1);
+        /** Every state change it logged, with the System.nanoTime() it was read at. */
+        final List<Map.Entry<Long, String>> changes = java.util.Collections.synchronizedList(new ArrayList<>());
 
         /** The first exception line the app logged after an ERROR line, for a stop's message. */
         private final AtomicReference<String> firstError = new AtomicReference<>();
@@ -125,6 +152,7 @@ public final class StreamsDriver {
         final AtomicInteger errorLines = new AtomicInteger();
 
         void start() throws Exception {
+            tasks.set("");
             process = new ProcessBuilder(command).redirectOutput(ProcessBuilder.Redirect.DISCARD)
                     .redirectError(ProcessBuilder.Redirect.PIPE).start();
             starts++;
@@ -139,8 +167,13 @@ public final class StreamsDriver {
                     boolean inTrace = false;
                     String first = null;
                     for (String l; (l = r.readLine()) != null; ) {
-                        System.err.println(l);
+                        System.err.println(label + l);
                         if (l.startsWith("wordcount ") && l.endsWith(" -> REBALANCING")) rebalances.incrementAndGet();
+                        if (l.startsWith("wordcount ") && l.contains(" -> ")) {
+                            changes.add(Map.entry(System.nanoTime(), l.substring(l.indexOf(": ") + 2)));
+                        }
+                        if (l.startsWith("tasks ")) tasks.set(l.substring(l.indexOf(' ', 6) + 1));
+                        if (l.startsWith("topology ")) subtopologies.set(Integer.parseInt(l.split(" ")[2]));
                         if (l.contains(" ERROR ")) errorLines.incrementAndGet();
                         if (first == null && l.contains(" ERROR ")) {
                             afterError = true;
@@ -166,6 +199,14 @@ public final class StreamsDriver {
         void kill() throws Exception {
             process.destroyForcibly();
             process.waitFor(10, TimeUnit.SECONDS);
+        }
+
+        /** SIGTERM: WordCountApp closes Streams, leaving the group, and exits 0; fails otherwise. */
+        void stop() throws Exception {
+            process.destroy();
+            check(process.waitFor(40, TimeUnit.SECONDS), "the app did not exit within 40 s of SIGTERM");
+            check(process.exitValue() == 0 || process.exitValue() == 143,
+                    "the app exited " + process.exitValue() + " after SIGTERM, not 0");
         }
 
         /**
@@ -225,25 +266,61 @@ public final class StreamsDriver {
         return event + "; Streams ran without stopping by itself; final counts exact " + expected;
     }
 
+    /** A Streams group's session timeout and heartbeat interval: the classic apps' consumer settings. */
+    private static final Map<String, String> STREAMS_GROUP_CONFIGS =
+            Map.of("streams.session.timeout.ms", "6000", "streams.heartbeat.interval.ms", "1500");
+
+    /**
+     * On the Streams group protocol the broker, not the app, owns the session timeout and the
+     * heartbeat interval: before its first start the group `appId` gets the classic apps'
+     * settings as group configs (IncrementalAlterConfigs on a GROUP resource), so a killed
+     * instance's member is dropped as quickly as under the classic protocol. Kafka's default
+     * bounds (group.streams.min.session.timeout.ms 45000, group.streams.min.heartbeat.interval.ms
+     * 5000) refuse these; scripts/compat.sh --kafka lowers them. Nothing on the classic protocol.
+     */
+    void streamsGroupTimeouts(String appId) throws Exception {
+        if (!WordCountApp.streamsProtocol()) return;
+        org.apache.kafka.common.config.ConfigResource group =
+                new org.apache.kafka.common.config.ConfigResource(org.apache.kafka.common.config.ConfigResource.Type.GROUP, appId);
+        List<org.apache.kafka.clients.admin.AlterConfigOp> ops = new ArrayList<>();
+        STREAMS_GROUP_CONFIGS.forEach((k, v) -> ops.add(new org.apache.kafka.clients.admin.AlterConfigOp(
+                new org.apache.kafka.clients.admin.ConfigEntry(k, v), org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET)));
+        try (Admin admin = kit.admin()) {
+            admin.incrementalAlterConfigs(Map.of(group, ops)).all().get(30, TimeUnit.SECONDS);
+        }
+    }
+
     /** The scenario's own deadline, inside the runner's budget. */
-    private long deadline() {
+    long deadline() {
         return System.nanoTime() + TimeUnit.SECONDS.toNanos(compat.timeoutS) - TimeUnit.SECONDS.toNanos(3);
     }
 
-    private KafkaProducer<String, String> inputProducer() {
+    KafkaProducer<String, String> inputProducer() {
         return kit.producer("enable.idempotence", "true", "delivery.timeout.ms", "120000", "max.block.ms", "60000");
     }
 
     /** One reading of the app's committed input offsets: when it was asked and answered, and their sum. */
-    private static final class Sample {
+    static final class Sample {
         final long asked;
         final long answered;
         final long sum;
+        /** The committed offset of each input partition (empty for a failed reading). */
+        final Map<TopicPartition, Long> offsets;
 
-        Sample(long asked, long answered, long sum) {
+        Sample(long asked, long answered, long sum, Map<TopicPartition, Long> offsets) {
             this.asked = asked;
             this.answered = answered;
             this.sum = sum;
+            this.offsets = offsets;
+        }
+
+        /** Whether every partition of `at` has a committed offset here above its offset there. */
+        boolean allAbove(Sample at) {
+            for (Map.Entry<TopicPartition, Long> e : at.offsets.entrySet()) {
+                Long now = offsets.get(e.getKey());
+                if (now == null || now <= e.getValue()) return false;
+            }
+            return !at.offsets.isEmpty();
         }
     }
 
@@ -252,15 +329,20 @@ public final class StreamsDriver {
      * with an Admin client and keeps the sum over the input partitions. A read that fails (the
      * leader is gone) is counted and retried at the next tick.
      */
-    private final class OffsetsMonitor implements AutoCloseable {
+    final class OffsetsMonitor implements AutoCloseable {
         /** A reading that failed. */
         private static final long FAILED = Long.MIN_VALUE;
         private final List<Sample> samples = new ArrayList<>();
         private final AtomicBoolean stop = new AtomicBoolean();
-        private final AtomicInteger failures = new AtomicInteger();
+        final AtomicInteger failures = new AtomicInteger();
         private final Thread thread;
 
         OffsetsMonitor(String group, String input) {
+            this(group, java.util.Set.of(input));
+        }
+
+        /** Over the partitions of every topic of `inputs`. */
+        OffsetsMonitor(String group, java.util.Set<String> inputs) {
             java.util.Properties p = kit.common();
             // Short timeouts and backoffs: a reading stuck on the killed node gives up within a
             // second and the next tick asks again, so the first reading after a kill shows when
@@ -280,18 +362,22 @@ public final class StreamsDriver {
                                     admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata()
                                             .get(2, TimeUnit.SECONDS);
                             long sum = 0;
+                            Map<TopicPartition, Long> mine = new HashMap<>();
                             for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
-                                if (e.getKey().topic().equals(input) && e.getValue() != null) sum += e.getValue().offset();
+                                if (inputs.contains(e.getKey().topic()) && e.getValue() != null) {
+                                    sum += e.getValue().offset();
+                                    mine.put(e.getKey(), e.getValue().offset());
+                                }
                             }
                             synchronized (samples) {
-                                samples.add(new Sample(asked, System.nanoTime(), sum));
+                                samples.add(new Sample(asked, System.nanoTime(), sum, mine));
                             }
                         } catch (InterruptedException e) {
                             return;
                         } catch (Exception e) {
                             failures.incrementAndGet();
                             synchronized (samples) {
-                                samples.add(new Sample(asked, System.nanoTime(), FAILED));
+                                samples.add(new Sample(asked, System.nanoTime(), FAILED, Map.of()));
                             }
                         }
                         long rest = OFFSETS_EVERY_MS - (System.nanoTime() - asked) / 1_000_000;
@@ -326,6 +412,14 @@ public final class StreamsDriver {
                 }
             }
             return b.toString();
+        }
+
+        /** The first reading asked at or after `since` with every partition of `at` above its offset there, or null. */
+        Sample firstAllAbove(long since, Sample at) {
+            synchronized (samples) {
+                for (Sample s : samples) if (s.asked >= since && s.allAbove(at)) return s;
+                return null;
+            }
         }
 
         /** The first reading asked at or after `since` whose sum is above `above`, or null. */
@@ -842,7 +936,7 @@ public final class StreamsDriver {
         for (java.util.concurrent.Future<?> f : acks) f.get();
     }
 
-    private static void deleteTree(Path dir) throws Exception {
+    static void deleteTree(Path dir) throws Exception {
         try (Stream<Path> paths = Files.walk(dir)) {
             paths.sorted(Comparator.reverseOrder()).map(Path::toFile).forEach(File::delete);
         }

@@ -1,0 +1,225 @@
+//! StreamsGroupHeartbeat (key 88), v0–v1: KIP-1071's Streams group protocol
+//! (`group.protocol=streams`). The group's state machine is `onelog_state::streams_group`;
+//! this handler turns the request into its input, runs it against a copy of the applied
+//! group, and proposes a `StreamsGroupHeartbeat` op only when the copy changed: a steady
+//! heartbeat writes nothing (DESIGN §9). The member's session and revocation deadlines are
+//! re-armed from the answer (`coord::streams`). Internal topics the topology needs and that
+//! do not exist (MISSING_INTERNAL_TOPICS) are created here, after the answer, as Kafka's
+//! `KafkaApis` creates them: the member learns of them at its next heartbeat.
+//!
+//! Served once the cluster finalized `streams.version` 1; before that every request is
+//! answered UNSUPPORTED_VERSION, as Kafka answers when the protocol is not enabled. A
+//! follower answers NOT_COORDINATOR.
+//!
+//! Access: GROUP READ, checked by the pipeline; on a join, DESCRIBE on every topic the
+//! topology names (TOPIC_AUTHORIZATION_FAILED), and CREATE on the cluster or topic for the
+//! internal topics the broker creates, as Kafka 4.4's `KafkaApis` checks.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, StreamsGroupHeartbeatResponse};
+use onelog_state::apply_streams::other_type;
+use onelog_state::command::StreamsGroupHeartbeatOp;
+use onelog_state::consumer_group::Refusal;
+use onelog_state::features::STREAMS_VERSION;
+use onelog_state::streams_group::{self as sg, HeartbeatAnswer, Status};
+use onelog_state::BrokerState;
+
+use super::streams_group_codec::{input, response};
+use super::util::group_op_failed;
+use super::HandlerResult;
+use crate::clock::wall_clock_ms;
+use crate::controller::{self, TopicRequest};
+use crate::ctx::{Ctx, SharedCtx};
+use crate::incident::Incident;
+use crate::security::authz::{op, rt, Subject};
+
+pub const KEY: ApiKey = ApiKey::StreamsGroupHeartbeat;
+pub const VERSIONS: (i16, i16) = (0, 1);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+const NOT_ENABLED: &str = "The Streams group protocol is not enabled: the cluster has not finalized \
+     streams.version 1 (kafka-features.sh upgrade --feature streams.version=1); set group.protocol=classic";
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let RequestKind::StreamsGroupHeartbeat(body) = &req.body else {
+        anyhow::bail!("not a StreamsGroupHeartbeat body")
+    };
+    let hb = input(&req, body);
+    let answer = match check(&ctx, &req, &hb) {
+        Err(refusal) => Err(refusal),
+        Ok(()) => heartbeat(&ctx, &req, &hb).await,
+    };
+    if let Err(refusal) = &answer {
+        log_refusal(&hb.group_id, &hb.member_id, refusal);
+    }
+    Ok(Some(ResponseKind::StreamsGroupHeartbeat(response(answer, req.api_version))))
+}
+
+/// Refused heartbeats: counted, one log line per interval. A coordinator move is routine.
+static REFUSED: Incident = Incident::new();
+
+fn log_refusal(group_id: &str, member_id: &str, refusal: &Refusal) {
+    if [error_code::NOT_COORDINATOR, error_code::COORDINATOR_NOT_AVAILABLE].contains(&refusal.code) {
+        return;
+    }
+    REFUSED.record(|tally| {
+        tracing::info!(
+            group_id,
+            member_id,
+            error = error_code::name(refusal.code),
+            message = refusal.message.as_deref().unwrap_or(""),
+            suppressed = tally.suppressed,
+            total = tally.total,
+            "StreamsGroupHeartbeat refused"
+        )
+    });
+}
+
+/// What refuses the request before the group is looked at.
+fn check(ctx: &Ctx, req: &Request, hb: &sg::Heartbeat) -> Result<(), Refusal> {
+    if ctx.applied.state(|s| s.features.level(STREAMS_VERSION)) < 1 {
+        return Err(Refusal::new(error_code::UNSUPPORTED_VERSION, NOT_ENABLED));
+    }
+    if !ctx.is_leader() {
+        return Err(Refusal { code: error_code::NOT_COORDINATOR, message: None });
+    }
+    sg::validate(hb)?;
+    let Some(topology) = &hb.topology else { return Ok(()) };
+    let who = Subject::of(req);
+    let names = topology_topics(topology);
+    if !ctx
+        .authorizer
+        .allowed_each(&who, rt::TOPIC, names.iter().map(String::as_str), op::DESCRIBE)
+        .iter()
+        .all(|ok| *ok)
+    {
+        let message = "The member is not authorized to describe one of the topology's topics";
+        return Err(Refusal::new(error_code::TOPIC_AUTHORIZATION_FAILED, message));
+    }
+    Ok(())
+}
+
+/// Every topic a topology names: source, repartition and changelog topics.
+fn topology_topics(topology: &sg::Topology) -> Vec<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for s in topology.subtopologies.values() {
+        names.extend(s.source_topics.iter().cloned());
+        names.extend(s.repartition_sink_topics.iter().cloned());
+        names.extend(s.repartition_source_topics.iter().map(|t| t.name.clone()));
+        names.extend(s.state_changelog_topics.iter().map(|t| t.name.clone()));
+    }
+    names.into_iter().collect()
+}
+
+/// Runs the heartbeat against a copy of the applied group; proposes it when it changes the
+/// group, re-arms the member's deadlines, and creates missing internal topics.
+async fn heartbeat(ctx: &Ctx, req: &Request, hb: &sg::Heartbeat) -> Result<HeartbeatAnswer, Refusal> {
+    let now_ms = wall_clock_ms();
+    let (dry_run, changed, settings) = ctx.applied.state(|s| {
+        let settings = ctx.config.settings.streams_group.for_group(s.configs.groups.get(&hb.group_id));
+        let (answer, changed) = dry_run(s, hb, &settings, now_ms);
+        (answer, changed, settings)
+    });
+    let answer = match dry_run {
+        Ok(_) if changed => propose(ctx, hb, settings.clone(), now_ms).await,
+        other => other,
+    };
+    if let Ok(answer) = &answer {
+        // The id is the Streams group's now (`apply_streams::retire_classic_generation`).
+        ctx.groups.forget_empty(&hb.group_id);
+        rearm(ctx, hb, answer, &settings);
+        if answer.status.iter().any(|s| s.code == Status::MissingInternalTopics.code()) {
+            create_internal_topics(ctx, req, &hb.group_id).await;
+        }
+    }
+    answer
+}
+
+fn dry_run(
+    s: &BrokerState,
+    hb: &sg::Heartbeat,
+    settings: &sg::StreamsSettings,
+    now_ms: i64,
+) -> (Result<HeartbeatAnswer, Refusal>, bool) {
+    if let Some(refusal) = other_type(s, &hb.group_id) {
+        return (Err(refusal), false);
+    }
+    s.streams_groups.trial(&hb.group_id, |copy| copy.heartbeat(&s.topics, hb, settings, now_ms))
+}
+
+async fn propose(
+    ctx: &Ctx,
+    hb: &sg::Heartbeat,
+    settings: sg::StreamsSettings,
+    now_ms: i64,
+) -> Result<HeartbeatAnswer, Refusal> {
+    let op = Box::new(StreamsGroupHeartbeatOp { heartbeat: hb.clone(), settings, now_ms });
+    match ctx.proposer.propose(op).await {
+        Ok(answer) => answer,
+        Err(e) => Err(Refusal { code: group_op_failed(&e), message: None }),
+    }
+}
+
+/// A leave forgets the member's deadlines, except a static member's temporary leave (-2),
+/// whose session keeps running until it comes back.
+fn rearm(ctx: &Ctx, hb: &sg::Heartbeat, answer: &HeartbeatAnswer, settings: &sg::StreamsSettings) {
+    let coordinator = &ctx.streams_groups;
+    match hb.member_epoch {
+        sg::LEAVE_GROUP_MEMBER_EPOCH => coordinator.left(&hb.group_id, &answer.member_id),
+        sg::LEAVE_GROUP_STATIC_MEMBER_EPOCH => {}
+        _ => coordinator.heartbeat(
+            &hb.group_id,
+            &answer.member_id,
+            settings.session_timeout_ms,
+            answer.revocation_timer,
+            wall_clock_ms(),
+        ),
+    }
+}
+
+/// Creates the internal topics the group's topology needs and that do not exist, if the
+/// member may create them (CREATE on the cluster or each topic); one Raft entry.
+async fn create_internal_topics(ctx: &Ctx, req: &Request, group_id: &str) {
+    let missing = ctx.applied.state(|s| {
+        let topology = s.streams_groups.groups.get(group_id).and_then(|g| g.topology.clone());
+        topology.map(|t| sg::configure(&t, &s.topics).internal_topics_to_create).unwrap_or_default()
+    });
+    let who = Subject::of(req);
+    let may = |name: &str| {
+        ctx.authorizer.cluster_allowed(&who, op::CREATE)
+            || ctx.authorizer.allowed(&who, rt::TOPIC, name, op::CREATE)
+    };
+    let requests: Vec<TopicRequest> = missing
+        .into_values()
+        .filter(|t| may(&t.name))
+        .map(|t| TopicRequest {
+            name: t.name,
+            partitions: t.partitions,
+            replication_factor: t.replication_factor.unwrap_or(-1),
+            configs: t.configs,
+            assignments: Vec::new(),
+        })
+        .collect();
+    if requests.is_empty() {
+        return;
+    }
+    let results = controller::create_topics(ctx, &requests, false).await;
+    for (request, (code, message)) in requests.iter().zip(results) {
+        if code != error_code::NONE && code != error_code::TOPIC_ALREADY_EXISTS {
+            tracing::warn!(group_id, topic = %request.name, error = error_code::name(code),
+                message = message.as_deref().unwrap_or(""), "could not create a Streams internal topic");
+        }
+    }
+}
+
+/// The group the member heartbeats in.
+pub fn checked_name(body: &RequestKind) -> Option<&str> {
+    let RequestKind::StreamsGroupHeartbeat(body) = body else { return None };
+    Some(&body.group_id.0)
+}
+
+/// The request refused with `code`.
+pub fn refused(_body: &RequestKind, code: i16) -> ResponseKind {
+    ResponseKind::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse::default().with_error_code(code))
+}
