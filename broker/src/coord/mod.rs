@@ -4,5 +4,6 @@
 
 pub mod consumer;
 pub mod group;
+pub mod liveness;
 pub mod streams;
 pub mod txn;

@@ -24,7 +24,7 @@ use onelog_state::command::{FenceMemberOp, LivenessOp, SeenMember};
 use onelog_state::consumer_group::{ConsumerGroups, MemberTimers, Migration, RevocationTimer};
 use tokio::time::Instant;
 
-use crate::limits;
+use super::liveness::{millis, takeover_session, Heard, MemberKey};
 
 /// A member's deadlines, as this leader armed them.
 #[derive(Debug, Clone, Copy)]
@@ -37,17 +37,12 @@ struct Deadlines {
     classic: Option<Instant>,
 }
 
-type MemberKey = (String, String);
-
 #[derive(Default)]
 struct Sessions {
     /// The term these deadlines were armed in: another term starts them afresh.
     term: u64,
     members: BTreeMap<MemberKey, Deadlines>,
-    /// When this leader last heard from each member (wall clock, ms).
-    heard_ms: BTreeMap<MemberKey, i64>,
-    /// The liveness this leader proposed, so it is not proposed again before it applies.
-    recorded_ms: BTreeMap<MemberKey, i64>,
+    heard: Heard,
 }
 
 /// A group's session timeout and heartbeat interval (ms), with its own configs applied.
@@ -125,7 +120,7 @@ impl ConsumerCoordinator {
         let now = Instant::now();
         let key = (group.to_string(), member.to_string());
         let mut sessions = self.lock();
-        sessions.heard_ms.insert(key.clone(), now_ms);
+        sessions.heard.heard(key.clone(), now_ms);
         let entry = sessions.members.entry(key).or_insert(Deadlines {
             session: now,
             revocation: None,
@@ -147,8 +142,7 @@ impl ConsumerCoordinator {
         let key = (group.to_string(), member.to_string());
         let mut sessions = self.lock();
         sessions.members.remove(&key);
-        sessions.heard_ms.remove(&key);
-        sessions.recorded_ms.remove(&key);
+        sessions.heard.forget(&key);
     }
 
     /// The fences due now (`now_ms`: the wall clock), given the applied groups and each
@@ -181,7 +175,7 @@ impl ConsumerCoordinator {
             let key = (timers.group_id.clone(), timers.member_id.clone());
             let group_times = times_of(&timers.group_id);
             let mut armed = sessions.members.get(&key).copied().unwrap_or_else(|| Deadlines {
-                session: now + takeover_session(&timers, group_times, now_ms),
+                session: now + takeover(&timers, group_times, now_ms),
                 revocation: timers.revocation.map(|r| (now + millis(r.rebalance_timeout_ms), r.member_epoch)),
                 classic: None,
             });
@@ -195,16 +189,13 @@ impl ConsumerCoordinator {
                 };
                 due.fences.push(fence);
             }
-            if let Some(seen_ms) = liveness_due(&sessions, &key, timers.last_seen_ms) {
+            if let Some(seen_ms) = sessions.heard.due(&key, timers.last_seen_ms) {
                 seen.push(SeenMember { group_id: key.0.clone(), member_id: key.1.clone(), seen_ms });
             }
             live.insert(key, armed);
         }
-        sessions.heard_ms.retain(|key, _| live.contains_key(key));
-        sessions.recorded_ms.retain(|key, _| live.contains_key(key));
-        for member in &seen {
-            sessions.recorded_ms.insert((member.group_id.clone(), member.member_id.clone()), member.seen_ms);
-        }
+        let proposed = seen.iter().map(|m| ((m.group_id.clone(), m.member_id.clone()), m.seen_ms));
+        sessions.heard.settle(&live.keys().collect(), proposed);
         sessions.members = live;
         due.liveness = (!seen.is_empty()).then_some(LivenessOp { members: seen });
         due
@@ -216,24 +207,9 @@ impl ConsumerCoordinator {
     }
 }
 
-/// What is left of a member's session when a leader takes it over: from its last recorded
-/// liveness, at least the grace, at most a full session (a member never recorded gets one).
-fn takeover_session(timers: &MemberTimers, times: GroupTimes, now_ms: i64) -> Duration {
-    let full = i64::from(timers.session_timeout_ms);
-    if timers.last_seen_ms <= 0 {
-        return millis(timers.session_timeout_ms);
-    }
-    let grace = i64::from(times.heartbeat_interval_ms) * limits::CONSUMER_TAKEOVER_GRACE_HEARTBEATS;
-    let left = (timers.last_seen_ms + full - now_ms).clamp(grace.min(full), full);
-    Duration::from_millis(u64::try_from(left).unwrap_or(0))
-}
-
-/// When this leader heard from the member, if the log's record of it (or what this leader
-/// already proposed) is more than `CONSUMER_LIVENESS_RECORD_MS` older.
-fn liveness_due(sessions: &Sessions, key: &MemberKey, last_seen_ms: i64) -> Option<i64> {
-    let heard = *sessions.heard_ms.get(key)?;
-    let known = last_seen_ms.max(sessions.recorded_ms.get(key).copied().unwrap_or(0));
-    (heard - known >= limits::CONSUMER_LIVENESS_RECORD_MS).then_some(heard)
+/// What is left of a member's session when a leader takes it over (`liveness`).
+fn takeover(timers: &MemberTimers, times: GroupTimes, now_ms: i64) -> Duration {
+    takeover_session(timers.last_seen_ms, timers.session_timeout_ms, times.heartbeat_interval_ms, now_ms)
 }
 
 fn fence_due(
@@ -251,10 +227,6 @@ fn fence_due(
         Some((deadline, epoch)) if deadline <= now => fence(Some(epoch)),
         _ => None,
     }
-}
-
-fn millis(ms: i32) -> Duration {
-    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
 
 #[cfg(test)]

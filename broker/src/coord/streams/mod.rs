@@ -12,14 +12,13 @@ pub mod duties;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use onelog_state::command::{FenceStreamsMemberOp, SeenMember, StreamsLivenessOp};
 use onelog_state::consumer_group::RevocationTimer;
-use onelog_state::streams_group::{MemberTimers, StreamsGroups, StreamsSettings};
+use onelog_state::streams_group::{StreamsGroups, StreamsSettings};
 use tokio::time::Instant;
 
-use crate::limits;
+use super::liveness::{millis, takeover_session, Heard, MemberKey};
 
 #[derive(Debug, Clone, Copy)]
 struct Deadlines {
@@ -28,17 +27,12 @@ struct Deadlines {
     revocation: Option<(Instant, i32)>,
 }
 
-type MemberKey = (String, String);
-
 #[derive(Default)]
 struct Sessions {
     /// The term these deadlines were armed in: another term starts them afresh.
     term: u64,
     members: BTreeMap<MemberKey, Deadlines>,
-    /// When this leader last heard from each member (wall clock, ms).
-    heard_ms: BTreeMap<MemberKey, i64>,
-    /// The liveness this leader proposed, so it is not proposed again before it applies.
-    recorded_ms: BTreeMap<MemberKey, i64>,
+    heard: Heard,
 }
 
 /// What the duty proposes.
@@ -63,7 +57,7 @@ impl StreamsCoordinator {
         let now = Instant::now();
         let key = (group.to_string(), member.to_string());
         let mut sessions = self.lock();
-        sessions.heard_ms.insert(key.clone(), now_ms);
+        sessions.heard.heard(key.clone(), now_ms);
         let entry = sessions.members.entry(key).or_insert(Deadlines { session: now, revocation: None });
         entry.session = now + millis(session_ms);
         match timer {
@@ -80,8 +74,7 @@ impl StreamsCoordinator {
         let key = (group.to_string(), member.to_string());
         let mut sessions = self.lock();
         sessions.members.remove(&key);
-        sessions.heard_ms.remove(&key);
-        sessions.recorded_ms.remove(&key);
+        sessions.heard.forget(&key);
     }
 
     /// The fences, liveness and assignments due now (`now_ms`: the wall clock), given the
@@ -113,7 +106,13 @@ impl StreamsCoordinator {
             let key = (timers.group_id.clone(), timers.member_id.clone());
             let Some(s) = by_group.get(timers.group_id.as_str()) else { continue };
             let mut armed = sessions.members.get(&key).copied().unwrap_or_else(|| Deadlines {
-                session: now + takeover_session(&timers, s, now_ms),
+                session: now
+                    + takeover_session(
+                        timers.last_seen_ms,
+                        s.session_timeout_ms,
+                        s.heartbeat_interval_ms,
+                        now_ms,
+                    ),
                 revocation: timers.revoking.map(|(ms, epoch)| (now + millis(ms), epoch)),
             });
             if let Some(fence) = fence_due(&key, &armed, now) {
@@ -121,16 +120,13 @@ impl StreamsCoordinator {
                 armed = Deadlines { session: now + millis(s.session_timeout_ms), revocation: None };
                 due.fences.push(fence);
             }
-            if let Some(seen_ms) = liveness_due(&sessions, &key, timers.last_seen_ms) {
+            if let Some(seen_ms) = sessions.heard.due(&key, timers.last_seen_ms) {
                 seen.push(SeenMember { group_id: key.0.clone(), member_id: key.1.clone(), seen_ms });
             }
             live.insert(key, armed);
         }
-        sessions.heard_ms.retain(|key, _| live.contains_key(key));
-        sessions.recorded_ms.retain(|key, _| live.contains_key(key));
-        for m in &seen {
-            sessions.recorded_ms.insert((m.group_id.clone(), m.member_id.clone()), m.seen_ms);
-        }
+        let proposed = seen.iter().map(|m| ((m.group_id.clone(), m.member_id.clone()), m.seen_ms));
+        sessions.heard.settle(&live.keys().collect(), proposed);
         sessions.members = live;
         due.liveness = (!seen.is_empty()).then_some(StreamsLivenessOp { members: seen });
         due
@@ -140,24 +136,6 @@ impl StreamsCoordinator {
         // The map holds deadlines only; a panic elsewhere cannot leave it half-updated.
         self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-}
-
-/// What is left of a member's session when a leader takes it over: from its last recorded
-/// liveness, at least the grace, at most a full session.
-fn takeover_session(timers: &MemberTimers, s: &StreamsSettings, now_ms: i64) -> Duration {
-    let full = i64::from(s.session_timeout_ms);
-    if timers.last_seen_ms <= 0 {
-        return millis(s.session_timeout_ms);
-    }
-    let grace = i64::from(s.heartbeat_interval_ms) * limits::CONSUMER_TAKEOVER_GRACE_HEARTBEATS;
-    let left = (timers.last_seen_ms + full - now_ms).clamp(grace.min(full), full);
-    Duration::from_millis(u64::try_from(left).unwrap_or(0))
-}
-
-fn liveness_due(sessions: &Sessions, key: &MemberKey, last_seen_ms: i64) -> Option<i64> {
-    let heard = *sessions.heard_ms.get(key)?;
-    let known = last_seen_ms.max(sessions.recorded_ms.get(key).copied().unwrap_or(0));
-    (heard - known >= limits::CONSUMER_LIVENESS_RECORD_MS).then_some(heard)
 }
 
 fn fence_due(key: &MemberKey, armed: &Deadlines, now: Instant) -> Option<FenceStreamsMemberOp> {
@@ -170,8 +148,4 @@ fn fence_due(key: &MemberKey, armed: &Deadlines, now: Instant) -> Option<FenceSt
         Some((deadline, epoch)) if deadline <= now => fence(Some(epoch)),
         _ => None,
     }
-}
-
-fn millis(ms: i32) -> Duration {
-    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
