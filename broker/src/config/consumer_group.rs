@@ -59,11 +59,15 @@ pub fn parse(
     Ok(ConsumerGroupConfig { settings, bounds })
 }
 
-/// `group.consumer.<suffix>`'s value, which must lie within `group.consumer.min.<suffix>`
-/// and `group.consumer.max.<suffix>`, and those bounds.
-fn bounded(int: &impl Fn(&str) -> anyhow::Result<i64>, suffix: &str) -> anyhow::Result<(i64, Bounds)> {
-    let key = format!("group.consumer.{suffix}");
-    let (min_key, max_key) = (format!("group.consumer.min.{suffix}"), format!("group.consumer.max.{suffix}"));
+/// `<prefix>.<suffix>`'s value, which must lie within `<prefix>.min.<suffix>` and
+/// `<prefix>.max.<suffix>`, and those bounds (`group.consumer`, `group.streams`).
+pub(super) fn bounded_in(
+    int: &impl Fn(&str) -> anyhow::Result<i64>,
+    prefix: &str,
+    suffix: &str,
+) -> anyhow::Result<(i64, Bounds)> {
+    let key = format!("{prefix}.{suffix}");
+    let (min_key, max_key) = (format!("{prefix}.min.{suffix}"), format!("{prefix}.max.{suffix}"));
     let (value, min, max) = (int(&key)?, int(&min_key)?, int(&max_key)?);
     if min > max {
         bail!("{min_key}={min} must not be greater than {max_key}={max}");
@@ -74,7 +78,11 @@ fn bounded(int: &impl Fn(&str) -> anyhow::Result<i64>, suffix: &str) -> anyhow::
     Ok((value, Bounds { min, max }))
 }
 
-fn int_value(value: i64, key: &str) -> anyhow::Result<i32> {
+fn bounded(int: &impl Fn(&str) -> anyhow::Result<i64>, suffix: &str) -> anyhow::Result<(i64, Bounds)> {
+    bounded_in(int, "group.consumer", suffix)
+}
+
+pub(super) fn int_value(value: i64, key: &str) -> anyhow::Result<i32> {
     i32::try_from(value).with_context(|| format!("{key}={value} is not an int"))
 }
 

@@ -6,7 +6,8 @@
 //! each group's own `streams.*` overrides (group configs), checked when one is altered and
 //! capped when one is used ([`StreamsGroupConfig::for_group`]).
 
-use anyhow::{bail, Context};
+use super::consumer_group::int_value;
+use anyhow::bail;
 use onelog_state::configs::Overrides;
 use onelog_state::group_config::{streams_settings, Bounds, StreamsGroupBounds};
 use onelog_state::streams_group::StreamsSettings;
@@ -67,19 +68,8 @@ pub fn parse(int: impl Fn(&str) -> anyhow::Result<i64>) -> anyhow::Result<Stream
     Ok(StreamsGroupConfig { settings, bounds })
 }
 
-/// `group.streams.<suffix>`'s value, which must lie within `group.streams.min.<suffix>` and
-/// `group.streams.max.<suffix>`, and those bounds.
 fn bounded(int: &impl Fn(&str) -> anyhow::Result<i64>, suffix: &str) -> anyhow::Result<(i64, Bounds)> {
-    let key = format!("group.streams.{suffix}");
-    let (min_key, max_key) = (format!("group.streams.min.{suffix}"), format!("group.streams.max.{suffix}"));
-    let (value, min, max) = (int(&key)?, int(&min_key)?, int(&max_key)?);
-    if min > max {
-        bail!("{min_key}={min} must not be greater than {max_key}={max}");
-    }
-    if !(min..=max).contains(&value) {
-        bail!("{key}={value} must be within {min_key}={min} and {max_key}={max}");
-    }
-    Ok((value, Bounds { min, max }))
+    super::consumer_group::bounded_in(int, "group.streams", suffix)
 }
 
 /// `group.streams.<suffix>`'s value, which must not exceed `group.streams.<max_suffix>`, and
@@ -108,13 +98,10 @@ fn at_least(int: &impl Fn(&str) -> anyhow::Result<i64>, suffix: &str) -> anyhow:
     Ok((value, min))
 }
 
-fn int_value(value: i64, key: &str) -> anyhow::Result<i32> {
-    i32::try_from(value).with_context(|| format!("{key}={value} is not an int"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::Context;
 
     fn settings(overrides: &[(&str, i64)]) -> anyhow::Result<StreamsSettings> {
         config(overrides).map(|c| c.settings)

@@ -29,7 +29,7 @@ use onelog_state::consumer_group::{self as cg, HeartbeatAnswer, Refusal};
 use onelog_state::features::GROUP_VERSION;
 use onelog_state::BrokerState;
 
-use super::util::{adopt_group, group_op_failed, str_bytes, uuid, uuid_bytes};
+use super::util::{adopt_group, group_op_failed, log_heartbeat_refusal, str_bytes, uuid, uuid_bytes};
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
 use crate::coord::group::Snapshot;
@@ -65,21 +65,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 static REFUSED: Incident = Incident::new();
 
 fn log_refusal(group_id: &str, member_id: &str, refusal: &Refusal) {
-    let routine = [error_code::NOT_COORDINATOR, error_code::COORDINATOR_NOT_AVAILABLE];
-    if routine.contains(&refusal.code) {
-        return;
-    }
-    REFUSED.record(|tally| {
-        tracing::info!(
-            group_id,
-            member_id,
-            error = error_code::name(refusal.code),
-            message = refusal.message.as_deref().unwrap_or(""),
-            suppressed = tally.suppressed,
-            total = tally.total,
-            "ConsumerGroupHeartbeat refused"
-        )
-    });
+    let message = refusal.message.as_deref();
+    log_heartbeat_refusal(&REFUSED, "ConsumerGroupHeartbeat", (group_id, member_id), refusal.code, message);
 }
 
 /// What refuses the request before the group is looked at.

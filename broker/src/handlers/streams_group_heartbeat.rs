@@ -26,7 +26,7 @@ use onelog_state::streams_group::{self as sg, HeartbeatAnswer, Status};
 use onelog_state::BrokerState;
 
 use super::streams_group_codec::{input, response};
-use super::util::group_op_failed;
+use super::util::{group_op_failed, log_heartbeat_refusal};
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
 use crate::controller::{self, TopicRequest};
@@ -60,20 +60,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 static REFUSED: Incident = Incident::new();
 
 fn log_refusal(group_id: &str, member_id: &str, refusal: &Refusal) {
-    if [error_code::NOT_COORDINATOR, error_code::COORDINATOR_NOT_AVAILABLE].contains(&refusal.code) {
-        return;
-    }
-    REFUSED.record(|tally| {
-        tracing::info!(
-            group_id,
-            member_id,
-            error = error_code::name(refusal.code),
-            message = refusal.message.as_deref().unwrap_or(""),
-            suppressed = tally.suppressed,
-            total = tally.total,
-            "StreamsGroupHeartbeat refused"
-        )
-    });
+    let message = refusal.message.as_deref();
+    log_heartbeat_refusal(&REFUSED, "StreamsGroupHeartbeat", (group_id, member_id), refusal.code, message);
 }
 
 /// What refuses the request before the group is looked at.

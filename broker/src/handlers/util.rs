@@ -74,3 +74,32 @@ pub fn group_op_failed(e: &ProposeError) -> i16 {
 pub fn producer(id: ProducerId, epoch: i16) -> ProducerIdEpoch {
     ProducerIdEpoch { producer_id: id.0, producer_epoch: epoch }
 }
+
+/// A refused group heartbeat (ConsumerGroupHeartbeat, StreamsGroupHeartbeat): counted, one log
+/// line per interval (a client looping on a bad request must not flood the log). A coordinator
+/// move is routine and not logged.
+pub fn log_heartbeat_refusal(
+    incident: &crate::incident::Incident,
+    api: &'static str,
+    (group_id, member_id): (&str, &str),
+    code: i16,
+    message: Option<&str>,
+) {
+    if [kafka_compat::error_code::NOT_COORDINATOR, kafka_compat::error_code::COORDINATOR_NOT_AVAILABLE]
+        .contains(&code)
+    {
+        return;
+    }
+    incident.record(|tally| {
+        tracing::info!(
+            api,
+            group_id,
+            member_id,
+            error = kafka_compat::error_code::name(code),
+            message = message.unwrap_or(""),
+            suppressed = tally.suppressed,
+            total = tally.total,
+            "group heartbeat refused"
+        )
+    });
+}

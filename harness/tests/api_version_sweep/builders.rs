@@ -118,6 +118,19 @@ fn build_admin(key: ApiKey, v: i16, f: &Fixture) -> Option<RequestKind> {
                 .with_group_ids(vec![group()])
                 .with_include_authorized_operations(true),
         ),
+        // A heartbeat of a member the group does not know: answered, never a closed connection.
+        ApiKey::StreamsGroupHeartbeat => RequestKind::StreamsGroupHeartbeat(
+            StreamsGroupHeartbeatRequest::default()
+                .with_group_id(group())
+                .with_member_id(s(MEMBER))
+                .with_member_epoch(1),
+        ),
+        ApiKey::StreamsGroupDescribe => RequestKind::StreamsGroupDescribe(
+            StreamsGroupDescribeRequest::default()
+                .with_group_ids(vec![group()])
+                .with_include_authorized_operations(true)
+                .with_include_topology_description(v >= 1),
+        ),
         ApiKey::DescribeLogDirs => {
             RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default().with_topics(Some(vec![
                 describe_log_dirs_request::DescribableLogDirTopic::default()

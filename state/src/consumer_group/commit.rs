@@ -85,14 +85,25 @@ impl ConsumerGroups {
     /// (KIP-1251 does not relax fetches).
     pub fn check_fetch(&self, group_id: &str, member_id: Option<&str>, member_epoch: i32) -> i16 {
         let Some(group) = self.groups.get(group_id) else { return error_code::NONE };
-        if member_id.is_none() && member_epoch < 0 {
-            return error_code::NONE;
-        }
-        match member_id.and_then(|id| group.members.get(id)) {
-            None => error_code::UNKNOWN_MEMBER_ID,
-            Some(member) if member.member_epoch != member_epoch => error_code::STALE_MEMBER_EPOCH,
-            Some(_) => error_code::NONE,
-        }
+        let epoch_of = |id: &str| group.members.get(id).map(|m| m.member_epoch);
+        fetch_check(member_id, member_epoch, epoch_of)
+    }
+}
+
+/// OffsetFetch v9+'s member check of a consumer or Streams group: a null member id with a
+/// negative epoch fetches freely; otherwise the member must exist at exactly that epoch.
+pub(crate) fn fetch_check(
+    member_id: Option<&str>,
+    member_epoch: i32,
+    epoch_of: impl Fn(&str) -> Option<i32>,
+) -> i16 {
+    if member_id.is_none() && member_epoch < 0 {
+        return error_code::NONE;
+    }
+    match member_id.and_then(epoch_of) {
+        None => error_code::UNKNOWN_MEMBER_ID,
+        Some(epoch) if epoch != member_epoch => error_code::STALE_MEMBER_EPOCH,
+        Some(_) => error_code::NONE,
     }
 }
 

@@ -40,6 +40,7 @@ mod uniform_heterogeneous;
 mod validate;
 
 pub use classic::{ClassicBeat, ClassicJoin, ClassicJoinAnswer, ClassicLeft, ClassicSync};
+pub(crate) use commit::fetch_check;
 pub use commit::{CommitApi, CommitRequest};
 pub use describe::{GroupState, MemberDescription};
 pub use embedded::{parse_subscription, write_assignment, Malformed, Subscription};

@@ -6,7 +6,7 @@
 use kafka_compat::error_code;
 
 use super::model::StreamsGroups;
-use crate::consumer_group::{CommitApi, CommitRequest};
+use crate::consumer_group::{fetch_check, CommitApi, CommitRequest};
 
 /// One committed partition, by topic name.
 pub type NamedPartition<'a> = (&'a str, i32);
@@ -56,13 +56,6 @@ impl StreamsGroups {
     /// fetches freely; otherwise the member must exist at exactly that epoch.
     pub fn check_fetch(&self, group_id: &str, member_id: Option<&str>, member_epoch: i32) -> i16 {
         let Some(group) = self.groups.get(group_id) else { return error_code::NONE };
-        if member_id.is_none() && member_epoch < 0 {
-            return error_code::NONE;
-        }
-        match member_id.and_then(|id| group.members.get(id)) {
-            None => error_code::UNKNOWN_MEMBER_ID,
-            Some(member) if member.member_epoch != member_epoch => error_code::STALE_MEMBER_EPOCH,
-            Some(_) => error_code::NONE,
-        }
+        fetch_check(member_id, member_epoch, |id| group.members.get(id).map(|m| m.member_epoch))
     }
 }

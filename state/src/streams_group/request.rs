@@ -8,12 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use super::tasks::{Tasks, TasksTuple};
 use super::topology::Topology;
-pub use crate::consumer_group::{Refusal, RevocationDeadline, RevocationTimer};
-
-/// MemberEpoch of a leave.
-pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
-/// MemberEpoch of a static member's temporary leave: its tasks stay reserved.
-pub const LEAVE_GROUP_STATIC_MEMBER_EPOCH: i32 = -2;
+/// The leave epochs are the consumer protocol's: -1 leaves, -2 is a static member's
+/// temporary leave (its tasks stay reserved).
+pub use crate::consumer_group::{
+    Refusal, RevocationDeadline, RevocationTimer, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+};
 
 /// One StreamsGroupHeartbeat request. `None` (and -1 for the rebalance timeout) means
 /// "unchanged since the last heartbeat".
