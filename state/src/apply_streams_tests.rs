@@ -196,3 +196,26 @@ fn an_emptied_classic_generation_leaves_an_empty_streams_group_alone() {
     apply(&mut state, generation("g", &[]));
     assert_eq!(state, before);
 }
+
+/// The offline migration from `classic` to `streams` (issue 30): an application whose classic
+/// group emptied (every instance stopped) restarts on the Streams protocol under the same
+/// application id, and its committed offsets are still there; a classic group with members
+/// keeps its id.
+#[test]
+fn a_streams_join_takes_an_emptied_classic_group_keeping_its_offsets() {
+    let mut state = BrokerState::default();
+    apply(&mut state, create_topic("t", 2, 7));
+    apply(&mut state, generation("g", &["classic-1"]));
+    let refused = streams_heartbeat(&mut state, streams_join("g", "m"));
+    let OpResult::StreamsHeartbeat(answer) = refused else { panic!("not a Streams heartbeat result") };
+    assert_eq!(answer.unwrap_err().code, error_code::GROUP_ID_NOT_FOUND, "a live classic group keeps its id");
+    apply(&mut state, generation("g", &[]));
+    assert_eq!(admin_commit(&mut state, "g", 42), error_code::NONE);
+    streams_joined(&mut state, "g", "m");
+    assert!(state.streams_groups.groups["g"].members.contains_key("m"));
+    assert!(
+        state.groups.groups.get("g").and_then(|g| g.generation.as_ref()).is_none(),
+        "the classic record went"
+    );
+    assert_eq!(state.groups.committed("g", "t", 0).map(|c| c.offset), Some(42), "the offsets stayed");
+}

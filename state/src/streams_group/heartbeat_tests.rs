@@ -95,7 +95,9 @@ fn one_member_running() -> (StreamsGroups, BTreeMap<String, Topic>) {
 #[test]
 fn a_first_member_waits_out_the_initial_delay_then_gets_every_task() {
     let (groups, _) = one_member_running();
-    assert_eq!(groups.groups["app"].state(), GroupState::Stable);
+    let group = &groups.groups["app"];
+    assert_eq!(group.state(), GroupState::Stable);
+    assert_eq!(group.assignment_due_at(&settings()), None, "nothing owed: the leader's timer rests");
 }
 
 #[test]

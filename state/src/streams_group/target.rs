@@ -49,6 +49,8 @@ pub(super) fn maybe_assign(
         status.push(delayed("Assignment delayed due to the configured initial rebalance delay."));
         return Ok(());
     }
+    // Past: forget it, so that the leader's timer stops asking (`assignment_due_at`).
+    group.assign_not_before_ms = 0;
     if group.assignment_epoch >= group.group_epoch {
         return Ok(());
     }
