@@ -186,3 +186,73 @@ fn commits_are_checked_against_the_member_epoch_and_its_tasks() {
     assert_eq!(groups.check_commit(&request("Z", 2), &[("in", 0)]), UNKNOWN_MEMBER_ID);
     assert_eq!(groups.check_commit(&request("", -1), &[("in", 0)]), 0, "a producer without group metadata");
 }
+
+/// Hostile and confused members: random joins, heartbeats at random epochs owning random tasks,
+/// leaves and fences, against a group whose input topic grows. Nothing panics, a refusal
+/// changes nothing, and no task ever runs active on two members.
+#[test]
+fn random_heartbeats_never_panic_and_never_run_a_task_twice() {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    for seed in 0..200u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut topics = topics(&[("in", 4)]);
+        let mut groups = StreamsGroups::default();
+        for step in 0..60i64 {
+            let member = ["A", "B", "C"][rng.gen_range(0..3)];
+            let hb = random_heartbeat(&mut rng, member);
+            let before = groups.clone();
+            let now = 1_000 + step * 500;
+            if groups.heartbeat(&topics, &hb, &settings(), now).is_err() {
+                assert_eq!(groups, before, "seed {seed} step {step}: a refusal changed the group");
+            }
+            if rng.gen_bool(0.05) {
+                groups.fence("app", member, None);
+            }
+            if rng.gen_bool(0.03) {
+                topics = self::topics(&[("in", rng.gen_range(1..8))]);
+            }
+            if let Some(group) = groups.groups.get_mut("app") {
+                if let Some(topology) = group.topology.clone() {
+                    let _ = group.assign_due(&configure(&topology, &topics), &settings(), now);
+                }
+                assert_single_owner(group, seed);
+            }
+        }
+    }
+}
+
+fn random_heartbeat(rng: &mut impl rand::Rng, member: &str) -> Heartbeat {
+    let mut hb = match rng.gen_range(0..6) {
+        0 => join(member, &format!("p{}", rng.gen_range(0..2))),
+        1 => {
+            let mut leave = beat(member, LEAVE_GROUP_MEMBER_EPOCH, &[]);
+            leave.active_tasks = None;
+            leave
+        }
+        _ => {
+            let owned: Vec<i32> = (0..rng.gen_range(0..5)).map(|_| rng.gen_range(-1..9)).collect();
+            beat(member, rng.gen_range(-3..8), &owned)
+        }
+    };
+    if rng.gen_bool(0.1) {
+        hb.standby_tasks = None;
+    }
+    if rng.gen_bool(0.05) {
+        hb.topology = Some(topology());
+    }
+    hb
+}
+
+fn assert_single_owner(group: &StreamsGroup, seed: u64) {
+    let mut owners: BTreeMap<i32, &str> = BTreeMap::new();
+    for (id, m) in &group.members {
+        for tasks in [&m.assigned.active, &m.pending_revocation.active] {
+            for p in tasks.get("0").into_iter().flat_map(|ps| ps.keys()) {
+                if let Some(other) = owners.insert(*p, id) {
+                    assert_eq!(other, id.as_str(), "seed {seed}: task 0_{p} runs on {other} and {id}");
+                }
+            }
+        }
+    }
+}
