@@ -24,6 +24,8 @@ export ONELOG_JAVA_CLASSPATH
 # client generations (harness::java::Clients::Kafka3).
 ONELOG_JAVA3_CLASSPATH="$(cat "$(scripts/java-build.sh --variant kafka3 -Dkafka.version=3.9.1)")"
 export ONELOG_JAVA3_CLASSPATH
+ONELOG_JAVA44_CLASSPATH="$(cat "$(scripts/java-build.sh --variant kafka44 -Dkafka.version=4.4.0)")"
+export ONELOG_JAVA44_CLASSPATH
 
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace "${features[@]}" --no-fail-fast

@@ -31,6 +31,8 @@ use serde_json::Value;
 pub const CLASSPATH_ENV: &str = "ONELOG_JAVA_CLASSPATH";
 /// The same for the drivers built against kafka-clients 3.9 ([`Clients::Kafka3`]).
 pub const CLASSPATH3_ENV: &str = "ONELOG_JAVA3_CLASSPATH";
+/// The kafka-clients and kafka-tools 4.4.0 build's classpath ([`Clients::Kafka44`]).
+pub const CLASSPATH44_ENV: &str = "ONELOG_JAVA44_CLASSPATH";
 /// The package of the drivers; a class name without a dot is taken from it.
 pub const DRIVER_PACKAGE: &str = "dev.onelog.it";
 /// Extra JVM options, split at whitespace (diagnosis only).
@@ -52,6 +54,9 @@ pub enum Clients {
     /// kafka-clients 3.9.1: transactions v1 (AddPartitionsToTxn, EndTxn up to v4)
     /// (`ONELOG_JAVA3_CLASSPATH`).
     Kafka3,
+    /// kafka-clients and kafka-tools 4.4.0: the tools of the newest release, e.g.
+    /// `kafka-streams-groups.sh --reset-offsets` (`ONELOG_JAVA44_CLASSPATH`).
+    Kafka44,
 }
 
 impl Clients {
@@ -60,6 +65,7 @@ impl Clients {
         match self {
             Clients::Kafka4 => CLASSPATH_ENV,
             Clients::Kafka3 => CLASSPATH3_ENV,
+            Clients::Kafka44 => CLASSPATH44_ENV,
         }
     }
 
@@ -68,6 +74,7 @@ impl Clients {
         match self {
             Clients::Kafka4 => "scripts/java-build.sh",
             Clients::Kafka3 => "scripts/java-build.sh --variant kafka3 -Dkafka.version=3.9.1",
+            Clients::Kafka44 => "scripts/java-build.sh --variant kafka44 -Dkafka.version=4.4.0",
         }
     }
 

@@ -114,7 +114,7 @@ fn live_run_scenario(cluster: &Cluster, clients: Clients) -> Result<()> {
     // EndTxn, v1 (3.x) keeps the one InitProducerId gave.
     let described = describe(&bootstrap, &txn_id)?;
     let epoch = match clients {
-        Clients::Kafka4 => "3",
+        Clients::Kafka4 | Clients::Kafka44 => "3",
         Clients::Kafka3 => "0",
     };
     ensure!(described["TransactionState"] == "CompleteCommit", "describe: {described:?}");

@@ -1,7 +1,8 @@
 //! KIP-1071 Streams groups on the wire (issue 30), against three nodes: a member's join makes
 //! the broker create the topology's changelog topic and hand out every task; a kill -9 of the
 //! Raft leader changes neither the member's epoch nor its tasks (the group is in the log); bad
-//! input gets Kafka 4.4's codes with the group unchanged; and `kafka-streams-groups.sh` lists,
+//! input gets Kafka 4.4's codes with the group unchanged; OffsetCommit is checked against the
+//! member epoch; and `kafka-streams-groups.sh` lists,
 //! describes, resets the offsets of and deletes the group.
 //! (Kafka Streams itself with `group.protocol=streams` runs in the compatibility matrix,
 //! `scripts/compat.sh --clients kafka-streams-4.4.0-streams`.)
@@ -13,12 +14,15 @@ use anyhow::{bail, ensure, Result};
 use harness::kafka::create_topics;
 use harness::{java, Cluster, ClusterOptions, RawClient};
 use kafka_compat::error_code::{
-    COORDINATOR_NOT_AVAILABLE, FENCED_MEMBER_EPOCH, INVALID_REQUEST, NOT_COORDINATOR,
-    STREAMS_INVALID_TOPOLOGY,
+    COORDINATOR_NOT_AVAILABLE, FENCED_MEMBER_EPOCH, INVALID_REQUEST, NOT_COORDINATOR, STALE_MEMBER_EPOCH,
+    STREAMS_INVALID_TOPOLOGY, UNSUPPORTED_VERSION,
+};
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::streams_group_heartbeat_request::{Subtopology, TaskIds, TopicInfo, Topology};
 use kafka_protocol::messages::{
-    GroupId, StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse, TopicName,
+    GroupId, OffsetCommitRequest, StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -95,23 +99,54 @@ async fn bad_input(cluster: &mut Cluster, epoch: i32, tasks: &[i32]) -> Result<(
 /// its input offsets and delete it.
 async fn tools(cluster: &mut Cluster, epoch: i32, tasks: &[i32]) -> Result<()> {
     let bootstrap = cluster.live_bootstrap();
-    let listed = java::tool(STREAMS_TOOL, &bootstrap, &["--list"])?.stdout;
+    let listed = streams_tool(&bootstrap, &["--list"])?.stdout;
     ensure!(listed.lines().any(|l| l.trim() == GROUP), "--list: {listed}");
-    let described =
-        java::tool(STREAMS_TOOL, &bootstrap, &["--describe", "--group", GROUP, "--members"])?.stdout;
+    let described = streams_tool(&bootstrap, &["--describe", "--group", GROUP, "--members"])?.stdout;
     ensure!(described.contains("m1") && described.contains("process-1"), "--describe --members: {described}");
-    let state = java::tool(STREAMS_TOOL, &bootstrap, &["--describe", "--group", GROUP, "--state"])?.stdout;
+    let state = streams_tool(&bootstrap, &["--describe", "--group", GROUP, "--state"])?.stdout;
     ensure!(state.contains("Stable"), "--describe --state: {state}");
 
+    offset_commits(cluster, epoch).await?;
     let left = call(cluster, &beat("m1", -1, tasks)).await?;
     ensure!(left.error_code == 0 && left.member_epoch == -1, "leave: {left:?} (was at epoch {epoch})");
-    let reset = ["--reset-offsets", "--group", GROUP, "--input-topics", INPUT, "--to-earliest", "--execute"];
-    let reset = java::tool(STREAMS_TOOL, &bootstrap, &reset)?.stdout;
+    let reset = ["--reset-offsets", "--group", GROUP, "--input-topic", INPUT, "--to-earliest", "--execute"];
+    let reset = streams_tool(&bootstrap, &reset)?.stdout;
     ensure!(reset.contains(INPUT), "--reset-offsets: {reset}");
-    let deleted = java::tool(STREAMS_TOOL, &bootstrap, &["--delete", "--group", GROUP])?.stdout;
+    let deleted = streams_tool(&bootstrap, &["--delete", "--group", GROUP])?.stdout;
     ensure!(deleted.contains("success"), "--delete: {deleted}");
-    let listed = java::tool(STREAMS_TOOL, &bootstrap, &["--list"])?.stdout;
+    let listed = streams_tool(&bootstrap, &["--list"])?.stdout;
     ensure!(!listed.lines().any(|l| l.trim() == GROUP), "still listed after --delete: {listed}");
+    Ok(())
+}
+
+/// OffsetCommit v9 from the member: at its epoch stored, at a future one STALE_MEMBER_EPOCH,
+/// v8 UNSUPPORTED_VERSION (Kafka 4.4's `StreamsGroup.validateOffsetCommit`).
+async fn offset_commits(cluster: &mut Cluster, epoch: i32) -> Result<()> {
+    let commit = |member_epoch: i32| {
+        let partitions = (0..PARTITIONS)
+            .map(|p| OffsetCommitRequestPartition::default().with_partition_index(p).with_committed_offset(3))
+            .collect();
+        OffsetCommitRequest::default()
+            .with_group_id(GroupId(text(GROUP)))
+            .with_generation_id_or_member_epoch(member_epoch)
+            .with_member_id(text("m1"))
+            .with_topics(vec![OffsetCommitRequestTopic::default()
+                .with_name(TopicName(text(INPUT)))
+                .with_partitions(partitions)])
+    };
+    let leader = cluster.leader()?;
+    let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
+    for (version, member_epoch, want) in
+        [(9, epoch, 0), (9, epoch + 1, STALE_MEMBER_EPOCH), (8, epoch, UNSUPPORTED_VERSION)]
+    {
+        let answer = client.request(version, &commit(member_epoch)).await?;
+        let codes: Vec<i16> =
+            answer.topics.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).collect();
+        ensure!(
+            codes.iter().all(|c| *c == want),
+            "OffsetCommit v{version} at epoch {member_epoch}: {codes:?}"
+        );
+    }
     Ok(())
 }
 
@@ -140,7 +175,8 @@ async fn call(
 ) -> Result<StreamsGroupHeartbeatResponse> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let addr: SocketAddr = cluster.kafka_addr(cluster.leader()?);
+        let leader = cluster.leader()?;
+        let addr: SocketAddr = cluster.kafka_addr(leader);
         let answer = match RawClient::connect_negotiated(addr).await {
             Ok(mut client) => client.request(1, request).await.ok(),
             Err(_) => None,
@@ -154,6 +190,13 @@ async fn call(
             _ => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }
+}
+
+/// kafka-streams-groups.sh of Kafka 4.4.0 (4.1's has no --reset-offsets).
+fn streams_tool(bootstrap: &str, args: &[&str]) -> Result<java::Output> {
+    let mut all = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    java::Clients::Kafka44.run_text(STREAMS_TOOL, &all)
 }
 
 fn text(s: &str) -> StrBytes {
@@ -183,9 +226,11 @@ fn join(member: &str) -> StreamsGroupHeartbeatRequest {
 
 /// A heartbeat at `epoch` owning `active` tasks of subtopology 0.
 fn beat(member: &str, epoch: i32, active: &[i32]) -> StreamsGroupHeartbeatRequest {
-    let owned = (!active.is_empty())
-        .then(|| vec![TaskIds::default().with_subtopology_id(text("0")).with_partitions(active.to_vec())])
-        .unwrap_or_default();
+    let owned = if active.is_empty() {
+        Vec::new()
+    } else {
+        vec![TaskIds::default().with_subtopology_id(text("0")).with_partitions(active.to_vec())]
+    };
     StreamsGroupHeartbeatRequest::default()
         .with_group_id(GroupId(text(GROUP)))
         .with_member_id(text(member))

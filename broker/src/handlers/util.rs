@@ -92,14 +92,13 @@ pub fn log_heartbeat_refusal(
     }
     incident.record(|tally| {
         tracing::info!(
-            api,
             group_id,
             member_id,
             error = kafka_compat::error_code::name(code),
             message = message.unwrap_or(""),
             suppressed = tally.suppressed,
             total = tally.total,
-            "group heartbeat refused"
+            "{api} refused"
         )
     });
 }

@@ -15,7 +15,6 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 final class Runner {
     /** One worker's clients; `iteration` returns the nanoseconds that iteration measured. */
@@ -89,7 +88,7 @@ final class Runner {
             "{\"bench\":\"%s\",\"kafka_clients\":\"%s\",\"producers\":%d,\"payload_bytes\":%d,"
                 + "\"warmup\":%d,\"count\":%d,\"seconds\":%.3f,\"tps\":%.1f,"
                 + "\"p50_ms\":%.3f,\"p95_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,\"max_ms\":%.3f}",
-            bench, AppInfoParser.getVersion(), cfg.producers, cfg.payloadBytes, cfg.warmup,
+            bench, kafkaClientsVersion(), cfg.producers, cfg.payloadBytes, cfg.warmup,
             sorted.length, seconds, sorted.length / seconds,
             ms(percentile(sorted, 0.50)), ms(percentile(sorted, 0.95)), ms(percentile(sorted, 0.99)),
             ms(percentile(sorted, 0.999)), ms(sorted[sorted.length - 1]));
@@ -111,5 +110,19 @@ final class Runner {
 
     private static double ms(long nanos) {
         return nanos / 1e6;
+    }
+
+    /**
+     * The kafka-clients version on the classpath, from the properties file every kafka-clients
+     * jar carries (AppInfoParser, which reads it, moved package in 4.4).
+     */
+    static String kafkaClientsVersion() {
+        try (java.io.InputStream in = Runner.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            java.util.Properties p = new java.util.Properties();
+            if (in != null) p.load(in);
+            return p.getProperty("version", "unknown");
+        } catch (java.io.IOException e) {
+            return "unknown";
+        }
     }
 }
