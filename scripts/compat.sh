@@ -81,7 +81,8 @@ SCENARIOS=(create_topic produce_consume compression consume_earliest consume_lat
     group_rebalance member_leave_rejoin idempotent_produce txn_commit_abort consume_process_produce
     txn_fencing alter_config delete_records leader_kill txn_leader_kill err_unknown_topic
     err_offset_out_of_range err_stale_generation err_fenced_producer)
-STREAMS_SCENARIOS=(streams_eos_wordcount streams_kill_streams streams_kill_leader streams_three_instances)
+STREAMS_SCENARIOS=(streams_eos_wordcount streams_kill_streams streams_kill_leader streams_three_instances
+    streams_standby_static)
 STREAMS_CLIENTS=(kafka-streams-4.4.0 kafka-streams-4.4.0-streams)
 # Scenarios one client id runs besides SCENARIOS (their own table in the report): mixed_group, a
 # Java 4.4.0 and a librdkafka member in one consumer-protocol group, and online_migration, a
@@ -115,11 +116,11 @@ declare -A CI_SLOW=(
 # or two slow ones (measured: java 17 s + group_rebalance ~10 s in the JVM lane, confluent 15 s
 # and franz-go 13 s in the native lane).
 # The Streams ids too: the classic one its three scenarios of before, the Streams-protocol one
-# a plain run, the leader kills and the three instances (the classic three instances and kill
-# of the Streams process run in the full matrix).
+# the leader kills, the three instances and standbys with static members (the rest run in the
+# full matrix).
 declare -A CI_ONLY=(
     [kafka-streams-4.4.0]="streams_eos_wordcount streams_kill_streams streams_kill_leader"
-    [kafka-streams-4.4.0-streams]="streams_eos_wordcount streams_kill_leader streams_three_instances"
+    [kafka-streams-4.4.0-streams]="streams_kill_leader streams_three_instances streams_standby_static"
     [java-4.4.0-consumer]="consume_earliest consume_process_produce group_rebalance err_stale_generation"
     [confluent-kafka-python-consumer]="consume_earliest consume_process_produce mixed_group online_migration"
     [franz-go-consumer]="consume_earliest group_rebalance err_stale_generation"

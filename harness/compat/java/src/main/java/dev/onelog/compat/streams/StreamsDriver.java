@@ -62,6 +62,7 @@ public final class StreamsDriver {
         compat.run("streams_kill_streams", () -> d.wordCount("kill-streams", Fault.KILL_STREAMS));
         compat.run("streams_kill_leader", () -> d.killLeaderTwice("kill-leader"));
         compat.run(ThreeInstances.ID, ThreeInstances.BUDGET_S, () -> new ThreeInstances(d).run());
+        compat.run(StandbyStatic.ID, () -> new StandbyStatic(d, compat, d.kit).run());
         // Opt-in (COMPAT_SCENARIOS must name it): a measurement, not a check of the matrix
         // (scripts/compat.sh --streams-scale runs it).
         if (compat.named(ThreeInstances.SCALE_ID)) {
