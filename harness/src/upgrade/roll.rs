@@ -13,8 +13,9 @@
 //! node runs the old build, `kafka-features.sh upgrade` must be refused, naming it. Once every
 //! node runs the current build, [`finalize_feature_level`] finalizes `onelog.version` 2 with
 //! `kafka-features.sh` and checks that the old build then refuses to start on a node's data;
-//! [`finalize_consumer_groups`] then shows a KIP-848 join refused until `onelog.version` 3 and
-//! `group.version` 1 are finalized, and served after;
+//! [`finalize_consumer_groups`] and [`finalize_streams_groups`] then show a KIP-848 join and a
+//! KIP-1071 Streams join each refused until its level is finalized (`onelog.version` 3 with
+//! `group.version` 1, then `onelog.version` 4 with `streams.version` 1), and served after;
 //! the load stops, and the run is checked: the queue checker (every acknowledged
 //! record present exactly once, no aborted or torn read), transactions aborted without the
 //! workload asking, committed offsets that went backwards, the fixture's manifest on the new
@@ -40,7 +41,10 @@ use crate::chaos::queue::{self, Queue, QueueConfig};
 use crate::kafka::create_topics;
 use crate::{java, Cluster, RawClient};
 use kafka_compat::error_code::UNSUPPORTED_VERSION;
-use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId};
+use kafka_protocol::messages::{
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId, StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 
 /// The workload's topic.
@@ -285,7 +289,8 @@ fn drive(
         None => {
             let finalized = finalize_feature_level(cluster, binaries, followers[0])?;
             let gated = rt.block_on(finalize_consumer_groups(cluster))?;
-            format!("{finalized}; {gated}")
+            let streams = rt.block_on(finalize_streams_groups(cluster))?;
+            format!("{finalized}; {gated}; {streams}")
         }
         Some(_) => "not reached".to_string(),
     };
@@ -361,6 +366,49 @@ async fn finalize_consumer_groups(cluster: &mut Cluster) -> Result<String> {
         ensure!(Instant::now() < deadline, "a KIP-848 join after finalizing: {after:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The feature onelog.version 4 gates (issue 30): a KIP-1071 Streams join is refused
+/// (UNSUPPORTED_VERSION) until `onelog.version` 4 and `streams.version` 1 are finalized
+/// together, then served; from there checkpoints are format 10, which the roll's later checks
+/// and the fixture's verification read back.
+async fn finalize_streams_groups(cluster: &mut Cluster) -> Result<String> {
+    let before = streams_protocol_join(cluster).await?;
+    ensure!(before.error_code == UNSUPPORTED_VERSION, "a Streams join at onelog.version 3: {before:?}");
+    let upgrade = ["upgrade", "--feature", "onelog.version=4", "--feature", "streams.version=1"];
+    let bootstrap = cluster.bootstrap();
+    let (ok, text) = tokio::task::block_in_place(|| java::feature_command(&bootstrap, &upgrade))?;
+    ensure!(ok && text.contains("streams.version was upgraded to 1."), "kafka-features upgrade: {text}");
+    let deadline = Instant::now() + CATCH_UP_TIMEOUT;
+    loop {
+        let after = streams_protocol_join(cluster).await?;
+        if after.error_code == 0 && after.member_epoch > 0 {
+            println!("roll: onelog.version 4 and streams.version 1 finalized; a Streams join is served");
+            return Ok(format!("a Streams join refused (UNSUPPORTED_VERSION) until onelog.version 4 and streams.version 1 were finalized, then served at member epoch {}", after.member_epoch));
+        }
+        ensure!(Instant::now() < deadline, "a Streams join after finalizing: {after:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A StreamsGroupHeartbeat join sent to the leader: one subtopology reading a topic that does
+/// not exist (served with MISSING_SOURCE_TOPICS, which creates nothing).
+async fn streams_protocol_join(cluster: &mut Cluster) -> Result<StreamsGroupHeartbeatResponse> {
+    use kafka_protocol::messages::streams_group_heartbeat_request::{Subtopology, Topology};
+    let leader = cluster.leader()?;
+    let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
+    let subtopology = Subtopology::default()
+        .with_subtopology_id(StrBytes::from_static_str("0"))
+        .with_source_topics(vec![TopicName(StrBytes::from_static_str("roll-kip-1071-input"))]);
+    let join = StreamsGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("roll-kip-1071")))
+        .with_member_id(StrBytes::from_static_str("roll-member"))
+        .with_rebalance_timeout_ms(30_000)
+        .with_topology(Some(Topology::default().with_subtopologies(vec![subtopology])))
+        .with_active_tasks(Some(Vec::new()))
+        .with_standby_tasks(Some(Vec::new()))
+        .with_warmup_tasks(Some(Vec::new()));
+    client.request(1, &join).await
 }
 
 /// A ConsumerGroupHeartbeat join (no subscription) sent to the leader.
