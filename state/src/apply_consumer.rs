@@ -131,12 +131,18 @@ fn retire_classic_generation(state: &mut BrokerState, group_id: &str) {
     if !state.consumer_groups.groups.contains_key(group_id) {
         return;
     }
+    state.consumer_groups.downgraded.remove(group_id);
+    retire_emptied_classic(state, group_id);
+}
+
+/// A group of another type took over an emptied classic group's id: the classic record goes,
+/// its committed offsets stay (consumer and Streams groups both).
+pub(crate) fn retire_emptied_classic(state: &mut BrokerState, group_id: &str) {
     if let Some(group) = state.groups.groups.get_mut(group_id) {
         if group.generation.as_ref().is_some_and(|g| g.members.is_empty()) {
             group.generation = None;
         }
     }
-    state.consumer_groups.downgraded.remove(group_id);
     state.groups.retain_live();
 }
 

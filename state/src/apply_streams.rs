@@ -30,21 +30,10 @@ pub(crate) fn heartbeat(state: &mut BrokerState, op: &StreamsGroupHeartbeatOp) -
         // Outside the state machine's heartbeat: the leader's dry run of a steady heartbeat
         // must still find the group unchanged.
         state.streams_groups.seen(group_id, &answer.member_id, op.now_ms);
-        retire_classic_generation(state, group_id);
+        // An emptied classic group's id is the Streams group's now (offline migration).
+        crate::apply_consumer::retire_emptied_classic(state, group_id);
     }
     OpResult::StreamsHeartbeat(Box::new(answer))
-}
-
-/// A Streams group took over an emptied classic group (Kafka's empty-group conversion): the
-/// classic group's record goes, its committed offsets stay, so the application resumes from
-/// them (the offline migration from `classic` to `streams`).
-fn retire_classic_generation(state: &mut BrokerState, group_id: &str) {
-    if let Some(group) = state.groups.groups.get_mut(group_id) {
-        if group.generation.as_ref().is_some_and(|g| g.members.is_empty()) {
-            group.generation = None;
-        }
-    }
-    state.groups.retain_live();
 }
 
 /// GROUP_ID_NOT_FOUND when a group of another type holds the id (Kafka's "Group X is not a

@@ -32,10 +32,8 @@ use super::tasks::{self, TasksTuple};
 #[derive(Debug, Clone, Default)]
 pub struct AssignorMember {
     pub process_id: String,
-    pub instance_id: Option<String>,
-    pub rack_id: Option<String>,
-    pub client_tags: BTreeMap<String, String>,
-    /// The member's tasks in the group's current target assignment (stickiness).
+    /// The tasks the member runs now (Kafka passes the current, not the target, assignment):
+    /// what stickiness keeps.
     pub current: TasksTuple,
     /// Offset sums the member reported per task (subtopology, partition): how far its local
     /// state is, for placing standbys.

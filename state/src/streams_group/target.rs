@@ -109,9 +109,6 @@ pub(super) fn compute_target(
 fn assignor_members(group: &StreamsGroup) -> BTreeMap<String, AssignorMember> {
     let member = |m: &super::model::Member| AssignorMember {
         process_id: m.process_id.clone(),
-        instance_id: m.instance_id.clone(),
-        rack_id: m.rack_id.clone(),
-        client_tags: m.client_tags.clone(),
         current: m.assigned.tuple(),
         task_offsets: m
             .task_offsets
