@@ -48,9 +48,11 @@
 # formats new clusters with streams.version=1 and enables the Streams group protocol by default,
 # so nothing else is needed for kafka-streams-4.4.0-streams), with COMPAT_KILL_LEADER harness/compat/kill-kafka.sh: it kill -9s the broker
 # the scenario depends on (txn_leader_kill: the transaction coordinator of the open
-# transaction; leader_kill: the leader of the topic's partition), waits until another broker has
-# taken that role and restarts it. The report goes to results/compat-kafka.md unless --out says
-# otherwise.
+# transaction; leader_kill and share_leader_kill: the leader of the topic's partition 0, which
+# for a share group also holds the share partition's in-memory state), waits until another
+# broker has taken that role and restarts it. Kafka 4.4 formats new clusters with share.version=2
+# (share groups on by default), so java-4.4.0-share needs no setting either. The report goes to
+# results/compat-kafka.md unless --out says otherwise.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -72,8 +74,10 @@ export COMPAT_TIMEOUT_S="${COMPAT_TIMEOUT_S:-60}"
 # consumer on the KIP-848 consumer group protocol (the others use the classic protocol).
 # kafka-streams-4.4.0-streams is the Streams driver with COMPAT_GROUP_PROTOCOL=streams: every
 # Streams app on the KIP-1071 Streams group protocol (group.protocol=streams).
-JAVA_CLIENTS=(java-4.4.0 java-4.4.0-consumer java-3.9.1 java-2.8.2 kafka-streams-4.4.0 kafka-streams-4.4.0-streams
-    kafka-cli-4.4.0)
+# java-4.4.0-share is kafka-clients 4.4.0's KafkaShareConsumer on share groups (KIP-932, Kafka's
+# queues): its own scenario list, SHARE_SCENARIOS, and its own table in the report.
+JAVA_CLIENTS=(java-4.4.0 java-4.4.0-consumer java-3.9.1 java-2.8.2 java-4.4.0-share kafka-streams-4.4.0
+    kafka-streams-4.4.0-streams kafka-cli-4.4.0)
 OTHER_CLIENTS=(rdkafka-rust confluent-kafka-python confluent-kafka-python-consumer franz-go franz-go-consumer
     sarama kafka-python aiokafka kafkajs)
 # The scenario ids of the client drivers (the JVM-only lists come from their drivers' lines).
@@ -84,6 +88,8 @@ SCENARIOS=(create_topic produce_consume compression consume_earliest consume_lat
 STREAMS_SCENARIOS=(streams_eos_wordcount streams_kill_streams streams_kill_leader streams_three_instances
     streams_standby_static)
 STREAMS_CLIENTS=(kafka-streams-4.4.0 kafka-streams-4.4.0-streams)
+SHARE_SCENARIOS=(share_consume_implicit share_explicit_ack share_reject_archive share_lock_expiry share_two_consumers
+    share_member_kill share_leader_kill)
 # Scenarios one client id runs besides SCENARIOS (their own table in the report): mixed_group, a
 # Java 4.4.0 and a librdkafka member in one consumer-protocol group, and online_migration, a
 # running classic group upgraded by a consumer-protocol member and downgraded when it leaves
@@ -117,11 +123,14 @@ declare -A CI_SLOW=(
 # and franz-go 13 s in the native lane).
 # The Streams ids too: the classic one its three scenarios of before, the Streams-protocol one
 # the leader kills, the three instances and standbys with static members (the rest run in the
-# full matrix).
+# full matrix). The share-group id: both acknowledgement modes and both kills (about 80 s against
+# Kafka; share_lock_expiry and share_reject_archive wait out a 15 s lock or a redelivery loop and
+# run in the full matrix, share_two_consumers too).
 declare -A CI_ONLY=(
     [kafka-streams-4.4.0]="streams_eos_wordcount streams_kill_streams streams_kill_leader"
     [kafka-streams-4.4.0-streams]="streams_kill_leader streams_three_instances streams_standby_static"
     [java-4.4.0-consumer]="consume_earliest consume_process_produce group_rebalance err_stale_generation"
+    [java-4.4.0-share]="share_consume_implicit share_explicit_ack share_member_kill share_leader_kill"
     [confluent-kafka-python-consumer]="consume_earliest consume_process_produce mixed_group online_migration"
     [franz-go-consumer]="consume_earliest group_rebalance err_stale_generation"
 )
@@ -311,7 +320,7 @@ python3 "$compat/report.py" --work "$work" --out "$out" \
     --selected "$selected" \
     --clients "${clients[*]}" --scenarios "${SCENARIOS[*]}" --streams "${STREAMS_SCENARIOS[*]}" \
     --extra "$(for c in "${!EXTRA_SCENARIOS[@]}"; do printf '%s=%s;' "$c" "${EXTRA_SCENARIOS[$c]// /,}"; done)" \
-    --cli "${CLI_SCENARIOS[*]}" --broker "$broker" \
+    --cli "${CLI_SCENARIOS[*]}" --share "${SHARE_SCENARIOS[*]}" --broker "$broker" \
     --seconds "$(for c in "${!seconds_of[@]}"; do printf '%s=%s;' "$c" "${seconds_of[$c]}"; done)" || status=$?
 if [ "$scale" = 1 ]; then
     # The driver's "streams_scale: result client=... up_ms=a,b down_ms=c,d" lines, as a table.

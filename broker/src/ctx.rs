@@ -35,6 +35,7 @@ pub struct Ctx {
     /// KIP-1071 Streams groups' deadlines and due assignments while this node leads
     /// (`coord::streams`); the groups themselves are applied state.
     pub streams_groups: crate::coord::streams::StreamsCoordinator,
+    pub share_groups: crate::coord::share::ShareCoordinator,
     /// Transactions, coordinated while this node leads (see `coord::txn`).
     pub txns: Arc<TxnCoordinator>,
     /// Who may do what: the authorization settings over the applied ACLs (`security::authz`).

@@ -87,7 +87,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     tracing::info!(kafka = %node.kafka_listener, advertised = %advertised_all.join(","), node_id = node.node_id, "onelog ready");
     let leadership = ctx.leadership.clone();
     tokio::select! {
-        () = listener::serve_all(bound, ctx, crate::pipeline::dispatch) => {}
+        () = listener::serve_all(bound, ctx, (crate::pipeline::dispatch, crate::handlers::share_connection_closed)) => {}
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
     leadership.begin_shutdown();
@@ -310,6 +310,7 @@ async fn serving_ctx(
         groups: GroupCoordinator::new(config.settings.group),
         consumer_groups: Default::default(),
         streams_groups: Default::default(),
+        share_groups: Default::default(),
         txns: Arc::new(TxnCoordinator::new(leadership.clone(), applied.clone(), proposer.clone())),
         authorizer: Authorizer::new(config.settings.authz.clone(), applied.clone()),
         quotas: Default::default(),
@@ -328,6 +329,7 @@ async fn serving_ctx(
     crate::coord::group::duties::start(duty.clone(), ctx.groups.clone());
     crate::coord::consumer::duties::start(duty.clone(), ctx.consumer_groups.clone());
     crate::coord::streams::duties::start(duty.clone(), ctx.streams_groups.clone());
+    crate::coord::share::duties::start(duty.clone(), ctx.share_groups.clone());
     crate::coord::txn::duties::start(duty, ctx.txns.clone());
     ctx
 }

@@ -20,9 +20,10 @@ The target, for the running driver (its names start with COMPAT_PREFIX):
   three of them on three brokers it also leads one). With COMPAT_KILL_TXN_ID: that id's
   coordinator (FindCoordinator).
 - else the leader of partition 0 of the prefix's topic named *leader_kill / *leader-kill
-  (COMPAT_KILL_TOPIC names it directly), which the leader_kill drivers produce to, or
-  *-kill-leader-in, Kafka Streams' streams_kill_leader input (when the kill falls between two
-  of its transactions).
+  (COMPAT_KILL_TOPIC names it directly), which the leader_kill drivers produce to and
+  share_leader_kill's share group consumes (`<prefix>-share-leader-kill`: on Kafka the share
+  partition's state lives on that partition's leader), or *-kill-leader-in, Kafka Streams'
+  streams_kill_leader input (when the kill falls between two of its transactions).
 Bootstrap: COMPAT_BOOTSTRAP (comma-separated host:port).
 """
 

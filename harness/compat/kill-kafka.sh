@@ -6,7 +6,8 @@
 # Kafka the partition leaders and each transactional id's coordinator are spread over the
 # brokers, so harness/compat/kafka_probe.py picks the one that matters: for txn_leader_kill the
 # transaction coordinator of the driver's transactional id (found with FindCoordinator), for
-# leader_kill the leader of the driver's topic's partition 0. Prints what it did on stderr.
+# leader_kill and share_leader_kill the leader of the driver's topic's partition 0. Prints what it
+# did on stderr.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 probe="$repo/harness/compat/kafka_probe.py"

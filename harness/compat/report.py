@@ -17,11 +17,18 @@ def pairs(text):
     return dict(item.split("=", 1) for item in text.split(";") if "=" in item)
 
 
+def is_share(client):
+    """A share-group (KIP-932) driver, e.g. java-4.4.0-share: its own scenario list (--share)."""
+    return client.endswith("-share")
+
+
 def scenario_list(client, args):
     if client.startswith("kafka-streams-"):
         return args.streams.split()
     if client.startswith("kafka-cli-"):
         return args.cli.split()
+    if is_share(client):
+        return args.share.split()
     return args.scenarios.split() + extra_of(client, args)
 
 
@@ -83,7 +90,7 @@ def table(clients, results, scenarios):
 def main():
     ap = argparse.ArgumentParser()
     for opt in ["work", "out", "command", "clients", "scenarios", "streams", "cli", "broker", "versions", "seconds",
-                "selected", "extra"]:
+                "selected", "extra", "share"]:
         ap.add_argument("--" + opt, default="")
     args = ap.parse_args()
     clients = args.clients.split()
@@ -102,7 +109,8 @@ def main():
                      "`scripts/compat.sh` runs every cell.")
     lines.append("")
     groups = [
-        ("Client scenarios", [c for c in clients if not c.startswith(("kafka-streams-", "kafka-cli-"))]),
+        ("Client scenarios", [c for c in clients if not c.startswith(("kafka-streams-", "kafka-cli-")) and not is_share(c)]),
+        ("Share groups (KIP-932)", [c for c in clients if is_share(c)]),
         ("Kafka Streams", [c for c in clients if c.startswith("kafka-streams-")]),
         ("Kafka command-line tools", [c for c in clients if c.startswith("kafka-cli-")]),
     ]

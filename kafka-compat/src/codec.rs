@@ -59,6 +59,9 @@ pub struct Request {
     /// A follower forwarded it to this node (the leader) over the Raft transport: it is
     /// served here and never forwarded again (Kafka's envelope, KIP-590).
     pub forwarded: bool,
+    /// The connection it arrived on, unique while the process runs; 0 until the server sets
+    /// it (share sessions close with their connection, as Kafka's `ShareSessionCache`).
+    pub connection_id: u64,
 }
 
 /// Reads api key, api version and correlation id from the start of a request frame.
@@ -93,6 +96,7 @@ pub fn decode_request(frame: Bytes) -> Result<Request, DecodeError> {
         principal: KafkaPrincipal::anonymous(),
         listener: None,
         forwarded: false,
+        connection_id: 0,
     })
 }
 

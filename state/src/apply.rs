@@ -17,7 +17,7 @@ use super::command::{
 use super::effect::Effect;
 use super::producers::{Allocation, BatchMeta, BatchSeq, Pending, Verdict};
 use super::txns::ProducerIdEpoch;
-use super::{apply_admin, apply_consumer, apply_streams, apply_txn, txn_errors};
+use super::{apply_admin, apply_consumer, apply_share, apply_streams, apply_txn, txn_errors};
 use super::{BrokerState, PartitionState, Topic};
 
 /// Applies every op of one entry in order; `perform` gets each op's effects (empty for a
@@ -70,31 +70,21 @@ pub fn apply_op(
             OpResult::Done
         }
         Op::InitProducerId(_) => init_producer_id(state, now_ms),
-        Op::ExpireProducers(_) => {
-            state.producers.expire(now_ms, state.limits.producer_id_expiration_ms);
-            OpResult::Done
-        }
+        Op::ExpireProducers(_) => done(state, now_ms, |s, now| {
+            s.producers.expire(now, s.limits.producer_id_expiration_ms);
+        }),
         Op::OffsetCommit(commit) => OpResult::Items(apply_consumer::offset_commit(state, commit, now_ms)),
         Op::CompleteGeneration(generation) => apply_consumer::complete_generation(state, generation),
         Op::InitTxnProducer(init) => apply_txn::init_txn_producer(state, stamp, init, effects),
         Op::TxnOffsetCommit(commit) => apply_txn::txn_offset_commit(state, now_ms, commit),
         Op::EndTxn(end) => apply_txn::end_txn(state, stamp, end, effects),
         Op::AbortTxns(abort) => apply_txn::abort_txns(state, stamp, abort, effects),
-        Op::ExpireTransactionalIds(_) => {
-            state.txns.expire(now_ms, state.limits.transactional_id_expiration_ms);
-            OpResult::Done
-        }
+        Op::ExpireTransactionalIds(_) => done(state, now_ms, |s, now| {
+            s.txns.expire(now, s.limits.transactional_id_expiration_ms);
+        }),
         Op::DeleteGroups(op) => apply_consumer::delete_groups(state, op),
-        Op::OffsetDelete(delete) => OpResult::Deleted(
-            state
-                .groups
-                .delete_offsets(delete)
-                .map_err(|(error_code, message)| refusal(error_code, message.unwrap_or_default())),
-        ),
-        Op::AlterClientQuotas(op) => {
-            state.client_quotas.apply(&op.alterations);
-            OpResult::Done
-        }
+        Op::OffsetDelete(delete) => offset_delete(state, delete),
+        Op::AlterClientQuotas(op) => done(state, now_ms, |s, _| s.client_quotas.apply(&op.alterations)),
         Op::AlterConfigs(alter) => OpResult::Items(apply_admin::alter_configs(state, alter)),
         Op::DeleteRecords(delete) => {
             OpResult::LowWatermarks(apply_admin::delete_records(state, delete, effects))
@@ -112,7 +102,27 @@ pub fn apply_op(
         Op::FenceStreamsGroupMember(op) => apply_streams::fence(state, op),
         Op::StreamsGroupAssign(op) => apply_streams::assign(state, op),
         Op::RecordStreamsLiveness(op) => apply_streams::record_liveness(state, op),
+        Op::ShareGroupHeartbeat(op) => apply_share::heartbeat(state, op),
+        Op::FenceShareGroupMember(op) => apply_share::fence(state, op),
+        Op::ShareAcquire(op) => apply_share::acquire(state, op),
+        Op::ShareAcknowledge(op) => apply_share::acknowledge(state, op),
+        Op::ShareRelease(op) => apply_share::release(state, op),
+        Op::ShareExpireLocks(op) => apply_share::expire(state, op),
+        Op::RecordShareLiveness(op) => apply_share::record_liveness(state, op),
     }
+}
+
+/// An op that changes the state and answers nothing of its own.
+fn done(state: &mut BrokerState, now_ms: i64, change: impl FnOnce(&mut BrokerState, i64)) -> OpResult {
+    change(state, now_ms);
+    OpResult::Done
+}
+
+fn offset_delete(state: &mut BrokerState, delete: &crate::command::OffsetDeleteOp) -> OpResult {
+    let deleted = state.groups.delete_offsets(delete);
+    OpResult::Deleted(
+        deleted.map_err(|(error_code, message)| refusal(error_code, message.unwrap_or_default())),
+    )
 }
 
 /// InitProducerId without a transactional id: the next free producer id, epoch 0.
@@ -296,6 +306,7 @@ fn delete_topic(state: &mut BrokerState, name: &str, effects: &mut Vec<Effect>) 
             state.producers.forget_topic(name);
             state.txns.forget_topic(name);
             state.groups.forget_topic(name);
+            state.share_states.drop_topic(&topic.topic_id);
             effects.push(Effect::DeleteTopicLogs { topic_id: topic.topic_id });
             (error_code::NONE, None)
         }

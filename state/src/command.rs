@@ -16,6 +16,8 @@ use super::configs::ResourceAlteration;
 use super::groups::CommitResult;
 use super::txns::{BrokerAbort, ProducerIdEpoch, TxnError};
 use crate::consumer_group as cg;
+use crate::share_group as shg;
+use crate::share_partition as sp;
 use crate::streams_group as sg;
 
 /// The payload of one Raft log entry (openraft's `D`).
@@ -111,6 +113,25 @@ pub enum Op {
     /// When the leader last heard from Streams members whose steady heartbeats wrote
     /// nothing. `onelog.version` 4.
     RecordStreamsLiveness(StreamsLivenessOp),
+    /// ShareGroupHeartbeat (KIP-932) that changes the group; a leave releases the member's
+    /// records. `onelog.version` 5.
+    ShareGroupHeartbeat(Box<ShareGroupHeartbeatOp>),
+    /// A share member's session deadline passed on the leader: it leaves and its records are
+    /// released. `onelog.version` 5.
+    FenceShareGroupMember(FenceShareMemberOp),
+    /// ShareFetch's acquisition: records locked to a member, delivery counts raised, before
+    /// any of them is handed out. `onelog.version` 5.
+    ShareAcquire(Box<ShareAcquireOp>),
+    /// ShareAcknowledge, or the acknowledgements piggybacked on a ShareFetch. `onelog.version` 5.
+    ShareAcknowledge(Box<ShareAcknowledgeOp>),
+    /// A share session closed (epoch -1, the connection, a new leader): what it held is
+    /// released. `onelog.version` 5.
+    ShareRelease(ShareReleaseOp),
+    /// Acquisition locks whose deadline passed on the leader's clock. `onelog.version` 5.
+    ShareExpireLocks(ShareExpireOp),
+    /// When the leader last heard from share members whose steady heartbeats wrote nothing.
+    /// `onelog.version` 5.
+    RecordShareLiveness(ShareLivenessOp),
 }
 
 impl Op {
@@ -157,6 +178,13 @@ impl Op {
             | Op::FenceStreamsGroupMember(_)
             | Op::StreamsGroupAssign(_)
             | Op::RecordStreamsLiveness(_) => crate::features::ONELOG_VERSION_STREAMS_GROUPS,
+            Op::ShareGroupHeartbeat(_)
+            | Op::FenceShareGroupMember(_)
+            | Op::ShareAcquire(_)
+            | Op::ShareAcknowledge(_)
+            | Op::ShareRelease(_)
+            | Op::ShareExpireLocks(_)
+            | Op::RecordShareLiveness(_) => crate::features::ONELOG_VERSION_SHARE_GROUPS,
         }
     }
 
@@ -485,6 +513,101 @@ pub enum OpResult {
     ClassicLeave(Vec<cg::ClassicLeft>),
     /// StreamsGroupHeartbeat: the answer, or Kafka's refusal with the group unchanged.
     StreamsHeartbeat(Box<Result<sg::HeartbeatAnswer, cg::Refusal>>),
+    /// ShareGroupHeartbeat: the answer, or Kafka's refusal with the group unchanged.
+    ShareHeartbeat(Box<Result<shg::HeartbeatAnswer, cg::Refusal>>),
+    /// ShareAcquire: per partition of the op, in order, the records acquired.
+    ShareAcquired(Vec<Vec<sp::Acquired>>),
+    /// ShareAcknowledge: per partition of the op, in order, applied or refused as a whole.
+    ShareAcknowledged(Vec<Result<(), sp::AckError>>),
+}
+
+/// A ShareGroupHeartbeat as the leader proposes it: the request, the group's effective
+/// settings, the limits a leaving member's records are released with, and the leader's clock.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShareGroupHeartbeatOp {
+    pub heartbeat: shg::Heartbeat,
+    pub settings: shg::ShareSettings,
+    pub limits: sp::Limits,
+    pub now_ms: i64,
+}
+
+/// Fences one share member whose session passed; its records are released with `limits`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FenceShareMemberOp {
+    pub group_id: String,
+    pub member_id: String,
+    pub limits: sp::Limits,
+}
+
+/// One ShareFetch's acquisition for one member, as the leader read the partitions: apply
+/// acquires from what it meets, so two fetches in one entry never take the same record.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShareAcquireOp {
+    pub group_id: String,
+    pub member_id: String,
+    /// The leader's clock plus the group's record lock duration.
+    pub deadline_ms: i64,
+    /// ShareFetch's MaxRecords, shared by the partitions in order.
+    pub max_records: i32,
+    pub batch_size: i32,
+    /// ShareFetch v2's ShareAcquireMode 1 (record limit): never past max_records.
+    pub record_limit_mode: bool,
+    pub limits: sp::Limits,
+    pub partitions: Vec<AcquirePartition>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AcquirePartition {
+    pub topic_id: cg::TopicId,
+    pub partition: i32,
+    /// Where the partition's share state starts if the group never read it
+    /// (`share.auto.offset.reset`, resolved by the leader).
+    pub start_offset: i64,
+    /// The batches the leader read from the share partition's next offset on, capped at the
+    /// high watermark or the last stable offset.
+    pub batches: Vec<sp::LogBatch>,
+}
+
+/// Acknowledgements of one member, per partition; each partition applies all-or-nothing.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShareAcknowledgeOp {
+    pub group_id: String,
+    pub member_id: String,
+    pub now_ms: i64,
+    /// A RENEW extends a lock to `now_ms` plus this.
+    pub lock_ms: i64,
+    pub limits: sp::Limits,
+    pub partitions: Vec<AcknowledgePartition>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AcknowledgePartition {
+    pub topic_id: cg::TopicId,
+    pub partition: i32,
+    pub batches: Vec<sp::AckBatch>,
+}
+
+/// Releases what a member (every member with `None`) holds in the named partitions (all of
+/// the group's with `None`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShareReleaseOp {
+    pub group_id: String,
+    pub member_id: Option<String>,
+    pub partitions: Option<Vec<(cg::TopicId, i32)>>,
+    pub limits: sp::Limits,
+}
+
+/// Ends the locks that passed `now_ms` in each named group, with that group's limits.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShareExpireOp {
+    pub now_ms: i64,
+    pub groups: Vec<(String, sp::Limits)>,
+}
+
+/// Share members the leader heard from (its clock, ms), each later than the log knew.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShareLivenessOp {
+    pub members: Vec<SeenMember>,
 }
 
 /// A ConsumerGroupHeartbeat as the leader proposes it: the request with its member id filled
@@ -631,6 +754,13 @@ typed_op!(Box<StreamsGroupHeartbeatOp>, StreamsGroupHeartbeat, Result<sg::Heartb
 typed_op!(FenceStreamsMemberOp, FenceStreamsGroupMember, bool, |r| OpResult::MemberFenced(f) => f);
 typed_op!(StreamsAssignOp, StreamsGroupAssign, (), |r| OpResult::Done => ());
 typed_op!(StreamsLivenessOp, RecordStreamsLiveness, (), |r| OpResult::Done => ());
+typed_op!(Box<ShareGroupHeartbeatOp>, ShareGroupHeartbeat, Result<shg::HeartbeatAnswer, cg::Refusal>, |r| OpResult::ShareHeartbeat(a) => *a);
+typed_op!(FenceShareMemberOp, FenceShareGroupMember, bool, |r| OpResult::MemberFenced(f) => f);
+typed_op!(Box<ShareAcquireOp>, ShareAcquire, Vec<Vec<sp::Acquired>>, |r| OpResult::ShareAcquired(a) => a);
+typed_op!(Box<ShareAcknowledgeOp>, ShareAcknowledge, Vec<Result<(), sp::AckError>>, |r| OpResult::ShareAcknowledged(a) => a);
+typed_op!(ShareReleaseOp, ShareRelease, (), |r| OpResult::Done => ());
+typed_op!(ShareExpireOp, ShareExpireLocks, (), |r| OpResult::Done => ());
+typed_op!(ShareLivenessOp, RecordShareLiveness, (), |r| OpResult::Done => ());
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

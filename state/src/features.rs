@@ -29,6 +29,7 @@ use crate::command::Refusal;
 /// onelog's format and op-kind level. 1: onelog 0.1.0. 2: feature levels recorded in the
 /// log and checkpoints (checkpoint format 8). 3: KIP-848 consumer groups in the log
 /// (checkpoint format 9). 4: KIP-1071 Streams groups in the log (checkpoint format 10).
+/// 5: KIP-932 share groups in the log (checkpoint format 11).
 pub const ONELOG_VERSION: &str = "onelog.version";
 /// KIP-890's transactions v2 (Produce v12, TxnOffsetCommit v5, EndTxn v5 epoch bumps).
 pub const TRANSACTION_VERSION: &str = "transaction.version";
@@ -49,12 +50,16 @@ pub const ONELOG_VERSION_CONSUMER_GROUPS: i16 = 3;
 /// The level of `onelog.version` whose ops and checkpoint carry KIP-1071 Streams groups:
 /// `streams.version` 1 depends on it.
 pub const ONELOG_VERSION_STREAMS_GROUPS: i16 = 4;
+/// The level of `onelog.version` whose ops and checkpoint carry KIP-932 share groups (their
+/// members and every share partition's record states): `share.version` 1 depends on it.
+pub const ONELOG_VERSION_SHARE_GROUPS: i16 = 5;
 
 /// What a client feature's level needs of `onelog.version` (Kafka's `metadata.version`
 /// dependencies, `FeatureVersion.dependencies`): (feature, from level, onelog.version).
 const DEPENDENCIES: &[(&str, i16, i16)] = &[
     (GROUP_VERSION, 1, ONELOG_VERSION_CONSUMER_GROUPS),
     (STREAMS_VERSION, 1, ONELOG_VERSION_STREAMS_GROUPS),
+    (SHARE_VERSION, 1, ONELOG_VERSION_SHARE_GROUPS),
 ];
 
 /// The finalized levels of a log without any `UpdateFeatures`: what onelog 0.1.0 answered in

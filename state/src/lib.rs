@@ -13,6 +13,7 @@ pub mod acls;
 pub mod apply;
 mod apply_admin;
 pub mod apply_consumer;
+pub mod apply_share;
 pub mod apply_streams;
 mod apply_txn;
 pub mod assignment;
@@ -30,6 +31,9 @@ pub mod limits;
 pub mod producers;
 pub mod quotas;
 pub mod scram;
+pub mod share_group;
+pub mod share_partition;
+pub mod share_states;
 pub mod streams_group;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -93,6 +97,15 @@ pub struct BrokerState {
     /// after those from format 10 on (`onelog.version` 4).
     #[serde(skip)]
     pub streams_groups: streams_group::StreamsGroups,
+    /// KIP-932 share groups: members, epochs and assignments. Skipped by serde like
+    /// `streams_groups`: the checkpoint writes them after those from format 11 on
+    /// (`onelog.version` 5).
+    #[serde(skip)]
+    pub share_groups: share_group::ShareGroups,
+    /// Every share group's share-partition record states (acquisitions, acknowledgements,
+    /// delivery counts, start offsets). Written after `share_groups` from format 11 on.
+    #[serde(skip)]
+    pub share_states: share_states::ShareStates,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

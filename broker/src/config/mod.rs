@@ -19,6 +19,7 @@ mod node_settings;
 pub mod security;
 #[cfg(test)]
 mod security_tests;
+pub mod share_group;
 pub mod sources;
 pub mod streams_group;
 

@@ -5,5 +5,6 @@
 pub mod consumer;
 pub mod group;
 pub mod liveness;
+pub mod share;
 pub mod streams;
 pub mod txn;

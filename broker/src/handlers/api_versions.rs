@@ -84,7 +84,13 @@ mod tests {
         assert_eq!(names(3), vec!["onelog.version"]);
         assert_eq!(
             names(4),
-            vec!["onelog.version", "transaction.version", "group.version", "streams.version"]
+            vec![
+                "onelog.version",
+                "transaction.version",
+                "group.version",
+                "streams.version",
+                "share.version"
+            ]
         );
     }
 }

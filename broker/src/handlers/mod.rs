@@ -68,6 +68,13 @@ pub mod remove_raft_voter;
 pub mod renew_delegation_token;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
+pub mod share_acknowledge;
+mod share_acknowledgements;
+mod share_common;
+pub mod share_fetch;
+pub mod share_group_describe;
+pub mod share_group_heartbeat;
+mod share_read;
 pub mod streams_group_codec;
 pub mod streams_group_describe;
 pub mod streams_group_heartbeat;
@@ -85,6 +92,7 @@ use kafka_compat::codec::Request;
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 
 pub use policy::{Access, Checked, Forwarded, Hooks, Route, NEVER};
+pub use share_common::connection_closed as share_connection_closed;
 
 use crate::ctx::SharedCtx;
 use crate::metrics::error_codes::{self, Codes};
@@ -233,6 +241,10 @@ pub static HANDLERS: &[Handler] = &[
     api!(ConsumerGroupDescribe, consumer_group_describe, concurrent, per_item("DESCRIBE on each group"), any_node, NEVER, field, metered),
     api!(StreamsGroupHeartbeat, streams_group_heartbeat, concurrent, group(op::READ), any_node, NEVER, field, metered),
     api!(StreamsGroupDescribe, streams_group_describe, concurrent, per_item("DESCRIBE on each group"), any_node, NEVER, field, metered),
+    api!(ShareGroupHeartbeat, share_group_heartbeat, concurrent, group(op::READ), any_node, NEVER, field, metered),
+    api!(ShareGroupDescribe, share_group_describe, concurrent, per_item("DESCRIBE on each group"), any_node, NEVER, field, metered),
+    api!(ShareFetch, share_fetch, concurrent, per_item("READ on the group (a null group id is INVALID_REQUEST first), then READ on each topic"), any_node, NEVER, field, metered),
+    api!(ShareAcknowledge, share_acknowledge, concurrent, per_item("READ on the group (a null group id is INVALID_REQUEST first), then READ on each topic"), any_node, NEVER, field, metered),
     api!(DescribeQuorum, describe_quorum, concurrent, cluster(op::DESCRIBE), leader(describe_quorum::FORWARDED), NEVER, no_field, metered),
     api!(DescribeLogDirs, describe_log_dirs, concurrent, cluster(op::DESCRIBE), any_node, 1, field, metered),
     api!(DescribeTopicPartitions, describe_topic_partitions, concurrent, per_item("DESCRIBE on each topic"), any_node, 0, field, metered),

@@ -50,6 +50,7 @@ top_level!(
     renew_delegation_token: RenewDelegationTokenResponse,
     sasl_authenticate: SaslAuthenticateResponse,
     sasl_handshake: SaslHandshakeResponse,
+    share_group_heartbeat: ShareGroupHeartbeatResponse,
     streams_group_heartbeat: StreamsGroupHeartbeatResponse,
     sync_group: SyncGroupResponse,
     unregister_broker: UnregisterBrokerResponse,
@@ -127,6 +128,24 @@ pub fn consumer_group_describe(r: &ConsumerGroupDescribeResponse, c: &mut Codes)
 
 pub fn streams_group_describe(r: &StreamsGroupDescribeResponse, c: &mut Codes) {
     r.groups.iter().for_each(|g| c.add(g.error_code));
+}
+
+pub fn share_group_describe(r: &ShareGroupDescribeResponse, c: &mut Codes) {
+    r.groups.iter().for_each(|g| c.add(g.error_code));
+}
+
+/// The top-level code, then each partition's fetch and acknowledgement codes.
+pub fn share_fetch(r: &ShareFetchResponse, c: &mut Codes) {
+    c.add(r.error_code);
+    for p in r.responses.iter().flat_map(|t| &t.partitions) {
+        c.add(p.error_code);
+        c.add(p.acknowledge_error_code);
+    }
+}
+
+pub fn share_acknowledge(r: &ShareAcknowledgeResponse, c: &mut Codes) {
+    c.add(r.error_code);
+    r.responses.iter().flat_map(|t| &t.partitions).for_each(|p| c.add(p.error_code));
 }
 
 pub fn delete_groups(r: &DeleteGroupsResponse, c: &mut Codes) {

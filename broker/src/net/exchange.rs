@@ -28,6 +28,8 @@ pub struct Sender {
     pub ip: IpAddr,
     pub listener: Arc<str>,
     pub principal: Arc<KafkaPrincipal>,
+    /// `Request::connection_id`.
+    pub connection: u64,
 }
 
 /// What the writer sends back for one request: the encoded response (`None` for a produce
@@ -73,6 +75,10 @@ pub type Dispatched = Pin<Box<dyn Future<Output = Result<Pending, Refused>> + Se
 /// once the request is submitted (an ordered handler's first stage has run), with the reply
 /// still being computed.
 pub type Dispatch = fn(SharedCtx, Incoming) -> Dispatched;
+
+/// Called once a client connection closed, with its id (`Sender::connection`): what the
+/// connection held beyond its requests (share sessions) ends with it.
+pub type Closed = fn(&SharedCtx, u64);
 
 #[cfg(test)]
 mod tests {

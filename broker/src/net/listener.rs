@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::connections::{self, Connections, Slot};
-use super::exchange::{Dispatch, Incoming, Pending, Refused, Reply, Sender};
+use super::exchange::{Closed, Dispatch, Incoming, Pending, Refused, Reply, Sender};
 use super::framing::{self, Activity, FrameLimits, ReadError, RequestMemory, Reservation};
 use super::incidents::{ADDRESS_STATS, STATS};
 use super::tls::{self, Tls};
@@ -73,10 +73,16 @@ struct Shared {
     sasl: SaslView,
     /// The request pipeline (`pipeline`).
     dispatch: Dispatch,
+    /// What ends with a connection (`exchange::Closed`).
+    closed: Closed,
 }
 
 /// Serves every listener until the node stops.
-pub async fn serve_all(listeners: Vec<(TcpListener, Listener)>, ctx: SharedCtx, dispatch: Dispatch) {
+pub async fn serve_all(
+    listeners: Vec<(TcpListener, Listener)>,
+    ctx: SharedCtx,
+    (dispatch, closed): (Dispatch, Closed),
+) {
     let settings = ctx.config.settings.listener;
     let open_files_allow = connections::open_files_allow();
     let total_max = open_files_allow.map_or(settings.max_connections, |n| n.min(settings.max_connections));
@@ -98,6 +104,7 @@ pub async fn serve_all(listeners: Vec<(TcpListener, Listener)>, ctx: SharedCtx, 
         },
         sasl: SaslView::new(ctx.applied.clone()),
         dispatch,
+        closed,
     };
     let mut running = tokio::task::JoinSet::new();
     for (socket, listener) in listeners {
@@ -215,6 +222,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
     let mut reader = BufReader::new(reader);
     let (tx, rx) = mpsc::channel::<Pending>(limits::INFLIGHT_REQUESTS_PER_CONNECTION_MAX);
     let mut conn = Connection {
+        id: NEXT_CONNECTION_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         peer,
         principal,
         sasl: listener.sasl.clone().map(|settings| Session::new(settings, shared.sasl.clone(), peer)),
@@ -238,12 +246,17 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
     );
     let write_loop = tokio::spawn(writing);
     conn.read_loop(&mut reader, &shared).await;
+    (shared.closed)(&conn.ctx, conn.id);
     drop(conn);
     let _ = write_loop.await;
 }
 
+/// Connection ids (`Request::connection_id`); 0 is never one.
+static NEXT_CONNECTION_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// One connection's read side: who it is, its SASL exchange, and the queue to its writer.
 struct Connection {
+    id: u64,
     peer: SocketAddr,
     /// Before any SASL: the certificate's principal, or ANONYMOUS.
     principal: Arc<KafkaPrincipal>,
@@ -334,6 +347,7 @@ impl Connection {
                 .as_ref()
                 .and_then(Session::principal)
                 .unwrap_or_else(|| self.principal.clone()),
+            connection: self.id,
         };
         let lookup = codec::peek_prefix(&frame).is_ok_and(|p| {
             p.api_key == ApiKey::Metadata as i16 || p.api_key == ApiKey::FindCoordinator as i16

@@ -51,6 +51,7 @@ async fn route(ctx: SharedCtx, incoming: Incoming) -> Result<Pending, Refused> {
     request.client_address = Some(sender.ip);
     request.listener = Some(sender.listener);
     request.principal = sender.principal;
+    request.connection_id = sender.connection;
     let (key, version, corr) = (request.api_key, request.api_version, request.header.correlation_id);
     let metered = RequestMeter::new(&ctx, &request);
     let response: HandlerFuture = match handler.run {

@@ -13,7 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{LogId, StoredMembership};
 use crate::upgrade::TooNew;
-use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS, ONELOG_VERSION_STREAMS_GROUPS};
+use onelog_state::features::{
+    ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS, ONELOG_VERSION_SHARE_GROUPS,
+    ONELOG_VERSION_STREAMS_GROUPS,
+};
 use onelog_state::BrokerState;
 
 const MAGIC: &[u8; 4] = b"OLCP";
@@ -33,10 +36,13 @@ const MAGIC: &[u8; 4] = b"OLCP";
 // 10: KIP-1071 Streams groups follow the consumer groups (`onelog.version` 4), written only
 //    once that level is finalized, so that the build before (format 9) reads every
 //    checkpoint until then.
+// 11: KIP-932 share groups (members, then every share partition's record states) follow the
+//    Streams groups (`onelog.version` 5), written only once that level is finalized.
 const FORMAT_VERSION_LEGACY: u32 = 7;
 const FORMAT_VERSION_FEATURES: u32 = 8;
 const FORMAT_VERSION_CONSUMER_GROUPS: u32 = 9;
-const FORMAT_VERSION: u32 = 10;
+const FORMAT_VERSION_STREAMS_GROUPS: u32 = 10;
+const FORMAT_VERSION: u32 = 11;
 /// The formats this build reads; anything else is refused by name (`upgrade::TooNew`).
 pub const FORMAT_VERSIONS_READ: RangeInclusive<u32> = FORMAT_VERSION_LEGACY..=FORMAT_VERSION;
 
@@ -51,8 +57,10 @@ pub struct Checkpoint {
 /// that the previous release reads every checkpoint until an operator raises the level.
 fn format_version(state: &BrokerState) -> u32 {
     let features = &state.features;
-    if features.level(ONELOG_VERSION) >= ONELOG_VERSION_STREAMS_GROUPS {
+    if features.level(ONELOG_VERSION) >= ONELOG_VERSION_SHARE_GROUPS {
         FORMAT_VERSION
+    } else if features.level(ONELOG_VERSION) >= ONELOG_VERSION_STREAMS_GROUPS {
+        FORMAT_VERSION_STREAMS_GROUPS
     } else if features.level(ONELOG_VERSION) >= ONELOG_VERSION_CONSUMER_GROUPS {
         FORMAT_VERSION_CONSUMER_GROUPS
     } else if features.is_recorded() {
@@ -76,8 +84,14 @@ pub fn encode(checkpoint: &Checkpoint) -> Vec<u8> {
         bincode::serialize_into(&mut out, &checkpoint.state.consumer_groups)
             .expect("serializing to a Vec cannot fail");
     }
-    if version >= FORMAT_VERSION {
+    if version >= FORMAT_VERSION_STREAMS_GROUPS {
         bincode::serialize_into(&mut out, &checkpoint.state.streams_groups)
+            .expect("serializing to a Vec cannot fail");
+    }
+    if version >= FORMAT_VERSION {
+        bincode::serialize_into(&mut out, &checkpoint.state.share_groups)
+            .expect("serializing to a Vec cannot fail");
+        bincode::serialize_into(&mut out, &checkpoint.state.share_states)
             .expect("serializing to a Vec cannot fail");
     }
     let crc = crc32c::crc32c(&out);
@@ -111,8 +125,14 @@ pub fn decode(bytes: &[u8]) -> io::Result<Checkpoint> {
         checkpoint.state.consumer_groups =
             bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
     }
-    if version >= FORMAT_VERSION {
+    if version >= FORMAT_VERSION_STREAMS_GROUPS {
         checkpoint.state.streams_groups =
+            bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
+    }
+    if version >= FORMAT_VERSION {
+        checkpoint.state.share_groups =
+            bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
+        checkpoint.state.share_states =
             bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
     }
     if !input.is_empty() {
@@ -237,11 +257,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("checkpoint");
         let mut bytes = encode(&recorded());
-        bytes[4..8].copy_from_slice(&11u32.to_be_bytes());
+        bytes[4..8].copy_from_slice(&12u32.to_be_bytes());
         std::fs::write(&path, &bytes).unwrap();
         let message = load(&path).unwrap_err().to_string();
         let want =
-            format!("{}: checkpoint format version 11 is not one this build reads (7–10", path.display());
+            format!("{}: checkpoint format version 12 is not one this build reads (7–11", path.display());
         assert!(message.starts_with(&want), "{message}");
         // The start-up check reads the header alone, with the same message.
         assert!(check_format(&path).unwrap_err().to_string().starts_with(&want));

@@ -174,6 +174,13 @@ pub(super) fn op_kind(op: &Op) -> &'static str {
         Op::FenceStreamsGroupMember(_) => "FenceStreamsGroupMember",
         Op::StreamsGroupAssign(_) => "StreamsGroupAssign",
         Op::RecordStreamsLiveness(_) => "RecordStreamsLiveness",
+        Op::ShareGroupHeartbeat(_) => "ShareGroupHeartbeat",
+        Op::FenceShareGroupMember(_) => "FenceShareGroupMember",
+        Op::ShareAcquire(_) => "ShareAcquire",
+        Op::ShareAcknowledge(_) => "ShareAcknowledge",
+        Op::ShareRelease(_) => "ShareRelease",
+        Op::ShareExpireLocks(_) => "ShareExpireLocks",
+        Op::RecordShareLiveness(_) => "RecordShareLiveness",
     }
 }
 

@@ -16,7 +16,8 @@ use std::fmt;
 use std::ops::RangeInclusive;
 
 use onelog_state::features::{
-    FeatureUpdate, UpgradeType, GROUP_VERSION, ONELOG_VERSION, STREAMS_VERSION, TRANSACTION_VERSION,
+    FeatureUpdate, UpgradeType, GROUP_VERSION, ONELOG_VERSION, SHARE_VERSION, STREAMS_VERSION,
+    TRANSACTION_VERSION,
 };
 
 /// onelog's release, as `onelog --version` and the status page show it.
@@ -24,8 +25,13 @@ pub const RELEASE: &str = env!("CARGO_PKG_VERSION");
 
 /// The feature levels this build can serve: (name, min, max). A feature this build cannot
 /// serve at all is absent (Kafka's brokers list only features with a level above 0).
-pub const SUPPORTED: &[(&str, i16, i16)] =
-    &[(ONELOG_VERSION, 1, 4), (TRANSACTION_VERSION, 0, 2), (GROUP_VERSION, 0, 1), (STREAMS_VERSION, 0, 1)];
+pub const SUPPORTED: &[(&str, i16, i16)] = &[
+    (ONELOG_VERSION, 1, 5),
+    (TRANSACTION_VERSION, 0, 2),
+    (GROUP_VERSION, 0, 1),
+    (STREAMS_VERSION, 0, 1),
+    (SHARE_VERSION, 0, 1),
+];
 
 /// The supported range of `name`; `0..=0` for a feature this build does not know.
 pub fn supported(name: &str) -> RangeInclusive<i16> {
@@ -69,6 +75,8 @@ impl fmt::Display for TooNew {
     }
 }
 
+#[cfg(test)]
+mod golden_share_tests;
 #[cfg(test)]
 mod golden_streams_tests;
 #[cfg(test)]

@@ -8,6 +8,8 @@
 # COMPAT_GROUP_PROTOCOL=consumer: every group consumer uses the KIP-848 protocol),
 # java-4.4.0-member (dev.onelog.compat.clients.GroupMember: one consumer-protocol group member
 # driven over stdin/stdout, the Java half of the confluent driver's mixed_group scenario),
+# java-4.4.0-share (dev.onelog.compat.share.ShareDriver, the 4.4.0 build: KIP-932 share groups with
+# KafkaShareConsumer; its sources are in src/share/java, which only the 4.4.0 builds compile),
 # kafka-streams-4.4.0 (dev.onelog.compat.streams) or kafka-cli-4.4.0 (dev.onelog.compat.cli: the
 # Kafka 4.4.0 command-line tools from the Maven jars). COMPAT_BUILD_ONLY=1 builds and exits.
 # Environment: COMPAT_BOOTSTRAP, COMPAT_KILL_LEADER, COMPAT_PREFIX, COMPAT_TIMEOUT_S (see the
@@ -38,6 +40,10 @@ case "$client" in
             *-member) export COMPAT_GROUP_PROTOCOL="${COMPAT_GROUP_PROTOCOL:-consumer}"
                 main=dev.onelog.compat.clients.GroupMember ;;
         esac ;;
+    java-4.4.0-share)
+        variant=clients-4.4.0
+        maven_args=(-Dkafka.version=4.4.0)
+        main=dev.onelog.compat.share.ShareDriver ;;
     kafka-streams-4.4.0)
         variant=tools-4.4.0
         maven_args=(-Dkafka.version=4.4.0 -Dcompat.tools)

@@ -1,0 +1,68 @@
+//! The share groups' timers on the leader: every `GROUP_SESSION_CHECK_INTERVAL_MS`, the member
+//! fences due (`ShareCoordinator::due`), one op each; the members' liveness the log does not
+//! know yet, one op for all; and one `ShareExpireLocks` op for the groups holding an
+//! acquisition lock that passed. A lock ends at most one check interval after its deadline.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use onelog_state::command::{ShareExpireOp, TypedOp};
+
+use super::ShareCoordinator;
+use crate::clock::wall_clock_ms;
+use crate::config::share_group;
+use crate::leader::duties::DutyCtx;
+use crate::limits;
+
+pub fn start(ctx: Arc<DutyCtx>, coordinator: ShareCoordinator) {
+    tokio::spawn(run(ctx, coordinator));
+}
+
+async fn run(ctx: Arc<DutyCtx>, coordinator: ShareCoordinator) {
+    let mut tick = tokio::time::interval(Duration::from_millis(limits::GROUP_SESSION_CHECK_INTERVAL_MS));
+    loop {
+        tick.tick().await;
+        if !ctx.leadership.is_raft_leader() {
+            continue;
+        }
+        let term = ctx.leadership.term();
+        let now_ms = wall_clock_ms();
+        let (due, expire) = ctx.applied.state(|s| {
+            let of = |group: &str| {
+                let g = share_group::for_group(s.configs.groups.get(group));
+                (g.settings, g.limits)
+            };
+            let due = coordinator.due(term, &s.share_groups, of, now_ms);
+            let passed: Vec<_> = s
+                .share_states
+                .deadlines()
+                .into_iter()
+                .filter(|(_, deadline)| *deadline <= now_ms)
+                .map(|(group, _)| (group.to_string(), of(group).1))
+                .collect();
+            (due, passed)
+        });
+        if let Some(liveness) = due.liveness {
+            submit(&ctx, liveness).await;
+        }
+        for fence in due.fences {
+            tracing::info!(group = %fence.group_id, member = %fence.member_id,
+                "fencing a share group member whose session passed; its records are released");
+            submit(&ctx, fence).await;
+        }
+        if !expire.is_empty() {
+            submit(&ctx, ShareExpireOp { now_ms, groups: expire }).await;
+        }
+    }
+}
+
+/// Best effort: lost with leadership, the next leader's timers do it instead.
+async fn submit<T>(ctx: &DutyCtx, op: T)
+where
+    T: TypedOp + Send + 'static,
+    T::Output: Send + 'static,
+{
+    if let Ok(pending) = ctx.proposer.submit(op).await {
+        tokio::spawn(pending);
+    }
+}

@@ -1,0 +1,116 @@
+//! What ShareFetch and ShareAcknowledge share: Kafka 4.4's request checks before any
+//! partition is looked at, in its order (share groups enabled, a group id, READ on the group,
+//! a member id of 1 to 36 characters), the once-per-term release of what earlier terms'
+//! sessions held, and the release of what a session held when it closes (epoch -1), when a new
+//! one replaces it or when its connection closes, as Kafka's `ShareSessionCache` and
+//! `SharePartitionManager.releaseSession` do. A release the log does not take (leadership
+//! moved) is not lost: the records' locks still expire.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use onelog_state::command::ShareReleaseOp;
+use onelog_state::features::SHARE_VERSION;
+
+use super::share_group_heartbeat::{MEMBER_ID_CHARS_MAX, NOT_ENABLED};
+use crate::config::share_group;
+use crate::coord::share::sessions::SharePartitionKey;
+use crate::ctx::{Ctx, SharedCtx};
+use crate::incident::Incident;
+use crate::security::authz::{op, rt, Subject};
+
+/// A request refused as a whole: its top-level error code and message.
+pub type Refused = (i16, Option<String>);
+
+/// The group and member a share request names, once Kafka's checks passed.
+pub fn check(
+    ctx: &Ctx,
+    req: &Request,
+    group_id: Option<&str>,
+    member_id: Option<&str>,
+) -> Result<(String, String), Refused> {
+    if ctx.applied.state(|s| s.features.level(SHARE_VERSION)) < 1 {
+        return Err((error_code::UNSUPPORTED_VERSION, Some(NOT_ENABLED.to_string())));
+    }
+    let Some(group_id) = group_id else {
+        return Err((error_code::INVALID_REQUEST, Some("Invalid group id in the request.".to_string())));
+    };
+    if !ctx.authorizer.allowed(&Subject::of(req), rt::GROUP, group_id, op::READ) {
+        return Err((error_code::GROUP_AUTHORIZATION_FAILED, None));
+    }
+    match member_id {
+        Some(m) if !m.is_empty() && m.chars().count() <= MEMBER_ID_CHARS_MAX => {
+            Ok((group_id.to_string(), m.to_string()))
+        }
+        _ => Err((error_code::INVALID_REQUEST, Some("Invalid member id in the request.".to_string()))),
+    }
+}
+
+/// Before this term's first acquisition or acknowledgement: releases every record the groups
+/// hold, since the sessions that acquired them were an earlier leader's (a client opens a new
+/// session here and cannot acknowledge them). Once per term.
+pub async fn take_over(ctx: &Ctx) {
+    let term = ctx.leadership.term();
+    ctx.share_groups
+        .take_over(term, || async {
+            let groups = ctx.applied.state(|s| {
+                let held = s.share_states.deadlines();
+                held.into_keys()
+                    .map(|g| (g.to_string(), share_group::for_group(s.configs.groups.get(g)).limits))
+                    .collect::<Vec<_>>()
+            });
+            for (group_id, limits) in groups {
+                let op = ShareReleaseOp { group_id, member_id: None, partitions: None, limits };
+                if ctx.proposer.propose(op).await.is_err() {
+                    return false;
+                }
+            }
+            true
+        })
+        .await;
+}
+
+/// Releases what `member_id` holds in `partitions` (a closed or replaced session).
+pub async fn release(ctx: &Ctx, group_id: &str, member_id: &str, partitions: Vec<SharePartitionKey>) {
+    if partitions.is_empty() {
+        return;
+    }
+    let limits = ctx.applied.state(|s| share_group::for_group(s.configs.groups.get(group_id)).limits);
+    let op = ShareReleaseOp {
+        group_id: group_id.to_string(),
+        member_id: Some(member_id.to_string()),
+        partitions: Some(partitions),
+        limits,
+    };
+    if let Err(e) = ctx.proposer.propose(op).await {
+        // Not lost: the records' locks still expire.
+        RELEASE_FAILED.record(|tally| {
+            tracing::warn!(group_id, member_id, error = %e, suppressed = tally.suppressed,
+                "could not release a closed share session's records; their locks will expire")
+        });
+    }
+}
+
+static RELEASE_FAILED: Incident = Incident::new();
+
+/// Closes the member's share session (epoch -1) and releases what it held.
+pub async fn close(ctx: &Ctx, term: u64, key: &crate::coord::liveness::MemberKey) {
+    if let Some(session) = ctx.share_groups.close_session(term, key) {
+        release(ctx, &key.0, &key.1, session.partitions.into_iter().collect()).await;
+    }
+}
+
+/// A client connection closed: its share sessions close with it and what they held is
+/// released, as Kafka's `ShareSessionCache` does on a disconnect. Only this term's sessions
+/// (an earlier term's records were released when this one took over).
+pub fn connection_closed(ctx: &SharedCtx, connection: u64) {
+    let (term, sessions) = ctx.share_groups.disconnected(connection);
+    if sessions.is_empty() || term != ctx.leadership.term() || !ctx.is_leader() {
+        return;
+    }
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        for ((group_id, member_id), session) in sessions {
+            release(&ctx, &group_id, &member_id, session.partitions.into_iter().collect()).await;
+        }
+    });
+}
