@@ -58,8 +58,9 @@ fn kafka_features_describes_upgrades_and_refuses_as_kafka() -> Result<()> {
     let via_follower = cluster.kafka_addr(follower).to_string();
 
     // A new cluster starts at the newest levels this build supports.
-    let epoch = on_every_node(&cluster, &ids, "onelog.version", 4)?;
+    let epoch = on_every_node(&cluster, &ids, "onelog.version", 5)?;
     ensure!(described(&via_follower, "streams.version")?.2 == 1, "streams.version not finalized at 1");
+    ensure!(described(&via_follower, "share.version")?.2 == 1, "share.version not finalized at 1");
     ensure!(described(&via_follower, "group.version")?.2 == 1, "group.version not finalized at 1");
     let (min, max, level, _) = described(&via_follower, "transaction.version")?;
     ensure!((min, max, level) == (0, 2, 2), "transaction.version: {min} {max} {level}");
@@ -81,13 +82,13 @@ fn kafka_features_describes_upgrades_and_refuses_as_kafka() -> Result<()> {
     let leader_addr = cluster.kafka_addr(leader).to_string();
     refused(
         &via_follower,
-        &["upgrade", "--feature", "onelog.version=5"],
-        &format!("Invalid update version 5 for feature onelog.version. Local controller {leader} only supports versions 1-4"),
+        &["upgrade", "--feature", "onelog.version=6"],
+        &format!("Invalid update version 6 for feature onelog.version. Local controller {leader} only supports versions 1-5"),
     )?;
     refused(
         &leader_addr,
-        &["upgrade", "--feature", "share.version=1"],
-        "Invalid update version 1 for feature share.version. Local controller",
+        &["upgrade", "--feature", "share.version=2"],
+        "Invalid update version 2 for feature share.version. Local controller",
     )?;
     refused(
         &leader_addr,
@@ -114,6 +115,6 @@ fn kafka_features_describes_upgrades_and_refuses_as_kafka() -> Result<()> {
     }
     cluster.start_all()?;
     on_every_node(&cluster, &ids, "transaction.version", 1)?;
-    on_every_node(&cluster, &ids, "onelog.version", 4)?;
+    on_every_node(&cluster, &ids, "onelog.version", 5)?;
     cluster.check_none_exited()
 }

@@ -3,7 +3,8 @@
 //! it are acquired with delivery count 1; accepted ones never come back and released ones come
 //! back with count 2; bad input gets Kafka 4.4's codes with the records unchanged; after a
 //! kill -9 of the Raft leader, the records acquired and not acknowledged are available again
-//! with their delivery counts kept, and every record is accepted exactly once.
+//! with their delivery counts kept, and every record is accepted exactly once; the offsets APIs
+//! and `kafka-share-groups.sh` 4.4.0 list, describe, reset and delete.
 //! (Kafka's `KafkaShareConsumer` runs in the compatibility matrix,
 //! `scripts/compat.sh --clients java-4.4.0-share`.)
 
@@ -12,19 +13,23 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use harness::kafka::{create_topics, produce_numbered};
-use harness::{Cluster, ClusterOptions, RawClient};
+use harness::{java, Cluster, ClusterOptions, RawClient};
 use kafka_compat::error_code::{
-    INVALID_RECORD_STATE, INVALID_REQUEST, INVALID_SHARE_SESSION_EPOCH, NOT_COORDINATOR,
+    INVALID_RECORD_STATE, INVALID_REQUEST, INVALID_SHARE_SESSION_EPOCH, NON_EMPTY_GROUP, NOT_COORDINATOR,
     NOT_LEADER_OR_FOLLOWER, SHARE_SESSION_NOT_FOUND,
 };
+use kafka_protocol::messages::alter_share_group_offsets_request::{
+    AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+};
+use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::share_acknowledge_request::{
     AcknowledgePartition as AckPartition, AcknowledgeTopic as AckTopic, AcknowledgementBatch as AckBatch,
 };
 use kafka_protocol::messages::share_fetch_request::{AcknowledgementBatch, FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
-    GroupId, MetadataRequest, ShareAcknowledgeRequest, ShareFetchRequest, ShareFetchResponse,
-    ShareGroupHeartbeatRequest, TopicName,
+    AlterShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest, GroupId, MetadataRequest,
+    ShareAcknowledgeRequest, ShareFetchRequest, ShareFetchResponse, ShareGroupHeartbeatRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
@@ -34,6 +39,7 @@ const TOPIC: &str = "jobs";
 const MEMBER: &str = "7cd1e3a4-0000-4000-8000-000000000001";
 const ACCEPT: i8 = 1;
 const RELEASE: i8 = 2;
+const SHARE_TOOL: &str = "org.apache.kafka.tools.consumer.group.ShareGroupCommand";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn share_group_records_survive_a_leader_kill_acknowledged_once() {
@@ -55,6 +61,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     ensure!(acquired(&got) == vec![(0, 9, 1)], "ten records, first delivery: {:?}", acquired(&got));
 
     bad_input(&mut share).await?;
+    follower_answers(cluster, topic_id).await?;
     // Accept 0-4, release 5-9: only 5-9 come back, delivered twice.
     let back = share.fetch(&[(0, 4, ACCEPT), (5, 9, RELEASE)], 5_000).await?;
     ensure!(ack_codes(&back).iter().all(|c| *c == 0), "acknowledged: {back:?}");
@@ -80,7 +87,78 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     let done = share.fetch(&[(5, 9, ACCEPT)], 500).await?;
     ensure!(ack_codes(&done).iter().all(|c| *c == 0) && acquired(&done).is_empty(), "all accepted: {done:?}");
     cluster.start_node(leader)?;
+    offsets(cluster).await
+}
+
+/// DescribeShareGroupOffsets: every record accepted, the start offset at the end and no lag;
+/// AlterShareGroupOffsets refuses a group with members (NON_EMPTY_GROUP), as Kafka.
+async fn offsets(cluster: &mut Cluster) -> Result<()> {
+    let leader = cluster.leader()?;
+    let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
+    let describe = DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+        DescribeShareGroupOffsetsRequestGroup::default()
+            .with_group_id(GroupId(text(GROUP)))
+            .with_topics(None),
+    ]);
+    let described = client.request(1, &describe).await?;
+    let partitions: Vec<(i64, i64)> = described
+        .groups
+        .iter()
+        .flat_map(|g| &g.topics)
+        .flat_map(|t| &t.partitions)
+        .map(|p| (p.start_offset, p.lag))
+        .collect();
+    ensure!(partitions == vec![(10, 0)], "start offset 10, lag 0: {described:?}");
+    let alter =
+        AlterShareGroupOffsetsRequest::default().with_group_id(GroupId(text(GROUP))).with_topics(vec![
+            AlterShareGroupOffsetsRequestTopic::default()
+                .with_topic_name(TopicName(text(TOPIC)))
+                .with_partitions(vec![AlterShareGroupOffsetsRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_start_offset(0)]),
+        ]);
+    let altered = client.request(0, &alter).await?;
+    ensure!(altered.error_code == NON_EMPTY_GROUP, "a reset with a member in the group: {altered:?}");
+    tools(cluster).await
+}
+
+/// kafka-share-groups.sh of Kafka 4.4.0: list, describe members, offsets and state; once the
+/// member left, reset the offsets to the earliest, delete them, and delete the group.
+async fn tools(cluster: &mut Cluster) -> Result<()> {
+    let bootstrap = cluster.live_bootstrap();
+    let listed = share_tool(&bootstrap, &["--list"])?.stdout;
+    ensure!(listed.lines().any(|l| l.trim() == GROUP), "--list: {listed}");
+    let members = share_tool(&bootstrap, &["--describe", "--group", GROUP, "--members"])?.stdout;
+    ensure!(members.contains(MEMBER), "--describe --members: {members}");
+    let state = share_tool(&bootstrap, &["--describe", "--group", GROUP, "--state"])?.stdout;
+    ensure!(state.contains("Stable"), "--describe --state: {state}");
+    let offsets = share_tool(&bootstrap, &["--describe", "--group", GROUP, "--offsets"])?.stdout;
+    ensure!(
+        offsets.lines().any(|l| l.contains(TOPIC) && l.contains(" 10 ")),
+        "--describe --offsets: {offsets}"
+    );
+
+    let left = heartbeat(cluster, -1).await?;
+    ensure!(left == (0, -1), "leave: {left:?}");
+    let reset = ["--reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-earliest", "--execute"];
+    let reset = share_tool(&bootstrap, &reset)?.stdout;
+    ensure!(reset.contains(TOPIC), "--reset-offsets: {reset}");
+    let offsets = share_tool(&bootstrap, &["--describe", "--group", GROUP, "--offsets"])?.stdout;
+    ensure!(offsets.lines().any(|l| l.contains(TOPIC) && l.contains(" 0 ")), "after the reset: {offsets}");
+    let deleted = share_tool(&bootstrap, &["--delete-offsets", "--group", GROUP, "--topic", TOPIC])?.stdout;
+    ensure!(deleted.contains(TOPIC), "--delete-offsets: {deleted}");
+    let deleted = share_tool(&bootstrap, &["--delete", "--group", GROUP])?.stdout;
+    ensure!(deleted.contains("success"), "--delete: {deleted}");
+    let listed = share_tool(&bootstrap, &["--list"])?.stdout;
+    ensure!(!listed.lines().any(|l| l.trim() == GROUP), "still listed after --delete: {listed}");
     Ok(())
+}
+
+/// kafka-share-groups.sh of Kafka 4.4.0.
+fn share_tool(bootstrap: &str, args: &[&str]) -> Result<java::Output> {
+    let mut all = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    java::Clients::Kafka44.run_text(SHARE_TOOL, &all)
 }
 
 /// Kafka 4.4's codes, each leaving the member's acquired records as they were (the next
@@ -106,6 +184,34 @@ async fn bad_input(share: &mut Share) -> Result<()> {
         ensure!(ack_codes(&answer) == vec![INVALID_REQUEST], "{why}: {answer:?}");
         ensure!(acquired(&answer).is_empty(), "{why}: nothing new acquired");
     }
+    Ok(())
+}
+
+/// Regression: a follower answered a session's next ShareFetch with no partitions and no
+/// error, and a Java share consumer whose cached leader it was asked it again at once, tens
+/// of thousands of times a second, for as long as the follower had not applied the new term.
+/// A follower holds no share session: SHARE_SESSION_NOT_FOUND; an opening fetch gets each
+/// partition NOT_LEADER_OR_FOLLOWER naming the leader, and the leader's address.
+async fn follower_answers(cluster: &mut Cluster, topic_id: Uuid) -> Result<()> {
+    let leader = cluster.leader()?;
+    let follower = cluster.ids().into_iter().find(|id| *id != leader).context("a follower")?;
+    let client = RawClient::connect_negotiated(cluster.kafka_addr(follower)).await?;
+    let mut share = Share { client, topic_id, member: MEMBER.into(), epoch: 0 };
+    let next = share.raw(3, &[], 0).await?;
+    ensure!(next.error_code == SHARE_SESSION_NOT_FOUND, "a session's next fetch at a follower: {next:?}");
+    let opening = share.raw(0, &[], 0).await?;
+    let hints: Vec<(i16, i32)> = opening
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| (p.error_code, p.current_leader.leader_id))
+        .collect();
+    ensure!(
+        hints == vec![(NOT_LEADER_OR_FOLLOWER, leader as i32)],
+        "an opening fetch at a follower: {opening:?}"
+    );
+    let endpoints: Vec<i32> = opening.node_endpoints.iter().map(|e| e.node_id.0).collect();
+    ensure!(endpoints == vec![leader as i32], "the leader's address: {opening:?}");
     Ok(())
 }
 

@@ -47,14 +47,10 @@ pub fn apply_op(
 ) -> OpResult {
     let now_ms = stamp.now_ms;
     match op {
-        Op::InitCluster(init) => {
-            state.cluster_id.get_or_insert_with(|| init.cluster_id.clone());
-            OpResult::Done
-        }
-        Op::SetLimits(limits) => {
-            state.limits = *limits;
-            OpResult::Done
-        }
+        Op::InitCluster(init) => done(state, now_ms, |s, _| {
+            s.cluster_id = s.cluster_id.take().or_else(|| Some(init.cluster_id.clone()))
+        }),
+        Op::SetLimits(limits) => done(state, now_ms, |s, _| s.limits = *limits),
         Op::Produce(produce) => OpResult::Produced(apply_produce(state, now_ms, produce, effects)),
         Op::CreateTopics(op) => {
             OpResult::Items(op.topics.iter().map(|t| create_topic(state, t, effects)).collect())
@@ -109,6 +105,8 @@ pub fn apply_op(
         Op::ShareRelease(op) => apply_share::release(state, op),
         Op::ShareExpireLocks(op) => apply_share::expire(state, op),
         Op::RecordShareLiveness(op) => apply_share::record_liveness(state, op),
+        Op::ShareResetOffsets(op) => apply_share::reset_offsets(state, op),
+        Op::ShareDeleteOffsets(op) => apply_share::delete_offsets(state, op),
     }
 }
 

@@ -2,10 +2,12 @@
 //! members' joins and leaves. The group logic is `consumer_group`'s; what lives here is where
 //! it meets the rest of the state: a group id that a classic group with members holds is a
 //! consumer group's only through an upgrade, and a downgrade hands it back to the classic
-//! groups' record (online migration, around-spec §4).
+//! groups' record (online migration, around-spec §4). A KIP-932 share group's id is never a
+//! consumer or classic group's: its heartbeats, generations and commits are refused.
 
 use kafka_compat::error_code;
 
+use crate::apply_share::is_share_group;
 use crate::command::{
     ClassicJoinOp, ClassicLeaveOp, ConsumerGroupHeartbeatOp, DeleteGroupsOp, FenceMemberOp, GenerationOp,
     GroupDeletion, LivenessOp, OffsetCommitEntry, OffsetCommitOp, OpResult, SeenMember,
@@ -158,9 +160,12 @@ pub(crate) fn record_liveness(state: &mut BrokerState, op: &LivenessOp) -> OpRes
 /// join through `ConsumerGroupClassicJoin`, and should a classic generation have raced a
 /// heartbeat into the log, it is not recorded, so its commits are refused as from unknown
 /// members. A downgraded group's first generation ends its rebalance (`downgraded`). A
-/// Streams group yields its id alike (`apply_streams::yield_to_classic`).
+/// Streams group yields its id alike (`apply_streams::yield_to_classic`). A share group never
+/// does: Kafka's `classicGroupJoin` refuses every join onto one, empty or not
+/// (INCONSISTENT_GROUP_PROTOCOL), so a generation that raced a share heartbeat into the log
+/// is not recorded.
 pub(crate) fn complete_generation(state: &mut BrokerState, op: &GenerationOp) -> OpResult {
-    if !crate::apply_streams::yield_to_classic(state, op) {
+    if is_share_group(state, &op.group_id) || !crate::apply_streams::yield_to_classic(state, op) {
         return OpResult::Done;
     }
     match state.consumer_groups.groups.get(&op.group_id) {
@@ -183,10 +188,14 @@ pub(crate) fn delete_groups(state: &mut BrokerState, op: &DeleteGroupsOp) -> OpR
 
 /// DeleteGroups of one group: a consumer group is deleted only when it has no member
 /// (NON_EMPTY_GROUP otherwise, whatever the leader saw), with its committed offsets; a
-/// Streams group as `apply_streams::delete_group` decides; any other group as
+/// Streams group as `apply_streams::delete_group` decides, a share group as
+/// `apply_share::delete_group`; any other group as
 /// `Groups::delete_group` does.
 fn delete_group(state: &mut BrokerState, deletion: &GroupDeletion) -> CommitResult {
     if let Some(result) = crate::apply_streams::delete_group(state, deletion) {
+        return result;
+    }
+    if let Some(result) = crate::apply_share::delete_group(state, &deletion.group_id) {
         return result;
     }
     let Some(group) = state.consumer_groups.groups.get(&deletion.group_id) else {
@@ -252,6 +261,9 @@ pub fn check_txn_offset_commit(state: &BrokerState, op: &crate::command::TxnOffs
 }
 
 /// One commit of either API against the consumer or Streams group `group_id`, if there is one.
+/// A share group commits no offsets: every commit to its id is GROUP_ID_NOT_FOUND, whatever
+/// the generation or version (Kafka's `ShareGroup.validateOffsetCommit`: "Group X is not a
+/// consumer group.").
 fn check_commit_as(
     state: &BrokerState,
     group_id: &str,
@@ -260,6 +272,9 @@ fn check_commit_as(
     commits: &[OffsetCommitEntry],
     api: CommitApi,
 ) -> Option<i16> {
+    if is_share_group(state, group_id) {
+        return Some(error_code::GROUP_ID_NOT_FOUND);
+    }
     if state.streams_groups.groups.contains_key(group_id) {
         let request =
             CommitRequest { group_id, member_id, instance_id: None, member_epoch, api, partitions: &[] };

@@ -275,3 +275,71 @@ fn commits_to_the_internal_offsets_topic_are_taken_from_onelog_version_3() {
     assert_eq!(commit(&mut state), error_code::NONE);
     assert_eq!(state.groups.committed("g", crate::internal_topic::NAME, 0).map(|c| c.offset), Some(0));
 }
+
+/// A share group `g` with member `s` on topic `t`, and after `empty` with none: Kafka refuses
+/// the other types alike in both cases.
+fn with_share_group(empty: bool) -> BrokerState {
+    use crate::testing::share_heartbeat;
+    let mut state = with_topic();
+    let OpResult::ShareHeartbeat(answer) = apply(&mut state, share_heartbeat("g", "s", 0, &["t"])) else {
+        panic!("not a share heartbeat result")
+    };
+    assert!(answer.is_ok(), "share join refused: {answer:?}");
+    if empty {
+        apply(&mut state, share_heartbeat("g", "s", -1, &[]));
+        assert!(state.share_groups.groups["g"].members.is_empty());
+    }
+    state
+}
+
+#[test]
+fn a_consumer_heartbeat_is_refused_for_a_share_group_id_empty_or_not() {
+    for empty in [false, true] {
+        let mut state = with_share_group(empty);
+        let before = state.clone();
+        // Kafka's `getOrMaybeCreateConsumerGroup`: only an empty classic group is taken over.
+        let OpResult::Heartbeat(Err(refusal)) = heartbeat(&mut state, join("g", "m1", &["t"])) else {
+            panic!("consumer join accepted onto a share group (empty: {empty})")
+        };
+        assert_eq!(refusal.code, error_code::GROUP_ID_NOT_FOUND);
+        assert_eq!(refusal.message.as_deref(), Some("Group g is not a consumer group."));
+        assert_eq!(state, before, "a refused heartbeat changes nothing");
+    }
+}
+
+#[test]
+fn a_classic_generation_is_never_recorded_over_a_share_group() {
+    for empty in [false, true] {
+        let mut state = with_share_group(empty);
+        let before = state.clone();
+        apply(&mut state, generation("g", 1, &["classic-1"]));
+        assert_eq!(state, before, "empty: {empty}");
+    }
+}
+
+#[test]
+fn commits_to_a_share_group_id_are_refused_as_kafkas_share_group_refuses_them() {
+    use crate::command::TxnOffsetCommitOp;
+    use crate::txns::ProducerIdEpoch;
+    for empty in [false, true] {
+        let mut state = with_share_group(empty);
+        let before = state.clone();
+        let OpResult::Items(items) = apply(&mut state, admin_commit("g", 5)) else { panic!("not items") };
+        assert_eq!(items, vec![(error_code::GROUP_ID_NOT_FOUND, None)]);
+        assert_eq!(state, before, "nothing stored (empty: {empty})");
+        let Op::OffsetCommit(commit) = admin_commit("g", 5) else { unreachable!() };
+        let member = OffsetCommitOp { generation_id: 3, member_id: "s".into(), ..commit.clone() };
+        let checked = crate::apply_consumer::check_offset_commit(&state, &member, 9);
+        assert_eq!(checked, Some(error_code::GROUP_ID_NOT_FOUND));
+        let txn = TxnOffsetCommitOp {
+            transactional_id: "tx".into(),
+            producer: ProducerIdEpoch { producer_id: 1, producer_epoch: 0 },
+            group_id: "g".into(),
+            generation_id: -1,
+            member_id: String::new(),
+            commits: commit.commits,
+        };
+        let checked = crate::apply_consumer::check_txn_offset_commit(&state, &txn);
+        assert_eq!(checked, Some(error_code::GROUP_ID_NOT_FOUND));
+    }
+}

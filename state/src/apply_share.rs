@@ -8,10 +8,11 @@
 use kafka_compat::error_code;
 
 use crate::command::{
-    FenceShareMemberOp, OpResult, ShareAcknowledgeOp, ShareAcquireOp, ShareExpireOp, ShareGroupHeartbeatOp,
-    ShareLivenessOp, ShareReleaseOp,
+    FenceShareMemberOp, OpResult, ShareAcknowledgeOp, ShareAcquireOp, ShareDeleteOffsetsOp, ShareExpireOp,
+    ShareGroupHeartbeatOp, ShareLivenessOp, ShareReleaseOp, ShareResetOffsetsOp,
 };
 use crate::consumer_group::{Refusal, TopicId};
+use crate::groups::CommitResult;
 use crate::share_group::LEAVE_GROUP_MEMBER_EPOCH;
 use crate::share_partition::{AckError, AcquireInput, Acquired};
 use crate::BrokerState;
@@ -139,4 +140,54 @@ pub(crate) fn release(state: &mut BrokerState, op: &ShareReleaseOp) -> OpResult 
 pub(crate) fn expire(state: &mut BrokerState, op: &ShareExpireOp) -> OpResult {
     state.share_states.expire(op.now_ms, &op.groups);
     OpResult::Done
+}
+
+/// The refusal of an offsets change: another type's id, or a share group with members
+/// (Kafka's `throwIfShareGroupIsNotEmpty`).
+fn not_empty_or_other(state: &BrokerState, group_id: &str) -> Option<Refusal> {
+    if let Some(refusal) = other_type(state, group_id) {
+        return Some(refusal);
+    }
+    let members = state.share_groups.groups.get(group_id).is_some_and(|g| !g.members.is_empty());
+    members.then(|| Refusal::new(error_code::NON_EMPTY_GROUP, "The group is not empty."))
+}
+
+/// AlterShareGroupOffsets: each named partition starts over at its offset (never below the
+/// log start), every record of it available again. A group no type holds is created empty,
+/// as Kafka's `getOrMaybeCreateShareGroup`.
+pub(crate) fn reset_offsets(state: &mut BrokerState, op: &ShareResetOffsetsOp) -> OpResult {
+    if let Some(refusal) = not_empty_or_other(state, &op.group_id) {
+        return OpResult::ShareOffsetsReset(Err(refusal));
+    }
+    state.share_groups.groups.entry(op.group_id.clone()).or_default();
+    for (topic_id, partition, offset) in &op.partitions {
+        let Some(log_start) = log_start(state, topic_id, *partition) else { continue };
+        let share = state.share_states.get_or_start(&op.group_id, *topic_id, *partition, log_start);
+        share.reset((*offset).max(log_start));
+    }
+    OpResult::ShareOffsetsReset(Ok(()))
+}
+
+/// DeleteShareGroupOffsets: forgets the group's state of each named topic; per topic whether
+/// there was any (Kafka: "There is no offset information to delete.").
+pub(crate) fn delete_offsets(state: &mut BrokerState, op: &ShareDeleteOffsetsOp) -> OpResult {
+    if let Some(refusal) = not_empty_or_other(state, &op.group_id) {
+        return OpResult::ShareOffsetsDeleted(Err(refusal));
+    }
+    let group = state.share_states.groups.get_mut(&op.group_id);
+    let Some(group) = group else { return OpResult::ShareOffsetsDeleted(Ok(vec![false; op.topics.len()])) };
+    let deleted = op.topics.iter().map(|t| group.remove(t).is_some()).collect();
+    OpResult::ShareOffsetsDeleted(Ok(deleted))
+}
+
+/// DeleteGroups of a share group: only an empty one, with its share state. None when no share
+/// group holds the id.
+pub(crate) fn delete_group(state: &mut BrokerState, group_id: &str) -> Option<CommitResult> {
+    let group = state.share_groups.groups.get(group_id)?;
+    if !group.members.is_empty() {
+        return Some((error_code::NON_EMPTY_GROUP, Some(format!("group '{group_id}' has members"))));
+    }
+    state.share_groups.groups.remove(group_id);
+    state.share_states.drop_group(group_id);
+    Some((error_code::NONE, None))
 }

@@ -6,11 +6,13 @@
 //! group or a classic group with members holds (an emptied classic group's id it takes,
 //! keeping the committed offsets: the offline migration from `classic` to `streams`), a
 //! consumer group never takes a Streams group's id, and a classic generation takes only an
-//! empty Streams group's.
+//! empty Streams group's. Neither a Streams nor a consumer group takes a KIP-932 share group's
+//! id (`other_type`, `not_consumer`).
 
 use kafka_compat::error_code;
 
 use crate::apply_consumer::classic_group_has_members;
+use crate::apply_share::is_share_group;
 use crate::command::{
     FenceStreamsMemberOp, GenerationOp, GroupDeletion, OffsetCommitEntry, OpResult, StreamsAssignOp,
     StreamsGroupHeartbeatOp, StreamsLivenessOp,
@@ -37,10 +39,12 @@ pub(crate) fn heartbeat(state: &mut BrokerState, op: &StreamsGroupHeartbeatOp) -
 }
 
 /// GROUP_ID_NOT_FOUND when a group of another type holds the id (Kafka's "Group X is not a
-/// streams group.").
+/// streams group."): a consumer group, a classic group with members, or a KIP-932 share group,
+/// empty or not (`getOrCreateStreamsGroup` converts only an empty classic group).
 pub fn other_type(state: &BrokerState, group_id: &str) -> Option<Refusal> {
-    let taken =
-        state.consumer_groups.groups.contains_key(group_id) || classic_group_has_members(state, group_id);
+    let taken = state.consumer_groups.groups.contains_key(group_id)
+        || classic_group_has_members(state, group_id)
+        || is_share_group(state, group_id);
     let streams = state.streams_groups.groups.contains_key(group_id);
     (taken && !streams).then(|| {
         Refusal::new(error_code::GROUP_ID_NOT_FOUND, format!("Group {group_id} is not a streams group."))
@@ -48,10 +52,11 @@ pub fn other_type(state: &BrokerState, group_id: &str) -> Option<Refusal> {
 }
 
 /// GROUP_ID_NOT_FOUND "Group X is not a consumer group." for a ConsumerGroupHeartbeat when a
-/// Streams group holds the id, empty or not: Kafka's `getOrMaybeCreateConsumerGroup` takes
-/// over only an empty classic group.
+/// Streams or share group holds the id, empty or not: Kafka's `getOrMaybeCreateConsumerGroup`
+/// takes over only an empty classic group.
 pub fn not_consumer(state: &BrokerState, group_id: &str) -> Option<Refusal> {
-    state.streams_groups.groups.contains_key(group_id).then(|| {
+    let taken = state.streams_groups.groups.contains_key(group_id) || is_share_group(state, group_id);
+    taken.then(|| {
         Refusal::new(error_code::GROUP_ID_NOT_FOUND, format!("Group {group_id} is not a consumer group."))
     })
 }

@@ -219,3 +219,27 @@ fn a_streams_join_takes_an_emptied_classic_group_keeping_its_offsets() {
     );
     assert_eq!(state.groups.committed("g", "t", 0).map(|c| c.offset), Some(42), "the offsets stayed");
 }
+
+/// Kafka's `getOrCreateStreamsGroup` takes over only an empty classic group: a share group's
+/// id, empty or not, is refused and left as it was.
+#[test]
+fn a_streams_heartbeat_is_refused_for_a_share_group_id_empty_or_not() {
+    use crate::testing::share_heartbeat;
+    let mut state = BrokerState::default();
+    apply(&mut state, create_topic("t", 2, 7));
+    apply(&mut state, share_heartbeat("g", "s", 0, &["t"]));
+    assert!(state.share_groups.groups["g"].members.contains_key("s"));
+    for leave_first in [false, true] {
+        if leave_first {
+            apply(&mut state, share_heartbeat("g", "s", -1, &[]));
+        }
+        let before = state.clone();
+        let OpResult::StreamsHeartbeat(answer) = streams_heartbeat(&mut state, streams_join("g", "m")) else {
+            panic!("not a Streams heartbeat result")
+        };
+        let refusal = answer.unwrap_err();
+        assert_eq!(refusal.code, error_code::GROUP_ID_NOT_FOUND);
+        assert_eq!(refusal.message.as_deref(), Some("Group g is not a streams group."));
+        assert_eq!(state, before);
+    }
+}

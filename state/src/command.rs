@@ -132,6 +132,12 @@ pub enum Op {
     /// When the leader last heard from share members whose steady heartbeats wrote nothing.
     /// `onelog.version` 5.
     RecordShareLiveness(ShareLivenessOp),
+    /// AlterShareGroupOffsets: an empty share group's partitions start over at the given
+    /// offsets. `onelog.version` 5.
+    ShareResetOffsets(ShareResetOffsetsOp),
+    /// DeleteShareGroupOffsets: an empty share group forgets its state of the given topics.
+    /// `onelog.version` 5.
+    ShareDeleteOffsets(ShareDeleteOffsetsOp),
 }
 
 impl Op {
@@ -184,7 +190,9 @@ impl Op {
             | Op::ShareAcknowledge(_)
             | Op::ShareRelease(_)
             | Op::ShareExpireLocks(_)
-            | Op::RecordShareLiveness(_) => crate::features::ONELOG_VERSION_SHARE_GROUPS,
+            | Op::RecordShareLiveness(_)
+            | Op::ShareResetOffsets(_)
+            | Op::ShareDeleteOffsets(_) => crate::features::ONELOG_VERSION_SHARE_GROUPS,
         }
     }
 
@@ -519,6 +527,11 @@ pub enum OpResult {
     ShareAcquired(Vec<Vec<sp::Acquired>>),
     /// ShareAcknowledge: per partition of the op, in order, applied or refused as a whole.
     ShareAcknowledged(Vec<Result<(), sp::AckError>>),
+    /// ShareDeleteOffsets: per topic of the op, whether the group had state of it; or the
+    /// group's refusal.
+    ShareOffsetsDeleted(Result<Vec<bool>, cg::Refusal>),
+    /// ShareResetOffsets: done, or the group's refusal.
+    ShareOffsetsReset(Result<(), cg::Refusal>),
 }
 
 /// A ShareGroupHeartbeat as the leader proposes it: the request, the group's effective
@@ -602,6 +615,21 @@ pub struct ShareReleaseOp {
 pub struct ShareExpireOp {
     pub now_ms: i64,
     pub groups: Vec<(String, sp::Limits)>,
+}
+
+/// Resets an empty share group's partitions (created empty if no group holds the id, as Kafka's
+/// `alterShareGroupOffsets`): (topic id, partition, new start offset).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShareResetOffsetsOp {
+    pub group_id: String,
+    pub partitions: Vec<(cg::TopicId, i32, i64)>,
+}
+
+/// Deletes an empty share group's state of the named topics.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShareDeleteOffsetsOp {
+    pub group_id: String,
+    pub topics: Vec<cg::TopicId>,
 }
 
 /// Share members the leader heard from (its clock, ms), each later than the log knew.
@@ -761,6 +789,8 @@ typed_op!(Box<ShareAcknowledgeOp>, ShareAcknowledge, Vec<Result<(), sp::AckError
 typed_op!(ShareReleaseOp, ShareRelease, (), |r| OpResult::Done => ());
 typed_op!(ShareExpireOp, ShareExpireLocks, (), |r| OpResult::Done => ());
 typed_op!(ShareLivenessOp, RecordShareLiveness, (), |r| OpResult::Done => ());
+typed_op!(ShareResetOffsetsOp, ShareResetOffsets, Result<(), cg::Refusal>, |r| OpResult::ShareOffsetsReset(d) => d);
+typed_op!(ShareDeleteOffsetsOp, ShareDeleteOffsets, Result<Vec<bool>, cg::Refusal>, |r| OpResult::ShareOffsetsDeleted(d) => d);
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

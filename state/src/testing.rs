@@ -167,3 +167,26 @@ pub fn consumer_join(group: &str, member: &str) -> crate::consumer_group::Heartb
         ..Default::default()
     }
 }
+
+/// A KIP-932 ShareGroupHeartbeat op of `member` in `group` at `epoch` (0 joins subscribed to
+/// `topics`, -1 leaves), with Kafka's default settings and limits.
+pub fn share_heartbeat(group: &str, member: &str, epoch: i32, topics: &[&str]) -> crate::command::Op {
+    let heartbeat = crate::share_group::Heartbeat {
+        group_id: group.into(),
+        member_id: member.into(),
+        member_epoch: epoch,
+        subscribed_topic_names: (epoch == 0).then(|| topics.iter().map(|t| t.to_string()).collect()),
+        ..Default::default()
+    };
+    let limits = crate::share_partition::Limits {
+        delivery_count_limit: 5,
+        max_in_flight_records: 2_000,
+        renew_enabled: true,
+    };
+    crate::command::Op::ShareGroupHeartbeat(Box::new(crate::command::ShareGroupHeartbeatOp {
+        heartbeat,
+        settings: Default::default(),
+        limits,
+        now_ms: 1_000,
+    }))
+}

@@ -13,6 +13,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
 
+use super::share_groups::{self, ShareGroupRow};
 use crate::ctx::SharedCtx;
 use crate::metrics::recorded::PLAINTEXT;
 use crate::net::incidents::STATS;
@@ -69,6 +70,10 @@ pub struct Snapshot {
     /// KIP-1071 Streams groups by state (`NotReady`, `Stable`, ...); only where the node
     /// coordinates.
     pub streams_groups: ByState,
+    /// KIP-932 share groups by state (`Empty`, `Stable`), and each one's figures; only where
+    /// the node coordinates.
+    pub share_groups: ByState,
+    pub share_group_rows: Vec<ShareGroupRow>,
     pub connections_open: u64,
     pub request_memory_bytes: u64,
     pub listener_incidents: Vec<(&'static str, u64)>,
@@ -86,9 +91,9 @@ pub async fn gather(sources: Sources<'_>) -> Snapshot {
     let membership = metrics.membership_config.membership();
     let applied = sources.applied.with_partitions(|applied, logs| AppliedReading::of(&applied.state, logs));
     let is_leader = metrics.current_leader == Some(sources.node_id);
-    let (groups, streams_groups) = match &sources.serving {
-        Some(ctx) if is_leader => group_states(ctx),
-        _ => Default::default(),
+    let groups = match &sources.serving {
+        Some(ctx) if is_leader => GroupReading::of(ctx),
+        _ => GroupReading::default(),
     };
     Snapshot {
         node_id: sources.node_id,
@@ -106,8 +111,10 @@ pub async fn gather(sources: Sources<'_>) -> Snapshot {
         partitions: applied.partitions,
         transactions_open: applied.transactions_open,
         transactional_ids: applied.transactional_ids,
-        groups,
-        streams_groups,
+        groups: groups.consumer,
+        streams_groups: groups.streams,
+        share_groups: groups.share,
+        share_group_rows: groups.share_rows,
         connections_open: STATS.connections_open.load(Ordering::Relaxed),
         request_memory_bytes: STATS.request_memory_bytes.load(Ordering::Relaxed),
         listener_incidents: listener_incidents(),
@@ -190,21 +197,43 @@ fn listener_incidents() -> Vec<(&'static str, u64)> {
 /// Groups counted by state name.
 type ByState = Vec<(&'static str, usize)>;
 
-/// Groups by state: the consumer groups (classic and KIP-848), then the Streams groups, whose
-/// states are of another kind (`NotReady`) and whose dashboards are another's.
-fn group_states(ctx: &SharedCtx) -> (ByState, ByState) {
-    let (mut consumer, mut streams) = (BTreeMap::new(), BTreeMap::new());
-    for group in crate::handlers::list_groups::listed(ctx) {
-        let by_state = if group.is_streams() { &mut streams } else { &mut consumer };
-        *by_state.entry(group.state).or_insert(0) += 1;
+/// What a scrape reads of the groups on the serving leader. By state: the consumer groups
+/// (classic and KIP-848), then the Streams and the share groups, whose states are of another
+/// kind (`NotReady`) and whose dashboards are another's; and each share group's figures.
+#[derive(Default)]
+struct GroupReading {
+    consumer: ByState,
+    streams: ByState,
+    share: ByState,
+    share_rows: Vec<ShareGroupRow>,
+}
+
+impl GroupReading {
+    fn of(ctx: &SharedCtx) -> GroupReading {
+        let (mut consumer, mut streams, mut share) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        for group in crate::handlers::list_groups::listed(ctx) {
+            let by_state = if group.is_streams() {
+                &mut streams
+            } else if group.is_share() {
+                &mut share
+            } else {
+                &mut consumer
+            };
+            *by_state.entry(group.state).or_insert(0) += 1;
+        }
+        GroupReading {
+            consumer: consumer.into_iter().collect(),
+            streams: streams.into_iter().collect(),
+            share: share.into_iter().collect(),
+            share_rows: ctx.applied.state(share_groups::rows),
+        }
     }
-    (consumer.into_iter().collect(), streams.into_iter().collect())
 }
 
 /// A gauge series: labels and value.
-type Series = Vec<(Vec<(&'static str, String)>, i64)>;
+pub(super) type Series = Vec<(Vec<(&'static str, String)>, i64)>;
 
-fn gauge(
+pub(super) fn gauge(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
@@ -354,7 +383,14 @@ impl Snapshot {
             .iter()
             .map(|(state, n)| (vec![("state", state.to_string())], *n as i64))
             .collect();
-        gauge(e, "streams_groups", "Leader only: Streams groups by state", None, streams)
+        gauge(e, "streams_groups", "Leader only: Streams groups by state", None, streams)?;
+        let share = self
+            .share_groups
+            .iter()
+            .map(|(state, n)| (vec![("state", state.to_string())], *n as i64))
+            .collect();
+        gauge(e, "share_groups", "Leader only: share groups (KIP-932) by state", None, share)?;
+        share_groups::encode(e, &self.share_group_rows)
     }
 
     /// The Kafka listener's load and incidents, labelled with the listener (one: `PLAINTEXT`).
@@ -441,8 +477,9 @@ pub(super) mod tests {
 
     use super::*;
 
-    /// A snapshot that reaches every branch of the encoder: followers and groups, an index not
-    /// yet known (left out), votes withheld, a partition of each kind of offset.
+    /// A snapshot that reaches every branch of the encoder: followers and groups (a share
+    /// group with its figures among them), an index not yet known (left out), votes withheld,
+    /// a partition of each kind of offset.
     pub(in crate::admin_api) fn fixed_snapshot() -> Snapshot {
         let row = |topic: &str, partition, lso, hw, size_bytes| PartitionRow {
             topic: topic.to_string(),
@@ -471,6 +508,18 @@ pub(super) mod tests {
             transactional_ids: 4,
             groups: vec![("Empty", 1), ("Stable", 2)],
             streams_groups: vec![("NotReady", 1), ("Stable", 1)],
+            share_groups: vec![("Stable", 1)],
+            share_group_rows: vec![ShareGroupRow {
+                group_id: "jobs".to_string(),
+                state: "Stable",
+                members: 2,
+                in_flight: 30,
+                acquired: 20,
+                lag: 45,
+                redelivered: 3,
+                accepted: 120,
+                archived: 2,
+            }],
             connections_open: 5,
             request_memory_bytes: 4096,
             listener_incidents: vec![("malformed_request", 2), ("accept_error", 0)],

@@ -51,6 +51,7 @@ pub mod metrics;
 mod query;
 mod routes;
 mod server;
+mod share_groups;
 mod status;
 mod status_page;
 

@@ -1,18 +1,19 @@
 //! The status page at `GET /`: one server-rendered HTML page (maud, which escapes every value),
 //! no script, refreshed by the browser every few seconds. It shows what an operator looks at
 //! first: the cluster (leader, term, voters and their lag), nodes, topics with partition
-//! offsets and sizes, groups (classic, consumer and Streams) with their lag, open
-//! transactions with age and partitions, and the leader changes this node has seen. `/status`
-//! stays the JSON for scripts.
+//! offsets and sizes, groups (classic, consumer, Streams and share) with their lag (and a
+//! share group's records in flight), open transactions with age and partitions, and the leader
+//! changes this node has seen. `/status` stays the JSON for scripts.
 
 use maud::{html, Markup, DOCTYPE};
 
 use super::leader_changes::LeaderChange;
 use super::metrics::{self, PartitionRow, Snapshot};
+use super::share_groups::ShareGroupRow;
 use super::AdminCtx;
 use crate::clock::wall_clock_ms;
 use crate::ctx::SharedCtx;
-use crate::handlers::list_groups::TYPE_CLASSIC;
+use crate::handlers::list_groups::{TYPE_CLASSIC, TYPE_SHARE};
 use crate::raft::Metrics;
 use onelog_state::BrokerState;
 
@@ -30,13 +31,16 @@ struct NodeRow {
 
 struct GroupRow {
     id: String,
-    /// `classic`, `consumer` or `streams`; None where this node does not coordinate.
+    /// `classic`, `consumer`, `streams` or `share`; None where this node does not coordinate.
     group_type: Option<&'static str>,
     state: &'static str,
     members: Option<usize>,
-    /// Records between the committed offsets and the high watermarks of their partitions.
+    /// Records between the committed offsets and the high watermarks of their partitions; for
+    /// a share group, which commits none, its share partitions' lag (`share_groups`).
     lag: i64,
     partitions: usize,
+    /// A share group's records in flight (`share_groups`); None for the other types.
+    in_flight: Option<i64>,
 }
 
 struct TxnRow {
@@ -67,7 +71,8 @@ pub async fn gather(ctx: &AdminCtx) -> PageData {
     let now_ms = wall_clock_ms();
     let (groups, transactions) = ctx.applied.read(|applied| {
         let state = &applied.state;
-        (groups(state, serving_ctx.as_ref(), snapshot.is_leader), open_transactions(state, now_ms))
+        let groups = groups(state, serving_ctx.as_ref(), snapshot.is_leader, &snapshot.share_group_rows);
+        (groups, open_transactions(state, now_ms))
     });
     PageData {
         role: super::status::role(m.state),
@@ -99,12 +104,17 @@ fn nodes(m: &Metrics, snapshot: &Snapshot) -> Vec<NodeRow> {
         .collect()
 }
 
-/// The groups (classic, consumer and Streams) with their lag. Which type holds an id, and a
-/// classic group's state, are known only to the group coordinator, which runs on the serving
-/// leader; elsewhere the groups that committed offsets are listed as `Unknown`. Members are
-/// those the serving node's coordinator knows, or for a consumer or Streams group those the log
-/// holds.
-fn groups(state: &BrokerState, serving: Option<&SharedCtx>, is_leader: bool) -> Vec<GroupRow> {
+/// The groups (classic, consumer, Streams and share) with their lag. Which type holds an id,
+/// and a classic group's state, are known only to the group coordinator, which runs on the
+/// serving leader; elsewhere the groups that committed offsets are listed as `Unknown`.
+/// Members are those the serving node's coordinator knows, or for a consumer or Streams group
+/// those the log holds. A share group's figures are the ones `/metrics` read (`shares`).
+fn groups(
+    state: &BrokerState,
+    serving: Option<&SharedCtx>,
+    is_leader: bool,
+    shares: &[ShareGroupRow],
+) -> Vec<GroupRow> {
     let listed: Vec<(String, Option<&'static str>, &'static str)> = match serving {
         Some(c) if is_leader => crate::handlers::list_groups::listed(c)
             .into_iter()
@@ -115,6 +125,9 @@ fn groups(state: &BrokerState, serving: Option<&SharedCtx>, is_leader: bool) -> 
     listed
         .into_iter()
         .map(|(id, group_type, group_state)| {
+            if let Some(share) = shares.iter().find(|r| r.group_id == id) {
+                return share_row(share);
+            }
             let committed = committed_offsets(state, &id);
             let lag = committed.iter().map(|(c, hw)| hw.map_or(0, |hw| (hw - c).max(0))).sum();
             let members = match group_type {
@@ -123,15 +136,33 @@ fn groups(state: &BrokerState, serving: Option<&SharedCtx>, is_leader: bool) -> 
                 }
                 Some(_) => members_in_log(state, &id),
             };
-            GroupRow { id, group_type, state: group_state, members, lag, partitions: committed.len() }
+            let partitions = committed.len();
+            GroupRow { id, group_type, state: group_state, members, lag, partitions, in_flight: None }
         })
         .collect()
 }
 
-/// The members of the consumer or Streams group `group_id`, whose membership the log holds.
+/// A share group's row: it commits no offsets, its lag and records in flight are its share
+/// partitions'.
+fn share_row(share: &ShareGroupRow) -> GroupRow {
+    GroupRow {
+        id: share.group_id.clone(),
+        group_type: Some(TYPE_SHARE),
+        state: share.state,
+        members: Some(share.members),
+        lag: share.lag,
+        partitions: 0,
+        in_flight: Some(share.in_flight),
+    }
+}
+
+/// The members of the consumer, Streams or share group `group_id`, whose membership the log
+/// holds.
 fn members_in_log(state: &BrokerState, group_id: &str) -> Option<usize> {
     let consumer = state.consumer_groups.groups.get(group_id).map(|g| g.members.len());
-    consumer.or_else(|| state.streams_groups.groups.get(group_id).map(|g| g.members.len()))
+    let streams = || state.streams_groups.groups.get(group_id).map(|g| g.members.len());
+    let share = || state.share_groups.groups.get(group_id).map(|g| g.members.len());
+    consumer.or_else(streams).or_else(share)
 }
 
 /// A group's committed offsets, each beside the high watermark of its partition (`None` for a
@@ -221,7 +252,7 @@ pub fn render(data: &PageData) -> String {
                 (nodes_table(&data.nodes, s.leader))
                 h2 { "Topics" }
                 (topics(&s.partitions))
-                h2 { "Consumer groups" }
+                h2 { "Groups" }
                 (groups_table(&data.groups))
                 h2 { "Open transactions" }
                 (transactions_table(&data.transactions))
@@ -268,14 +299,15 @@ fn nodes_table(nodes: &[NodeRow], leader: i64) -> Markup {
 
 fn groups_table(groups: &[GroupRow]) -> Markup {
     html! {
-        @if groups.is_empty() { p.empty { "No consumer groups." } } @else {
+        @if groups.is_empty() { p.empty { "No groups." } } @else {
             table id="groups" {
-                tr { th { "group" } th { "type" } th { "state" } th { "members" } th { "partitions committed" } th { "lag (records)" } }
+                tr { th { "group" } th { "type" } th { "state" } th { "members" } th { "partitions committed" } th { "lag (records)" } th { "in flight (records)" } }
                 @for g in groups {
                     tr {
                         td { (g.id) } td { (g.group_type.unwrap_or("–")) } td { (g.state) }
                         td.n { @match g.members { Some(n) => (n), None => "–" } }
                         td.n { (g.partitions) } td.n { (g.lag) }
+                        td.n { @match g.in_flight { Some(n) => (n), None => "–" } }
                     }
                 }
             }
@@ -353,8 +385,9 @@ mod tests {
     }
 
     /// A page that reaches every branch: a leader not serving yet, votes withheld, a voter with
-    /// lag and a learner without, groups with and without members and type, an open
-    /// transaction, an election among the leader changes.
+    /// lag and a learner without, groups with and without members and type (a share group
+    /// with records in flight among them), an open transaction, an election among the leader
+    /// changes.
     fn fixed_page() -> PageData {
         let node =
             |id, voter, lag| NodeRow { id, voter, raft: format!("r:{id}"), kafka: format!("k:{id}"), lag };
@@ -365,6 +398,7 @@ mod tests {
             members,
             lag: 12,
             partitions: 2,
+            in_flight: None,
         };
         PageData {
             snapshot: super::metrics::tests::fixed_snapshot(),
@@ -375,6 +409,12 @@ mod tests {
                 group("g<1>", Some("classic"), "Stable", Some(2)),
                 group("g2", None, "Unknown", None),
                 group("wordcount", Some("streams"), "NotReady", Some(3)),
+                GroupRow {
+                    partitions: 0,
+                    lag: 45,
+                    in_flight: Some(30),
+                    ..group("jobs", Some("share"), "Stable", Some(2))
+                },
             ],
             transactions: vec![TxnRow {
                 transactional_id: "tx-1".to_string(),

@@ -1,6 +1,8 @@
-//! `onelog admin groups list | describe`: groups (classic, consumer, Streams) from ListGroups
-//! and DescribeGroups, and each committed partition's lag (OffsetFetch against ListOffsets'
-//! high watermark), as `kafka-consumer-groups.sh --describe` shows it.
+//! `onelog admin groups list | describe`: groups (classic, consumer, Streams, share) from
+//! ListGroups and DescribeGroups, and each committed partition's lag (OffsetFetch against
+//! ListOffsets' high watermark), as `kafka-consumer-groups.sh --describe` shows it. A share
+//! group (KIP-932) commits no offsets (OffsetFetch answers none, as Kafka's does): its lag is
+//! in `/metrics` and on the status page.
 
 use std::collections::BTreeMap;
 
@@ -51,7 +53,7 @@ pub async fn run(bootstrap: &[String], command: &GroupCommand) -> Result<Report>
 }
 
 /// Every group, by id: ListGroups v5, which names each group's type (classic, consumer,
-/// streams).
+/// streams, share).
 async fn listed(kafka: &mut Kafka) -> Result<Vec<ListedGroup>> {
     let response = kafka.request(5, &ListGroupsRequest::default()).await?;
     check(response.error_code, || "ListGroups".to_string())?;
@@ -125,8 +127,9 @@ async fn committed(kafka: &mut Kafka, group: &str) -> Result<BTreeMap<(String, i
     Ok(offsets)
 }
 
-/// DescribeGroups describes only classic groups, and says a consumer or Streams group is Dead:
-/// its state and protocol type come from ListGroups instead (its members are not shown).
+/// DescribeGroups describes only classic groups, and says a consumer, Streams or share group
+/// is Dead: its state and protocol type come from ListGroups instead (its members are not
+/// shown).
 async fn described_or_listed(kafka: &mut Kafka, group: &str) -> Result<DescribedGroup> {
     let described = describe_group(kafka, group).await?;
     if described.group_state.as_str() != "Dead" {

@@ -3,11 +3,11 @@
 //! A consumer group (`onelog_state::consumer_group`) is described from the applied state:
 //! its state, epochs, the assignor its next target uses, and each member's identity,
 //! subscription, current and target assignment (`consumer_group_view`). Kafka 4.x answers a
-//! classic or Streams group GROUP_ID_NOT_FOUND "Group <id> is not a consumer group." and an
-//! unknown one GROUP_ID_NOT_FOUND "Group <id> not found." (`GroupMetadataManager.consumerGroup`);
-//! onelog answers the same, so the admin client falls back to DescribeGroups as it does
-//! against Kafka. A follower answers NOT_COORDINATOR (the leader coordinates every group), an empty or
-//! over-long id INVALID_GROUP_ID.
+//! classic, Streams or share group GROUP_ID_NOT_FOUND "Group <id> is not a consumer group."
+//! and an unknown one GROUP_ID_NOT_FOUND "Group <id> not found."
+//! (`GroupMetadataManager.consumerGroup`); onelog answers the same, so the admin client falls
+//! back to DescribeGroups as it does against Kafka. A follower answers NOT_COORDINATOR (the
+//! leader coordinates every group), an empty or over-long id INVALID_GROUP_ID.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -61,7 +61,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 }
 
 /// A group of another type: classic (members in the coordinator or committed offsets in the
-/// log) or Streams.
+/// log), Streams or share.
 fn is_other_group(ctx: &Ctx, group_id: &str) -> bool {
     adopt_group(ctx, group_id);
     ctx.applied.state(|s| group_kind::kind(ctx, s, group_id).is_some())

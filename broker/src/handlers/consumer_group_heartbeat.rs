@@ -10,8 +10,9 @@
 //! Served once the cluster finalized `group.version` 1; before that every request is answered
 //! UNSUPPORTED_VERSION, as Kafka answers when the new protocol is not enabled, and Java tells
 //! its user to set `group.protocol=classic`. A follower answers NOT_COORDINATOR. An id a
-//! KIP-1071 Streams group holds, empty or not, is answered GROUP_ID_NOT_FOUND "Group <id> is
-//! not a consumer group." (Kafka's `getOrMaybeCreateConsumerGroup`), here and in apply.
+//! KIP-1071 Streams group or a KIP-932 share group holds, empty or not, is answered
+//! GROUP_ID_NOT_FOUND "Group <id> is not a consumer group." (Kafka's
+//! `getOrMaybeCreateConsumerGroup`), here and in apply (`apply_streams::not_consumer`).
 //!
 //! Access: GROUP READ, checked by the pipeline; then DESCRIBE on each subscribed topic name
 //! (TOPIC_AUTHORIZATION_FAILED), as Kafka 4.1's `KafkaApis` checks.
@@ -162,7 +163,8 @@ fn dry_run(
     settings: &cg::GroupSettings,
     now_ms: i64,
 ) -> (Result<HeartbeatAnswer, Refusal>, bool) {
-    // A Streams group's id, empty or not, is never a consumer group's (the log decides alike).
+    // A Streams or share group's id, empty or not, is never a consumer group's (the log
+    // decides alike).
     if let Some(refusal) = not_consumer(s, &hb.group_id) {
         return (Err(refusal), false);
     }

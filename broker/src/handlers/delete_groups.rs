@@ -103,12 +103,14 @@ async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
     codes
 }
 
-/// The member count of the consumer or Streams group `id` (whose membership the log holds),
+/// The member count of the consumer, Streams or share group `id` (whose membership the log
+/// holds; a share group goes with its share-partition states, `apply_share::delete_group`),
 /// None if the id is a classic group's or unknown.
 fn members_in_log(ctx: &Ctx, id: &str) -> Option<usize> {
     ctx.applied.state(|s| match group_kind::kind(ctx, s, id)? {
         GroupKind::Consumer(group) => Some(group.members.len()),
         GroupKind::Streams(group) => Some(group.members.len()),
+        GroupKind::Share => s.share_groups.groups.get(id).map(|g| g.members.len()),
         GroupKind::Classic => None,
     })
 }

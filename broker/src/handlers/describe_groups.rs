@@ -5,12 +5,13 @@
 //! As Kafka's `ClassicGroup.describe`: member metadata and assignments and the protocol name
 //! are shown only while the group is Stable; a group known only from committed offsets is
 //! `Empty`. An unknown group, a KIP-848 consumer group (which only ConsumerGroupDescribe
-//! describes) and a KIP-1071 Streams group (StreamsGroupDescribe's) is `Dead` with no error up
-//! to v5; v6 (KIP-1043) says GROUP_ID_NOT_FOUND with Kafka's message ("Group <id> is not a
-//! classic group.", `GroupMetadataManager.classicGroup`), which is what sends admin clients
-//! from one describe API to the other. A follower answers
-//! NOT_COORDINATOR per group, an empty or over-long group id INVALID_GROUP_ID. Authorized
-//! operations (v3+, when asked), see `authorized`; DESCRIBE on each group.
+//! describes), a KIP-1071 Streams group (StreamsGroupDescribe's) and a KIP-932 share group
+//! (ShareGroupDescribe's) is `Dead` with no error up to v5; v6 (KIP-1043) says
+//! GROUP_ID_NOT_FOUND with Kafka's message ("Group <id> is not a classic group.",
+//! `GroupMetadataManager.classicGroup`), which is what sends admin clients from one describe
+//! API to the other. A follower answers NOT_COORDINATOR per group, an empty or over-long group
+//! id INVALID_GROUP_ID. Authorized operations (v3+, when asked), see `authorized`; DESCRIBE on
+//! each group.
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -61,7 +62,7 @@ fn describe(ctx: &Ctx, id: &GroupId, v: i16) -> DescribedGroup {
     adopt_group(ctx, &id.0);
     let kind = ctx.applied.state(|s| match group_kind::kind(ctx, s, &id.0) {
         None => None,
-        Some(GroupKind::Consumer(_) | GroupKind::Streams(_)) => Some(false),
+        Some(GroupKind::Consumer(_) | GroupKind::Streams(_) | GroupKind::Share) => Some(false),
         Some(GroupKind::Classic) => Some(true),
     });
     let view = match kind {

@@ -1,15 +1,17 @@
 //! Which protocol holds a group id: the classic coordinator's (JoinGroup, in the leader's
-//! memory and `Op::CompleteGeneration`), KIP-848's (`BrokerState::consumer_groups`) or
-//! KIP-1071's (`BrokerState::streams_groups`).
+//! memory and `Op::CompleteGeneration`), KIP-848's (`BrokerState::consumer_groups`),
+//! KIP-1071's (`BrokerState::streams_groups`) or KIP-932's (`BrokerState::share_groups`).
 //!
 //! One id is one group of one type, as in Kafka. The log keeps them apart (see
-//! `onelog_state::apply_consumer` and `apply_streams`: a consumer or Streams group takes over
-//! only an emptied classic group, a classic generation only an empty consumer or Streams
-//! group), but between a JoinGroup and its generation reaching the log the classic group lives
-//! only in the coordinator's memory, so the admin APIs ask here: a classic group with members
-//! or a rebalance under way wins, then a consumer group, then a Streams group, then whatever
-//! classic record (committed offsets, an emptied generation) the log has.
+//! `onelog_state::apply_consumer`, `apply_streams` and `apply_share`: a consumer or Streams
+//! group takes over only an emptied classic group, a classic generation only an empty
+//! consumer or Streams group, and a share group's id no other type ever takes), but between a
+//! JoinGroup and its generation reaching the log the classic group lives only in the
+//! coordinator's memory, so the admin APIs ask here: a classic group with members or a
+//! rebalance under way wins, then a consumer group, then a Streams group, then a share group,
+//! then whatever classic record (committed offsets, an emptied generation) the log has.
 
+use onelog_state::apply_share::is_share_group;
 use onelog_state::consumer_group::ConsumerGroup;
 use onelog_state::streams_group::StreamsGroup;
 use onelog_state::BrokerState;
@@ -20,12 +22,15 @@ use crate::ctx::Ctx;
 pub const TYPE_CLASSIC: &str = "classic";
 pub const TYPE_CONSUMER: &str = "consumer";
 pub const TYPE_STREAMS: &str = "streams";
+pub const TYPE_SHARE: &str = "share";
 
 /// The group an id names.
 pub enum GroupKind<'a> {
     Classic,
     Consumer(&'a ConsumerGroup),
     Streams(&'a StreamsGroup),
+    /// A KIP-932 share group; no API here reads more of it than its type yet.
+    Share,
 }
 
 /// The group `group_id` names in `state` as this node's coordinator sees it, None if no
@@ -40,6 +45,9 @@ pub fn kind<'a>(ctx: &Ctx, state: &'a BrokerState, group_id: &str) -> Option<Gro
     if let Some(group) = state.streams_groups.groups.get(group_id) {
         return Some(GroupKind::Streams(group));
     }
+    if is_share_group(state, group_id) {
+        return Some(GroupKind::Share);
+    }
     let classic = state.groups.groups.contains_key(group_id) || ctx.groups.knows(group_id);
     classic.then_some(GroupKind::Classic)
 }
@@ -53,4 +61,10 @@ pub fn consumer_group_has_members(ctx: &Ctx, group_id: &str) -> bool {
 /// INCONSISTENT_GROUP_PROTOCOL (an empty one the join converts to a classic group).
 pub fn streams_group_has_members(ctx: &Ctx, group_id: &str) -> bool {
     ctx.applied.state(|s| s.streams_groups.groups.get(group_id).is_some_and(|g| !g.members.is_empty()))
+}
+
+/// Whether a share group holds the id, empty or not: Kafka's `classicGroupJoin` answers a
+/// classic JoinGroup INCONSISTENT_GROUP_PROTOCOL (it converts no share group).
+pub fn share_group_holds(ctx: &Ctx, group_id: &str) -> bool {
+    ctx.applied.state(|s| is_share_group(s, group_id))
 }

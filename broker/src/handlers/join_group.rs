@@ -8,7 +8,9 @@
 //! is converted to a classic group when the generation reaches the log
 //! (`apply_consumer::complete_generation`). A KIP-1071 Streams group with members refuses the
 //! join INCONSISTENT_GROUP_PROTOCOL with an empty member id, an empty one is converted like an
-//! empty consumer group (Kafka's `classicGroupJoin`, `apply_streams::yield_to_classic`).
+//! empty consumer group (Kafka's `classicGroupJoin`, `apply_streams::yield_to_classic`). A
+//! KIP-932 share group refuses it alike, empty or not (`classicGroupJoin` converts no share
+//! group; apply records no generation over one either).
 //!
 //! Access: GROUP READ, checked by the pipeline (`handlers::HANDLERS`).
 
@@ -38,7 +40,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     } else if group_kind::consumer_group_has_members(&ctx, &body.group_id.0) {
         // Online migration: the consumer group serves the classic member.
         consumer_group_classic::join(&ctx, &req, body).await
-    } else if group_kind::streams_group_has_members(&ctx, &body.group_id.0) {
+    } else if group_kind::streams_group_has_members(&ctx, &body.group_id.0)
+        || group_kind::share_group_holds(&ctx, &body.group_id.0)
+    {
         error(error_code::INCONSISTENT_GROUP_PROTOCOL, "")
     } else {
         adopt_group(&ctx, &body.group_id.0);

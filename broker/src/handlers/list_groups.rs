@@ -11,8 +11,10 @@
 //! `consumer`. KIP-848 consumer groups are listed with their derived state (Empty, Assigning,
 //! Reconciling, Stable) and protocol type `consumer`; KIP-1071 Streams groups with theirs
 //! (Empty, NotReady, Assigning, Reconciling, Stable) and protocol type `streams` (Kafka's
-//! `StreamsGroup.asListedGroup`). v4 (KIP-518) filters by state and v5 (KIP-848) by type
-//! (`classic`, `consumer`, `streams`), both case-insensitively as Kafka does; a state is
+//! `StreamsGroup.asListedGroup`); KIP-932 share groups with theirs (Empty, Stable) and
+//! protocol type `share` (`ShareGroup.PROTOCOL_TYPE`). v4 (KIP-518) filters by state and v5
+//! (KIP-848) by type (`classic`, `consumer`, `streams`, `share`), both case-insensitively as
+//! Kafka does (`GroupMetadataManager.listGroups`); a state is
 //! matched by Kafka's lower-case name, which for NotReady is `not_ready`
 //! (`StreamsGroupState.toLowerCaseString`). An unknown word matches nothing. A classic group
 //! whose protocol type is "consumer" is not of type `consumer`: the Java admin client asks for
@@ -25,12 +27,13 @@ use kafka_compat::error_code;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsResponse, RequestKind, ResponseKind};
 
-pub use super::group_kind::TYPE_CLASSIC;
+pub use super::group_kind::{TYPE_CLASSIC, TYPE_SHARE};
 use super::group_kind::{TYPE_CONSUMER, TYPE_STREAMS};
 use super::util::str_bytes;
 use super::HandlerResult;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::security::authz::{op, rt, Subject};
+use onelog_state::share_group::PROTOCOL_TYPE as SHARE_PROTOCOL_TYPE;
 use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::ListGroups;
@@ -48,7 +51,7 @@ pub struct Listed {
     pub group_id: String,
     pub state: &'static str,
     pub protocol_type: String,
-    /// `classic`, `consumer` or `streams` (see `group_kind`).
+    /// `classic`, `consumer`, `streams` or `share` (see `group_kind`).
     pub group_type: &'static str,
 }
 
@@ -56,6 +59,11 @@ impl Listed {
     /// A KIP-1071 Streams group: counted apart from the consumer groups in `/metrics`.
     pub fn is_streams(&self) -> bool {
         self.group_type == TYPE_STREAMS
+    }
+
+    /// A KIP-932 share group: counted apart from the consumer groups in `/metrics`.
+    pub fn is_share(&self) -> bool {
+        self.group_type == TYPE_SHARE
     }
 }
 
@@ -107,8 +115,8 @@ fn row(g: Listed, v: i16) -> ListedGroup {
 /// A listed group: (state, protocol type, group type).
 type Row = (&'static str, String, &'static str);
 
-/// The consumer and Streams groups, whose state the log holds.
-fn consumer_and_streams(s: &BrokerState) -> Vec<(String, Row)> {
+/// The consumer, Streams and share groups, whose state the log holds.
+fn in_log(s: &BrokerState) -> Vec<(String, Row)> {
     let consumer = s
         .consumer_groups
         .groups
@@ -118,7 +126,12 @@ fn consumer_and_streams(s: &BrokerState) -> Vec<(String, Row)> {
         s.streams_groups.groups.iter().map(|(id, g)| {
             (id.clone(), (g.state().as_str(), STREAMS_PROTOCOL_TYPE.to_string(), TYPE_STREAMS))
         });
-    consumer.chain(streams).collect()
+    let share = s
+        .share_groups
+        .groups
+        .iter()
+        .map(|(id, g)| (id.clone(), (g.state().as_str(), SHARE_PROTOCOL_TYPE.to_string(), TYPE_SHARE)));
+    consumer.chain(streams).chain(share).collect()
 }
 
 /// The name a states filter matches a state by: Kafka's lower-case name, one word except
@@ -131,8 +144,8 @@ fn filter_name(state: &str) -> String {
     }
 }
 
-/// Every group in group id order: the classic coordinator's, the consumer and Streams groups,
-/// then the classic groups known only from committed offsets. An id is listed once, as
+/// Every group in group id order: the classic coordinator's, the consumer, Streams and share
+/// groups, then the classic groups known only from committed offsets. An id is listed once, as
 /// `group_kind` decides.
 pub fn listed(ctx: &Ctx) -> Vec<Listed> {
     let classic = |(state, protocol_type): (&'static str, String)| (state, protocol_type, TYPE_CLASSIC);
@@ -148,9 +161,9 @@ pub fn listed(ctx: &Ctx) -> Vec<Listed> {
         })
         .collect();
     // Read under the applied lock, merged outside it: the coordinator has its own lock.
-    let (in_log, with_offsets) =
-        ctx.applied.state(|s| (consumer_and_streams(s), s.groups.groups.keys().cloned().collect::<Vec<_>>()));
-    for (id, row) in in_log {
+    let (from_log, with_offsets) =
+        ctx.applied.state(|s| (in_log(s), s.groups.groups.keys().cloned().collect::<Vec<_>>()));
+    for (id, row) in from_log {
         if !ctx.groups.holds(&id) {
             groups.insert(id, row);
         }
@@ -171,10 +184,11 @@ pub fn listed(ctx: &Ctx) -> Vec<Listed> {
 
 #[cfg(test)]
 mod tests {
+    use onelog_state::share_group::{ShareGroup, ShareMember};
     use onelog_state::streams_group::{Member, StreamsGroup};
     use onelog_state::BrokerState;
 
-    use super::{consumer_and_streams, filter_name, TYPE_STREAMS};
+    use super::{filter_name, in_log, TYPE_SHARE, TYPE_STREAMS};
 
     #[test]
     fn streams_groups_list_with_protocol_and_group_type_streams() {
@@ -185,9 +199,23 @@ mod tests {
         // A member and no validated topology: Kafka's NotReady.
         joined.members.insert("m".into(), Member::new());
         groups.insert("joined".into(), joined);
-        let listed = consumer_and_streams(&state);
+        let listed = in_log(&state);
         let row = |state: &'static str| (state, "streams".to_string(), TYPE_STREAMS);
         assert_eq!(listed, vec![("empty".into(), row("Empty")), ("joined".into(), row("NotReady"))]);
+    }
+
+    /// Kafka's `ShareGroup`: protocol type and group type `share`, Empty without members and
+    /// Stable with any.
+    #[test]
+    fn share_groups_list_with_protocol_and_group_type_share() {
+        let mut state = BrokerState::default();
+        let groups = &mut state.share_groups.groups;
+        groups.insert("empty".into(), ShareGroup::new());
+        let mut joined = ShareGroup::new();
+        joined.members.insert("m".into(), ShareMember::new());
+        groups.insert("joined".into(), joined);
+        let row = |state: &'static str| (state, "share".to_string(), TYPE_SHARE);
+        assert_eq!(in_log(&state), vec![("empty".into(), row("Empty")), ("joined".into(), row("Stable"))]);
     }
 
     #[test]

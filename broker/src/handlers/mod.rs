@@ -11,6 +11,7 @@ pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
 pub mod alter_replica_log_dirs;
+pub mod alter_share_group_offsets;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 mod authorized;
@@ -25,6 +26,7 @@ pub mod create_topics;
 pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_records;
+pub mod delete_share_group_offsets;
 pub mod delete_topics;
 pub mod describe_acls;
 pub mod describe_client_quotas;
@@ -35,6 +37,7 @@ pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_quorum;
+pub mod describe_share_group_offsets;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
@@ -244,6 +247,9 @@ pub static HANDLERS: &[Handler] = &[
     api!(ShareGroupHeartbeat, share_group_heartbeat, concurrent, group(op::READ), any_node, NEVER, field, metered),
     api!(ShareGroupDescribe, share_group_describe, concurrent, per_item("DESCRIBE on each group"), any_node, NEVER, field, metered),
     api!(ShareFetch, share_fetch, concurrent, per_item("READ on the group (a null group id is INVALID_REQUEST first), then READ on each topic"), any_node, NEVER, field, metered),
+    api!(DescribeShareGroupOffsets, describe_share_group_offsets, concurrent, per_item("DESCRIBE on each group, then DESCRIBE on each topic"), any_node, NEVER, field, metered),
+    api!(AlterShareGroupOffsets, alter_share_group_offsets, concurrent, per_item("READ on the group, then READ on each topic"), any_node, NEVER, field, metered),
+    api!(DeleteShareGroupOffsets, delete_share_group_offsets, concurrent, per_item("DELETE on the group, then READ on each topic"), any_node, NEVER, field, metered),
     api!(ShareAcknowledge, share_acknowledge, concurrent, per_item("READ on the group (a null group id is INVALID_REQUEST first), then READ on each topic"), any_node, NEVER, field, metered),
     api!(DescribeQuorum, describe_quorum, concurrent, cluster(op::DESCRIBE), leader(describe_quorum::FORWARDED), NEVER, no_field, metered),
     api!(DescribeLogDirs, describe_log_dirs, concurrent, cluster(op::DESCRIBE), any_node, 1, field, metered),

@@ -14,7 +14,9 @@
 //! (`apply_consumer::check_offset_commit`: v9 for its members, STALE_MEMBER_EPOCH,
 //! UNKNOWN_MEMBER_ID, the whole request failing with one code as in Kafka), and so does a
 //! KIP-1071 Streams group (`apply_streams::check_commit`, Kafka's
-//! `StreamsGroup.validateOffsetCommit`).
+//! `StreamsGroup.validateOffsetCommit`). A KIP-932 share group commits no offsets: every
+//! partition is answered GROUP_ID_NOT_FOUND, without a log entry (Kafka's
+//! `ShareGroup.validateOffsetCommit`, "Group <id> is not a consumer group.").
 //!
 //! v2–v4 carry `retention_time_ms`; it is ignored, as Kafka ≥ 2.1 (KIP-211) ignores it for
 //! groups: offsets are kept until the topic is deleted (offset expiry is not built yet).
@@ -35,6 +37,7 @@ use crate::leader::proposer::ProposeError;
 use crate::limits;
 use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::apply_consumer;
+use onelog_state::apply_share::is_share_group;
 use onelog_state::command::{ItemResult, OffsetCommitEntry, OffsetCommitOp};
 use onelog_state::groups::CommitResult;
 
@@ -125,9 +128,13 @@ fn to_op(body: &OffsetCommitRequest) -> OffsetCommitOp {
 /// A commit checked against the coordinator's membership, as Kafka's
 /// `ClassicGroup.validateOffsetCommit`; None when the coordinator does not know the group
 /// (the applied state answers), and for a Streams group, whose members the log holds: the
-/// classic record of a group it took over must not refuse them as unknown.
+/// classic record of a group it took over must not refuse them as unknown. None for a share
+/// group too: the applied state refuses every commit to it (`apply_consumer::check_offset_commit`).
 pub(super) fn member_check(ctx: &Ctx, op: &OffsetCommitOp, instance_id: Option<&str>) -> Option<i16> {
-    if ctx.applied.state(|s| s.streams_groups.groups.contains_key(&op.group_id)) {
+    let in_log = |s: &onelog_state::BrokerState| {
+        s.streams_groups.groups.contains_key(&op.group_id) || is_share_group(s, &op.group_id)
+    };
+    if ctx.applied.state(in_log) {
         return None;
     }
     adopt_group(ctx, &op.group_id);

@@ -19,7 +19,7 @@ use kafka_protocol::messages::{
 use onelog_state::share_partition::AckBatch;
 
 use super::share_acknowledgements::{acknowledge, types, Outcomes, Requested};
-use super::share_common::{check, close, take_over, Refused};
+use super::share_common::{check, close, log_refusal, take_over, Refused};
 use super::util::{str_bytes, uuid, uuid_bytes};
 use super::HandlerResult;
 use crate::config::share_group;
@@ -38,6 +38,18 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             .with_error_code(code)
             .with_error_message(message.map(str_bytes)),
     };
+    let codes: Vec<(i16, i16)> = response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| (error_code::NONE, p.error_code))
+        .collect();
+    log_refusal(
+        "ShareAcknowledge",
+        body.group_id.as_ref().map(|g| g.0.as_str()),
+        response.error_code,
+        &codes,
+    );
     Ok(Some(ResponseKind::ShareAcknowledge(response)))
 }
 
@@ -86,9 +98,8 @@ fn requested(body: &ShareAcknowledgeRequest) -> Requested {
 }
 
 fn response(ctx: &Ctx, outcomes: Outcomes) -> ShareAcknowledgeResponse {
-    let leader = LeaderIdAndEpoch::default()
-        .with_leader_id(ctx.leader_id().map_or(-1, |l| l as i32))
-        .with_leader_epoch(ctx.leadership.leader_epoch());
+    let (leader, epoch) = ctx.leadership.leader_hint();
+    let leader = LeaderIdAndEpoch::default().with_leader_id(leader).with_leader_epoch(epoch);
     let mut topics: BTreeMap<[u8; 16], Vec<PartitionData>> = BTreeMap::new();
     for ((topic_id, partition), (code, message)) in outcomes {
         let data = PartitionData::default()

@@ -58,6 +58,12 @@ pub async fn take_over(ctx: &Ctx) {
                     .map(|g| (g.to_string(), share_group::for_group(s.configs.groups.get(g)).limits))
                     .collect::<Vec<_>>()
             });
+            if !groups.is_empty() {
+                tracing::info!(
+                    groups = groups.len(),
+                    "a new leader releases what earlier terms' share sessions held"
+                );
+            }
             for (group_id, limits) in groups {
                 let op = ShareReleaseOp { group_id, member_id: None, partitions: None, limits };
                 if ctx.proposer.propose(op).await.is_err() {
@@ -113,4 +119,43 @@ pub fn connection_closed(ctx: &SharedCtx, connection: u64) {
             release(&ctx, &group_id, &member_id, session.partitions.into_iter().collect()).await;
         }
     });
+}
+
+/// Share requests refused, whole or for some partitions: counted, one log line per interval.
+/// A follower's NOT_LEADER_OR_FOLLOWER is routine after a leader change and logged too, since
+/// a client that keeps asking the wrong node is what an operator looks for.
+static REFUSED: Incident = Incident::new();
+
+/// Logs a share request's error codes: the top-level one and (fetch, acknowledge) per
+/// partition, if any is not 0.
+pub fn log_refusal(api: &'static str, group_id: Option<&str>, top: i16, partitions: &[(i16, i16)]) {
+    let name = kafka_compat::error_code::name;
+    let failed: Vec<String> = partitions
+        .iter()
+        .filter(|(f, a)| *f != error_code::NONE || *a != error_code::NONE)
+        .map(|(f, a)| format!("{}/{}", name(*f), name(*a)))
+        .collect();
+    if top == error_code::NONE && failed.is_empty() {
+        return;
+    }
+    REFUSED.record(|tally| {
+        tracing::info!(group_id = group_id.unwrap_or(""), error = name(top), partitions = ?failed,
+            suppressed = tally.suppressed, total = tally.total, "{api} refused")
+    });
+}
+
+/// What refuses AlterShareGroupOffsets and DeleteShareGroupOffsets before their topics, in
+/// Kafka's order: share groups not enabled, the group operation `op` not allowed, an empty
+/// group id, a follower.
+pub fn offsets_refusal(ctx: &Ctx, who: &Subject, group_id: &str, op: i8) -> Option<i16> {
+    if ctx.applied.state(|s| s.features.level(SHARE_VERSION)) < 1 {
+        return Some(error_code::UNSUPPORTED_VERSION);
+    }
+    if !ctx.authorizer.allowed(who, rt::GROUP, group_id, op) {
+        return Some(crate::security::authz::code::GROUP_AUTHORIZATION_FAILED);
+    }
+    if super::util::group_id_invalid(group_id) {
+        return Some(error_code::INVALID_GROUP_ID);
+    }
+    (!ctx.is_leader()).then_some(error_code::NOT_COORDINATOR)
 }

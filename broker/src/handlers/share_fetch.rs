@@ -19,20 +19,20 @@ use std::time::Duration;
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::share_fetch_response::{
-    AcquiredRecords, LeaderIdAndEpoch, PartitionData, ShareFetchableTopicResponse,
+    AcquiredRecords, LeaderIdAndEpoch, NodeEndpoint, PartitionData, ShareFetchableTopicResponse,
 };
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, ShareFetchRequest, ShareFetchResponse};
 use onelog_state::command::{AcquirePartition, ShareAcquireOp};
 use onelog_state::share_partition::{AckBatch, AcquireInput, Acquired};
 
 use super::share_acknowledgements::{acknowledge, topic_problem, types, Outcomes, Requested};
-use super::share_common::{check, close, release, take_over, Refused};
+use super::share_common::{check, close, log_refusal, release, take_over, Refused};
 use super::share_read::{batches, readable, records, Readable};
 use super::util::{str_bytes, uuid, uuid_bytes};
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
 use crate::config::share_group::{self, ShareGroupSettings, MAX_SHARE_SESSIONS};
-use crate::coord::share::sessions::{Context, SharePartitionKey};
+use crate::coord::share::sessions::{Context, SharePartitionKey, INITIAL_EPOCH};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::limits;
 use crate::security::authz::Subject;
@@ -57,6 +57,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             ShareFetchResponse::default().with_error_code(code).with_error_message(message.map(str_bytes))
         }
     };
+    let partitions = response.responses.iter().flat_map(|t| &t.partitions);
+    let codes: Vec<(i16, i16)> = partitions.map(|p| (p.error_code, p.acknowledge_error_code)).collect();
+    log_refusal("ShareFetch", body.group_id.as_ref().map(|g| g.0.as_str()), response.error_code, &codes);
     Ok(Some(ResponseKind::ShareFetch(response)))
 }
 
@@ -75,8 +78,14 @@ async fn serve(
     }
     let (add, forget, acks) = partitions(body);
     if !ctx.is_leader() {
+        // A follower holds no share session (they live on the leader): a session's next
+        // request gets SHARE_SESSION_NOT_FOUND, as a Kafka broker without the session answers,
+        // and the client opens one anew, whose partitions learn the leader.
+        if body.share_session_epoch != INITIAL_EPOCH {
+            return Ok(Err((error_code::SHARE_SESSION_NOT_FOUND, None)));
+        }
         let keys: Vec<SharePartitionKey> = add.iter().chain(acks.keys()).copied().collect();
-        return Ok(Ok(not_leader(ctx, &keys)));
+        return Ok(Ok(not_leader(ctx, req, &keys)));
     }
     take_over(ctx).await;
     let term = ctx.leadership.term();
@@ -302,17 +311,31 @@ fn would_acquire(ctx: &Ctx, op: &ShareAcquireOp) -> bool {
 }
 
 fn leader_of(ctx: &Ctx) -> LeaderIdAndEpoch {
-    LeaderIdAndEpoch::default()
-        .with_leader_id(ctx.leader_id().map_or(-1, |l| l as i32))
-        .with_leader_epoch(ctx.leadership.leader_epoch())
+    let (leader, epoch) = ctx.leadership.leader_hint();
+    LeaderIdAndEpoch::default().with_leader_id(leader).with_leader_epoch(epoch)
 }
 
-fn not_leader(ctx: &Ctx, keys: &[SharePartitionKey]) -> ShareFetchResponse {
+/// Every partition NOT_LEADER_OR_FOLLOWER, with the leader this node knows and its address
+/// (Kafka's NodeEndpoints): a Java client moves to a new leader from this answer only with both.
+fn not_leader(ctx: &Ctx, req: &Request, keys: &[SharePartitionKey]) -> ShareFetchResponse {
     let answers = keys
         .iter()
         .map(|k| (*k, Answer { code: error_code::NOT_LEADER_OR_FOLLOWER, ..Answer::default() }))
         .collect();
-    response(ctx, answers, Outcomes::new())
+    let leader = ctx.leader_id().map(|l| l as i32);
+    let endpoints = ctx
+        .leadership
+        .brokers_on(req.listener.as_deref())
+        .into_iter()
+        .filter(|b| Some(b.node_id) == leader)
+        .map(|b| {
+            NodeEndpoint::default()
+                .with_node_id(b.node_id.into())
+                .with_host(str_bytes(b.host))
+                .with_port(b.port)
+        })
+        .collect();
+    response(ctx, answers, Outcomes::new()).with_node_endpoints(endpoints)
 }
 
 /// Every partition fetched or acknowledged, grouped by topic id.

@@ -2,14 +2,16 @@
 //! the applied state (Kafka's `StreamsGroup.asDescribedGroup`): state, epochs, the assignor,
 //! the topology (with the partition counts the broker settled once it is ready), and each
 //! member's identity, process, endpoint, reported task offsets, current and target tasks.
-//! A group of another type is GROUP_ID_NOT_FOUND "Group <id> is not a streams group.", an
-//! unknown one "Group <id> not found." A follower answers NOT_COORDINATOR. v1's topology
-//! description (KIP-1331) is not kept: its status says so (`TOPOLOGY_DESCRIPTION_NOT_STORED`).
+//! A group of another type (classic, consumer, share) is GROUP_ID_NOT_FOUND "Group <id> is not
+//! a streams group." (`GroupMetadataManager.streamsGroup`), an unknown one "Group <id> not
+//! found." A follower answers NOT_COORDINATOR. v1's topology description (KIP-1331) is not
+//! kept: its status says so (`TOPOLOGY_DESCRIPTION_NOT_STORED`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::streams_group_describe_response as rs;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, StreamsGroupDescribeResponse, TopicName};
+use onelog_state::apply_share::is_share_group;
 use onelog_state::streams_group::{self as sg, StreamsGroup, Tasks};
 use onelog_state::BrokerState;
 
@@ -71,7 +73,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 
 fn describe(s: &BrokerState, group_id: &str) -> Result<rs::DescribedGroup, String> {
     let Some(group) = s.streams_groups.groups.get(group_id) else {
-        let taken = s.consumer_groups.groups.contains_key(group_id) || s.groups.groups.contains_key(group_id);
+        let taken = s.consumer_groups.groups.contains_key(group_id)
+            || s.groups.groups.contains_key(group_id)
+            || is_share_group(s, group_id);
         return Err(if taken {
             format!("Group {group_id} is not a streams group.")
         } else {

@@ -9,7 +9,10 @@
 //!
 //! Served once the cluster finalized `streams.version` 1; before that every request is
 //! answered UNSUPPORTED_VERSION, as Kafka answers when the protocol is not enabled. A
-//! follower answers NOT_COORDINATOR.
+//! follower answers NOT_COORDINATOR. An id a consumer group, a classic group with members or
+//! a KIP-932 share group (empty or not) holds is answered GROUP_ID_NOT_FOUND "Group <id> is
+//! not a streams group." (Kafka's `getOrCreateStreamsGroup`), here and in apply
+//! (`apply_streams::other_type`).
 //!
 //! Access: GROUP READ, checked by the pipeline; on a join, DESCRIBE on every topic the
 //! topology names (TOPIC_AUTHORIZATION_FAILED), and CREATE on the cluster or topic for the

@@ -210,6 +210,18 @@ impl Leadership {
         crate::raft::leads_with_own_term_applied(&self.raft.metrics().borrow())
     }
 
+    /// The leader a NOT_LEADER_OR_FOLLOWER answer names, and its epoch: the term it leads in
+    /// (at least the applied term), or (-1, -1) when no leader is known. Not `leader_epoch`:
+    /// a node that just restarted knows the new leader (the committed vote) before it applied
+    /// the new term's first entry, and a Java share consumer moves to a hinted leader only at a
+    /// newer epoch than the one it holds (KIP-951), so the applied term kept it asking here.
+    pub fn leader_hint(&self) -> (i32, i32) {
+        match self.leader_id() {
+            Some(id) => (id as i32, (self.term() as i32).max(self.leader_epoch())),
+            None => (-1, -1),
+        }
+    }
+
     /// The current Raft term.
     pub fn term(&self) -> u64 {
         self.raft.metrics().borrow().current_term

@@ -143,6 +143,23 @@ pub fn share_fetch(r: &ShareFetchResponse, c: &mut Codes) {
     }
 }
 
+pub fn describe_share_group_offsets(r: &DescribeShareGroupOffsetsResponse, c: &mut Codes) {
+    for g in &r.groups {
+        c.add(g.error_code);
+        g.topics.iter().flat_map(|t| &t.partitions).for_each(|p| c.add(p.error_code));
+    }
+}
+
+pub fn alter_share_group_offsets(r: &AlterShareGroupOffsetsResponse, c: &mut Codes) {
+    c.add(r.error_code);
+    r.responses.iter().flat_map(|t| &t.partitions).for_each(|p| c.add(p.error_code));
+}
+
+pub fn delete_share_group_offsets(r: &DeleteShareGroupOffsetsResponse, c: &mut Codes) {
+    c.add(r.error_code);
+    r.responses.iter().for_each(|t| c.add(t.error_code));
+}
+
 pub fn share_acknowledge(r: &ShareAcknowledgeResponse, c: &mut Codes) {
     c.add(r.error_code);
     r.responses.iter().flat_map(|t| &t.partitions).for_each(|p| c.add(p.error_code));

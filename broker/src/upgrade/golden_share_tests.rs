@@ -1,11 +1,12 @@
 //! Golden files of `onelog.version` 5 (KIP-932 share groups): `0.2.0/checkpoint-11`, 0.1.0's
 //! state with one share group holding a member and a share partition with records in every
-//! state (format 11), and `0.2.0/ops-34-40`, one op of every kind the level adds. As in
+//! state (format 11), and `0.2.0/ops-34-42`, one op of every kind the level adds. As in
 //! `golden_tests`: each decodes, and encodes back to the same bytes.
 
 use onelog_state::command::{
     AcknowledgePartition, AcquirePartition, FenceShareMemberOp, Op, SeenMember, ShareAcknowledgeOp,
-    ShareAcquireOp, ShareExpireOp, ShareGroupHeartbeatOp, ShareLivenessOp, ShareReleaseOp,
+    ShareAcquireOp, ShareDeleteOffsetsOp, ShareExpireOp, ShareGroupHeartbeatOp, ShareLivenessOp,
+    ShareReleaseOp, ShareResetOffsetsOp,
 };
 use onelog_state::features::{
     FeatureUpdate, UpdateFeaturesOp, UpgradeType, GROUP_VERSION, ONELOG_VERSION, SHARE_VERSION,
@@ -96,7 +97,7 @@ fn write_golden_0_2_0_checkpoint_11() {
     }
 }
 
-/// One op of every kind `onelog.version` 5 adds (34–40), with its optional parts filled.
+/// One op of every kind `onelog.version` 5 adds (34–42), with its optional parts filled.
 fn ops_share() -> Vec<Op> {
     let (group_id, member_id) = ("g".to_string(), "m".to_string());
     let seen = SeenMember { group_id: group_id.clone(), member_id: member_id.clone(), seen_ms: NOW_MS };
@@ -146,12 +147,17 @@ fn ops_share() -> Vec<Op> {
         }),
         Op::ShareExpireLocks(ShareExpireOp { now_ms: NOW_MS, groups: vec![(group_id, limits())] }),
         Op::RecordShareLiveness(ShareLivenessOp { members: vec![seen] }),
+        Op::ShareResetOffsets(ShareResetOffsetsOp {
+            group_id: "g".into(),
+            partitions: vec![([7; 16], 1, 42)],
+        }),
+        Op::ShareDeleteOffsets(ShareDeleteOffsetsOp { group_id: "g".into(), topics: vec![[7; 16]] }),
     ]
 }
 
 #[test]
-fn ops_34_40_decode_and_encode_back() {
-    let bytes = read("0.2.0/ops-34-40");
+fn ops_34_42_decode_and_encode_back() {
+    let bytes = read("0.2.0/ops-34-42");
     let decoded: Vec<Op> = bincode::deserialize(&bytes).expect("the share ops decode");
     let kinds: Vec<&str> = decoded.iter().map(op_kind).collect();
     let want = [
@@ -162,6 +168,8 @@ fn ops_34_40_decode_and_encode_back() {
         "ShareRelease",
         "ShareExpireLocks",
         "RecordShareLiveness",
+        "ShareResetOffsets",
+        "ShareDeleteOffsets",
     ];
     assert_eq!(kinds, want);
     assert!(decoded.iter().all(|op| op.onelog_version() == 5), "the level that brought them");
@@ -169,11 +177,11 @@ fn ops_34_40_decode_and_encode_back() {
     assert_eq!(bincode::serialize(&ops_share()).unwrap(), bytes, "the ops the file was written from");
 }
 
-/// Writes `0.2.0/ops-34-40`, once, with the build that adds the ops; never to update it.
+/// Writes `0.2.0/ops-34-42`, once, with the build that adds the ops; never to update it.
 #[test]
 #[ignore = "writes a golden file: run by hand, once per release that adds one"]
 fn write_golden_0_2_0_share_ops() {
-    let path = golden("0.2.0/ops-34-40");
+    let path = golden("0.2.0/ops-34-42");
     if !path.exists() {
         std::fs::write(path, bincode::serialize(&ops_share()).unwrap()).unwrap();
     }

@@ -181,6 +181,8 @@ pub(super) fn op_kind(op: &Op) -> &'static str {
         Op::ShareRelease(_) => "ShareRelease",
         Op::ShareExpireLocks(_) => "ShareExpireLocks",
         Op::RecordShareLiveness(_) => "RecordShareLiveness",
+        Op::ShareResetOffsets(_) => "ShareResetOffsets",
+        Op::ShareDeleteOffsets(_) => "ShareDeleteOffsets",
     }
 }
 

@@ -13,9 +13,10 @@
 //! node runs the old build, `kafka-features.sh upgrade` must be refused, naming it. Once every
 //! node runs the current build, [`finalize_feature_level`] finalizes `onelog.version` 2 with
 //! `kafka-features.sh` and checks that the old build then refuses to start on a node's data;
-//! [`finalize_consumer_groups`] and [`finalize_streams_groups`] then show a KIP-848 join and a
-//! KIP-1071 Streams join each refused until its level is finalized (`onelog.version` 3 with
-//! `group.version` 1, then `onelog.version` 4 with `streams.version` 1), and served after;
+//! [`finalize_consumer_groups`], [`finalize_streams_groups`] and [`finalize_share_groups`] then
+//! show a KIP-848 join, a KIP-1071 Streams join and a KIP-932 share join each refused until its
+//! level is finalized (`onelog.version` 3 with `group.version` 1, `onelog.version` 4 with
+//! `streams.version` 1, then `onelog.version` 5 with `share.version` 1), and served after;
 //! the load stops, and the run is checked: the queue checker (every acknowledged
 //! record present exactly once, no aborted or torn read), transactions aborted without the
 //! workload asking, committed offsets that went backwards, the fixture's manifest on the new
@@ -42,8 +43,8 @@ use crate::kafka::create_topics;
 use crate::{java, Cluster, RawClient};
 use kafka_compat::error_code::UNSUPPORTED_VERSION;
 use kafka_protocol::messages::{
-    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId, StreamsGroupHeartbeatRequest,
-    StreamsGroupHeartbeatResponse, TopicName,
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId, ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse, StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -290,7 +291,8 @@ fn drive(
             let finalized = finalize_feature_level(cluster, binaries, followers[0])?;
             let gated = rt.block_on(finalize_consumer_groups(cluster))?;
             let streams = rt.block_on(finalize_streams_groups(cluster))?;
-            format!("{finalized}; {gated}; {streams}")
+            let share = rt.block_on(finalize_share_groups(cluster))?;
+            format!("{finalized}; {gated}; {streams}; {share}")
         }
         Some(_) => "not reached".to_string(),
     };
@@ -389,6 +391,39 @@ async fn finalize_streams_groups(cluster: &mut Cluster) -> Result<String> {
         ensure!(Instant::now() < deadline, "a Streams join after finalizing: {after:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The feature onelog.version 5 gates (issue 29): a KIP-932 share join is refused
+/// (UNSUPPORTED_VERSION) until `onelog.version` 5 and `share.version` 1 are finalized
+/// together, then served; from there checkpoints are format 11.
+async fn finalize_share_groups(cluster: &mut Cluster) -> Result<String> {
+    let before = share_join(cluster).await?;
+    ensure!(before.error_code == UNSUPPORTED_VERSION, "a share join at onelog.version 4: {before:?}");
+    let upgrade = ["upgrade", "--feature", "onelog.version=5", "--feature", "share.version=1"];
+    let bootstrap = cluster.bootstrap();
+    let (ok, text) = tokio::task::block_in_place(|| java::feature_command(&bootstrap, &upgrade))?;
+    ensure!(ok && text.contains("share.version was upgraded to 1."), "kafka-features upgrade: {text}");
+    let deadline = Instant::now() + CATCH_UP_TIMEOUT;
+    loop {
+        let after = share_join(cluster).await?;
+        if after.error_code == 0 && after.member_epoch > 0 {
+            println!("roll: onelog.version 5 and share.version 1 finalized; a share join is served");
+            return Ok(format!("a share join refused (UNSUPPORTED_VERSION) until onelog.version 5 and share.version 1 were finalized, then served at member epoch {}", after.member_epoch));
+        }
+        ensure!(Instant::now() < deadline, "a share join after finalizing: {after:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A ShareGroupHeartbeat join sent to the leader, subscribing to nothing that exists.
+async fn share_join(cluster: &mut Cluster) -> Result<ShareGroupHeartbeatResponse> {
+    let leader = cluster.leader()?;
+    let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader)).await?;
+    let join = ShareGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("roll-kip-932")))
+        .with_member_id(StrBytes::from_static_str("roll-share-member"))
+        .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_static_str("roll-kip-932-input"))]));
+    client.request(1, &join).await
 }
 
 /// A StreamsGroupHeartbeat join sent to the leader: one subtopology reading a topic that does

@@ -1,0 +1,79 @@
+//! AlterShareGroupOffsets (key 91), v0: an empty share group's partitions start over at the
+//! given offsets (`kafka-share-groups.sh --reset-offsets`), as Kafka 4.4's
+//! `alterShareGroupOffsets`: a group no type holds is created empty, one with members is
+//! NON_EMPTY_GROUP, another type's id GROUP_ID_NOT_FOUND; an unknown topic or partition is
+//! UNKNOWN_TOPIC_OR_PARTITION for it. One `ShareResetOffsets` op; a follower answers
+//! NOT_COORDINATOR.
+//!
+//! Access: READ on the group, then READ on each topic (TOPIC_AUTHORIZATION_FAILED for its
+//! partitions), as Kafka checks.
+
+use kafka_compat::codec::Request;
+use kafka_compat::error_code;
+use kafka_protocol::messages::alter_share_group_offsets_response::{
+    AlterShareGroupOffsetsResponsePartition as Partition, AlterShareGroupOffsetsResponseTopic as Topic,
+};
+use kafka_protocol::messages::{AlterShareGroupOffsetsResponse, ApiKey, RequestKind, ResponseKind};
+use onelog_state::command::ShareResetOffsetsOp;
+
+use super::share_common::offsets_refusal;
+use super::util::{group_op_failed, str_bytes, uuid};
+use super::HandlerResult;
+use crate::ctx::SharedCtx;
+use crate::security::authz::{code, op, rt, Subject};
+
+pub const KEY: ApiKey = ApiKey::AlterShareGroupOffsets;
+pub const VERSIONS: (i16, i16) = (0, 0);
+pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
+    let who = Subject::of(&req);
+    let RequestKind::AlterShareGroupOffsets(body) = &req.body else {
+        anyhow::bail!("not an AlterShareGroupOffsets body")
+    };
+    let group_id = body.group_id.0.as_str();
+    let refused = |code: i16, message: Option<String>| {
+        let response = AlterShareGroupOffsetsResponse::default().with_error_code(code);
+        Ok(Some(ResponseKind::AlterShareGroupOffsets(response.with_error_message(message.map(str_bytes)))))
+    };
+    if let Some(code) = offsets_refusal(&ctx, &who, group_id, op::READ) {
+        return refused(code, None);
+    }
+    let mut reset = Vec::new();
+    let mut topics = Vec::new();
+    for t in &body.topics {
+        let name = t.topic_name.0.as_str();
+        let allowed = ctx.authorizer.allowed(&who, rt::TOPIC, name, op::READ);
+        let found = ctx.applied.state(|s| s.topics.get(name).map(|t| (t.topic_id, t.partitions.len())));
+        let mut partitions = Vec::new();
+        for p in &t.partitions {
+            let exists = found.is_some_and(|(_, n)| usize::try_from(p.partition_index).is_ok_and(|i| i < n));
+            let code = match () {
+                () if !allowed => code::TOPIC_AUTHORIZATION_FAILED,
+                () if !exists => error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                () => error_code::NONE,
+            };
+            if let (error_code::NONE, Some((id, _))) = (code, found) {
+                reset.push((id, p.partition_index, p.start_offset));
+            }
+            partitions
+                .push(Partition::default().with_partition_index(p.partition_index).with_error_code(code));
+        }
+        let id = found.filter(|_| allowed).map_or(uuid::Uuid::nil(), |(id, _)| uuid(&id));
+        topics.push(
+            Topic::default()
+                .with_topic_name(t.topic_name.clone())
+                .with_topic_id(id)
+                .with_partitions(partitions),
+        );
+    }
+    let op = ShareResetOffsetsOp { group_id: group_id.to_string(), partitions: reset };
+    match ctx.proposer.propose(op).await {
+        Ok(Ok(())) => {}
+        Ok(Err(refusal)) => return refused(refusal.code, refusal.message),
+        Err(e) => return refused(group_op_failed(&e), None),
+    }
+    Ok(Some(ResponseKind::AlterShareGroupOffsets(
+        AlterShareGroupOffsetsResponse::default().with_responses(topics),
+    )))
+}
