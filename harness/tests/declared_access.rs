@@ -25,7 +25,7 @@ const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.Standard
 const PRINCIPAL_PREFIX: &str = "onelog-test-principal:";
 /// The APIs Kafka's `KafkaApis` authorizes on the cluster, the group or the transactional id
 /// alone: raise it when a new API declares such a check.
-const CHECKED_APIS: usize = 26;
+const CHECKED_APIS: usize = 27;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_checked_api_refuses_a_principal_without_acls() {

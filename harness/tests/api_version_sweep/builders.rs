@@ -131,6 +131,70 @@ fn build_admin(key: ApiKey, v: i16, f: &Fixture) -> Option<RequestKind> {
                 .with_include_authorized_operations(true)
                 .with_include_topology_description(v >= 1),
         ),
+        _ => return build_share(key, v, f),
+    })
+}
+
+/// The share-group APIs (KIP-932): a member the group does not know, the sweep topic, no
+/// share session: each answered with an error, never a closed connection.
+fn build_share(key: ApiKey, v: i16, f: &Fixture) -> Option<RequestKind> {
+    let member = Some(s(MEMBER));
+    Some(match key {
+        ApiKey::ShareGroupHeartbeat => RequestKind::ShareGroupHeartbeat(
+            ShareGroupHeartbeatRequest::default()
+                .with_group_id(group())
+                .with_member_id(s(MEMBER))
+                .with_member_epoch(1),
+        ),
+        ApiKey::ShareGroupDescribe => RequestKind::ShareGroupDescribe(
+            ShareGroupDescribeRequest::default()
+                .with_group_ids(vec![group()])
+                .with_include_authorized_operations(true),
+        ),
+        ApiKey::ShareFetch => RequestKind::ShareFetch(
+            ShareFetchRequest::default()
+                .with_group_id(Some(group()))
+                .with_member_id(member)
+                .with_share_session_epoch(5)
+                .with_topics(vec![share_fetch_request::FetchTopic::default()
+                    .with_topic_id(f.topic_id)
+                    .with_partitions(vec![share_fetch_request::FetchPartition::default()])]),
+        ),
+        ApiKey::ShareAcknowledge => RequestKind::ShareAcknowledge(
+            ShareAcknowledgeRequest::default()
+                .with_group_id(Some(group()))
+                .with_member_id(member)
+                .with_share_session_epoch(5),
+        ),
+        ApiKey::DescribeShareGroupOffsets => RequestKind::DescribeShareGroupOffsets(
+            DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+                describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup::default()
+                    .with_group_id(group())
+                    .with_topics(None),
+            ]),
+        ),
+        ApiKey::AlterShareGroupOffsets => RequestKind::AlterShareGroupOffsets(
+            AlterShareGroupOffsetsRequest::default().with_group_id(group()).with_topics(vec![
+                alter_share_group_offsets_request::AlterShareGroupOffsetsRequestTopic::default()
+                    .with_topic_name(topic())
+                    .with_partitions(vec![
+                        alter_share_group_offsets_request::AlterShareGroupOffsetsRequestPartition::default(),
+                    ]),
+            ]),
+        ),
+        ApiKey::DeleteShareGroupOffsets => RequestKind::DeleteShareGroupOffsets(
+            DeleteShareGroupOffsetsRequest::default().with_group_id(group()).with_topics(vec![
+                delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic::default()
+                    .with_topic_name(topic()),
+            ]),
+        ),
+        _ => return build_cluster(key, v, f),
+    })
+}
+
+/// The cluster and broker admin APIs.
+fn build_cluster(key: ApiKey, v: i16, f: &Fixture) -> Option<RequestKind> {
+    Some(match key {
         ApiKey::DescribeLogDirs => {
             RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default().with_topics(Some(vec![
                 describe_log_dirs_request::DescribableLogDirTopic::default()
