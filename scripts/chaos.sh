@@ -5,6 +5,7 @@
 #
 #   scripts/chaos.sh --workload queue --seconds 600 --seed 42
 #   scripts/chaos.sh --workload bank --seconds 60 --bug read-committed-to-hw
+#   scripts/chaos.sh --workload share --seconds 120 --seed 1     (KIP-932 share groups)
 #
 # Every argument goes to the runner (`chaos --help`). The report lands under results/chaos/
 # (or --out); the exit status is the runner's: non-zero when the checker found a violation.

@@ -1,6 +1,7 @@
 //! Test and benchmark tools for onelog: broker and cluster process control, a raw Kafka client
 //! for inputs real clients never send, rdkafka helpers, a producer load that runs through faults,
 //! the admin API client, on-disk footprint measurement, the atomic multi-topic write, transactional producers and readers,
+//! a KIP-932 share-group consumer on the raw client (`share_consumer`),
 //! the Java scenario drivers, the chaos runner with its checker (`chaos`), the upgrades from an
 //! earlier release (`upgrade`: its golden fixture, the rolling upgrade), and the demo programs' logic (`demo`).
 //!
@@ -28,6 +29,7 @@ pub mod process;
 pub mod raw_client;
 pub mod raw_ops;
 pub mod scrape;
+pub mod share_consumer;
 pub mod txn;
 pub mod upgrade;
 

@@ -3,6 +3,8 @@
 //!   chaos --workload queue --seconds 600 --seed 42
 //!   chaos --workload bank --seconds 60 --faults kill-leader,pause-leader
 //!   chaos --workload copier --seconds 90 --seed 7
+//!   chaos --workload share --seconds 120 --seed 1
+//!   chaos --workload share --seconds 60 --share-bug keep-unacquired    (its checker must catch it)
 //!   chaos --workload copier --seconds 60 --copier-bug skip-rewind      (its checker must catch it)
 //!   chaos --workload queue --seconds 60 --bug read-committed-to-hw    (the checker must catch it)
 //!   chaos --workload queue --seconds 60 --faults kill-leader --writers 1 --plain-writers 0 \
@@ -22,11 +24,12 @@ use harness::chaos::copier::CopierBug;
 use harness::chaos::group_protocol::GroupProtocol;
 use harness::chaos::run::{run, RunOptions, Workload};
 use harness::chaos::schedule::{FaultKind, ALL_KINDS};
+use harness::chaos::share::ShareBug;
 
 #[derive(Parser, Debug)]
 #[command(about = "A seeded chaos run against a onelog cluster, with a Jepsen-style checker")]
 struct Args {
-    /// queue, bank or copier.
+    /// queue, bank, copier or share.
     #[arg(long, default_value = "queue")]
     workload: String,
     #[arg(long, default_value_t = 60)]
@@ -40,14 +43,15 @@ struct Args {
     /// Comma-separated fault kinds; all when absent.
     #[arg(long, value_delimiter = ',')]
     faults: Option<Vec<FaultKind>>,
-    /// Transactional writers (queue, bank), or copier instances (copier; at least 2).
+    /// Transactional writers (queue, bank, share), or copier instances (copier; at least 2).
     #[arg(long, default_value_t = 3)]
     writers: usize,
-    /// Idempotent non-transactional producers (queue only).
+    /// Idempotent non-transactional producers (queue, share).
     #[arg(long, default_value_t = 1)]
     plain_writers: usize,
-    #[arg(long, default_value_t = 2)]
-    readers: usize,
+    /// Readers (queue: read_committed sessions, default 2; share: share consumers, default 3).
+    #[arg(long)]
+    readers: Option<usize>,
     #[arg(long, default_value_t = 4)]
     partitions: i32,
     /// Stop after this many committed transactions.
@@ -69,6 +73,10 @@ struct Args {
     /// The copier's consumer group protocol: classic (eager assignment) or consumer (KIP-848).
     #[arg(long, default_value = "classic")]
     group_protocol: GroupProtocol,
+    /// Break the share consumer on purpose (share workload only): keep-unacquired (it hands
+    /// out every record of the returned batches, not only the acquired ones).
+    #[arg(long)]
+    share_bug: Option<ShareBug>,
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -81,8 +89,14 @@ fn main() -> anyhow::Result<()> {
         "queue" => Workload::Queue,
         "bank" => Workload::Bank,
         "copier" => Workload::Copier,
-        other => anyhow::bail!("unknown workload {other:?}: queue, bank or copier"),
+        "share" => Workload::Share,
+        other => anyhow::bail!("unknown workload {other:?}: queue, bank, copier or share"),
     };
+    anyhow::ensure!(
+        args.share_bug.is_none() || workload == Workload::Share,
+        "--share-bug is for --workload share"
+    );
+    let readers = args.readers.unwrap_or(if workload == Workload::Share { 3 } else { 2 });
     anyhow::ensure!(
         args.copier_bug.is_none() || workload == Workload::Copier,
         "--copier-bug is for --workload copier"
@@ -109,7 +123,7 @@ fn main() -> anyhow::Result<()> {
         fault_names.join(","),
         args.writers,
         args.plain_writers,
-        args.readers,
+        readers,
         args.partitions,
         args.max_committed
     );
@@ -125,8 +139,12 @@ fn main() -> anyhow::Result<()> {
     if args.group_protocol != GroupProtocol::Classic {
         command.push_str(&format!(" --group-protocol {}", args.group_protocol.name()));
     }
+    if let Some(bug) = args.share_bug {
+        command.push_str(&format!(" --share-bug {}", bug.name()));
+    }
     let mut bugs = args.bug.clone();
     bugs.extend(args.copier_bug.map(|b| b.name().to_string()));
+    bugs.extend(args.share_bug.map(|b| b.name().to_string()));
     let suffix = if bugs.is_empty() { String::new() } else { format!("-bug-{}", bugs.join("+")) };
     let out = args
         .out
@@ -140,11 +158,12 @@ fn main() -> anyhow::Result<()> {
         faults,
         writers: args.writers,
         plain_writers: args.plain_writers,
-        readers: args.readers,
+        readers,
         partitions: args.partitions,
         max_committed: args.max_committed,
         copier_bug: args.copier_bug,
         group_protocol: args.group_protocol,
+        share_bug: args.share_bug,
         broker_flags: args.bug.iter().map(|b| format!("bug.{b}")).collect(),
         txn_write_delay_ms: args.txn_write_delay_ms,
         out_dir: out.clone(),

@@ -7,9 +7,10 @@
 //!   non-monotonic poll, torn, phantom, write cycle, hanging transaction);
 //! - `schedule`: the seeded fault plan;
 //! - `faults`: applying a planned fault to the cluster and measuring recovery;
-//! - `queue`, `bank`, `copier`: the workloads (the copier, a consume-process-produce
+//! - `queue`, `bank`, `copier`, `share`: the workloads (the copier, a consume-process-produce
 //!   application with its offsets in its transactions, brings its own checker,
-//!   `copier_check`);
+//!   `copier_check`; the share workload, KIP-932 share groups, its writers (`share_writers`),
+//!   history (`share_history`) and checker (`share_check`));
 //! - `run`: one run end to end, and its report.
 
 pub mod bank;
@@ -23,3 +24,7 @@ pub mod queue;
 pub mod report;
 pub mod run;
 pub mod schedule;
+pub mod share;
+pub mod share_check;
+pub mod share_history;
+pub mod share_writers;

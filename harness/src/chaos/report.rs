@@ -16,6 +16,7 @@ use super::copier::CopierCounts;
 use super::history::{Outcome, Snapshot};
 use super::run::RunOptions;
 use super::schedule::Planned;
+use super::share_check::ShareCounts;
 
 #[derive(Debug, Serialize)]
 pub struct Recovery {
@@ -51,6 +52,8 @@ pub struct Report {
     pub recovery_summary: BTreeMap<String, RecoverySummary>,
     /// The copier workload's own figures (input, output, instances, rebalances).
     pub copier: Option<CopierCounts>,
+    /// The share workload's own figures (deliveries, fates, consumer instances).
+    pub share: Option<ShareCounts>,
     #[serde(skip)]
     snapshot: Snapshot,
 }
@@ -138,6 +141,7 @@ impl Report {
             recovery,
             recovery_summary,
             copier: None,
+            share: None,
             snapshot,
         }
     }
@@ -182,6 +186,9 @@ impl Report {
                 k.crashes,
                 k.hijacks
             );
+        }
+        if let Some(k) = &self.share {
+            share_lines(&mut s, k);
         }
         let faults: Vec<String> = self.faults_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(s, "faults: {}", if faults.is_empty() { "none".into() } else { faults.join(", ") });
@@ -257,4 +264,56 @@ impl Report {
         std::fs::write(dir.join("faults.csv"), faults)?;
         Ok(())
     }
+}
+
+/// The share workload's figures: what was written, delivered, and what became of it.
+fn share_lines(s: &mut String, k: &ShareCounts) {
+    let drained = k.drained_ms.map_or("not drained".to_string(), |ms| format!("drained in {ms} ms"));
+    let lag = k.final_lag.map_or("-".to_string(), |l| l.to_string());
+    let _ = writeln!(
+        s,
+        "share: {} values acknowledged ({} unknown, {} aborted); {} deliveries of {} records, {} redeliveries; {} accepted (+{} in doubt), {} rejected, {} archived at the limit, {} lost ({drained}, final lag {lag})",
+        k.values_acknowledged,
+        k.values_unknown,
+        k.values_aborted,
+        k.deliveries,
+        k.records_delivered,
+        k.redeliveries,
+        k.accepted,
+        k.accepted_unknown,
+        k.rejected,
+        k.archived,
+        k.lost
+    );
+    let _ = writeln!(
+        s,
+        "share: {} releases applied, {} deliveries left to their lock or session, {} acknowledgements refused, {} dropped with their session, {} gaps; {} fetches of unknown outcome; {} leader epochs; {} consumer instances ({} crashed), {} session ends",
+        k.released,
+        k.unacknowledged,
+        k.refused_acks,
+        k.dropped_acks,
+        k.gaps,
+        k.unknown_fetches,
+        k.leader_epochs,
+        k.instances,
+        k.crashes,
+        k.session_ends
+    );
+    if let Some(b) = &k.broker {
+        let _ = writeln!(
+            s,
+            "share: the leader counts {} accepted, {} archived (rejected or at the limit), {} redelivered; the consumers saw {} accepts applied (+{} in doubt), {} rejects applied (+{} in doubt), {} values archived at the limit (+{} after deliveries nobody saw)",
+            b.accepted,
+            b.archived,
+            b.redelivered,
+            k.accept_acks_applied,
+            k.accept_acks_unknown,
+            k.reject_acks_applied,
+            k.reject_acks_unknown,
+            k.archived,
+            k.archived_unseen
+        );
+    }
+    let ends: Vec<String> = k.lock_ends.iter().map(|(why, n)| format!("{why} {n}")).collect();
+    let _ = writeln!(s, "share: redeliveries by how the previous lock ended: {}", ends.join(", "));
 }

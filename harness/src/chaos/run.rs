@@ -18,6 +18,9 @@ use super::history::{History, Snapshot};
 use super::queue::{self, ClientFaults, Queue, QueueConfig};
 use super::report::Report;
 use super::schedule::{self, FaultKind};
+use super::share::{self, ShareBug, ShareConfig, ShareWorkload};
+use super::share_check::{self, ShareCounts};
+use super::share_history::{self, ShareHistory};
 use crate::kafka::create_topics;
 use crate::{Cluster, ClusterOptions};
 
@@ -26,6 +29,8 @@ pub enum Workload {
     Queue,
     Bank,
     Copier,
+    /// KIP-932 share groups (`share`).
+    Share,
 }
 
 impl Workload {
@@ -34,6 +39,7 @@ impl Workload {
             Workload::Queue => "queue",
             Workload::Bank => "bank",
             Workload::Copier => "copier",
+            Workload::Share => "share",
         }
     }
 }
@@ -54,6 +60,8 @@ pub struct RunOptions {
     pub copier_bug: Option<CopierBug>,
     /// The copier's group protocol (copier workload only).
     pub group_protocol: GroupProtocol,
+    /// A deliberately broken share consumer (share workload only), to show its checker sees it.
+    pub share_bug: Option<ShareBug>,
     /// Test-only broker flags (`ONELOG_FAULT_FLAGS`), e.g. a re-introduced bug.
     pub broker_flags: Vec<String>,
     /// How long the leader waits before appending an entry with writes of an open transaction
@@ -80,12 +88,78 @@ pub const DISK_RESERVE_BYTES: u64 = 64 << 20;
 const FINAL_READ_WAIT: Duration = Duration::from_secs(90);
 /// How long the copiers may take to commit the whole input once the feeder stopped.
 const COPIER_DRAIN_WAIT: Duration = Duration::from_secs(90);
+/// How long the share consumers may take to settle every acknowledged value once the writers
+/// stopped: several lock durations, for records whose lock must expire first.
+const SHARE_DRAIN_WAIT: Duration = Duration::from_secs(120);
 
 /// The workload running during the faults.
 enum Running {
     Queue(Queue),
     Bank(Bank),
     Copier(Copier),
+    Share(ShareWorkload),
+}
+
+impl Running {
+    fn client_faults(&self) -> std::sync::Arc<ClientFaults> {
+        match self {
+            Running::Queue(q) => q.faults.clone(),
+            Running::Copier(c) => c.faults.clone(),
+            Running::Share(s) => s.faults.clone(),
+            // The bank has no client-side faults (its writers are simpler).
+            Running::Bank(_) => std::sync::Arc::new(ClientFaults::default()),
+        }
+    }
+
+    /// Stops the writers once the faults are over; the copiers and share consumers drain
+    /// once the cluster is whole.
+    fn stop(self) -> Draining {
+        match self {
+            Running::Queue(q) => {
+                q.stop();
+                Draining::Stopped
+            }
+            Running::Bank(b) => {
+                b.stop();
+                Draining::Stopped
+            }
+            Running::Copier(mut c) => {
+                c.stop_feeder();
+                Draining::Copier(c)
+            }
+            Running::Share(mut s) => {
+                s.stop_writers();
+                Draining::Share(s)
+            }
+        }
+    }
+}
+
+/// A workload whose writers stopped: done, or readers still to drain.
+enum Draining {
+    Stopped,
+    Copier(Copier),
+    Share(ShareWorkload),
+}
+
+impl Draining {
+    /// Stops what still runs, without draining (the run failed).
+    fn abandon(self) {
+        match self {
+            Draining::Stopped => {}
+            Draining::Copier(c) => drop(c.drain_and_stop(Duration::ZERO)),
+            Draining::Share(s) => drop(s.drain_and_stop(Duration::ZERO)),
+        }
+    }
+}
+
+/// What the checkers found.
+struct Checked {
+    violations: Violations,
+    allowed: Violations,
+    counts: QueueCounts,
+    copier: Option<CopierCounts>,
+    share: Option<ShareCounts>,
 }
 
 /// The broker's delay point behind `RunOptions::txn_write_delay_ms` (broker/src/leader/proposer.rs).
@@ -143,72 +217,94 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
         _ => rt.block_on(create_topics(&bootstrap, &[(&topic, p)]))?,
     }
     let history = History::new();
-    let running = start_workload(cluster, options, &topic, &history);
-    let client_faults = match &running {
-        Running::Queue(q) => q.faults.clone(),
-        Running::Copier(c) => c.faults.clone(),
-        // The bank has no client-side faults (its writers are simpler).
-        Running::Bank(_) => std::sync::Arc::new(ClientFaults::default()),
-    };
-    let kinds: Vec<FaultKind> = options
-        .faults
-        .iter()
-        .copied()
-        .filter(|k| options.workload != Workload::Bank || !k.is_client_side())
-        .collect();
-    let plan = schedule::plan(options.seed, options.length, &kinds);
+    let share = ShareHistory::default();
+    let running = start_workload(cluster, options, &topic, (&history, &share))?;
+    let client_faults = running.client_faults();
+    let plan = schedule::plan(options.seed, options.length, &fault_kinds(options));
     let fault_error = inject_plan(cluster, options, &plan, &history, &client_faults);
 
-    // Whole again: every node running, a leader, the workload stopped, then the final read.
-    // The copiers stop last: they drain the input once the cluster is whole.
-    let copier = match running {
-        Running::Queue(q) => {
-            q.stop();
-            None
-        }
-        Running::Bank(b) => {
-            b.stop();
-            None
-        }
-        Running::Copier(mut c) => {
-            c.stop_feeder();
-            Some(c)
-        }
-    };
+    // Whole again: every node running, a leader, the writers stopped, then the readers drain
+    // (copier, share) and the final read.
+    let draining = running.stop();
     if let Some(e) = fault_error {
-        if let Some(c) = copier {
-            c.drain_and_stop(Duration::ZERO);
-        }
+        draining.abandon();
         return Err(e.context("injecting a fault"));
     }
     cluster.heal()?;
     cluster.start_all()?;
     cluster.wait_for_leader(faults::RECOVERY_TIMEOUT)?;
-    let copier_counts = copier.map(|c| c.drain_and_stop(COPIER_DRAIN_WAIT));
-    let snapshot = history.snapshot();
-    let (mut violations, allowed, counts, copier_counts) = match copier_counts {
-        Some(k) => {
-            let (violations, counts, k) = check_copier_run(&bootstrap, options, &snapshot, k)?;
-            (violations, Violations::default(), counts, k)
+    let mut checked = check_run(cluster, options, &topic, (&history, &share), draining)?;
+    checked.violations.merge(replicas_agree(cluster));
+    let mut report =
+        Report::new(options, &plan, history.snapshot(), checked.counts, checked.violations, checked.allowed);
+    report.copier = checked.copier;
+    report.share = checked.share;
+    report.write(&options.out_dir)?;
+    Ok(report)
+}
+
+/// The fault kinds the workload can take: the bank has no client-side faults, and the share
+/// workload hijacks only a transactional writer.
+fn fault_kinds(options: &RunOptions) -> Vec<FaultKind> {
+    let takes = |k: &FaultKind| match options.workload {
+        Workload::Bank => !k.is_client_side(),
+        Workload::Share => *k != FaultKind::TxnHijack || options.writers > 0,
+        Workload::Queue | Workload::Copier => true,
+    };
+    options.faults.iter().copied().filter(takes).collect()
+}
+
+/// Drains what still reads, then the workload's checkers.
+fn check_run(
+    cluster: &mut Cluster,
+    options: &RunOptions,
+    topic: &str,
+    (history, share): (&History, &ShareHistory),
+    draining: Draining,
+) -> Result<Checked> {
+    let none =
+        |violations, allowed, counts| Checked { violations, allowed, counts, copier: None, share: None };
+    match draining {
+        Draining::Copier(c) => {
+            let k = c.drain_and_stop(COPIER_DRAIN_WAIT);
+            let snapshot = history.snapshot();
+            let (violations, counts, copier) = check_copier_run(&cluster.bootstrap(), options, &snapshot, k)?;
+            Ok(Checked { copier, ..none(violations, Violations::default(), counts) })
         }
-        None => {
-            let (final_read, unstable) = queue::final_read(&bootstrap, &topic, p, FINAL_READ_WAIT)?;
+        Draining::Share(s) => {
+            let drain = s.drain_and_stop(SHARE_DRAIN_WAIT);
+            let totals = share_totals(cluster);
+            let (snapshot, share) = (history.snapshot(), share.snapshot());
+            let (violations, mut k) =
+                share_check::check_share(&snapshot, &share, &share::rules(), totals.as_ref());
+            (k.drained_ms, k.final_lag) = (drain.drained_ms, drain.final_lag);
+            if violations.total() > 0 || std::env::var_os("ONELOG_CHAOS_KEEP").is_some() {
+                save_share_history(&options.out_dir, &share)?;
+            }
+            let counts = checker::txn_counts(&snapshot);
+            Ok(Checked { share: Some(k), ..none(violations, Violations::default(), counts) })
+        }
+        Draining::Stopped => {
+            let bootstrap = &cluster.bootstrap();
+            let snapshot = history.snapshot();
+            let p = options.partitions;
+            let (final_read, unstable) = queue::final_read(bootstrap, topic, p, FINAL_READ_WAIT)?;
             let (mut violations, counts) = checker::check_queue(&snapshot, &final_read);
             violations.merge(checker::check_stable(&unstable, FINAL_READ_WAIT));
             if options.workload == Workload::Bank {
                 violations.merge(bank::check_bank(&snapshot.cuts, &final_read));
             }
-            (violations, checker::write_cycles(&snapshot, &final_read), counts, None)
+            Ok(none(violations, checker::write_cycles(&snapshot, &final_read), counts))
         }
-    };
-    violations.merge(replicas_agree(cluster));
-    let mut report = Report::new(options, &plan, snapshot, counts, violations, allowed);
-    report.copier = copier_counts;
-    report.write(&options.out_dir)?;
-    Ok(report)
+    }
 }
 
-fn start_workload(cluster: &Cluster, options: &RunOptions, topic: &str, history: &History) -> Running {
+fn start_workload(
+    cluster: &Cluster,
+    options: &RunOptions,
+    topic: &str,
+    (history, share): (&History, &ShareHistory),
+) -> Result<Running> {
     let bootstrap = cluster.bootstrap();
     let config = QueueConfig {
         bootstrap: bootstrap.clone(),
@@ -221,7 +317,7 @@ fn start_workload(cluster: &Cluster, options: &RunOptions, topic: &str, history:
         max_committed: options.max_committed,
         seed: options.seed,
     };
-    match options.workload {
+    Ok(match options.workload {
         Workload::Queue => Running::Queue(Queue::start(config, history.clone())),
         Workload::Bank => {
             // The bank's cut reader observes the log directly, not through the client links
@@ -244,7 +340,21 @@ fn start_workload(cluster: &Cluster, options: &RunOptions, topic: &str, history:
             },
             history.clone(),
         )),
-    }
+        Workload::Share => Running::Share(ShareWorkload::start(
+            ShareConfig {
+                bootstrap,
+                topic: topic.to_string(),
+                partitions: options.partitions,
+                writers: options.writers,
+                plain_writers: options.plain_writers,
+                consumers: options.readers,
+                seed: options.seed,
+                bug: options.share_bug,
+            },
+            history.clone(),
+            share.clone(),
+        )?),
+    })
 }
 
 /// The faults, on schedule, until the run's length or operation bound; the first failure to
@@ -276,6 +386,36 @@ fn inject_plan(
         std::thread::sleep(Duration::from_millis(200));
     }
     None
+}
+
+/// The share group's running totals from the leader's `/metrics` (the cluster is whole and
+/// quiet), or None if it could not tell them (no admin API, the scrape failed, or a broker
+/// without the series).
+fn share_totals(cluster: &mut Cluster) -> Option<share_check::BrokerTotals> {
+    if !cluster.has_admin_api() {
+        return None;
+    }
+    let leader = cluster.leader().ok()?;
+    let scrape = crate::scrape::Scrape::of(cluster.admin_addr(leader)).ok()?;
+    let group = [("group", share::GROUP)];
+    let total = |name: &str| {
+        let name = format!("onelog_share_group_records_{name}_total");
+        let samples: Vec<f64> = scrape.matching(&name, &group).map(|s| s.value).collect();
+        samples.first().map(|v| *v as u64)
+    };
+    Some(share_check::BrokerTotals {
+        accepted: total("accepted")?,
+        archived: total("archived")?,
+        redelivered: total("redelivered")?,
+    })
+}
+
+/// The share consumers' whole history, for the diagnosis of a violation.
+fn save_share_history(dir: &std::path::Path, share: &share_history::ShareSnapshot) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let file = std::fs::File::create(dir.join("share-history.json"))?;
+    serde_json::to_writer(std::io::BufWriter::new(file), share)?;
+    Ok(())
 }
 
 /// The copier's final read and its checker; its figures completed with what the read holds.
