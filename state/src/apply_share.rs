@@ -8,8 +8,8 @@
 use kafka_compat::error_code;
 
 use crate::command::{
-    FenceShareMemberOp, OpResult, ShareAcknowledgeOp, ShareAcquireOp, ShareDeleteOffsetsOp, ShareExpireOp,
-    ShareGroupHeartbeatOp, ShareLivenessOp, ShareReleaseOp, ShareResetOffsetsOp,
+    AcquirePartition, FenceShareMemberOp, OpResult, ShareAcknowledgeOp, ShareAcquireOp, ShareDeleteOffsetsOp,
+    ShareExpireOp, ShareGroupHeartbeatOp, ShareLivenessOp, ShareReleaseOp, ShareResetOffsetsOp,
 };
 use crate::consumer_group::{Refusal, TopicId};
 use crate::groups::CommitResult;
@@ -86,20 +86,41 @@ pub(crate) fn acquire(state: &mut BrokerState, op: &ShareAcquireOp) -> OpResult 
             p.partition,
             p.start_offset.max(log_start),
         );
-        let input = AcquireInput {
-            member_id: &op.member_id,
-            max_records: budget,
-            batch_size: op.batch_size,
-            record_limit_mode: op.record_limit_mode,
-            deadline_ms: op.deadline_ms,
-            batches: &p.batches,
-            log_start_offset: log_start,
-        };
+        let input = input(op, p, budget, log_start);
         let acquired = share.acquire(&input, &op.limits);
         budget = budget.saturating_sub(count(&acquired));
         results.push(acquired);
     }
     OpResult::ShareAcquired(results)
+}
+
+/// What the acquisition of partition `p` of `op` runs with, `max_records` of the budget left.
+fn input<'a>(
+    op: &'a ShareAcquireOp,
+    p: &'a AcquirePartition,
+    max_records: i32,
+    log_start: i64,
+) -> AcquireInput<'a> {
+    AcquireInput {
+        member_id: &op.member_id,
+        max_records,
+        batch_size: op.batch_size,
+        record_limit_mode: op.record_limit_mode,
+        deadline_ms: op.deadline_ms,
+        batches: &p.batches,
+        log_start_offset: log_start,
+    }
+}
+
+/// The leader's dry run of `op`: whether its apply would acquire anything or start a share
+/// partition the group never read, on copies, so an empty fetch writes no entry.
+pub fn would_acquire(state: &BrokerState, op: &ShareAcquireOp) -> bool {
+    op.partitions.iter().any(|p| {
+        let Some(log_start) = log_start(state, &p.topic_id, p.partition) else { return false };
+        let Some(share) = state.share_states.get(&op.group_id, &p.topic_id, p.partition) else { return true };
+        let input = input(op, p, op.max_records.max(0), log_start);
+        !share.clone().acquire(&input, &op.limits).is_empty()
+    })
 }
 
 fn count(acquired: &[Acquired]) -> i32 {

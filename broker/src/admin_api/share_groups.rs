@@ -24,7 +24,7 @@ use super::metrics::{gauge, Series};
 use crate::handlers::describe_share_group_offsets::lag;
 
 /// One share group's figures, as one read of the applied state saw them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ShareGroupRow {
     pub group_id: String,
     /// `Empty` or `Stable` (Kafka's `ShareGroupState`).
@@ -56,12 +56,7 @@ pub fn rows(state: &BrokerState) -> Vec<ShareGroupRow> {
                 group_id: id.clone(),
                 state: group.state().as_str(),
                 members: group.members.len(),
-                in_flight: 0,
-                acquired: 0,
-                lag: 0,
-                redelivered: 0,
-                accepted: 0,
-                archived: 0,
+                ..ShareGroupRow::default()
             };
             let partitions = state.share_states.groups.get(id).into_iter().flatten();
             for (topic_id, by_partition) in partitions {
@@ -215,17 +210,7 @@ mod tests {
             accepted: 6,
             archived: 4,
         };
-        let idle = ShareGroupRow {
-            group_id: "idle".into(),
-            state: "Empty",
-            members: 0,
-            in_flight: 0,
-            acquired: 0,
-            lag: 0,
-            redelivered: 0,
-            accepted: 0,
-            archived: 0,
-        };
+        let idle = ShareGroupRow { group_id: "idle".into(), state: "Empty", ..ShareGroupRow::default() };
         assert_eq!(rows(&state), vec![g, idle]);
     }
 }

@@ -22,8 +22,9 @@ use kafka_protocol::messages::share_fetch_response::{
     AcquiredRecords, LeaderIdAndEpoch, NodeEndpoint, PartitionData, ShareFetchableTopicResponse,
 };
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, ShareFetchRequest, ShareFetchResponse};
+use onelog_state::apply_share::would_acquire;
 use onelog_state::command::{AcquirePartition, ShareAcquireOp};
-use onelog_state::share_partition::{AckBatch, AcquireInput, Acquired};
+use onelog_state::share_partition::{AckBatch, Acquired};
 
 use super::share_acknowledgements::{acknowledge, topic_problem, types, Outcomes, Requested};
 use super::share_common::{check, close, log_refusal, release, take_over, Refused};
@@ -280,34 +281,7 @@ fn acquisition(
         limits: group.limits,
         partitions,
     };
-    Ok(would_acquire(ctx, &op).then_some(op))
-}
-
-/// Runs the op's acquisition on copies of the applied share partitions. A partition the group
-/// never read counts: the op starts its share state where `share.auto.offset.reset` says now,
-/// as Kafka initializes a share partition at its first fetch.
-fn would_acquire(ctx: &Ctx, op: &ShareAcquireOp) -> bool {
-    ctx.applied.state(|s| {
-        op.partitions.iter().any(|p| {
-            let Some((_, topic)) = s.topic_by_id(&p.topic_id) else { return false };
-            let Some(ps) = usize::try_from(p.partition).ok().and_then(|i| topic.partitions.get(i)) else {
-                return false;
-            };
-            let Some(mut copy) = s.share_states.get(&op.group_id, &p.topic_id, p.partition).cloned() else {
-                return true;
-            };
-            let input = AcquireInput {
-                member_id: &op.member_id,
-                max_records: op.max_records,
-                batch_size: op.batch_size,
-                record_limit_mode: op.record_limit_mode,
-                deadline_ms: op.deadline_ms,
-                batches: &p.batches,
-                log_start_offset: ps.log_start_offset,
-            };
-            !copy.acquire(&input, &op.limits).is_empty()
-        })
-    })
+    Ok(ctx.applied.state(|s| would_acquire(s, &op)).then_some(op))
 }
 
 fn leader_of(ctx: &Ctx) -> LeaderIdAndEpoch {
