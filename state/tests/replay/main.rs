@@ -125,7 +125,13 @@ fn replicas_replaying_one_log_agree_at_every_step() {
         match result {
             Ok(stats) => {
                 println!("replay seed {seed}: {secs:.1} s, {}", stats.summary());
-                if let Err(missing) = stats.check_coverage(ops) {
+                // The fixed seeds are deterministic, so their coverage cannot flake; the clock
+                // seed is there to find divergences, and a rare event it happens to miss (one
+                // run in about 100 had no takeover abort) is worth a line, not a failure.
+                let coverage = stats.check_coverage(ops);
+                if let (Err(missing), false) = (&coverage, FIXED_SEEDS.contains(&seed)) {
+                    println!("replay seed {seed} (from the clock) did not exercise: {missing}");
+                } else if let Err(missing) = coverage {
                     failures.push(format!(
                         "seed {seed} did not exercise enough: {missing}\n{}\nreproduce: {}",
                         stats.summary(),

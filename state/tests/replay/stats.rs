@@ -133,7 +133,7 @@ impl Stats {
         if ops < DEFAULT_OPS {
             return Ok(());
         }
-        // About half the smallest value seen over 100 seeds, so the clock seed cannot flake.
+        // About half the smallest value seen over 100 seeds; only the fixed seeds must meet them.
         let minimums = [
             ("entries", self.entries, 800),
             ("terms", self.terms, 8),
