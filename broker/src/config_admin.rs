@@ -134,12 +134,14 @@ fn preview(state: &BrokerState, change: &ResourceAlteration, groups: &Settings) 
         if state.features.level(ONELOG_VERSION) < ONELOG_VERSION_CONSUMER_GROUPS {
             change.alterations.iter().find_map(refused_by_0_1_0).map_or(Ok(()), |m| Err(invalid(m)))?;
         }
-        let (consumer, streams) = (&groups.consumer_group, &groups.streams_group);
+        let (consumer, streams, share) = (&groups.consumer_group, &groups.streams_group, &groups.share_group);
         let broker = BrokerGroupConfigs {
             consumer: &consumer.settings,
             consumer_bounds: &consumer.bounds,
             streams: &streams.settings,
             streams_bounds: &streams.bounds,
+            share: &share.settings,
+            share_bounds: &share.bounds,
         };
         if let Some(problem) = leader_problem(&next, broker) {
             return Err(invalid(problem));

@@ -2,7 +2,8 @@
 //! ListGroups (type and protocol type `share`, its filters case-insensitive), DescribeGroups
 //! (Dead, and GROUP_ID_NOT_FOUND from v6), the consumer and Streams describes ("is not a
 //! consumer/streams group."); the other types' joins and commits on its id refused with
-//! Kafka's codes, empty or not; and `/metrics`, the status page and `onelog admin groups list`.
+//! Kafka's codes, empty or not; `/metrics`, the status page and `onelog admin groups list`;
+//! and the broker's `group.share.*` configs (heartbeat interval, group size) in its answers.
 
 use std::process::Command;
 
@@ -12,7 +13,7 @@ use harness::process::onelog_binary;
 use harness::raw_ops::topic_name;
 use harness::scrape::Scrape;
 use harness::{Cluster, ClusterOptions, RawClient};
-use kafka_compat::error_code::{GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL};
+use kafka_compat::error_code::{GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, INCONSISTENT_GROUP_PROTOCOL};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -27,10 +28,17 @@ use kafka_protocol::protocol::StrBytes;
 const GROUP: &str = "share-surfaces";
 const TOPIC: &str = "share-jobs";
 const MEMBER: &str = "7cd1e3a4-0000-4000-8000-0000000000aa";
+const OTHER_MEMBER: &str = "7cd1e3a4-0000-4000-8000-0000000000bb";
+/// The broker's `group.share.heartbeat.interval.ms`, not Kafka's default 5000.
+const HEARTBEAT_MS: i32 = 7_000;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_share_group_shows_wherever_a_group_shows_and_keeps_its_id() {
-    let cluster = Cluster::start_with(ClusterOptions::new(1)).expect("starting onelog");
+    let options = ClusterOptions::new(1)
+        .config("group.share.heartbeat.interval.ms", HEARTBEAT_MS)
+        .config("group.share.max.size", 1)
+        .config("group.share.max.share.sessions", 1);
+    let cluster = Cluster::start_with(options).expect("starting onelog");
     let result = scenario(&cluster).await;
     cluster.unwrap_or_dump(result);
 }
@@ -39,6 +47,7 @@ async fn scenario(cluster: &Cluster) -> Result<()> {
     create_topics(&cluster.bootstrap(), &[(TOPIC, 1)]).await?;
     let mut client = RawClient::connect_negotiated(cluster.kafka_addr(1)).await?;
     ensure!(share_heartbeat(&mut client, 0).await? == 0, "share join refused");
+    brokers_settings(&mut client).await?;
     listed(&mut client, "Stable").await?;
     described(&mut client).await?;
     refused(&mut client).await?;
@@ -159,6 +168,27 @@ fn shown(cluster: &Cluster, members: usize) -> Result<()> {
     let line = listed.lines().find(|l| l.starts_with(GROUP)).context("not in groups list")?;
     let words: Vec<&str> = line.split_whitespace().collect();
     ensure!(words == [GROUP, "share", state, "share"], "groups list: {listed}");
+    Ok(())
+}
+
+/// The broker's `group.share.*` configs apply: the member's heartbeat interval is the
+/// broker's, and a second member finds the group full (`group.share.max.size=1`).
+async fn brokers_settings(client: &mut RawClient) -> Result<()> {
+    let join = |member: &str| {
+        ShareGroupHeartbeatRequest::default()
+            .with_group_id(gid())
+            .with_member_id(text(member))
+            .with_member_epoch(0)
+            .with_subscribed_topic_names(Some(vec![TopicName(text(TOPIC))]))
+    };
+    let first = client.request(1, &join(MEMBER)).await?;
+    ensure!(
+        first.heartbeat_interval_ms == HEARTBEAT_MS,
+        "heartbeat interval {}",
+        first.heartbeat_interval_ms
+    );
+    let second = client.request(1, &join(OTHER_MEMBER)).await?;
+    ensure!(second.error_code == GROUP_MAX_SIZE_REACHED, "a second member of a full group: {second:?}");
     Ok(())
 }
 

@@ -14,19 +14,26 @@
 //!
 //! A stored override that falls outside the bounds of the broker using it (they changed
 //! since, or another leader accepted it) is capped when used ([`consumer_settings`],
-//! [`streams_settings`]), as Kafka 4.4 caps it. The `share.*` and dead-letter-queue keys are
-//! stored and described, checked against Kafka's broker defaults for their bounds (onelog has
-//! no `group.share.*` configs), and used by nothing; so are the streams keys no
-//! [`StreamsSettings`] field takes (`streams.assignor.offload.enable`).
+//! [`streams_settings`]; the broker's `config::share_group` for the `share.*` keys, bounded by
+//! `group.share.min/max.*` through [`ShareGroupBounds`]), as Kafka 4.4 caps it. The
+//! dead-letter-queue keys are stored and described and used by nothing; so are the streams
+//! keys no [`StreamsSettings`] field takes (`streams.assignor.offload.enable`).
 
 use crate::configs::{AlterKind, ConfigAlteration, Overrides};
 use crate::consumer_group::GroupSettings;
+use crate::share_group::ShareSettings;
 use crate::streams_group::StreamsSettings;
 use crate::topic_config::ConfigType;
 
 pub const CONSUMER_SESSION_TIMEOUT_MS: &str = "consumer.session.timeout.ms";
 pub const CONSUMER_HEARTBEAT_INTERVAL_MS: &str = "consumer.heartbeat.interval.ms";
 pub const CONSUMER_ASSIGNMENT_INTERVAL_MS: &str = "consumer.assignment.interval.ms";
+pub const SHARE_SESSION_TIMEOUT_MS: &str = "share.session.timeout.ms";
+pub const SHARE_HEARTBEAT_INTERVAL_MS: &str = "share.heartbeat.interval.ms";
+pub const SHARE_ASSIGNMENT_INTERVAL_MS: &str = "share.assignment.interval.ms";
+pub const SHARE_RECORD_LOCK_DURATION_MS: &str = "share.record.lock.duration.ms";
+pub const SHARE_DELIVERY_COUNT_LIMIT: &str = "share.delivery.count.limit";
+pub const SHARE_PARTITION_MAX_RECORD_LOCKS: &str = "share.partition.max.record.locks";
 pub const STREAMS_SESSION_TIMEOUT_MS: &str = "streams.session.timeout.ms";
 pub const STREAMS_HEARTBEAT_INTERVAL_MS: &str = "streams.heartbeat.interval.ms";
 pub const STREAMS_NUM_STANDBY_REPLICAS: &str = "streams.num.standby.replicas";
@@ -204,7 +211,8 @@ pub struct Bounds {
 }
 
 impl Bounds {
-    fn cap(self, value: i64) -> i64 {
+    /// A stored override within these bounds (Kafka's `GroupConfig.evaluate` clamps it).
+    pub fn cap(self, value: i64) -> i64 {
         value.clamp(self.min, self.max.max(self.min))
     }
 }
@@ -260,6 +268,33 @@ impl Default for StreamsGroupBounds {
     }
 }
 
+/// The broker's bounds on the share-group keys (`group.share.min/max.*`): session timeout,
+/// heartbeat interval and assignment interval (Kafka's `GroupCoordinatorConfig`), record lock
+/// duration, delivery count limit and record locks per partition (its `ShareGroupConfig`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareGroupBounds {
+    pub session_timeout_ms: Bounds,
+    pub heartbeat_interval_ms: Bounds,
+    pub assignment_interval_ms: Bounds,
+    pub record_lock_duration_ms: Bounds,
+    pub delivery_count_limit: Bounds,
+    pub partition_max_record_locks: Bounds,
+}
+
+impl Default for ShareGroupBounds {
+    /// Kafka's defaults.
+    fn default() -> Self {
+        ShareGroupBounds {
+            session_timeout_ms: Bounds { min: 45_000, max: 60_000 },
+            heartbeat_interval_ms: Bounds { min: 5_000, max: 15_000 },
+            assignment_interval_ms: Bounds { min: 0, max: 15_000 },
+            record_lock_duration_ms: Bounds { min: 15_000, max: 60_000 },
+            delivery_count_limit: Bounds { min: 2, max: 10 },
+            partition_max_record_locks: Bounds { min: 100, max: 4_000 },
+        }
+    }
+}
+
 /// What the leader checks a group's overrides against: this broker's own group settings
 /// (the defaults of an unset session timeout or heartbeat interval) and their bounds.
 #[derive(Debug, Clone, Copy)]
@@ -268,6 +303,8 @@ pub struct BrokerGroupConfigs<'a> {
     pub consumer_bounds: &'a ConsumerGroupBounds,
     pub streams: &'a StreamsSettings,
     pub streams_bounds: &'a StreamsGroupBounds,
+    pub share: &'a ShareSettings,
+    pub share_bounds: &'a ShareGroupBounds,
 }
 
 /// A bound check of Kafka 4.4's `GroupConfig.validateValues`, each with its own message.
@@ -291,23 +328,19 @@ impl Limit {
     }
 }
 
-const fn range(min: i64, max: i64) -> Limit {
-    Limit::Range(Bounds { min, max })
-}
-
-/// The bound checks in Kafka's order. The share bounds are Kafka's broker defaults
-/// (`group.share.min.session.timeout.ms`, …), which onelog does not let anyone change.
-fn limits(consumer: &ConsumerGroupBounds, streams: &StreamsGroupBounds) -> [(&'static str, Limit); 15] {
+/// The bound checks in Kafka's order.
+fn limits(broker: &BrokerGroupConfigs<'_>) -> [(&'static str, Limit); 15] {
+    let (consumer, streams, share) = (broker.consumer_bounds, broker.streams_bounds, broker.share_bounds);
     [
         (CONSUMER_HEARTBEAT_INTERVAL_MS, Limit::Range(consumer.heartbeat_interval_ms)),
         (CONSUMER_SESSION_TIMEOUT_MS, Limit::Range(consumer.session_timeout_ms)),
         (CONSUMER_ASSIGNMENT_INTERVAL_MS, Limit::Range(consumer.assignment_interval_ms)),
-        ("share.heartbeat.interval.ms", range(5_000, 15_000)),
-        ("share.session.timeout.ms", range(45_000, 60_000)),
-        ("share.record.lock.duration.ms", range(15_000, 60_000)),
-        ("share.delivery.count.limit", range(2, 10)),
-        ("share.partition.max.record.locks", range(100, 4_000)),
-        ("share.assignment.interval.ms", range(0, 15_000)),
+        (SHARE_HEARTBEAT_INTERVAL_MS, Limit::Range(share.heartbeat_interval_ms)),
+        (SHARE_SESSION_TIMEOUT_MS, Limit::Range(share.session_timeout_ms)),
+        (SHARE_RECORD_LOCK_DURATION_MS, Limit::Range(share.record_lock_duration_ms)),
+        (SHARE_DELIVERY_COUNT_LIMIT, Limit::Range(share.delivery_count_limit)),
+        (SHARE_PARTITION_MAX_RECORD_LOCKS, Limit::Range(share.partition_max_record_locks)),
+        (SHARE_ASSIGNMENT_INTERVAL_MS, Limit::Range(share.assignment_interval_ms)),
         (STREAMS_HEARTBEAT_INTERVAL_MS, Limit::Range(streams.heartbeat_interval_ms)),
         (STREAMS_SESSION_TIMEOUT_MS, Limit::Range(streams.session_timeout_ms)),
         (STREAMS_NUM_STANDBY_REPLICAS, Limit::Max(streams.max_standby_replicas)),
@@ -332,15 +365,15 @@ pub fn leader_problem(overrides: &Overrides, broker: BrokerGroupConfigs<'_>) -> 
     if let Some(problem) = strings.into_iter().find_map(|(d, v)| string_problem(d, v)) {
         return Some(problem);
     }
-    for (key, limit) in limits(broker.consumer_bounds, broker.streams_bounds) {
+    for (key, limit) in limits(&broker) {
         if let Some(problem) = int_value(overrides, key).and_then(|v| limit.problem(key, v)) {
             return Some(problem);
         }
     }
-    let (consumer, streams) = (broker.consumer, broker.streams);
+    let (consumer, streams, share) = (broker.consumer, broker.streams, broker.share);
     let pairs = [
         ("consumer", consumer.session_timeout_ms, consumer.heartbeat_interval_ms),
-        ("share", 45_000, 5_000),
+        ("share", share.session_timeout_ms, share.heartbeat_interval_ms),
         ("streams", streams.session_timeout_ms, streams.heartbeat_interval_ms),
     ];
     if let Some(problem) = pairs.into_iter().find_map(|(kind, s, h)| heartbeat_problem(overrides, kind, s, h))

@@ -20,8 +20,15 @@ fn check(
     consumer_bounds: &ConsumerGroupBounds,
 ) -> Option<String> {
     let (streams, streams_bounds) = (StreamsSettings::default(), StreamsGroupBounds::default());
-    let broker =
-        BrokerGroupConfigs { consumer, consumer_bounds, streams: &streams, streams_bounds: &streams_bounds };
+    let (share, share_bounds) = (ShareSettings::default(), ShareGroupBounds::default());
+    let broker = BrokerGroupConfigs {
+        consumer,
+        consumer_bounds,
+        streams: &streams,
+        streams_bounds: &streams_bounds,
+        share: &share,
+        share_bounds: &share_bounds,
+    };
     leader_problem(&overrides(pairs), broker)
 }
 
@@ -32,11 +39,14 @@ fn streams_problem(
     bounds: &StreamsGroupBounds,
 ) -> Option<String> {
     let (consumer, consumer_bounds) = (GroupSettings::default(), ConsumerGroupBounds::default());
+    let (share, share_bounds) = (ShareSettings::default(), ShareGroupBounds::default());
     let broker = BrokerGroupConfigs {
         consumer: &consumer,
         consumer_bounds: &consumer_bounds,
         streams,
         streams_bounds: bounds,
+        share: &share,
+        share_bounds: &share_bounds,
     };
     leader_problem(&overrides(pairs), broker)
 }
@@ -273,4 +283,46 @@ fn below_onelog_version_3_only_what_0_1_0_applies_goes_in() {
     );
     assert!(refused_by_0_1_0(&alteration(CONSUMER_ASSIGNMENT_INTERVAL_MS, AlterKind::Delete, None)).is_some());
     assert_eq!(refused_by_0_1_0(&alteration(CONSUMER_SESSION_TIMEOUT_MS, AlterKind::Delete, None)), None);
+}
+
+/// The leader's check with these share-group settings and bounds.
+fn share_problem(pairs: &[(&str, &str)], share: &ShareSettings, bounds: &ShareGroupBounds) -> Option<String> {
+    let (consumer, consumer_bounds) = (GroupSettings::default(), ConsumerGroupBounds::default());
+    let (streams, streams_bounds) = (StreamsSettings::default(), StreamsGroupBounds::default());
+    let broker = BrokerGroupConfigs {
+        consumer: &consumer,
+        consumer_bounds: &consumer_bounds,
+        streams: &streams,
+        streams_bounds: &streams_bounds,
+        share,
+        share_bounds: bounds,
+    };
+    leader_problem(&overrides(pairs), broker)
+}
+
+#[test]
+fn share_bounds_come_from_the_brokers_group_share_configs() {
+    let (share, defaults) = (ShareSettings::default(), ShareGroupBounds::default());
+    let short_lock = [(SHARE_RECORD_LOCK_DURATION_MS, "2000")];
+    assert_eq!(
+        share_problem(&short_lock, &share, &defaults).as_deref(),
+        Some("share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.")
+    );
+    let wide = ShareGroupBounds {
+        record_lock_duration_ms: Bounds { min: 1_000, max: 60_000 },
+        delivery_count_limit: Bounds { min: 2, max: 25 },
+        ..defaults
+    };
+    assert_eq!(share_problem(&short_lock, &share, &wide), None);
+    assert_eq!(share_problem(&[(SHARE_DELIVERY_COUNT_LIMIT, "20")], &share, &wide), None);
+    assert!(share_problem(&[(SHARE_DELIVERY_COUNT_LIMIT, "20")], &share, &defaults).is_some());
+    // The session > heartbeat rule takes the broker's session timeout for an unset one.
+    let wide_heartbeat =
+        ShareGroupBounds { heartbeat_interval_ms: Bounds { min: 5_000, max: 60_000 }, ..defaults };
+    let short_session = ShareSettings { session_timeout_ms: 20_000, ..share };
+    assert_eq!(
+        share_problem(&[(SHARE_HEARTBEAT_INTERVAL_MS, "30000")], &short_session, &wide_heartbeat).as_deref(),
+        Some("share.session.timeout.ms must be greater than share.heartbeat.interval.ms")
+    );
+    assert_eq!(share_problem(&[(SHARE_HEARTBEAT_INTERVAL_MS, "30000")], &share, &wide_heartbeat), None);
 }

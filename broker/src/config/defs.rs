@@ -186,6 +186,34 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     at_least("group.streams.num.warmup.replicas", "2", Int, 0),
     at_least("group.streams.max.warmup.replicas", "20", Int, 0),
     at_least("group.streams.acceptable.recovery.lag", "10000", Long, 0),
+    // KIP-932 share groups (`group.share.*`), Kafka 4.4's names, defaults and validators
+    // (`GroupCoordinatorConfig` for membership, `ShareGroupConfig` for records): session
+    // timeout, heartbeat interval and assignment interval with their bounds, the group size
+    // and the one server-side assignor; the record lock duration, delivery count limit and
+    // record locks per share-partition with their bounds; the share sessions one broker keeps.
+    // Start-up refuses a value outside its bounds as Kafka's does; the bounds also bound each
+    // group's own `share.*` overrides.
+    at_least("group.share.session.timeout.ms", "45000", Int, 1),
+    at_least("group.share.min.session.timeout.ms", "45000", Int, 1),
+    at_least("group.share.max.session.timeout.ms", "60000", Int, 1),
+    at_least("group.share.heartbeat.interval.ms", "5000", Int, 1),
+    at_least("group.share.min.heartbeat.interval.ms", "5000", Int, 1),
+    at_least("group.share.max.heartbeat.interval.ms", "15000", Int, 1),
+    between("group.share.max.size", "200", Int, 1, 1_000),
+    def("group.share.assignors", "simple", List),
+    at_least("group.share.assignment.interval.ms", "1000", Int, 0),
+    at_least("group.share.min.assignment.interval.ms", "0", Int, 0),
+    at_least("group.share.max.assignment.interval.ms", "15000", Int, 0),
+    between("group.share.record.lock.duration.ms", "30000", Int, 1_000, 3_600_000),
+    between("group.share.min.record.lock.duration.ms", "15000", Int, 1_000, 30_000),
+    between("group.share.max.record.lock.duration.ms", "60000", Int, 30_000, 3_600_000),
+    between("group.share.delivery.count.limit", "5", Int, 2, 10),
+    between("group.share.min.delivery.count.limit", "2", Int, 2, 5),
+    between("group.share.max.delivery.count.limit", "10", Int, 5, 25),
+    between("group.share.partition.max.record.locks", "2000", Int, 100, 10_000),
+    between("group.share.min.partition.max.record.locks", "100", Int, 100, 2_000),
+    between("group.share.max.partition.max.record.locks", "4000", Int, 2_000, 10_000),
+    at_least("group.share.max.share.sessions", "2000", Int, 1),
     // Authorization (`security::authz`, `config::authz`), Kafka's names: an empty class name is no
     // authorizer (everything allowed, the ACL APIs answer SECURITY_DISABLED); Kafka's two ACL
     // authorizer class names select onelog's built-in one. `super.users` is `;`-separated.

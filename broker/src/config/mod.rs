@@ -162,6 +162,8 @@ pub struct Settings {
     pub consumer_group: consumer_group::ConsumerGroupConfig,
     /// KIP-1071 Streams groups (`group.streams.*`), as `consumer_group`.
     pub streams_group: streams_group::StreamsGroupConfig,
+    /// KIP-932 share groups (`group.share.*`), as `consumer_group`.
+    pub share_group: share_group::ShareGroupConfig,
     pub listener: ListenerSettings,
     /// `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
     pub authz: authz::AuthzSettings,
@@ -276,6 +278,7 @@ impl Settings {
                 c.text("group.consumer.migration.policy")?,
             )?,
             streams_group: streams_group::parse(|key| c.int(key))?,
+            share_group: share_group::parse(|key| c.int(key), c.text("group.share.assignors")?)?,
             listener: ListenerSettings::parse(c, socket_request_max_bytes)?,
             authz: authz::AuthzSettings::parse(
                 c.text("authorizer.class.name")?,

@@ -1,15 +1,48 @@
-//! What a KIP-932 share group runs with: Kafka 4.4's broker defaults for share groups
-//! (`group.share.*`; onelog keeps Kafka's defaults and bounds, as `group_config` says),
-//! overlaid by the group's own `share.*` configs (`kafka-configs --entity-type groups`),
-//! capped to those bounds when used. Read on every share request, so an altered config
-//! applies to the group's next heartbeat, fetch or acknowledgement.
+//! What a KIP-932 share group runs with: the broker's `group.share.*` settings, refused at
+//! start-up where Kafka 4.4 refuses them (`GroupCoordinatorConfig` for membership: a default
+//! outside its bounds, a heartbeat not below the session timeout, not exactly one assignor;
+//! `ShareGroupConfig` for records: a default outside its bounds, fewer share sessions than
+//! members of one group), overlaid by the group's own `share.*` configs (`kafka-configs
+//! --entity-type groups`), capped to the broker's bounds when used. Read on every share
+//! request, so an altered config applies to the group's next heartbeat, fetch or
+//! acknowledgement.
 
+use super::consumer_group::{bounded_in, int_value};
+use anyhow::bail;
 use onelog_state::configs::Overrides;
+use onelog_state::group_config::{self as gc, ShareGroupBounds};
 use onelog_state::share_group::ShareSettings;
 use onelog_state::share_partition::Limits;
 
-/// Kafka's `group.share.max.share.sessions`: share sessions a broker keeps.
-pub const MAX_SHARE_SESSIONS: usize = 2_000;
+/// The broker's share-group settings and the bounds on a group's overrides of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareGroupConfig {
+    /// Membership: group size, session timeout, heartbeat and assignment intervals.
+    pub settings: ShareSettings,
+    /// `group.share.record.lock.duration.ms`.
+    pub lock_ms: i64,
+    /// `group.share.delivery.count.limit`.
+    pub delivery_count_limit: i64,
+    /// `group.share.partition.max.record.locks`.
+    pub max_record_locks: i64,
+    /// `group.share.max.share.sessions`: share sessions this broker keeps.
+    pub max_share_sessions: usize,
+    pub bounds: ShareGroupBounds,
+}
+
+impl Default for ShareGroupConfig {
+    /// Kafka 4.4's defaults.
+    fn default() -> Self {
+        ShareGroupConfig {
+            settings: ShareSettings::default(),
+            lock_ms: 30_000,
+            delivery_count_limit: 5,
+            max_record_locks: 2_000,
+            max_share_sessions: 2_000,
+            bounds: ShareGroupBounds::default(),
+        }
+    }
+}
 
 /// `share.auto.offset.reset` (KIP-932, KIP-1106): where a group's first read of a partition
 /// starts.
@@ -33,38 +66,114 @@ pub struct ShareGroupSettings {
     pub read_committed: bool,
 }
 
-/// (key, Kafka's default, min, max): Kafka 4.4's `group.share.*` defaults and bounds.
-const SESSION_TIMEOUT: (&str, i64, i64, i64) = ("share.session.timeout.ms", 45_000, 45_000, 60_000);
-const HEARTBEAT_INTERVAL: (&str, i64, i64, i64) = ("share.heartbeat.interval.ms", 5_000, 5_000, 15_000);
-const ASSIGNMENT_INTERVAL: (&str, i64, i64, i64) = ("share.assignment.interval.ms", 1_000, 0, 15_000);
-const LOCK_DURATION: (&str, i64, i64, i64) = ("share.record.lock.duration.ms", 30_000, 15_000, 60_000);
-const DELIVERY_COUNT_LIMIT: (&str, i64, i64, i64) = ("share.delivery.count.limit", 5, 2, 10);
-const MAX_RECORD_LOCKS: (&str, i64, i64, i64) = ("share.partition.max.record.locks", 2_000, 100, 4_000);
-/// Kafka's `group.share.max.size`.
-const MAX_SIZE: i32 = 200;
+impl ShareGroupConfig {
+    /// The settings a group runs with, given its stored overrides
+    /// (`BrokerState::configs.groups`), each capped to the broker's bounds as Kafka 4.4's
+    /// `GroupConfig.evaluate` clamps it. `max_size` is the broker's alone.
+    pub fn for_group(&self, overrides: Option<&Overrides>) -> ShareGroupSettings {
+        let b = &self.bounds;
+        let int = |key: &str, default: i64, bounds: gc::Bounds| {
+            let set = overrides.and_then(|o| o.get(key)).and_then(|v| v.trim().parse::<i64>().ok());
+            set.map_or(default, |v| bounds.cap(v))
+        };
+        let text = |key: &str| overrides.and_then(|o| o.get(key)).map(|v| v.trim().to_ascii_lowercase());
+        let narrow = |v: i64| i32::try_from(v).unwrap_or(i32::MAX);
+        let s = &self.settings;
+        ShareGroupSettings {
+            settings: ShareSettings {
+                max_size: s.max_size,
+                session_timeout_ms: narrow(int(
+                    gc::SHARE_SESSION_TIMEOUT_MS,
+                    s.session_timeout_ms.into(),
+                    b.session_timeout_ms,
+                )),
+                heartbeat_interval_ms: narrow(int(
+                    gc::SHARE_HEARTBEAT_INTERVAL_MS,
+                    s.heartbeat_interval_ms.into(),
+                    b.heartbeat_interval_ms,
+                )),
+                assignment_interval_ms: int(
+                    gc::SHARE_ASSIGNMENT_INTERVAL_MS,
+                    s.assignment_interval_ms,
+                    b.assignment_interval_ms,
+                ),
+            },
+            limits: Limits {
+                delivery_count_limit: i16::try_from(int(
+                    gc::SHARE_DELIVERY_COUNT_LIMIT,
+                    self.delivery_count_limit,
+                    b.delivery_count_limit,
+                ))
+                .unwrap_or(i16::MAX),
+                max_in_flight_records: narrow(int(
+                    gc::SHARE_PARTITION_MAX_RECORD_LOCKS,
+                    self.max_record_locks,
+                    b.partition_max_record_locks,
+                )),
+                renew_enabled: text("share.renew.acknowledge.enable").is_none_or(|v| v != "false"),
+            },
+            lock_ms: int(gc::SHARE_RECORD_LOCK_DURATION_MS, self.lock_ms, b.record_lock_duration_ms),
+            auto_offset_reset: text("share.auto.offset.reset").map_or(AutoOffsetReset::Latest, |v| reset(&v)),
+            read_committed: text("share.isolation.level").is_some_and(|v| v == "read_committed"),
+        }
+    }
+}
 
-pub fn for_group(overrides: Option<&Overrides>) -> ShareGroupSettings {
-    let int = |(key, default, min, max): (&str, i64, i64, i64)| {
-        let set = overrides.and_then(|o| o.get(key)).and_then(|v| v.trim().parse::<i64>().ok());
-        set.unwrap_or(default).clamp(min, max)
-    };
-    let text = |key: &str| overrides.and_then(|o| o.get(key)).map(|v| v.trim().to_ascii_lowercase());
-    let narrow = |v: i64| i32::try_from(v).unwrap_or(i32::MAX);
-    ShareGroupSettings {
+/// `int` reads one integer config by name (they are typed and ranged by `defs`). Checked in
+/// Kafka's order, so the first problem named is the one Kafka names.
+pub fn parse(int: impl Fn(&str) -> anyhow::Result<i64>, assignors: &str) -> anyhow::Result<ShareGroupConfig> {
+    let (heartbeat, heartbeat_bounds) = bounded(&int, "heartbeat.interval.ms")?;
+    let (session, session_bounds) = bounded(&int, "session.timeout.ms")?;
+    if heartbeat >= session {
+        bail!(
+            "group.share.heartbeat.interval.ms={heartbeat} must be less than \
+             group.share.session.timeout.ms={session}"
+        );
+    }
+    check_assignors(assignors)?;
+    let (assignment, assignment_bounds) = bounded(&int, "assignment.interval.ms")?;
+    let (delivery, delivery_bounds) = bounded(&int, "delivery.count.limit")?;
+    let (locks, locks_bounds) = bounded(&int, "partition.max.record.locks")?;
+    let (lock_ms, lock_bounds) = bounded(&int, "record.lock.duration.ms")?;
+    let (max_size, sessions) = (int("group.share.max.size")?, int("group.share.max.share.sessions")?);
+    if sessions < max_size {
+        bail!("group.share.max.share.sessions={sessions} must be at least group.share.max.size={max_size}");
+    }
+    Ok(ShareGroupConfig {
         settings: ShareSettings {
-            max_size: MAX_SIZE,
-            session_timeout_ms: narrow(int(SESSION_TIMEOUT)),
-            heartbeat_interval_ms: narrow(int(HEARTBEAT_INTERVAL)),
-            assignment_interval_ms: int(ASSIGNMENT_INTERVAL),
+            max_size: int_value(max_size, "group.share.max.size")?,
+            session_timeout_ms: int_value(session, "group.share.session.timeout.ms")?,
+            heartbeat_interval_ms: int_value(heartbeat, "group.share.heartbeat.interval.ms")?,
+            assignment_interval_ms: assignment,
         },
-        limits: Limits {
-            delivery_count_limit: i16::try_from(int(DELIVERY_COUNT_LIMIT)).unwrap_or(i16::MAX),
-            max_in_flight_records: narrow(int(MAX_RECORD_LOCKS)),
-            renew_enabled: text("share.renew.acknowledge.enable").is_none_or(|v| v != "false"),
+        lock_ms,
+        delivery_count_limit: delivery,
+        max_record_locks: locks,
+        max_share_sessions: usize::try_from(sessions).unwrap_or(usize::MAX),
+        bounds: ShareGroupBounds {
+            session_timeout_ms: session_bounds,
+            heartbeat_interval_ms: heartbeat_bounds,
+            assignment_interval_ms: assignment_bounds,
+            record_lock_duration_ms: lock_bounds,
+            delivery_count_limit: delivery_bounds,
+            partition_max_record_locks: locks_bounds,
         },
-        lock_ms: int(LOCK_DURATION),
-        auto_offset_reset: text("share.auto.offset.reset").map_or(AutoOffsetReset::Latest, |v| reset(&v)),
-        read_committed: text("share.isolation.level").is_some_and(|v| v == "read_committed"),
+    })
+}
+
+fn bounded(int: &impl Fn(&str) -> anyhow::Result<i64>, suffix: &str) -> anyhow::Result<(i64, gc::Bounds)> {
+    bounded_in(int, "group.share", suffix)
+}
+
+/// `group.share.assignors`: exactly one, and onelog has Kafka's one built-in share assignor.
+fn check_assignors(list: &str) -> anyhow::Result<()> {
+    let names: Vec<&str> = list.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+    if names.len() != 1 {
+        bail!("group.share.assignors must contain exactly one assignor, but found {}", names.len());
+    }
+    match names[0] {
+        "simple" | "org.apache.kafka.coordinator.group.assignor.SimpleAssignor" => Ok(()),
+        name => bail!("group.share.assignors: {name} is not an assignor onelog has (simple)"),
     }
 }
 
@@ -110,43 +219,5 @@ fn iso_duration_ms(text: &str) -> Option<i64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn overrides(pairs: &[(&str, &str)]) -> Overrides {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
-
-    #[test]
-    fn kafkas_defaults_without_overrides() {
-        let s = for_group(None);
-        assert_eq!((s.settings.session_timeout_ms, s.settings.heartbeat_interval_ms), (45_000, 5_000));
-        assert_eq!((s.limits.delivery_count_limit, s.limits.max_in_flight_records), (5, 2_000));
-        assert_eq!(
-            (s.lock_ms, s.auto_offset_reset, s.read_committed),
-            (30_000, AutoOffsetReset::Latest, false)
-        );
-        assert!(s.limits.renew_enabled);
-    }
-
-    #[test]
-    fn a_groups_configs_apply_capped_to_kafkas_bounds() {
-        let o = overrides(&[
-            ("share.record.lock.duration.ms", "15000"),
-            ("share.delivery.count.limit", "50"),
-            ("share.auto.offset.reset", "earliest"),
-            ("share.isolation.level", "read_committed"),
-        ]);
-        let s = for_group(Some(&o));
-        assert_eq!((s.lock_ms, s.limits.delivery_count_limit), (15_000, 10));
-        assert_eq!((s.auto_offset_reset, s.read_committed), (AutoOffsetReset::Earliest, true));
-    }
-
-    #[test]
-    fn by_duration_parses_javas_duration_format() {
-        assert_eq!(reset("by_duration:PT1H"), AutoOffsetReset::ByDuration(3_600_000));
-        assert_eq!(reset("by_duration:P1DT0.5S"), AutoOffsetReset::ByDuration(86_400_500));
-        assert_eq!(reset("by_duration:PT2M3S"), AutoOffsetReset::ByDuration(123_000));
-        assert_eq!(reset("by_duration:1H"), AutoOffsetReset::Latest);
-    }
-}
+#[path = "share_group_tests.rs"]
+mod tests;

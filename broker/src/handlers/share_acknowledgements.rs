@@ -15,7 +15,6 @@ use onelog_state::share_partition::AckBatch;
 
 use super::util::group_op_failed;
 use crate::clock::wall_clock_ms;
-use crate::config::share_group;
 use crate::ctx::Ctx;
 use crate::security::authz::{op, rt, Subject};
 
@@ -39,7 +38,8 @@ pub async fn acknowledge(
     renew: bool,
     requested: Requested,
 ) -> Outcomes {
-    let group = ctx.applied.state(|s| share_group::for_group(s.configs.groups.get(group_id)));
+    let group =
+        ctx.applied.state(|s| ctx.config.settings.share_group.for_group(s.configs.groups.get(group_id)));
     let who = Subject::of(req);
     let mut outcomes = Outcomes::new();
     let mut partitions = Vec::new();

@@ -12,7 +12,6 @@ use onelog_state::command::ShareReleaseOp;
 use onelog_state::features::SHARE_VERSION;
 
 use super::share_group_heartbeat::{MEMBER_ID_CHARS_MAX, NOT_ENABLED};
-use crate::config::share_group;
 use crate::coord::share::sessions::SharePartitionKey;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::incident::Incident;
@@ -55,7 +54,12 @@ pub async fn take_over(ctx: &Ctx) {
             let groups = ctx.applied.state(|s| {
                 let held = s.share_states.deadlines();
                 held.into_keys()
-                    .map(|g| (g.to_string(), share_group::for_group(s.configs.groups.get(g)).limits))
+                    .map(|g| {
+                        (
+                            g.to_string(),
+                            ctx.config.settings.share_group.for_group(s.configs.groups.get(g)).limits,
+                        )
+                    })
                     .collect::<Vec<_>>()
             });
             if !groups.is_empty() {
@@ -80,7 +84,9 @@ pub async fn release(ctx: &Ctx, group_id: &str, member_id: &str, partitions: Vec
     if partitions.is_empty() {
         return;
     }
-    let limits = ctx.applied.state(|s| share_group::for_group(s.configs.groups.get(group_id)).limits);
+    let limits = ctx
+        .applied
+        .state(|s| ctx.config.settings.share_group.for_group(s.configs.groups.get(group_id)).limits);
     let op = ShareReleaseOp {
         group_id: group_id.to_string(),
         member_id: Some(member_id.to_string()),

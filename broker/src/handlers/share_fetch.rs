@@ -32,7 +32,7 @@ use super::share_read::{batches, readable, records, Readable};
 use super::util::{str_bytes, uuid, uuid_bytes};
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
-use crate::config::share_group::{self, ShareGroupSettings, MAX_SHARE_SESSIONS};
+use crate::config::share_group::ShareGroupSettings;
 use crate::coord::share::sessions::{Context, SharePartitionKey, INITIAL_EPOCH};
 use crate::ctx::{Ctx, SharedCtx};
 use crate::limits;
@@ -91,7 +91,7 @@ async fn serve(
     take_over(ctx).await;
     let term = ctx.leadership.term();
     let key = (group_id.clone(), member_id.clone());
-    let connection = (req.connection_id, MAX_SHARE_SESSIONS);
+    let connection = (req.connection_id, ctx.config.settings.share_group.max_share_sessions);
     let step = ctx.share_groups.fetch_session(
         term,
         &key,
@@ -107,7 +107,8 @@ async fn serve(
     if let Some(old) = replaced {
         release(ctx, &group_id, &member_id, old.partitions.into_iter().collect()).await;
     }
-    let group = ctx.applied.state(|s| share_group::for_group(s.configs.groups.get(&group_id)));
+    let group =
+        ctx.applied.state(|s| ctx.config.settings.share_group.for_group(s.configs.groups.get(&group_id)));
     let who = Subject::of(req);
     let outcomes = acknowledge(ctx, req, (&group_id, &member_id), body.is_renew_ack, acks).await;
     let answers = match &context {

@@ -24,7 +24,6 @@ use onelog_state::share_group::{self as shg, HeartbeatAnswer, LEAVE_GROUP_MEMBER
 use super::util::{group_op_failed, log_heartbeat_refusal, str_bytes, uuid};
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
-use crate::config::share_group;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::incident::Incident;
 use crate::security::authz::{op, rt, Subject};
@@ -107,7 +106,7 @@ async fn heartbeat(ctx: &Ctx, hb: &shg::Heartbeat) -> Result<HeartbeatAnswer, Re
     let now_ms = wall_clock_ms();
     let term = ctx.leadership.term();
     let (dry_run, changed, group) = ctx.applied.state(|s| {
-        let group = share_group::for_group(s.configs.groups.get(&hb.group_id));
+        let group = ctx.config.settings.share_group.for_group(s.configs.groups.get(&hb.group_id));
         if let Some(refusal) = other_type(s, &hb.group_id) {
             return (Err(refusal), false, group);
         }

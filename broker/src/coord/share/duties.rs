@@ -10,7 +10,6 @@ use onelog_state::command::{ShareExpireOp, TypedOp};
 
 use super::ShareCoordinator;
 use crate::clock::wall_clock_ms;
-use crate::config::share_group;
 use crate::leader::duties::DutyCtx;
 use crate::limits;
 
@@ -29,7 +28,7 @@ async fn run(ctx: Arc<DutyCtx>, coordinator: ShareCoordinator) {
         let now_ms = wall_clock_ms();
         let (due, expire) = ctx.applied.state(|s| {
             let of = |group: &str| {
-                let g = share_group::for_group(s.configs.groups.get(group));
+                let g = ctx.config.settings.share_group.for_group(s.configs.groups.get(group));
                 (g.settings, g.limits)
             };
             let due = coordinator.due(term, &s.share_groups, of, now_ms);
