@@ -2,7 +2,7 @@
 //! onelog process whose `group.consumer.*` bounds are not Kafka's defaults:
 //! - `kafka-configs.sh --entity-type groups`: `--describe --all` shows each key's default as
 //!   the broker's current `group.consumer.*` value with its source (DEFAULT_CONFIG, or
-//!   STATIC_BROKER_CONFIG when set), `--add-config` stores an override (GROUP_CONFIG), and a
+//!   STATIC_BROKER_CONFIG when set), Kafka's internal keys not at all while unset, `--add-config` stores an override (GROUP_CONFIG), and a
 //!   value outside the broker's bounds or a session timeout not above the heartbeat interval
 //!   is refused with Kafka 4.4's message;
 //! - IncrementalAlterConfigs on the wire: INVALID_CONFIG (40) for those and for an unknown
@@ -72,8 +72,15 @@ fn kafka_configs(bootstrap: &str) -> Result<()> {
         "consumer.assignment.interval.ms=0 sensitive=false synonyms={STATIC_BROKER_CONFIG:group.consumer.assignment.interval.ms=0, DEFAULT_CONFIG:group.consumer.assignment.interval.ms=1000}",
         "streams.num.standby.replicas=0",
         "share.isolation.level=read_uncommitted",
+        "share.record.lock.duration.ms=30000 sensitive=false synonyms={DEFAULT_CONFIG:group.share.record.lock.duration.ms=30000}",
     ] {
         ensure!(out.contains(expected), "missing {expected:?} in {out}");
+    }
+    // Kafka's internal keys show only when set (regression: onelog listed them all).
+    for internal in
+        ["consumer.assignor.offload.enable", "share.assignor.offload.enable", "streams.num.warmup.replicas"]
+    {
+        ensure!(!out.contains(internal), "internal {internal} described although unset: {out}");
     }
     let (ok, out) = run(&["--alter", "--add-config", "consumer.session.timeout.ms=50000"])?;
     ensure!(ok, "--add-config: {out}");

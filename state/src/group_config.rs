@@ -154,6 +154,22 @@ pub const GROUP_CONFIGS: &[GroupConfigDef] = &[
     int(STREAMS_TASK_OFFSET_INTERVAL_MS, "group.streams.task.offset.interval.ms", "60000", 1),
 ];
 
+/// The keys Kafka 4.4 defines as internal (`defineInternal`): described only when the group
+/// sets one or the broker sets its synonym (Kafka's `extractGroupConfigMap` skips them
+/// otherwise), still accepted and stored like the rest.
+const INTERNAL: &[&str] = &[
+    "consumer.assignor.offload.enable",
+    "share.assignor.offload.enable",
+    "streams.assignor.offload.enable",
+    STREAMS_TASK_OFFSET_INTERVAL_MS,
+    STREAMS_NUM_WARMUP_REPLICAS,
+    STREAMS_ACCEPTABLE_RECOVERY_LAG,
+];
+
+pub fn is_internal(name: &str) -> bool {
+    INTERNAL.contains(&name)
+}
+
 pub fn group_config_def(name: &str) -> Option<&'static GroupConfigDef> {
     GROUP_CONFIGS.iter().find(|d| d.name == name)
 }

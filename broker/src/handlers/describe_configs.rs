@@ -29,7 +29,7 @@ use onelog_state::configs::{
     client_metrics_entries, DynamicConfigs, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_DYNAMIC_GROUP, SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER,
 };
-use onelog_state::group_config::GROUP_CONFIGS;
+use onelog_state::group_config::{is_internal, GroupConfigDef, GROUP_CONFIGS};
 use onelog_state::topic_config::TOPIC_CONFIGS;
 use onelog_state::BrokerState;
 
@@ -162,11 +162,17 @@ fn broker_entries(config: &BrokerConfig, dynamic: &DynamicConfigs, level: Broker
 /// that supplies the default, so a group without an override shows the broker's current
 /// value and where it was set (DEFAULT_CONFIG when nowhere). A key whose broker config onelog
 /// does not have (`group.share.*`, `group.*.assignor.offload.enable`) shows Kafka's default
-/// under the broker config's name; one without a broker synonym, under its own name.
+/// under the broker config's name; one without a broker synonym, under its own name. An
+/// internal key shows only when the group or the broker sets it, as in Kafka.
 fn group_entries(config: &BrokerConfig, state: &BrokerState, group: &str) -> Vec<ConfigEntry> {
     let overrides = state.configs.groups.get(group);
+    let set = |def: &GroupConfigDef| {
+        overrides.is_some_and(|o| o.contains_key(def.name))
+            || def.broker_name.is_some_and(|b| config.is_set(b))
+    };
     GROUP_CONFIGS
         .iter()
+        .filter(|def| !is_internal(def.name) || set(def))
         .map(|def| {
             let mut synonyms = Vec::new();
             if let Some(v) = overrides.and_then(|o| o.get(def.name)) {
