@@ -1,9 +1,13 @@
 //! Applying the KIP-932 share-group ops: membership (heartbeat, the leader's fencing,
 //! liveness) and the share partitions' records (acquisition, acknowledgement, release, lock
 //! expiry). The rules are `share_group`'s and `share_partition`'s; what lives here is where
-//! they meet the rest of the state: one group id is one group of one type, a member that
-//! leaves or is fenced gives back every record it holds, and an acquisition reads the
-//! partition's log start from the state it meets.
+//! they meet the rest of the state: one group id is one group of one type, a fenced member
+//! gives back every record it holds, and an acquisition reads the partition's log start from
+//! the state it meets. A member that leaves keeps what it acquired, as in Kafka 4.4: its share
+//! session outlives its membership, so its final acknowledgements (ShareAcknowledge or
+//! ShareFetch at epoch -1, which librdkafka sends after the leave) still count; the session's
+//! end, its connection's close or the locks' expiry release the rest (`ShareRelease`,
+//! `ShareExpireLocks`).
 
 use kafka_compat::error_code;
 
@@ -23,14 +27,10 @@ pub(crate) fn heartbeat(state: &mut BrokerState, op: &ShareGroupHeartbeatOp) -> 
         return OpResult::ShareHeartbeat(Box::new(Err(refusal)));
     }
     let answer = state.share_groups.heartbeat(&state.topics, &op.heartbeat, &op.settings, op.now_ms);
-    if answer.is_ok() {
-        if op.heartbeat.member_epoch == LEAVE_GROUP_MEMBER_EPOCH {
-            state.share_states.release(group_id, Some(&op.heartbeat.member_id), None, &op.limits);
-        } else {
-            // Outside the state machine's heartbeat: the leader's dry run of a steady
-            // heartbeat must still find the group unchanged.
-            state.share_groups.seen(group_id, &op.heartbeat.member_id, op.now_ms);
-        }
+    if answer.is_ok() && op.heartbeat.member_epoch != LEAVE_GROUP_MEMBER_EPOCH {
+        // Outside the state machine's heartbeat: the leader's dry run of a steady heartbeat
+        // must still find the group unchanged.
+        state.share_groups.seen(group_id, &op.heartbeat.member_id, op.now_ms);
     }
     OpResult::ShareHeartbeat(Box::new(answer))
 }

@@ -57,13 +57,14 @@ impl ShareCoordinator {
         memory.members.insert(key, Instant::now() + millis(session_ms));
     }
 
-    /// Forgets a member that left; its share session closes with it.
+    /// Forgets a member that left. Its share session stays until the client ends it (epoch
+    /// -1) or its connection closes, as Kafka's partition leader keeps it: librdkafka sends its
+    /// final acknowledgements after the leave.
     pub fn left(&self, term: u64, group: &str, member: &str) {
         let key = (group.to_string(), member.to_string());
         let mut memory = self.lock(term);
         memory.members.remove(&key);
         memory.heard.forget(&key);
-        memory.sessions.close(&key);
     }
 
     /// A ShareFetch's session step (`Sessions::fetch`).
