@@ -4,6 +4,7 @@
 #
 #   scripts/compat.sh [--ci] [--kafka] [--clients a,b] [--keep] [--out FILE]
 #   scripts/compat.sh --streams-soak [--kafka] [--keep] [--out FILE]
+#   scripts/compat.sh --share-accept [--kafka] [--keep] [--out FILE]
 #   scripts/compat.sh --streams-scale [--kafka | --compare] [--clients a,b] [--keep] [--out FILE]
 #
 # Installs each toolchain's packages from the registries into ONELOG_COMPAT_CACHE (default
@@ -32,6 +33,13 @@
 # harness/compat/pause-leader.sh; against --kafka there is none, so kills only) in turn. Never
 # part of the matrix or --ci. Report: $TMPDIR/compat-streams-soak.md unless --out says otherwise;
 # the per-fault figures are in the driver's stderr (--keep keeps it).
+# --share-accept: only the opt-in share-group acceptance run, share_acceptance
+# (java-4.4.0-share, ShareAcceptance.java): three KafkaShareConsumer processes take
+# COMPAT_SHARE_RECORDS records (default 100,000) while COMPAT_KILL_LEADER kill -9s the leader
+# twice and one consumer is killed -9; every record accepted exactly once, none lost, the
+# redeliveries reported. Never part of the matrix or --ci. Report:
+# $TMPDIR/compat-share-accept.md unless --out says otherwise; per-fault lines in the driver's
+# stderr (--keep keeps it).
 # --streams-scale: only the opt-in Kafka Streams scaling measurement, streams_scale, for both
 # Streams ids (--clients narrows): one instance of the word count + join app (9 tasks), then 3,
 # then 1 again (two closed, leaving the group), COMPAT_STREAMS_SCALE_ROUNDS times (default 2);
@@ -64,6 +72,7 @@ only=""
 ci=0
 out_given=0
 soak=0
+share_accept=0
 scale=0
 compare=0
 target=onelog
@@ -76,10 +85,12 @@ export COMPAT_TIMEOUT_S="${COMPAT_TIMEOUT_S:-60}"
 # Streams app on the KIP-1071 Streams group protocol (group.protocol=streams).
 # java-4.4.0-share is kafka-clients 4.4.0's KafkaShareConsumer on share groups (KIP-932, Kafka's
 # queues): its own scenario list, SHARE_SCENARIOS, and its own table in the report.
+# confluent-kafka-python-share is librdkafka's preview ShareConsumer on the same list.
+# franz-go-share is franz-go's share consumer (kgo.ShareGroup, harness/compat/go/cmd/franzshare) on it too.
 JAVA_CLIENTS=(java-4.4.0 java-4.4.0-consumer java-3.9.1 java-2.8.2 java-4.4.0-share kafka-streams-4.4.0
     kafka-streams-4.4.0-streams kafka-cli-4.4.0)
 OTHER_CLIENTS=(rdkafka-rust confluent-kafka-python confluent-kafka-python-consumer franz-go franz-go-consumer
-    sarama kafka-python aiokafka kafkajs)
+    sarama kafka-python aiokafka kafkajs confluent-kafka-python-share franz-go-share)
 # The scenario ids of the client drivers (the JVM-only lists come from their drivers' lines).
 SCENARIOS=(create_topic produce_consume compression consume_earliest consume_latest seek_timestamp
     group_rebalance member_leave_rejoin idempotent_produce txn_commit_abort consume_process_produce
@@ -131,6 +142,8 @@ declare -A CI_ONLY=(
     [kafka-streams-4.4.0-streams]="streams_kill_leader streams_three_instances streams_standby_static"
     [java-4.4.0-consumer]="consume_earliest consume_process_produce group_rebalance err_stale_generation"
     [java-4.4.0-share]="share_consume_implicit share_explicit_ack share_member_kill share_leader_kill"
+    [confluent-kafka-python-share]="share_consume_implicit share_explicit_ack share_member_kill share_leader_kill"
+    [franz-go-share]="share_consume_implicit share_explicit_ack share_member_kill share_leader_kill"
     [confluent-kafka-python-consumer]="consume_earliest consume_process_produce mixed_group online_migration"
     [franz-go-consumer]="consume_earliest group_rebalance err_stale_generation"
 )
@@ -144,6 +157,7 @@ while [ $# -gt 0 ]; do
         --keep) keep=1; shift ;;
         --kafka) target=kafka; shift ;;
         --streams-soak) soak=1; shift ;;
+        --share-accept) share_accept=1; shift ;;
         --streams-scale) scale=1; shift ;;
         --compare) compare=1; shift ;;
         --out) out="${2:?--out FILE}"; out_given=1; shift 2 ;;
@@ -186,6 +200,12 @@ if [ "$soak" = 1 ]; then
     soak_s="${COMPAT_STREAMS_SOAK_S:-600}"
     [ "$driver_timeout_s" -ge $((soak_s + 600)) ] || driver_timeout_s=$((soak_s + 600))
 fi
+if [ "$share_accept" = 1 ]; then
+    [ "$soak" = 0 ] && [ "$ci" = 0 ] && [ -z "$only" ] || die "--share-accept runs java-4.4.0-share's share_acceptance alone"
+    clients=(java-4.4.0-share)
+    SHARE_SCENARIOS=(share_acceptance)
+    [ "$driver_timeout_s" -ge 2400 ] || driver_timeout_s=2400
+fi
 if [ "$scale" = 1 ]; then
     [ "$soak" = 0 ] && [ "$ci" = 0 ] || die "--streams-scale runs streams_scale alone: no --ci, no --streams-soak"
     clients=("${STREAMS_CLIENTS[@]}")
@@ -200,6 +220,7 @@ if [ -n "$only" ]; then
 fi
 wants() { [[ " ${clients[*]} " == *" $1 "* ]]; }
 if [ "$soak" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-streams-soak.md"
+elif [ "$share_accept" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-share-accept.md"
 elif [ "$scale" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-streams-scale.md"
 elif [ "$ci" = 1 ] && [ "$out_given" = 0 ]; then out="${TMPDIR:-/tmp}/compat-ci.md"
 elif [ "$target" = kafka ] && [ "$out_given" = 0 ]; then out="$repo/results/compat-kafka.md"; fi
@@ -209,6 +230,8 @@ elif [ "$target" = kafka ] && [ "$out_given" = 0 ]; then out="$repo/results/comp
 selected_for() {
     if [ "$soak" = 1 ]; then
         echo streams_soak # opt-in: the driver runs it only when named
+    elif [ "$share_accept" = 1 ]; then
+        echo share_acceptance # opt-in too
     elif [ "$scale" = 1 ]; then
         echo streams_scale # opt-in too
     elif [ "$ci" = 1 ] && [ -n "${CI_ONLY[$1]+set}" ]; then
@@ -312,6 +335,7 @@ command_line="scripts/compat.sh"
 if [ "$ci" = 1 ]; then command_line+=" --ci"; fi
 if [ "$soak" = 1 ]; then command_line+=" --streams-soak (COMPAT_STREAMS_SOAK_S=${COMPAT_STREAMS_SOAK_S:-600})"; fi
 if [ "$scale" = 1 ]; then command_line+=" --streams-scale"; fi
+if [ "$share_accept" = 1 ]; then command_line+=" --share-accept (COMPAT_SHARE_RECORDS=${COMPAT_SHARE_RECORDS:-100000})"; fi
 if [ "$target" = kafka ]; then command_line+=" --kafka"; fi
 if [ -n "$only" ]; then command_line+=" --clients $only"; fi
 selected="$(for c in "${clients[@]}"; do printf '%s=%s;' "$c" "$(selected_for "$c")"; done)"

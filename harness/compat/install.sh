@@ -32,9 +32,9 @@ install_go() {
     local bin="$cache/go-bin" sum
     sum="$(cat "$compat/go/go.mod" "$compat/go/go.sum" "$compat"/go/cmd/*/*.go "$compat"/go/compat/*.go | sha256sum)"
     if [ "$(cat "$bin/.sum" 2>/dev/null)" != "$sum" ]; then
-        echo "compat: go build (franz-go, sarama)" >&2
+        echo "compat: go build (franz-go, franz-go-share, sarama)" >&2
         mkdir -p "$bin"
-        (cd "$compat/go" && GOFLAGS=-mod=readonly go build -o "$bin/" ./cmd/franz ./cmd/sarama >&2)
+        (cd "$compat/go" && GOFLAGS=-mod=readonly go build -o "$bin/" ./cmd/franz ./cmd/franzshare ./cmd/sarama >&2)
         echo "$sum" >"$bin/.sum"
     fi
 }
@@ -57,10 +57,10 @@ install_for_clients() {
     local c need_py=0 need_node=0 need_go=0 need_rust=0 need_member=0
     for c in "${clients[@]}"; do
         case "$c" in
-            kafka-python | aiokafka | confluent-kafka-python) need_py=1 ;;
+            kafka-python | aiokafka | confluent-kafka-python | confluent-kafka-python-share) need_py=1 ;;
             confluent-kafka-python-consumer) need_py=1 need_member=1 ;;
             kafkajs) need_node=1 ;;
-            franz-go | sarama | franz-go-consumer) need_go=1 ;;
+            franz-go | sarama | franz-go-consumer | franz-go-share) need_go=1 ;;
             rdkafka-rust) need_rust=1 ;;
         esac
     done
@@ -87,8 +87,10 @@ driver_command() {
         kafka-python) echo "'$cache/venv/bin/python' '$compat/python/kafka_python_driver.py'" ;;
         aiokafka) echo "'$cache/venv/bin/python' '$compat/python/aiokafka_driver.py'" ;;
         confluent-kafka-python) echo "'$cache/venv/bin/python' '$compat/python/confluent_driver.py'" ;;
+        confluent-kafka-python-share) echo "'$cache/venv/bin/python' '$compat/python/confluent_share_driver.py'" ;;
         kafkajs) echo "NODE_PATH='$cache/node/node_modules' node '$compat/node/kafkajs_driver.js'" ;;
         franz-go) echo "'$cache/go-bin/franz'" ;;
+        franz-go-share) echo "'$cache/go-bin/franzshare'" ;;
         sarama) echo "'$cache/go-bin/sarama'" ;;
         rdkafka-rust) [ -x "$target/debug/compat_rdkafka" ] && echo "'$target/debug/compat_rdkafka'" ;;
     esac

@@ -1,8 +1,9 @@
 """The compatibility-matrix contract for the Python drivers (kafka-python, aiokafka, confluent-kafka).
 
-One home for what the three drivers share: the scenario ids in matrix order, the environment the
-runner hands every driver (COMPAT_BOOTSTRAP, COMPAT_KILL_LEADER, COMPAT_PREFIX, COMPAT_TIMEOUT_S),
-the one-JSON-line-per-scenario printer, and the expected records that scenarios read back. A
+One home for what the drivers share: the scenario ids in matrix order (the client list, and the
+share-group list that confluent_share_driver.py runs), the environment the runner hands every
+driver (COMPAT_BOOTSTRAP, COMPAT_KILL_LEADER, COMPAT_PREFIX, COMPAT_TIMEOUT_S), the
+one-JSON-line-per-scenario printer, and the expected records that scenarios read back. A
 driver supplies one function per scenario it can express; `run_all` prints a line for every id,
 turning exceptions into `fail` and `NotExpressible` into `n/a`.
 """
@@ -37,6 +38,18 @@ SCENARIOS = [
     "err_offset_out_of_range",
     "err_stale_generation",
     "err_fenced_producer",
+]
+
+# The share-group (KIP-932) scenarios, in matrix order: a *-share driver (confluent_share_driver.py)
+# runs this list instead of SCENARIOS, as java-4.4.0-share does (scripts/compat.sh SHARE_SCENARIOS).
+SHARE_SCENARIOS = [
+    "share_consume_implicit",
+    "share_explicit_ack",
+    "share_reject_archive",
+    "share_lock_expiry",
+    "share_two_consumers",
+    "share_member_kill",
+    "share_leader_kill",
 ]
 
 # The security acceptance's scenarios (scripts/security-accept.sh), run instead of SCENARIOS
@@ -428,13 +441,15 @@ def emit(client, version, scenario, result, detail):
     print(json.dumps(line), flush=True)
 
 
-def _outcome(fn):
-    """Runs one scenario function (sync or async) and answers (result, detail)."""
+def _outcome(fn, budget_s=None):
+    """Runs one scenario function (sync or async) within budget_s (default COMPAT_TIMEOUT_S) and
+    answers (result, detail)."""
+    budget_s = budget_s or TIMEOUT_S
     try:
         if asyncio.iscoroutinefunction(fn):
-            detail = asyncio.run(asyncio.wait_for(fn(), TIMEOUT_S))
+            detail = asyncio.run(asyncio.wait_for(fn(), budget_s))
         else:
-            detail = _with_deadline(fn)
+            detail = _with_deadline(fn, budget_s)
         return "pass", detail or ""
     except NotExpressible as e:
         return "n/a", str(e)
@@ -444,8 +459,8 @@ def _outcome(fn):
         return "fail", "%s: %s" % (type(e).__name__, text)
 
 
-def _with_deadline(fn):
-    """A synchronous scenario in a daemon thread, abandoned (and failed) past COMPAT_TIMEOUT_S."""
+def _with_deadline(fn, budget_s):
+    """A synchronous scenario in a daemon thread, abandoned (and failed) past budget_s."""
     box = {}
 
     def target():
@@ -457,9 +472,9 @@ def _with_deadline(fn):
 
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
-    thread.join(TIMEOUT_S)
+    thread.join(budget_s)
     if thread.is_alive():
-        raise TimeoutError("scenario still running after %.0f s" % TIMEOUT_S)
+        raise TimeoutError("scenario still running after %.0f s" % budget_s)
     if "error" in box:
         log(box["trace"])
         raise box["error"]
@@ -479,10 +494,13 @@ def scenario_functions(namespace, extra=()):
     return {s: namespace["s_" + s] for s in active_scenarios(extra)}
 
 
-def run_all(client, version, impls, only=None):
-    """Prints one line per scenario id; a scenario absent from impls must be given as n/a."""
+def run_all(client, version, impls, only=None, scenarios=None, budgets_s=None):
+    """Prints one line per scenario id (of `scenarios`, default the matrix's); a scenario absent
+    from impls must be given as n/a. budgets_s: {scenario: seconds} for those that need more
+    than COMPAT_TIMEOUT_S (a lock to wait out, a leader kill)."""
     only = set(filter(None, (only or os.environ.get("COMPAT_SCENARIOS", "")).split(",")))
-    for scenario in active_scenarios(extra=impls):
+    budgets_s = budgets_s or {}
+    for scenario in scenarios or active_scenarios(extra=impls):
         if only and scenario not in only:
             continue
         impl = impls[scenario]
@@ -491,7 +509,7 @@ def run_all(client, version, impls, only=None):
             result, detail = "n/a", impl
         else:
             log("[%s] %s ..." % (client, scenario))
-            result, detail = _outcome(impl)
+            result, detail = _outcome(impl, budgets_s.get(scenario))
         log("[%s] %s: %s (%.1f s) %s" % (client, scenario, result, time.monotonic() - started, detail))
         emit(client, version, scenario, result, detail)
     sys.stdout.flush()

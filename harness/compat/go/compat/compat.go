@@ -382,8 +382,22 @@ func emit(client, version, scenario, result, detail string) {
 	fmt.Println(string(line))
 }
 
-func outcome(s Scenario) (result, detail string) {
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+// budgets holds the scenarios given more than COMPAT_TIMEOUT_S (SetBudget).
+var budgets = map[string]time.Duration{}
+
+// SetBudget gives scenario id a budget of at least d instead of COMPAT_TIMEOUT_S: a scenario
+// that waits out a record lock or a broker's kill and restart. Call it before Run.
+func SetBudget(id string, d time.Duration) { budgets[id] = max(d, Timeout) }
+
+func budgetOf(id string) time.Duration {
+	if d, ok := budgets[id]; ok {
+		return d
+	}
+	return Timeout
+}
+
+func outcome(s Scenario, budget time.Duration) (result, detail string) {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	done := make(chan [2]string, 1)
 	go func() {
@@ -406,8 +420,8 @@ func outcome(s Scenario) (result, detail string) {
 	select {
 	case r := <-done:
 		return r[0], r[1]
-	case <-time.After(Timeout + 5*time.Second):
-		return "fail", fmt.Sprintf("scenario still running after %v", Timeout)
+	case <-time.After(budget + 5*time.Second):
+		return "fail", fmt.Sprintf("scenario still running after %v", budget)
 	}
 }
 
@@ -434,7 +448,7 @@ func RunList(client, version string, ids []string, impls []Scenario) {
 		}
 		started := time.Now()
 		Log("[%s] %s ...", client, s)
-		result, detail := outcome(impls[i])
+		result, detail := outcome(impls[i], budgetOf(s))
 		Log("[%s] %s: %s (%.1f s) %s", client, s, result, time.Since(started).Seconds(), detail)
 		emit(client, version, s, result, detail)
 	}

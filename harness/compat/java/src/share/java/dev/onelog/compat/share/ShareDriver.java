@@ -2,6 +2,7 @@
 // java-4.4.0-share: kafka-clients 4.4.0's KafkaShareConsumer, with a plain KafkaProducer and
 // Admin for set-up (group configs through incrementalAlterConfigs on GROUP resources). One JVM
 // runs the seven scenarios; share_member_kill starts a child JVM (ShareMember) to kill -9.
+// share_acceptance (opt-in, ShareAcceptance) runs three ShareWorker child JVMs.
 // Usage: ShareDriver <client id>, environment as in dev.onelog.compat.Compat. Only the 4.4.0
 // build compiles this directory (src/share/java, the pom's `share` profile): KafkaShareConsumer
 // is not in kafka-clients 3.9 or 2.8.
@@ -28,6 +29,9 @@ public final class ShareDriver {
         compat.run("share_two_consumers", queues::twoConsumers);
         compat.run("share_member_kill", lockBudget, faults::memberKill);
         compat.run("share_leader_kill", Math.max(compat.timeoutS, 180), faults::leaderKill);
+        // Opt-in (scripts/compat.sh --share-accept): issue 29's 100,000-record acceptance run.
+        ShareAcceptance acceptance = new ShareAcceptance(compat, share);
+        if (compat.named("share_acceptance")) compat.run("share_acceptance", 1800, acceptance::run);
         // Scenario threads that outlived their budget must not keep the JVM alive.
         System.exit(0);
     }
