@@ -160,7 +160,7 @@ final class ShareAcceptance {
         try {
             for (int i = 0; i < WORKERS; i++) workers.add(new Worker(i, topic, group, ledger));
             awaitAccepted(ledger, records * 15 / 100, start);
-            timeline.add(faultLine("leader kill -9 #1", ledger, start, this::killLeader));
+            timeline.add(faultLine("leader kill -9 #1", ledger, start, () -> killLeader(topic)));
             awaitAccepted(ledger, records * 40 / 100, start);
             awaitHolding(ledger, start);
             timeline.add(faultLine("consumer kill -9", ledger, start, () -> {
@@ -168,7 +168,7 @@ final class ShareAcceptance {
                 return "worker " + VICTIM + ", holding " + ledger.heldBy(VICTIM) + " records acquired and not accepted";
             }));
             awaitAccepted(ledger, records * 65 / 100, start);
-            timeline.add(faultLine("leader kill -9 #2", ledger, start, this::killLeader));
+            timeline.add(faultLine("leader kill -9 #2", ledger, start, () -> killLeader(topic)));
             long nextReport = 0;
             while (ledger.acceptedDistinct() < records && ledger.idleNanos() < IDLE.toNanos()) {
                 if (System.nanoTime() > nextReport) {
@@ -191,8 +191,10 @@ final class ShareAcceptance {
         String apply() throws Exception;
     }
 
-    private String killLeader() throws Exception {
-        Compat.FaultRun run = compat.fault("COMPAT_KILL_LEADER", compat.killLeader, "killed", () -> {});
+    /** On Kafka (kill-kafka.sh) the leader of the topic's partition 0; on onelog the Raft leader. */
+    private String killLeader(String topic) throws Exception {
+        String command = "COMPAT_KILL_TOPIC=" + topic + " " + compat.killLeader;
+        Compat.FaultRun run = compat.fault("COMPAT_KILL_LEADER", command, "killed", () -> {});
         String killed = run.line("killed");
         return killed == null ? "killed" : killed.trim();
     }
