@@ -39,11 +39,14 @@
 # Test848RegexBrokerResolves failed against onelog until f65115f (a regex that matches
 # `__consumer_offsets` gets that internal topic assigned, as Kafka does, now onelog's virtual
 # one too); docs/TESTING.md has the comparison.
-# What is skipped, and why: share groups (ShareFetch and ShareAcknowledge v2, Kafka 4.2: onelog
-# does not serve them, so the suite skips TestConsumeRegexShareSkipsInternal there, while Kafka
-# 4.4 advertises them and runs it) and OAUTHBEARER (KGO_TEST_OAUTH_SEEDS unset: onelog serves
-# PLAIN and SCRAM, not OAUTHBEARER). The -skip list below names the share-group and OAUTHBEARER
-# tests so that they stay out in both modes, whatever the suite's detection decides.
+# Share groups (KIP-932): the suite runs its share-group tests when the broker's ShareFetch
+# (key 78) and ShareAcknowledge (key 79) go to v2, as onelog's and Kafka 4.4's both do:
+# TestShareGroup, TestShareGroupETL (which reproduced a Kafka deadlock, KAFKA-20505),
+# TestShareGroupAckOnClose, TestShareGroupOffsetsAdmin and TestConsumeRegexShareSkipsInternal
+# run in both modes (the client-only TestAuditShare*, TestBuildAckRanges and
+# TestDrainPurgedAcksLiveCursor need no broker). What is skipped, and why: OAUTHBEARER only
+# (KGO_TEST_OAUTH_SEEDS unset: onelog serves PLAIN and SCRAM, not OAUTHBEARER); the -skip list
+# names TestOAuthAuth so that it stays out in both modes.
 # TestSCRAMAuth and TestSCRAMAuthBadCredentials run (SCRAM-SHA-256; SHA-512 is covered by
 # scripts/security-accept.sh).
 # TestConsumeRegex waits for Kafka's internal `__consumer_offsets` to show in Metadata with
@@ -70,7 +73,7 @@ else
     port_offsets="0 1 2 100 101 102 200 201 202 300 301 302"
     log="${KGO_LOG:-${TMPDIR:-/tmp}/kgo-suite.log}"
 fi
-skip='^(TestOAuthAuth|TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin)$'
+skip='^(TestOAuthAuth)$'
 
 command -v go >/dev/null || { echo "kgo-suite.sh: needs go" >&2; exit 1; }
 export GOFLAGS="${GOFLAGS:-} -mod=readonly"
