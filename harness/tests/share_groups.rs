@@ -5,7 +5,8 @@
 //! kill -9 of the Raft leader, the records acquired and not acknowledged are available again
 //! with their delivery counts kept, and every record is accepted exactly once, the last ones by
 //! the final acknowledgement of a member that already left the group; the offsets APIs
-//! and `kafka-share-groups.sh` 4.4.0 list, describe, reset and delete.
+//! and `kafka-share-groups.sh` 4.4.0 list, describe, reset and delete, and
+//! `kafka-console-share-consumer.sh` 4.4.0 reads the topic once in a group of its own.
 //! (Kafka's `KafkaShareConsumer` runs in the compatibility matrix,
 //! `scripts/compat.sh --clients java-4.4.0-share`.)
 
@@ -41,6 +42,7 @@ const MEMBER: &str = "7cd1e3a4-0000-4000-8000-000000000001";
 const ACCEPT: i8 = 1;
 const RELEASE: i8 = 2;
 const SHARE_TOOL: &str = "org.apache.kafka.tools.consumer.group.ShareGroupCommand";
+const CONSOLE_SHARE_CONSUMER: &str = "org.apache.kafka.tools.consumer.ConsoleShareConsumer";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn share_group_records_survive_a_leader_kill_acknowledged_once() {
@@ -160,6 +162,34 @@ async fn tools(cluster: &mut Cluster) -> Result<()> {
     ensure!(deleted.contains("success"), "--delete: {deleted}");
     let listed = share_tool(&bootstrap, &["--list"])?.stdout;
     ensure!(!listed.lines().any(|l| l.trim() == GROUP), "still listed after --delete: {listed}");
+    console_share_consumer(&bootstrap)
+}
+
+/// kafka-console-share-consumer.sh of Kafka 4.4.0: a share group set to start from the
+/// earliest record prints the topic's ten values and accepts them (implicit acknowledgement),
+/// so a second run in the same group gets none.
+fn console_share_consumer(bootstrap: &str) -> Result<()> {
+    const GROUP: &str = "console-workers";
+    let set = ["--entity-type", "groups", "--entity-name", GROUP, "--alter", "--add-config"];
+    let (ok, out) =
+        java::config_command(bootstrap, &[&set[..], &["share.auto.offset.reset=earliest"]].concat())?;
+    ensure!(ok, "kafka-configs --entity-type groups: {out}");
+    let run = |timeout_ms: &str| -> Result<Vec<String>> {
+        let args: Vec<String> = ["--bootstrap-server", bootstrap, "--topic", TOPIC, "--group", GROUP]
+            .iter()
+            .chain(&["--max-messages", "10", "--timeout-ms", timeout_ms])
+            .map(|a| a.to_string())
+            .collect();
+        let out = java::Clients::Kafka44.command(CONSOLE_SHARE_CONSUMER, &args)?.output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        Ok(stdout.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect())
+    };
+    let mut first = run("30000")?;
+    first.sort_by_key(|v| v.parse::<u32>().unwrap_or(u32::MAX));
+    let expected: Vec<String> = (0..10).map(|v| v.to_string()).collect();
+    ensure!(first == expected, "kafka-console-share-consumer.sh printed {first:?}");
+    let second = run("5000")?;
+    ensure!(second.is_empty(), "accepted records came back to the group: {second:?}");
     Ok(())
 }
 
