@@ -75,9 +75,7 @@ async fn serve(
     if body.share_session_epoch == FINAL_EPOCH {
         close(ctx, term, &key).await;
     }
-    let lock_ms = ctx
-        .applied
-        .state(|s| ctx.config.settings.share_group.for_group(s.configs.groups.get(&group_id)).lock_ms);
+    let lock_ms = ctx.applied.state(|s| ctx.config.settings.share_group.of(s, &group_id).lock_ms);
     let lock_ms = i32::try_from(lock_ms).unwrap_or(i32::MAX);
     let response = response(ctx, outcomes);
     Ok(if req.api_version >= 2 { response.with_acquisition_lock_timeout_ms(lock_ms) } else { response })

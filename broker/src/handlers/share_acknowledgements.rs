@@ -38,8 +38,7 @@ pub async fn acknowledge(
     renew: bool,
     requested: Requested,
 ) -> Outcomes {
-    let group =
-        ctx.applied.state(|s| ctx.config.settings.share_group.for_group(s.configs.groups.get(group_id)));
+    let group = ctx.applied.state(|s| ctx.config.settings.share_group.of(s, group_id));
     let who = Subject::of(req);
     let mut outcomes = Outcomes::new();
     let mut partitions = Vec::new();

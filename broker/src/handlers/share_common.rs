@@ -54,12 +54,7 @@ pub async fn take_over(ctx: &Ctx) {
             let groups = ctx.applied.state(|s| {
                 let held = s.share_states.deadlines();
                 held.into_keys()
-                    .map(|g| {
-                        (
-                            g.to_string(),
-                            ctx.config.settings.share_group.for_group(s.configs.groups.get(g)).limits,
-                        )
-                    })
+                    .map(|g| (g.to_string(), ctx.config.settings.share_group.of(s, g).limits))
                     .collect::<Vec<_>>()
             });
             if !groups.is_empty() {
@@ -84,9 +79,7 @@ pub async fn release(ctx: &Ctx, group_id: &str, member_id: &str, partitions: Vec
     if partitions.is_empty() {
         return;
     }
-    let limits = ctx
-        .applied
-        .state(|s| ctx.config.settings.share_group.for_group(s.configs.groups.get(group_id)).limits);
+    let limits = ctx.applied.state(|s| ctx.config.settings.share_group.of(s, group_id).limits);
     let op = ShareReleaseOp {
         group_id: group_id.to_string(),
         member_id: Some(member_id.to_string()),

@@ -107,8 +107,7 @@ async fn serve(
     if let Some(old) = replaced {
         release(ctx, &group_id, &member_id, old.partitions.into_iter().collect()).await;
     }
-    let group =
-        ctx.applied.state(|s| ctx.config.settings.share_group.for_group(s.configs.groups.get(&group_id)));
+    let group = ctx.applied.state(|s| ctx.config.settings.share_group.of(s, &group_id));
     let who = Subject::of(req);
     let outcomes = acknowledge(ctx, req, (&group_id, &member_id), body.is_renew_ack, acks).await;
     let answers = match &context {

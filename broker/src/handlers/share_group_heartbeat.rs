@@ -106,7 +106,7 @@ async fn heartbeat(ctx: &Ctx, hb: &shg::Heartbeat) -> Result<HeartbeatAnswer, Re
     let now_ms = wall_clock_ms();
     let term = ctx.leadership.term();
     let (dry_run, changed, group) = ctx.applied.state(|s| {
-        let group = ctx.config.settings.share_group.for_group(s.configs.groups.get(&hb.group_id));
+        let group = ctx.config.settings.share_group.of(s, &hb.group_id);
         if let Some(refusal) = other_type(s, &hb.group_id) {
             return (Err(refusal), false, group);
         }

@@ -28,7 +28,7 @@ async fn run(ctx: Arc<DutyCtx>, coordinator: ShareCoordinator) {
         let now_ms = wall_clock_ms();
         let (due, expire) = ctx.applied.state(|s| {
             let of = |group: &str| {
-                let g = ctx.config.settings.share_group.for_group(s.configs.groups.get(group));
+                let g = ctx.config.settings.share_group.of(s, group);
                 (g.settings, g.limits)
             };
             let due = coordinator.due(term, &s.share_groups, of, now_ms);
