@@ -89,6 +89,17 @@ pub const LIST_OFFSETS_INFLATED_BYTES_MAX: usize = PRODUCE_INFLATED_BYTES_MAX;
 /// Ops the leader puts into one Raft entry.
 pub const PROPOSAL_OPS_MAX: usize = 4096;
 
+/// Most entries `onelog.raft.entries.in.flight` lets the proposer hand to Raft before the
+/// first of them is applied (pipelined proposals, issue 31; `onelog_state::in_flight`): while
+/// they replicate and fsync, the next requests are stamped into the next entry instead of
+/// waiting for the last one's apply. The config's default is 1 (no pipelining).
+pub const ENTRIES_IN_FLIGHT_MAX: usize = 16;
+
+/// Bytes of entries in flight past which the proposer builds no more until one applies: so
+/// pipelining holds at most about this much client data besides one entry (up to
+/// `ENTRY_BYTES_MAX`) in the leader's memory.
+pub const ENTRIES_IN_FLIGHT_BYTES_MAX: usize = 32 * 1024 * 1024;
+
 /// Queued proposals waiting for the next entry; producers wait when it is full.
 pub const PROPOSAL_QUEUE_OPS_MAX: usize = 8192;
 

@@ -298,6 +298,7 @@ async fn serving_ctx(
         applied: applied.clone(),
         limits: config.settings.replicated_limits(),
         entry: config.settings.entry_options(node.node_id),
+        entries_in_flight: config.settings.entries_in_flight,
     });
     wait_until_caught_up(raft, node.node_id).await;
     let ctx = Arc::new(Ctx {

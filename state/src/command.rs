@@ -210,6 +210,25 @@ impl Op {
     pub fn changes_produce_checks(&self) -> bool {
         self.writes_markers() || matches!(self, Op::DeleteTopics(_) | Op::ExpireTransactionalIds(_))
     }
+
+    /// Whether applying the op may change how a produce op of a *later* entry is stamped or
+    /// checked in a way the leader's overlay of entries in flight does not follow
+    /// (`in_flight::InFlight`): everything `changes_produce_checks` names, producer epochs and
+    /// eviction (InitProducerId, expiry), the replicated limits, configs (a topic's timestamp
+    /// type) and feature levels. The leader builds nothing behind such an op until it is
+    /// applied, so that every entry still applies as stamped.
+    pub fn is_pipeline_barrier(&self) -> bool {
+        self.changes_produce_checks()
+            || matches!(
+                self,
+                Op::InitCluster(_)
+                    | Op::SetLimits(_)
+                    | Op::InitProducerId(_)
+                    | Op::ExpireProducers(_)
+                    | Op::AlterConfigs(_)
+                    | Op::UpdateFeatures(_)
+            )
+    }
 }
 
 /// The leader's clock and term, taken once per entry by the proposer and handed to apply:

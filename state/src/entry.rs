@@ -1,14 +1,15 @@
-//! The leader's entry builder (DESIGN §2): turns the requests queued while the previous entry
-//! was in flight into one [`Command`], and decides how each request is answered.
+//! The leader's entry builder (DESIGN §2): turns the requests queued since the last entry was
+//! built into one [`Command`], and decides how each request is answered.
 //!
-//! The proposer (in the broker) hands over the queue, the applied state, which is complete
-//! because only one entry is in flight and a leader first applies every entry of earlier terms,
-//! and the entry's [`LeaderStamp`]. This module stamps every produce batch with its
-//! offset and the leader's term, and returns a [`Decision`] per request: answered now (an error,
-//! a duplicate of a committed batch), or once the entry applies. It sends nothing; the proposer delivers the answers.
+//! The proposer (in the broker) hands over the queue, the applied state (a leader first applies
+//! every entry of earlier terms), the overlay of its entries still in flight ([`InFlight`]:
+//! pipelined proposals, issue 31) and the entry's [`LeaderStamp`]. This module stamps every
+//! produce batch with its offset and the leader's term, and returns a [`Decision`] per request:
+//! answered now (an error, a duplicate of a committed batch), or once the entry applies. It
+//! sends nothing; the proposer delivers the answers.
 //!
 //! Idempotent batches (KIP-98) are checked here against the applied producer state plus what
-//! earlier ops of the same entry append (`producers::Pending`): a duplicate is answered with its
+//! the entries in flight and earlier ops of the same entry append (`producers::Pending`): a duplicate is answered with its
 //! original offset and not proposed, a partition that fails the check is answered with its
 //! error and left out, and the rest of the request is still one all-or-nothing op. Apply runs
 //! the same check again and refuses the op if its answer differs.
@@ -22,7 +23,8 @@ use kafka_protocol::messages::ApiKey;
 use crate::command::{
     Command, LeaderStamp, Op, OpResult, PartitionAppend, PartitionProduced, ProduceOp, ReplicatedLimits,
 };
-use crate::producers::{BatchMeta, BatchSeq, Pending, Verdict};
+pub use crate::in_flight::InFlight;
+use crate::producers::{BatchMeta, BatchSeq, Verdict};
 use crate::txn_errors;
 use crate::txns::{ProducerIdEpoch, TxnState};
 use crate::BrokerState;
@@ -173,14 +175,29 @@ impl Entry {
 }
 
 /// Builds one entry from the queued proposals, in queue order, against `state` (the applied
-/// state).
+/// state) with nothing else in flight.
 pub fn build_entry(
     state: &BrokerState,
     stamp: LeaderStamp,
     options: &EntryOptions,
     proposals: Vec<Proposal>,
 ) -> Entry {
-    let mut entry = EntryBuilder::new(state, stamp, options);
+    build_entry_in_flight(state, &mut InFlight::default(), stamp, options, proposals)
+}
+
+/// Builds one entry against `state` (the applied state) plus what the entries `in_flight` will
+/// append (pipelined proposals, [`InFlight`]), and records its own stamps there. The caller
+/// then tells `in_flight` whether the entry was proposed ([`InFlight::proposed`]) or not
+/// ([`InFlight::abandoned`]), unless it has no ops. Only when [`InFlight::may_build`].
+pub fn build_entry_in_flight(
+    state: &BrokerState,
+    in_flight: &mut InFlight,
+    stamp: LeaderStamp,
+    options: &EntryOptions,
+    proposals: Vec<Proposal>,
+) -> Entry {
+    assert!(in_flight.may_build(), "an entry built behind a barrier or a wrong prediction");
+    let mut entry = EntryBuilder::new(state, in_flight, stamp, options);
     let mut decisions = Vec::with_capacity(proposals.len());
     let mut open_txn_writes = false;
     // Ops that could make a produce op of the entry fail its checks on apply go after every
@@ -195,7 +212,7 @@ pub fn build_entry(
         let decision = match proposal {
             Proposal::Op(op) => {
                 if matches!(op, Op::InitProducerId(_) | Op::InitTxnProducer(_)) {
-                    entry.producer_ids_allocated += 1;
+                    entry.in_flight.producer_ids_allocated += 1;
                 }
                 if op.changes_produce_checks() {
                     deferred.push((decisions.len(), op));
@@ -232,6 +249,8 @@ pub fn build_entry(
         entry.ops.push(op);
         decisions[index] = Decision::Waiting(Waiting::Op(entry.ops.len() - 1));
     }
+    let number = entry.in_flight.building();
+    entry.in_flight.batches.extend(entry.entry_batches.into_keys().map(|key| (key, number)));
     Entry { command: Command { stamp, ops: entry.ops }, decisions, open_txn_writes }
 }
 
@@ -371,32 +390,26 @@ fn refusal(result: Option<&OpResult>) -> PartitionProduced {
     }
 }
 
-/// The entry being built: its ops, and the offsets and producer state they will leave.
+/// The entry being built: its ops; the offsets and producer state they will leave go into
+/// the overlay of the entries in flight, which this entry joins.
 struct EntryBuilder<'a> {
     state: &'a BrokerState,
+    in_flight: &'a mut InFlight,
     stamp: LeaderStamp,
     options: &'a EntryOptions,
     ops: Vec<Op>,
-    next_offset: BTreeMap<(String, i32), i64>,
-    producers: Pending,
     /// (topic, partition, base offset) of each idempotent batch this entry appends → its op.
     entry_batches: BTreeMap<(String, i32, i64), usize>,
-    /// InitProducerId ops in this entry: each may add a live producer id.
-    producer_ids_allocated: u64,
 }
 
 impl<'a> EntryBuilder<'a> {
-    fn new(state: &'a BrokerState, stamp: LeaderStamp, options: &'a EntryOptions) -> Self {
-        EntryBuilder {
-            state,
-            stamp,
-            options,
-            ops: Vec::new(),
-            next_offset: BTreeMap::new(),
-            producers: Pending::default(),
-            entry_batches: BTreeMap::new(),
-            producer_ids_allocated: 0,
-        }
+    fn new(
+        state: &'a BrokerState,
+        in_flight: &'a mut InFlight,
+        stamp: LeaderStamp,
+        options: &'a EntryOptions,
+    ) -> Self {
+        EntryBuilder { state, in_flight, stamp, options, ops: Vec::new(), entry_batches: BTreeMap::new() }
     }
 
     /// Adds one produce request: the partitions that pass become one op.
@@ -450,9 +463,16 @@ impl<'a> EntryBuilder<'a> {
                 return Err(decided(error_code::INVALID_RECORD, "one idempotent batch per partition".into()))
             }
         };
-        match self.producers.check(&self.state.producers, topic, p, &seq) {
+        match self.in_flight.producers.check(&self.state.producers, topic, p, &seq) {
             Verdict::Append => {}
             Verdict::Duplicate(meta) => {
+                let key = (topic.clone(), p, meta.base_offset);
+                if !self.entry_batches.contains_key(&key) && self.in_flight.batch_in_flight(&key) {
+                    // Its original is in an earlier entry not yet applied, which may still
+                    // fail: the retry's retry finds it applied (see `in_flight`).
+                    let message = format!("{topic}-{p}: the batch this retries is still being committed");
+                    return Err(decided(error_code::NOT_ENOUGH_REPLICAS, message));
+                }
                 let result = PartitionProduced {
                     error_code: error_code::NONE,
                     message: None,
@@ -467,11 +487,11 @@ impl<'a> EntryBuilder<'a> {
             }
             Verdict::Reject { error_code, message } => return Err(decided(error_code, message)),
         }
-        if self.producers.is_new(&self.state.producers, seq.producer_id) {
-            // Counted high: InitProducerId ops in the entry may evict as well as add.
+        if self.in_flight.producers.is_new(&self.state.producers, seq.producer_id) {
+            // Counted high: InitProducerId ops in the entries may evict as well as add.
             let live = self.state.producers.live.len() as u64
-                + self.producers.new_producer_ids() as u64
-                + self.producer_ids_allocated;
+                + self.in_flight.producers.new_producer_ids() as u64
+                + self.in_flight.producer_ids_allocated;
             if live >= self.state.limits.producer_ids_live_max {
                 // Retriable: the producer keeps its sequence and retries until there is room.
                 let message = format!("{live} live producer ids, the limit; retry later");
@@ -488,6 +508,7 @@ impl<'a> EntryBuilder<'a> {
         let now = self.stamp.now_ms;
         let log_append_time = is_log_append_time(self.state, self.options, &append.topic).then_some(now);
         let offset = self
+            .in_flight
             .next_offset
             .entry((append.topic.clone(), append.partition))
             .or_insert(partition.log_end_offset);
@@ -514,7 +535,13 @@ impl<'a> EntryBuilder<'a> {
                 last_offset,
                 append_time_ms: now,
             };
-            self.producers.record(&self.state.producers, &append.topic, append.partition, &seq, meta);
+            self.in_flight.producers.record(
+                &self.state.producers,
+                &append.topic,
+                append.partition,
+                &seq,
+                meta,
+            );
             self.entry_batches.insert((append.topic.clone(), append.partition, base_offset), op);
         }
         PartitionAppend { topic: append.topic, partition: append.partition, batches }
@@ -536,3 +563,7 @@ pub fn is_log_append_time(state: &BrokerState, options: &EntryOptions, topic: &s
 #[cfg(test)]
 #[path = "entry_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "entry_pipeline_tests.rs"]
+mod pipeline_tests;

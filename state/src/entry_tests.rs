@@ -15,7 +15,7 @@ use crate::testing::producer_batch;
 use crate::txns::ProducerIdEpoch;
 
 /// Every entry of these tests: the leader of term 3 at 1000.
-fn stamp() -> LeaderStamp {
+pub(super) fn stamp() -> LeaderStamp {
     LeaderStamp { now_ms: 1_000, term: 3 }
 }
 
@@ -23,11 +23,11 @@ fn build(state: &BrokerState, proposals: Vec<Proposal>) -> Entry {
     build_entry(state, stamp(), &EntryOptions::default(), proposals)
 }
 
-fn apply(state: &mut BrokerState, command: &Command) -> Vec<OpResult> {
+pub(super) fn apply(state: &mut BrokerState, command: &Command) -> Vec<OpResult> {
     crate::apply_command(state, command, |_, _| Ok::<(), ()>(())).expect("no storage here").results
 }
 
-fn state_with_topic(partitions: i32) -> BrokerState {
+pub(super) fn state_with_topic(partitions: i32) -> BrokerState {
     let mut state = BrokerState::default();
     let create = Op::CreateTopics(CreateTopicsOp {
         topics: vec![NewTopic {
@@ -43,7 +43,7 @@ fn state_with_topic(partitions: i32) -> BrokerState {
 }
 
 /// One produce request: (partition, batch) pairs of topic "t".
-fn request(parts: &[(i32, Bytes)]) -> Proposal {
+pub(super) fn request(parts: &[(i32, Bytes)]) -> Proposal {
     Proposal::Produce(
         parts
             .iter()
@@ -73,7 +73,7 @@ fn run_entry(state: &mut BrokerState, proposals: Vec<Proposal>) -> (Vec<Answer>,
 }
 
 /// A transactional id `tid` registered through the log; its producer id and epoch.
-fn init_txn(state: &mut BrokerState, tid: &str) -> ProducerIdEpoch {
+pub(super) fn init_txn(state: &mut BrokerState, tid: &str) -> ProducerIdEpoch {
     let init = Op::InitTxnProducer(InitTxnProducerOp {
         transactional_id: tid.into(),
         timeout_ms: 60_000,
@@ -86,14 +86,14 @@ fn init_txn(state: &mut BrokerState, tid: &str) -> ProducerIdEpoch {
 }
 
 /// One transactional produce request of one batch (`records` 1) on partition 0 of "t".
-fn txn_write(id: ProducerIdEpoch, seq: i32) -> Proposal {
+pub(super) fn txn_write(id: ProducerIdEpoch, seq: i32) -> Proposal {
     let bytes = crate::testing::txn_batch(0, 1, id.producer_id, id.producer_epoch, seq);
     let batches = validate_record_set(&bytes, usize::MAX).expect("valid batch");
     Proposal::ProduceTransactional(vec![UnstampedAppend { topic: "t".into(), partition: 0, batches }])
 }
 
 /// (error code, base offset) per partition of a produce answer.
-fn outcome(answer: &Answer) -> Vec<(i16, i64)> {
+pub(super) fn outcome(answer: &Answer) -> Vec<(i16, i64)> {
     match answer {
         Answer::Produced(parts) => parts.iter().map(|p| (p.error_code, p.base_offset)).collect(),
         other => panic!("{other:?}"),

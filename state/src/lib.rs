@@ -26,6 +26,7 @@ pub mod entry;
 pub mod features;
 pub mod group_config;
 pub mod groups;
+pub mod in_flight;
 pub mod internal_topic;
 pub mod limits;
 pub mod producers;

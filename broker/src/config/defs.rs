@@ -121,6 +121,10 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // first byte to its last. The default is Kafka clients' `request.timeout.ms`: a client
     // has given up on a request by then.
     at_least("onelog.request.read.timeout.ms", "30000", Long, 1),
+    // onelog's own: entries the leader hands to Raft before the first of them is applied
+    // (pipelined proposals, issue 31). 1 waits for each entry's apply before building the
+    // next, which measured best on a CPU-bound machine (docs/PERFORMANCE.md).
+    between("onelog.raft.entries.in.flight", "1", Int, 1, crate::limits::ENTRIES_IN_FLIGHT_MAX as i64),
     at_least("log.retention.check.interval.ms", "300000", Long, 1),
     def("delete.topic.enable", "true", Boolean),
     // KIP-98: how long an idle producer id keeps its state, and how often the leader looks.

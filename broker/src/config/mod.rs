@@ -144,6 +144,9 @@ pub struct Settings {
     /// `log.preallocate`: reserve a whole segment's blocks when it is created (Kafka's default,
     /// and onelog's, is off: blocks are reserved step by step as the segment fills).
     pub log_preallocate: bool,
+    /// `onelog.raft.entries.in.flight`: entries the proposer hands to Raft before the first
+    /// applies (1..=`limits::ENTRIES_IN_FLIGHT_MAX`).
+    pub entries_in_flight: usize,
     pub log_retention_ms: i64,
     pub log_retention_bytes: i64,
     pub log_retention_check_interval_ms: u64,
@@ -249,6 +252,10 @@ impl Settings {
             message_max_bytes: message_max_bytes(c)?,
             log_segment_bytes: c.int("log.segment.bytes")?.max(1024) as u64,
             log_preallocate: c.bool("log.preallocate")?,
+            entries_in_flight: c
+                .int("onelog.raft.entries.in.flight")?
+                .clamp(1, crate::limits::ENTRIES_IN_FLIGHT_MAX as i64)
+                as usize,
             log_dir_free_bytes_min: c.int("log.dir.free.bytes.min")?.max(0),
             log_retention_ms: c.int("log.retention.ms")?,
             log_retention_bytes: c.int("log.retention.bytes")?,

@@ -9,19 +9,20 @@
 //!   transaction then; with that abort gone, a crash commits a transaction without a write
 //!   its client was told about: lost, torn).
 //!
-//! The pure entry builder knows nothing of them: [`build_entry`] builds the entry as
-//! `onelog_state::entry::build_entry` does, then answers the chosen proposals as stamped
+//! The pure entry builder knows nothing of them: [`build_entry_in_flight`] builds the entry as
+//! `onelog_state::entry::build_entry_in_flight` does, then answers the chosen proposals as stamped
 //! (`Entry::answer_as_stamped`). A release build calls the pure builder directly.
 
 use onelog_state::command::LeaderStamp;
-use onelog_state::entry::{self, Entry, EntryOptions, Proposal};
+use onelog_state::entry::{self, Entry, EntryOptions, InFlight, Proposal};
 use onelog_state::BrokerState;
 
 use crate::fault;
 
-/// `entry::build_entry`, with the test bugs `ONELOG_FAULT_FLAGS` switches on applied.
-pub fn build_entry(
+/// `entry::build_entry_in_flight`, with the test bugs `ONELOG_FAULT_FLAGS` switches on applied.
+pub fn build_entry_in_flight(
     state: &BrokerState,
+    in_flight: &mut InFlight,
     stamp: LeaderStamp,
     options: &EntryOptions,
     proposals: Vec<Proposal>,
@@ -38,7 +39,7 @@ pub fn build_entry(
             }
         })
         .collect();
-    let mut built = entry::build_entry(state, stamp, options, proposals);
+    let mut built = entry::build_entry_in_flight(state, in_flight, stamp, options, proposals);
     built.answer_as_stamped(state, &early);
     built
 }

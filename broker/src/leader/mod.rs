@@ -9,3 +9,4 @@ pub mod duties;
 pub mod leadership;
 pub mod lease;
 pub mod proposer;
+mod sequencer;

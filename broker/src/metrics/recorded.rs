@@ -69,6 +69,7 @@ pub struct Metrics {
     pub connections_accepted: Family<ListenerLabels, Counter>,
     pub entry_proposals: Histogram,
     pub entry_bytes: Histogram,
+    pub entries_in_flight: Histogram,
     pub commit_duration: Histogram,
     pub log_fsync_duration: Histogram,
     pub transactions: Family<OutcomeLabels, Counter>,
@@ -85,6 +86,7 @@ impl Metrics {
             connections_accepted: Family::default(),
             entry_proposals: count_buckets(),
             entry_bytes: size_buckets(),
+            entries_in_flight: count_buckets(),
             commit_duration: latency_buckets(),
             log_fsync_duration: latency_buckets(),
             transactions: Family::default(),
@@ -136,6 +138,11 @@ impl Metrics {
             "Encoded size of each Raft entry this node proposed",
             Unit::Bytes,
             self.entry_bytes.clone(),
+        );
+        registry.register(
+            "raft_entries_in_flight",
+            "Entries this leader had proposed and not yet seen applied, each one included, when it proposed one",
+            self.entries_in_flight.clone(),
         );
         registry.register_with_unit(
             "raft_commit_duration",

@@ -13,12 +13,16 @@
 //! fencing by a second InitProducerId and the fenced instance's late requests); the broker's
 //! aborts (timeout, takeover, admin); offset commits, generations, DeleteGroups, OffsetDelete;
 //! retention; producer and transactional-id expiry; new terms whose leader has other limits
-//! (SetLimits). Each entry is built as the leader builds it, `entry::build_entry` against the
-//! leader replica's applied state (a new term first gets its `entry::takeover_ops` entry), and
-//! applied with `apply_command` on all three replicas. After every entry the test compares
+//! (SetLimits). Each entry is built as the leader builds it, `entry::build_entry_in_flight`
+//! against the leader replica's applied state and the entries still in flight: like the
+//! broker's pipelined proposer (issue 31), the simulated leader builds up to three entries
+//! before the first applies, and nothing behind a barrier (`in_flight`). A new term first gets
+//! its `entry::takeover_ops` entry. Entries are applied in order with `apply_command` on all
+//! three replicas. After every entry the test compares
 //! the replicas' `state_digest`, `EffectsDigest` and responses, and at random points sends one
-//! replica's state through a bincode checkpoint. Occasionally an entry is lost (built and
-//! partly answered, never applied) and a new leader takes over.
+//! replica's state through a bincode checkpoint. Occasionally the leader loses its term
+//! with entries in flight: a prefix of them applies, the rest are lost (built and partly
+//! answered, never applied), and a new leader takes over.
 //!
 //! On the leader it also checks what apply must keep, per entry: log start <= last stable
 //! offset <= high watermark; the effects alone reproduce every partition's offsets and open
@@ -67,13 +71,18 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use std::collections::VecDeque;
+
 use onelog_state::command::Command;
-use onelog_state::entry::{build_entry, takeover_ops, writes_open_txn, Proposal};
+use onelog_state::entry::{
+    build_entry_in_flight, takeover_ops, writes_open_txn, Decision, Entry, InFlight, Proposal,
+};
+use onelog_state::BrokerState;
 use rand::Rng;
 
 use checks::check_entry;
 use clients::EntryCtx;
-use cluster::Cluster;
+use cluster::{Applied, Cluster};
 use faults::Fault;
 use report::{panic_message, summarize};
 use sim::Sim;
@@ -237,102 +246,177 @@ impl fmt::Display for Divergence {
 // The harness
 // ---------------------------------------------------------------------------------------------
 
+/// An entry the simulated leader built and proposed, not yet applied: a pipelined leader
+/// (issue 31) builds up to three before the first applies.
+struct InFlightEntry {
+    command: Command,
+    decisions: Vec<Decision>,
+    sent: Vec<clients::Sent>,
+}
+
 /// Runs one seed until `target_ops` ops are applied; `fault` breaks replica `FAULTY`.
 fn run(seed: u64, target_ops: usize, fault: Fault) -> Result<Stats, Divergence> {
     let mut sim = Sim::new(seed);
     sim.leader_bug = matches!(fault, Fault::AckTxnAtStamping);
-    let mut cluster = Cluster::new(fault);
-    let mut step = 0u64;
+    let mut run = Run { seed, target_ops, cluster: Cluster::new(fault), step: 0 };
+    let mut in_flight = InFlight::default();
+    let mut pending: VecDeque<InFlightEntry> = VecDeque::new();
     let mut takeover = true;
     while sim.stats.ops < target_ops {
-        let fail = |cluster: &Cluster, step: u64, what: String, entry: String| Divergence {
-            seed,
-            ops: target_ops,
-            step,
-            what,
-            entry,
-            fault_at: cluster.fault_at,
-        };
-        if step > 0 && (sim.rng.gen_bool(0.02) || cluster.lossy_checkpoint_due(step)) {
+        let step = run.step;
+        if step > 0 && (sim.rng.gen_bool(0.02) || run.cluster.lossy_checkpoint_due(step)) {
             let replica =
-                if cluster.lossy_checkpoint_due(step) { FAULTY } else { sim.rng.gen_range(0..REPLICAS) };
-            cluster
+                if run.cluster.lossy_checkpoint_due(step) { FAULTY } else { sim.rng.gen_range(0..REPLICAS) };
+            run.cluster
                 .checkpoint(replica, step)
-                .map_err(|what| fail(&cluster, step, what, "(between entries)".into()))?;
+                .map_err(|what| run.fail(what, "(between entries)".into()))?;
             sim.stats.checkpoints += 1;
         }
-        if takeover || sim.rng.gen_bool(0.01) {
+        if pending.is_empty() && (takeover || sim.rng.gen_bool(0.01)) {
             takeover = false;
-            sim.new_term();
-            let ops = takeover_ops(&cluster.replicas[sim.leader].state, &sim.limits);
-            if !ops.is_empty() {
-                let command = Command { stamp: sim.stamp(), ops };
-                let before = cluster.replicas[sim.leader].state.clone();
-                let applied = cluster
-                    .apply(step, sim.leader, &command)
-                    .map_err(|what| fail(&cluster, step, what, summarize(&command)))?;
-                check_entry(&cluster.replicas[sim.leader].state, &command, &applied)
-                    .and_then(|()| cluster.storage.check(&cluster.replicas[sim.leader].state))
-                    .map_err(|what| fail(&cluster, step, what, summarize(&command)))?;
-                sim.stats.takeover_entries += 1;
-                sim.count_applied(&before, &command, &applied);
-                step += 1;
-            }
+            run.take_over(&mut sim)?;
+        }
+        // Behind a barrier (or a wrong prediction) the leader builds nothing until its entries
+        // in flight are applied.
+        while !in_flight.may_build() {
+            let entry = pending.pop_front().expect("held only with entries in flight");
+            run.apply(&mut sim, &mut in_flight, entry)?;
         }
         sim.advance_clock();
-        let (proposals, sent) = sim.generate(&cluster.replicas[sim.leader].state, step);
-        let stamp = sim.stamp();
-        let before = cluster.replicas[sim.leader].state.clone();
-        let options = sim.options;
-        // The leader fault `AckTxnAtStamping`: what the broker's `leader::bugs` does.
-        let early: Vec<bool> = proposals
-            .iter()
-            .map(|p| {
-                sim.leader_bug
-                    && matches!(p, Proposal::ProduceTransactional(a) if writes_open_txn(&before, a))
-            })
-            .collect();
-        let built = catch_unwind(AssertUnwindSafe(|| {
-            let mut built = build_entry(&before, stamp, &options, proposals);
-            built.answer_as_stamped(&before, &early);
-            built
-        }))
-        .map_err(|panic| {
-            let what = format!("the leader's build_entry panicked: {}", panic_message(&*panic));
-            fail(&cluster, step, what, "(not built)".into())
-        })?;
-        let command = built.command;
-        if command.ops.is_empty() {
-            let ctx = EntryCtx { before: &before, command: &command, response: None, lost: false };
-            sim.answer(step, built.decisions, sent, &ctx)
-                .map_err(|what| fail(&cluster, step, what, "(empty)".into()))?;
+        let state = &run.cluster.replicas[sim.leader].state;
+        sim.answers_pending = !pending.is_empty();
+        let (proposals, sent) = sim.generate(state, run.step);
+        let built = build_pipelined(&sim, state, &mut in_flight, proposals)
+            .map_err(|what| run.fail(what, "(not built)".into()))?;
+        if built.command.ops.is_empty() {
+            let ctx = EntryCtx { before: state, command: &built.command, response: None, lost: false };
+            sim.answer(run.step, built.decisions, sent, &ctx)
+                .map_err(|what| run.fail(what, "(empty)".into()))?;
             continue;
         }
+        in_flight.proposed(&built.command);
+        sim.stats.pipelined_entries += u64::from(!pending.is_empty());
+        pending.push_back(InFlightEntry { command: built.command, decisions: built.decisions, sent });
         if sim.rng.gen_bool(0.006) {
-            // The leader loses its term before the entry commits: what it answered at stamping
-            // stands, the rest fails, and the next leader never sees the entry.
-            let ctx = EntryCtx { before: &before, command: &command, response: None, lost: true };
-            sim.answer(step, built.decisions, sent, &ctx)
-                .map_err(|what| fail(&cluster, step, what, format!("(lost) {}", summarize(&command))))?;
-            sim.stats.lost_entries += 1;
+            // The leader loses its term: a prefix of its entries in flight commits, the rest
+            // never reaches the next leader.
+            for _ in 0..sim.rng.gen_range(0..pending.len()) {
+                let entry = pending.pop_front().expect("counted");
+                run.apply(&mut sim, &mut in_flight, entry)?;
+            }
+            run.lose(&mut sim, std::mem::take(&mut pending))?;
+            in_flight.clear();
             takeover = true;
             continue;
         }
-        let applied = cluster
-            .apply(step, sim.leader, &command)
-            .map_err(|what| fail(&cluster, step, what, summarize(&command)))?;
-        let after = &cluster.replicas[sim.leader].state;
-        check_entry(after, &command, &applied)
-            .and_then(|()| cluster.storage.check(after))
-            .map_err(|what| fail(&cluster, step, what, summarize(&command)))?;
+        let depth = sim.rng.gen_range(1..=3);
+        while pending.len() >= depth {
+            let entry = pending.pop_front().expect("counted");
+            run.apply(&mut sim, &mut in_flight, entry)?;
+        }
+    }
+    Ok(sim.stats)
+}
+
+/// The leader's build, `entry::build_entry_in_flight` against the leader replica's applied
+/// state and the entries in flight; the leader fault `AckTxnAtStamping` answers as the broker's
+/// `leader::bugs` does.
+fn build_pipelined(
+    sim: &Sim,
+    state: &BrokerState,
+    in_flight: &mut InFlight,
+    proposals: Vec<Proposal>,
+) -> Result<Entry, String> {
+    let early: Vec<bool> = proposals
+        .iter()
+        .map(|p| {
+            sim.leader_bug && matches!(p, Proposal::ProduceTransactional(a) if writes_open_txn(state, a))
+        })
+        .collect();
+    let (stamp, options) = (sim.stamp(), sim.options);
+    catch_unwind(AssertUnwindSafe(|| {
+        let mut built = build_entry_in_flight(state, in_flight, stamp, &options, proposals);
+        built.answer_as_stamped(state, &early);
+        built
+    }))
+    .map_err(|panic| format!("the leader's build_entry panicked: {}", panic_message(&*panic)))
+}
+
+/// One seed's replicas and where in the log they are.
+struct Run {
+    seed: u64,
+    target_ops: usize,
+    cluster: Cluster,
+    /// Index of the next entry in the log.
+    step: u64,
+}
+
+impl Run {
+    fn fail(&self, what: String, entry: String) -> Divergence {
+        let (seed, ops, step, fault_at) = (self.seed, self.target_ops, self.step, self.cluster.fault_at);
+        Divergence { seed, ops, step, what, entry, fault_at }
+    }
+
+    /// A new term; its leader's takeover entry, if it has one.
+    fn take_over(&mut self, sim: &mut Sim) -> Result<(), Divergence> {
+        sim.new_term();
+        let ops = takeover_ops(&self.cluster.replicas[sim.leader].state, &sim.limits);
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let command = Command { stamp: sim.stamp(), ops };
+        let before = self.cluster.replicas[sim.leader].state.clone();
+        let applied = self.applied(sim.leader, &command)?;
+        sim.stats.takeover_entries += 1;
+        sim.count_applied(&before, &command, &applied);
+        self.step += 1;
+        Ok(())
+    }
+
+    /// Applies `command` on every replica and checks the leader's result.
+    fn applied(&mut self, leader: usize, command: &Command) -> Result<Applied, Divergence> {
+        let step = self.step;
+        let applied =
+            self.cluster.apply(step, leader, command).map_err(|what| self.fail(what, summarize(command)))?;
+        let after = &self.cluster.replicas[leader].state;
+        check_entry(after, command, &applied)
+            .and_then(|()| self.cluster.storage.check(after))
+            .map_err(|what| self.fail(what, summarize(command)))?;
+        Ok(applied)
+    }
+
+    /// Applies the oldest entry in flight and answers its proposals.
+    fn apply(
+        &mut self,
+        sim: &mut Sim,
+        in_flight: &mut InFlight,
+        entry: InFlightEntry,
+    ) -> Result<(), Divergence> {
+        let before = self.cluster.replicas[sim.leader].state.clone();
+        let command = entry.command;
+        let applied = self.applied(sim.leader, &command)?;
+        in_flight.settled(true);
         sim.count_applied(&before, &command, &applied);
         let ctx =
             EntryCtx { before: &before, command: &command, response: Some(&applied.response), lost: false };
-        sim.answer(step, built.decisions, sent, &ctx)
-            .map_err(|what| fail(&cluster, step, what, summarize(&command)))?;
-        sim.check_txn_offsets(&before, &cluster.replicas[sim.leader].state, &command, &applied)
-            .map_err(|what| fail(&cluster, step, what, summarize(&command)))?;
-        step += 1;
+        let after = &self.cluster.replicas[sim.leader].state;
+        sim.answer(self.step, entry.decisions, entry.sent, &ctx)
+            .and_then(|()| sim.check_txn_offsets(&before, after, &command, &applied))
+            .map_err(|what| self.fail(what, summarize(&command)))?;
+        self.step += 1;
+        Ok(())
     }
-    Ok(sim.stats)
+
+    /// The leader loses its term before these entries commit: what it answered at stamping
+    /// stands, the rest fails, and the next leader never sees them.
+    fn lose(&mut self, sim: &mut Sim, lost: VecDeque<InFlightEntry>) -> Result<(), Divergence> {
+        for entry in lost {
+            let before = &self.cluster.replicas[sim.leader].state;
+            let ctx = EntryCtx { before, command: &entry.command, response: None, lost: true };
+            sim.answer(self.step, entry.decisions, entry.sent, &ctx)
+                .map_err(|what| self.fail(what, format!("(lost) {}", summarize(&entry.command))))?;
+            sim.stats.lost_entries += 1;
+        }
+        Ok(())
+    }
 }

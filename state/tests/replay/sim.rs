@@ -37,6 +37,8 @@ pub(crate) struct Sim {
     pub(crate) stats: Stats,
     /// Every leader answers writes of an open transaction once stamped (`Fault::AckTxnAtStamping`).
     pub(crate) leader_bug: bool,
+    /// Entries are in flight: their answers still name clients by index, so none is retired.
+    pub(crate) answers_pending: bool,
 }
 
 impl Sim {
@@ -73,6 +75,7 @@ impl Sim {
             txn,
             stats: Stats::default(),
             leader_bug: false,
+            answers_pending: false,
         }
     }
 
@@ -111,7 +114,7 @@ impl Sim {
 
     pub(crate) fn generate(&mut self, state: &BrokerState, step: u64) -> (Vec<Proposal>, Vec<Sent>) {
         let mut q = Queue::default();
-        if self.idem.len() > IDEMPOTENT_CLIENTS_MAX {
+        if self.idem.len() > IDEMPOTENT_CLIENTS_MAX && !self.answers_pending {
             self.idem.remove(0);
         }
         if state.cluster_id.is_none() {

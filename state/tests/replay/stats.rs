@@ -24,6 +24,8 @@ pub(crate) struct Stats {
     pub(crate) terms: u64,
     pub(crate) takeover_entries: u64,
     pub(crate) lost_entries: u64,
+    /// Entries built while an earlier one was still in flight (pipelined proposals).
+    pub(crate) pipelined_entries: u64,
     pub(crate) checkpoints: u64,
     set_limits: u64,
     pub(crate) topics_created: u64,
@@ -67,7 +69,8 @@ pub(crate) struct Stats {
 impl Stats {
     pub(crate) fn summary(&self) -> String {
         format!(
-            "{} ops in {} entries, {} terms ({} takeover entries, {} lost entries), {} checkpoints, \
+            "{} ops in {} entries ({} built with another in flight), {} terms ({} takeover entries, \
+             {} lost entries), {} checkpoints, \
              {} SetLimits; topics +{} -{} (+{} partitions); {} records on {} partitions \
              ({} plain, {} idempotent, {} transactional batches); {} duplicates answered from the \
              log, {} in-entry duplicates, {} out-of-order refused, \
@@ -80,6 +83,7 @@ impl Stats {
              {} transactional ids expired",
             self.ops,
             self.entries,
+            self.pipelined_entries,
             self.terms,
             self.takeover_entries,
             self.lost_entries,
@@ -138,6 +142,7 @@ impl Stats {
             ("entries", self.entries, 800),
             ("terms", self.terms, 8),
             ("lost entries", self.lost_entries, 1),
+            ("entries built with another in flight", self.pipelined_entries, 300),
             ("checkpoints", self.checkpoints, 10),
             ("SetLimits", self.set_limits, 3),
             ("topics created", self.topics_created, 8),
