@@ -59,7 +59,6 @@ pub(super) struct Sequencer {
     in_flight: InFlight,
     /// The entries in flight, oldest first.
     entries: VecDeque<Proposed>,
-    bytes_in_flight: usize,
 }
 
 impl Sequencer {
@@ -70,7 +69,6 @@ impl Sequencer {
             takeover_term: 0,
             in_flight: InFlight::default(),
             entries: VecDeque::new(),
-            bytes_in_flight: 0,
         }
     }
 
@@ -86,7 +84,7 @@ impl Sequencer {
     pub fn may_build(&self) -> bool {
         self.in_flight.may_build()
             && self.entries.len() < self.options.entries_in_flight
-            && self.bytes_in_flight < limits::ENTRIES_IN_FLIGHT_BYTES_MAX
+            && self.entries.iter().map(|e| e.bytes).sum::<usize>() < limits::ENTRIES_IN_FLIGHT_BYTES_MAX
     }
 
     /// The outcome of the oldest entry in flight (only called with one in flight).
@@ -100,7 +98,6 @@ impl Sequencer {
     /// Answers the oldest entry in flight from its outcome.
     pub fn settle(&mut self, written: Result<Vec<OpResult>, ProposeError>) {
         let Some(entry) = self.entries.pop_front() else { return };
-        self.bytes_in_flight -= entry.bytes;
         match written {
             Ok(results) => {
                 METRICS.commit_duration.observe(entry.at.elapsed().as_secs_f64());
@@ -134,7 +131,6 @@ impl Sequencer {
     pub fn fail_all(&mut self, err: &ProposeError) {
         self.term = 0;
         self.in_flight.clear();
-        self.bytes_in_flight = 0;
         for entry in std::mem::take(&mut self.entries) {
             answer_failed(entry.waiting, err);
         }
@@ -194,7 +190,6 @@ impl Sequencer {
         self.in_flight.proposed(&built.command);
         let written = hand_to_raft(&self.options.raft, built.command).await;
         self.entries.push_back(Proposed { written, waiting, op_count, bytes: encoded, at: Instant::now() });
-        self.bytes_in_flight += encoded;
         METRICS.entries_in_flight.observe(self.entries.len() as f64);
     }
 
