@@ -6,11 +6,13 @@
 #   scripts/compat.sh --streams-soak [--kafka] [--keep] [--out FILE]
 #   scripts/compat.sh --share-accept [--kafka] [--keep] [--out FILE]
 #   scripts/compat.sh --streams-scale [--kafka | --compare] [--clients a,b] [--keep] [--out FILE]
+#   scripts/compat.sh --install-only [--clients a,b]
 #
 # Installs each toolchain's packages from the registries into ONELOG_COMPAT_CACHE (default
 # ~/.cache/onelog-compat, reused across runs): a Python venv with pinned pip packages, `npm ci`
 # from harness/compat/node/package-lock.json, the Go modules pinned in harness/compat/go/go.sum
-# (built once into the cache), the rdkafka driver through cargo (CARGO_TARGET_DIR). Then starts
+# (built once into the cache), the rdkafka driver through cargo (CARGO_TARGET_DIR; none when
+# ONELOG_COMPAT_RDKAFKA_BIN names one built already). Then starts
 # a cluster with scripts/cluster.sh on Kafka ports ONELOG_COMPAT_BASE_PORT.. (default 19092) in a
 # temporary ONELOG_CLUSTER_DIR, every node with auto-create off and 1 MiB segments, and runs the
 # drivers one after another, each with COMPAT_BOOTSTRAP, COMPAT_KILL_LEADER
@@ -18,6 +20,8 @@
 # whole-driver timeout (ONELOG_COMPAT_DRIVER_TIMEOUT_S, default 900). A driver prints one JSON
 # line per scenario (harness/compat/README.md); a missing line, a non-zero exit or a timeout is
 # a `fail`. Exits non-zero when any cell is `fail`.
+# --install-only: the installs below and the JVM drivers' builds, then exit (no cluster, no run):
+# CI fills the caches in the background while its test suite runs.
 # --clients: a comma-separated subset of the client ids below. --keep: keep the cluster
 # directory (and its node logs) for debugging; it is printed at the end.
 # --ci: the fixed subset `.ci/run` runs (about half the time of the full matrix): every client
@@ -75,6 +79,7 @@ soak=0
 share_accept=0
 scale=0
 compare=0
+install_only=0
 target=onelog
 driver_timeout_s="${ONELOG_COMPAT_DRIVER_TIMEOUT_S:-900}"
 export COMPAT_TIMEOUT_S="${COMPAT_TIMEOUT_S:-60}"
@@ -160,6 +165,7 @@ while [ $# -gt 0 ]; do
         --share-accept) share_accept=1; shift ;;
         --streams-scale) scale=1; shift ;;
         --compare) compare=1; shift ;;
+        --install-only) install_only=1; shift ;;
         --out) out="${2:?--out FILE}"; out_given=1; shift 2 ;;
         *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2 ;;
     esac
@@ -278,6 +284,11 @@ trap 'echo "compat.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 # --- installs: each into the cache, each skipped when its pinned inputs did not change ---
 source "$compat/install.sh"
 install_for_clients
+if [ "$install_only" = 1 ]; then
+    install_java_drivers
+    echo "compat: installed for ${clients[*]}" >&2
+    exit 0
+fi
 
 # --- the cluster ---
 # A port already taken would let a driver talk to someone else's process: refuse to start.
