@@ -156,8 +156,17 @@ async fn open_raft(
 ) -> anyhow::Result<Opened> {
     // A checkpoint of a newer build stops the node before anything is opened or written.
     sm_store::check_format(&node.data_dir.join("state"))?;
-    let mut log_store =
-        LogStore::<TypeConfig>::open(&node.data_dir.join("raft-log"), LogStoreOptions::default())?;
+    // The log is purged at checkpoints, about every CHECKPOINT_INTERVAL_BYTES of it: a pool that
+    // large recycles every segment in steady state (raft-store's prealloc.rs).
+    let log_options = LogStoreOptions {
+        segment_bytes: config.settings.raft_segment_bytes,
+        recycle_bytes_max: limits::CHECKPOINT_INTERVAL_BYTES,
+        ..LogStoreOptions::default()
+    };
+    let mut log_store = LogStore::<TypeConfig>::open(&node.data_dir.join("raft-log"), log_options)?;
+    // Off until the checkpoint says 0.1.0 can no longer open this data (sm_store).
+    let log_recycling = log_store.recycling();
+    log_recycling.allow(false);
     let log_state = openraft::storage::RaftLogStorage::get_log_state(&mut log_store).await?;
     let log_purged = log_state.last_purged_log_id;
     let log_reader = log_store.reader();
@@ -165,6 +174,7 @@ async fn open_raft(
     let votes = Arc::new(VoteGate::new(start.votes()));
     let (state_machine, applied) =
         sm_store::open(node.data_dir.join("state"), config.clone(), log_purged.map(|l| l.index))?;
+    state_machine.attach_log_recycling(log_recycling);
     let checkpoint_index = applied.read(|a| a.last_applied.map(|l| l.index));
     let last_log_index = log_state.last_log_id.map(|l| l.index);
     // What the restart costs: every entry above the checkpoint is applied again.

@@ -1,6 +1,8 @@
 //! Crash consistency at every fault point of the apply path (issue 14): between two partitions
 //! of one entry, during a checkpoint, during a segment roll, during a snapshot install (before
-//! and after the switch to the new generation).
+//! and after the switch to the new generation); and of the Raft log's recycling of purged
+//! segments (issue 31): while purged segments are renamed, and right after a recycled one is
+//! put in place, before anything of its new life is written.
 //!
 //! Each case runs three nodes; ONE follower is restarted with `ONELOG_FAULT=<point>` (a
 //! fault-injection build aborts there, like a kill -9), the load that reaches the point is
@@ -36,6 +38,14 @@ const REQUESTS_TO_REACH_MAX: usize = 1_000;
 const LOG_ENTRIES_KEPT_BELOW_CHECKPOINT: u64 = 2_000;
 /// Entries written while the follower is down, beyond the above, before the checkpoint.
 const SNAPSHOT_LAG_MARGIN_ENTRIES: u64 = 200;
+/// Raft log segments of the recycling cases: a few hundred entries each, so that a checkpoint
+/// purges (and recycles) whole segments within seconds of load.
+const RAFT_SEGMENT_BYTES: u64 = 256 * 1024;
+/// The recycling cases ask the follower for a checkpoint every this many requests.
+const REQUESTS_PER_CHECKPOINT: usize = 400;
+/// Most requests the load sends for a recycling point: the first purge needs more entries than
+/// a node keeps below a checkpoint.
+const REQUESTS_TO_RECYCLE_MAX: usize = 8_000;
 /// Longest wait for a node to reach a point or for the leader to purge its log.
 const REACH_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -49,6 +59,9 @@ enum Reach {
     Load,
     /// The same, and a checkpoint asked of the follower (`POST /checkpoint`).
     LoadAndCheckpoint,
+    /// The same with small Raft log segments and a checkpoint asked every
+    /// `REQUESTS_PER_CHECKPOINT` requests: each purges, and so recycles, whole segments.
+    LoadAndCheckpoints,
     /// The follower is down while the leader writes and checkpoints past its log; on restart
     /// it receives a snapshot.
     SnapshotInstall,
@@ -79,10 +92,23 @@ fn crash_during_a_snapshot_install_after_the_switch() {
     run("crash-after-snapshot-install-switch", Reach::SnapshotInstall);
 }
 
+#[test]
+fn crash_while_purged_raft_segments_are_recycled() {
+    run("crash-mid-segment-recycle", Reach::LoadAndCheckpoints);
+}
+
+#[test]
+fn crash_in_a_recycled_raft_segment_before_its_first_record() {
+    run("crash-in-recycled-segment", Reach::LoadAndCheckpoints);
+}
+
 fn run(point: &str, reach: Reach) {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    let options = ClusterOptions::new(3).config("log.segment.bytes", SEGMENT_BYTES);
+    let mut options = ClusterOptions::new(3).config("log.segment.bytes", SEGMENT_BYTES);
+    if reach == Reach::LoadAndCheckpoints {
+        options = options.config("onelog.raft.segment.bytes", RAFT_SEGMENT_BYTES);
+    }
     let mut cluster = Cluster::start_with(options).expect("starting 3 nodes");
     let started = Instant::now();
     let result = runtime.block_on(scenario(&mut cluster, point, reach));
@@ -99,6 +125,13 @@ async fn scenario(cluster: &mut Cluster, point: &str, reach: Reach) -> Result<()
     // Phase 1: the follower restarts with the fault and reaches the point.
     cluster.kill9(faulty)?;
     let status = match reach {
+        Reach::LoadAndCheckpoints => {
+            let arm_file = cluster.dir(faulty).join("arm-fault");
+            cluster.set_node_env(faulty, fault_env(point, Some(&arm_file)));
+            cluster.start_node(faulty)?;
+            std::fs::write(&arm_file, b"")?;
+            load.until_exit_checkpointing(cluster, faulty).await?
+        }
         Reach::Load | Reach::LoadAndCheckpoint => {
             let arm_file = cluster.dir(faulty).join("arm-fault");
             cluster.set_node_env(faulty, fault_env(point, Some(&arm_file)));
@@ -306,6 +339,39 @@ impl Load {
             }
             ensure!(Instant::now() < deadline, "no leader to produce to within {REACH_TIMEOUT:?}");
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Sends until node `id` exits, asking it for a checkpoint every `REQUESTS_PER_CHECKPOINT`
+    /// requests; its exit status. acks=1, as in `lag_past_a_checkpoint`: only entries are
+    /// needed, and the digests check them.
+    async fn until_exit_checkpointing(
+        &mut self,
+        cluster: &mut Cluster,
+        id: u64,
+    ) -> Result<std::process::ExitStatus> {
+        let deadline = Instant::now() + 2 * REACH_TIMEOUT;
+        self.acks = 1;
+        for n in 1..=REQUESTS_TO_RECYCLE_MAX {
+            if let Some(status) = cluster.wait_exit(id, Duration::ZERO)? {
+                self.acks = -1;
+                return Ok(status);
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "node {id} still running after {:?} of load",
+                2 * REACH_TIMEOUT
+            );
+            self.send_one().await?;
+            if n % REQUESTS_PER_CHECKPOINT == 0 && cluster.wait_exit(id, Duration::ZERO)?.is_none() {
+                // The node may die between the check and the request: then the post fails.
+                let _ = ask_checkpoint(cluster, id);
+            }
+        }
+        self.acks = -1;
+        match cluster.wait_exit(id, REACH_TIMEOUT)? {
+            Some(status) => Ok(status),
+            None => bail!("node {id} still running after {REQUESTS_TO_RECYCLE_MAX} requests"),
         }
     }
 

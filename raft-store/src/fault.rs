@@ -24,6 +24,15 @@ pub fn fires(name: &str) -> bool {
     }
 }
 
+/// Aborts the process here if `ONELOG_FAULT` names `name` (the broker's `fault::point` for the
+/// log store's own steps).
+pub(crate) fn crash_point(name: &str) {
+    if fires(name) {
+        tracing::error!(point = name, "fault injection: aborting");
+        std::process::abort();
+    }
+}
+
 /// The error an injected failed fdatasync reports, or `None` when the point does not fire.
 pub(crate) fn sync_failure() -> Option<io::Error> {
     fires(FSYNC_FAILS).then(|| {

@@ -2,8 +2,9 @@
 //!
 //! Anything that bounds memory or I/O size lives here so it can be reviewed in one place.
 
-/// Default size of one log segment file. Segments are zero-filled to this size when created, so
-/// an fdatasync after an append never has to persist a file-size change (DESIGN §3).
+/// Default size of one log segment file. Segments have this size before they are used
+/// (recycled, or fallocated: `prealloc.rs`), so an fdatasync after an append never has to
+/// persist a file-size change (DESIGN §3).
 pub const SEGMENT_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 
 /// Smallest accepted segment size. Tests use tiny segments to exercise rollover; below this the
@@ -14,7 +15,13 @@ pub const SEGMENT_BYTES_MIN: u64 = 4096;
 /// buffer is allocated, so a corrupt length field can never make us allocate gigabytes.
 pub const ENTRY_BYTES_MAX_DEFAULT: u32 = 64 * 1024 * 1024;
 
-/// Size of the zero buffer used to pre-write new segments and to wipe torn tails.
+/// Default disk space kept in purged segments for reuse (`LogStoreOptions::recycle_bytes_max`):
+/// the broker checkpoints, and so purges, about every 512 MiB of log, so this much recycles
+/// every segment in steady state.
+pub const RECYCLE_BYTES_MAX_DEFAULT: u64 = 512 * 1024 * 1024;
+
+/// Size of the zero buffer used to fill new segments where fallocate is unsupported and to
+/// wipe torn tails.
 pub const ZERO_FILL_CHUNK_BYTES: usize = 1024 * 1024;
 
 /// Read buffer used when scanning segments at open.

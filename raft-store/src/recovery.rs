@@ -1,12 +1,21 @@
 //! Rebuilding the log from its segment files at open, and cutting off a torn tail.
 //!
-//! Segments are scanned in index order. The log ends at the first record that is not valid
-//! (zero length, length over the limit, running past the file, CRC mismatch, index not
-//! contiguous). Whatever follows it, in that segment and in later ones, was never acknowledged:
-//! the flusher completes a callback only after every segment written before it is synced. So
-//! it is wiped: the rest of the segment is zeroed and later segments are deleted. Zeroing
-//! matters: a stale record left behind a shorter new one could otherwise line up with the next
-//! expected index and come back to life at a later open.
+//! Segments are scanned in index order. A segment's records end at the first one that is not
+//! valid (zero length, length over the limit, running past the file, CRC mismatch, index not
+//! contiguous). What follows them is one of three things:
+//! - zeros: a new segment (pre-written or fallocated) that was not full;
+//! - the records of an earlier life of the file: a recycled segment (`prealloc.rs`) holds, after
+//!   what was written into it since, records at or below an old purge point, so below the
+//!   segment's base, and the scan stops at the first of them (`WrongIndex`);
+//! - a torn tail: records that were being written when the node stopped.
+//!
+//! A segment whose successor starts exactly where its records end is complete, whatever follows
+//! its records (the writer starts a segment only when the last is full), so that is left
+//! alone. Anywhere else, non-zero bytes after the records are wiped: the rest of the segment is
+//! zeroed and later segments are deleted. Nothing wiped was acknowledged: the flusher completes
+//! a callback only after every segment written before it is synced. Zeroing matters: a stale
+//! record left behind a shorter new one could otherwise line up with the next expected index
+//! and come back to life at a later open.
 
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
@@ -42,7 +51,7 @@ pub(crate) fn recover(
     let mut dir_changed = drop_purged_segments(&mut listed, purged)?;
     let mut segments = VecDeque::new();
     let mut index = EntryIndex::new(purged.map_or(listed.first().map_or(0, |s| s.0), |p| p + 1));
-    let mut listed = listed.into_iter();
+    let mut listed = listed.into_iter().peekable();
     while let Some((base, path)) = listed.next() {
         if let Some(prev) = segments.back().map(|s: &Segment| s.next_index).filter(|&next| next != base) {
             tracing::warn!(segment = %path.display(), expected = prev, "raft log segment does not continue the log; removing it and all later ones");
@@ -51,7 +60,8 @@ pub(crate) fn recover(
             break;
         }
         check_no_hole(base, purged, segments.is_empty(), &path)?;
-        let (segment, torn) = load_segment(base, path, entry_bytes_max, purged, &mut index)?;
+        let successor = listed.peek().map(|(next_base, _)| *next_base);
+        let (segment, torn) = load_segment(base, path, entry_bytes_max, purged, successor, &mut index)?;
         segments.push_back(segment);
         if torn {
             remove_segments(listed.by_ref())?;
@@ -114,13 +124,15 @@ fn remove_segments(segments: impl Iterator<Item = (u64, PathBuf)>) -> Result<(),
     Ok(())
 }
 
-/// Scans one segment, adds its live records to `index`, wipes a torn tail. Returns the segment
-/// and whether its tail was torn (then all later segments must go).
+/// Scans one segment, adds its live records to `index`, wipes a torn tail. `successor` is the
+/// first index of the next segment file, if there is one. Returns the segment and whether its
+/// tail was torn (then all later segments must go).
 fn load_segment(
     base: u64,
     path: PathBuf,
     entry_bytes_max: u32,
     purged: Option<u64>,
+    successor: Option<u64>,
     index: &mut EntryIndex,
 ) -> Result<(Segment, bool), LogStoreError> {
     let io_err = |e| LogStoreError::io_at("recovering", &path, e);
@@ -128,7 +140,9 @@ fn load_segment(
     let capacity = file.metadata().map_err(io_err)?.len();
     let scan = scan_segment(&file, base, capacity, entry_bytes_max).map_err(io_err)?;
     let end = scan.locs.last().map_or(0, Loc::end);
-    let torn = first_nonzero(&file, end, capacity).map_err(io_err)?.is_some();
+    // Complete: a recycled file's earlier life may follow the records; it is never read.
+    let complete = successor == Some(base + scan.locs.len() as u64);
+    let torn = !complete && first_nonzero(&file, end, capacity).map_err(io_err)?.is_some();
     if torn {
         let zeroed = zero_range(&file, end, capacity).map_err(io_err)?;
         file.sync_data().map_err(io_err)?;

@@ -10,7 +10,8 @@ use crate::error::LogStoreError;
 use crate::format::{check_header, check_record, Invalid, RecordHeader, RECORD_HEADER_BYTES};
 use crate::index::Loc;
 
-/// A segment file holding records `[base, next_index)` in `[0, write_pos)`, zeros after.
+/// A segment file holding records `[base, next_index)` in `[0, write_pos)`; after them zeros,
+/// or in a recycled file records of its earlier life, all below `base` (`prealloc.rs`).
 #[derive(Debug)]
 pub(crate) struct Segment {
     /// Log index of the first record; also the file name.

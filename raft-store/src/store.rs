@@ -17,10 +17,12 @@ use crate::error::LogStoreError;
 use crate::flusher::Flusher;
 use crate::format::PAYLOAD_LEN_MAX;
 use crate::fsutil::{fsync_dir, lock_dir, parent_dir};
-use crate::limits::{ENTRY_BYTES_MAX_DEFAULT, SEGMENT_BYTES_DEFAULT, SEGMENT_BYTES_MIN};
+use crate::limits::{
+    ENTRY_BYTES_MAX_DEFAULT, RECYCLE_BYTES_MAX_DEFAULT, SEGMENT_BYTES_DEFAULT, SEGMENT_BYTES_MIN,
+};
 use crate::meta::{read_meta, CommittedFile, COMMITTED_FILE, PURGED_FILE, VOTE_FILE};
 use crate::poison::Poison;
-use crate::prealloc::Preallocator;
+use crate::prealloc::{Preallocator, Recycling};
 use crate::reader::{LogReader, Shared, View};
 use crate::recovery::recover;
 use crate::segment::Segment;
@@ -32,11 +34,19 @@ pub struct LogStoreOptions {
     pub segment_bytes: u64,
     /// Largest accepted encoded entry payload, on write and on read (default 64 MiB).
     pub entry_bytes_max: u32,
+    /// Disk space purged segments keep for reuse as later ones instead of being deleted
+    /// (`prealloc.rs`; default 512 MiB). As much log as is written between two purges
+    /// recycles every segment; less gives space back sooner and makes new files.
+    pub recycle_bytes_max: u64,
 }
 
 impl Default for LogStoreOptions {
     fn default() -> Self {
-        LogStoreOptions { segment_bytes: SEGMENT_BYTES_DEFAULT, entry_bytes_max: ENTRY_BYTES_MAX_DEFAULT }
+        LogStoreOptions {
+            segment_bytes: SEGMENT_BYTES_DEFAULT,
+            entry_bytes_max: ENTRY_BYTES_MAX_DEFAULT,
+            recycle_bytes_max: RECYCLE_BYTES_MAX_DEFAULT,
+        }
     }
 }
 
@@ -110,7 +120,7 @@ where
 
         let flusher =
             Flusher::start(poison).map_err(|e| LogStoreError::io("starting the flusher thread", e))?;
-        let mut prealloc = Preallocator::new(dir, opts.segment_bytes);
+        let mut prealloc = Preallocator::new(dir, opts.segment_bytes, opts.recycle_bytes_max);
         prealloc.start().map_err(|e| LogStoreError::io("starting segment preallocation", e))?;
         tracing::info!(dir = %dir.display(), segments = recovered.segments.len(), last_purged = ?last_purged,
             last_log_id = ?last_log_id, vote = ?vote, "opened raft log");
@@ -139,6 +149,11 @@ where
     /// The directory this log lives in.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The switch of the recycling of purged segments (on when opened): see `Recycling`.
+    pub fn recycling(&self) -> Recycling {
+        self.prealloc.recycling()
     }
 
     /// The options this store was opened with.

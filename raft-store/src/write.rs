@@ -1,5 +1,5 @@
-//! The write path of `LogStore`: append (encode, pwrite into pre-written segments, index),
-//! segment rollover, truncate, purge and the vote. Every I/O failure here poisons the store.
+//! The write path of `LogStore`: append (encode, pwrite into prepared segments, index),
+//! segment rollover, truncate, purge (recycling segments) and the vote. Every I/O failure here poisons the store.
 
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
@@ -142,6 +142,10 @@ where
         fs::rename(&prepared.path, &path)
             .map_err(|e| LogStoreError::io_at("renaming into place", &path, e))?;
         fsync_dir(&self.dir).map_err(|e| LogStoreError::io_at("syncing", &self.dir, e))?;
+        if prepared.recycled {
+            // In place, nothing of this life written yet: recovery must open it as empty.
+            crate::crash_point(crate::crash_points::IN_RECYCLED_SEGMENT);
+        }
         let file = Arc::new(prepared.file);
         self.shared.view().files.insert(base, Arc::clone(&file));
         let capacity = self.opts.segment_bytes;
@@ -150,7 +154,7 @@ where
         Ok(())
     }
 
-    /// Deletes every segment; the log continues at `index`. Only legal without live entries:
+    /// Recycles every segment; the log continues at `index`. Only legal without live entries:
     /// what the segments hold is purged (or there is nothing).
     fn reset_segments(&mut self, index: u64) -> Result<(), LogStoreError> {
         let removed: Vec<Segment> = {
@@ -168,10 +172,10 @@ where
             tracing::info!(
                 next_index = index,
                 segments = removed.len(),
-                "raft log restarts past its end; removing purged segments"
+                "raft log restarts past its end; recycling purged segments"
             );
         }
-        delete_segments(&self.dir, &removed)
+        self.recycle_segments(&removed)
     }
 
     /// Removes entries `>= log_id.index` (Raft §5.3: a follower drops a conflicting suffix).
@@ -246,7 +250,32 @@ where
         }
         drop(view);
         tracing::debug!(upto = %log_id, segments_removed = removed.len(), "purged raft log");
-        delete_segments(&self.dir, &removed)
+        self.recycle_segments(&removed)
+    }
+
+    /// Hands purged segments to the preallocator for reuse, deleting those it does not keep.
+    /// Only purged ones: every record they hold is at or below the durable purge point, so
+    /// below any index written into them later (`prealloc.rs`). A truncated suffix holds
+    /// indices the log writes again and is always deleted.
+    fn recycle_segments(&mut self, purged: &[Segment]) -> Result<(), LogStoreError> {
+        if purged.is_empty() {
+            return Ok(());
+        }
+        let purge_end = self.last_purged.as_ref().map_or(0, |p| p.index.saturating_add(1));
+        for seg in purged {
+            let recyclable = seg.next_index <= purge_end;
+            let kept = recyclable
+                && self
+                    .prealloc
+                    .recycle(&seg.path)
+                    .map_err(|e| LogStoreError::io_at("recycling", &seg.path, e))?;
+            if !kept {
+                fs::remove_file(&seg.path).map_err(|e| LogStoreError::io_at("removing", &seg.path, e))?;
+            }
+            // Renamed or removed, the directory not yet synced: recovery finishes the purge.
+            crate::crash_point(crate::crash_points::MID_SEGMENT_RECYCLE);
+        }
+        fsync_dir(&self.dir).map_err(|e| LogStoreError::io_at("syncing", &self.dir, e))
     }
 
     /// Pops the leading segments whose entries are all `<= upto`. The last segment stays when

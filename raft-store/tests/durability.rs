@@ -220,7 +220,7 @@ async fn purge_past_the_end_restarts_the_log_after_it() {
 #[tokio::test]
 async fn oversized_entries_are_rejected_and_big_ones_get_their_own_segment() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = LogStoreOptions { segment_bytes: 8192, entry_bytes_max: 20_000 };
+    let opts = LogStoreOptions { segment_bytes: 8192, entry_bytes_max: 20_000, ..LogStoreOptions::default() };
     let mut store = open(dir.path(), &opts);
     append(&mut store, entries(1, 1..=2, 100)).await;
     // Bigger than a whole segment but within entry_bytes_max: the segment file grows.

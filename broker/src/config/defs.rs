@@ -125,6 +125,10 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // (pipelined proposals, issue 31). 1 waits for each entry's apply before building the
     // next, which measured best on a CPU-bound machine (docs/PERFORMANCE.md).
     between("onelog.raft.entries.in.flight", "1", Int, 1, crate::limits::ENTRIES_IN_FLIGHT_MAX as i64),
+    // onelog's own, like KRaft's `metadata.log.segment.bytes`: the size of one Raft log segment
+    // file. Purged segments are recycled (raft-store's prealloc.rs); tests use small ones to
+    // roll and recycle segments in seconds.
+    at_least("onelog.raft.segment.bytes", "67108864", Long, raft_store::limits::SEGMENT_BYTES_MIN as i64),
     at_least("log.retention.check.interval.ms", "300000", Long, 1),
     def("delete.topic.enable", "true", Boolean),
     // KIP-98: how long an idle producer id keeps its state, and how often the leader looks.

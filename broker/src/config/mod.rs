@@ -147,6 +147,8 @@ pub struct Settings {
     /// `onelog.raft.entries.in.flight`: entries the proposer hands to Raft before the first
     /// applies (1..=`limits::ENTRIES_IN_FLIGHT_MAX`).
     pub entries_in_flight: usize,
+    /// `onelog.raft.segment.bytes`: the size of one Raft log segment file.
+    pub raft_segment_bytes: u64,
     pub log_retention_ms: i64,
     pub log_retention_bytes: i64,
     pub log_retention_check_interval_ms: u64,
@@ -256,6 +258,9 @@ impl Settings {
                 .int("onelog.raft.entries.in.flight")?
                 .clamp(1, crate::limits::ENTRIES_IN_FLIGHT_MAX as i64)
                 as usize,
+            raft_segment_bytes: c
+                .int("onelog.raft.segment.bytes")?
+                .max(raft_store::limits::SEGMENT_BYTES_MIN as i64) as u64,
             log_dir_free_bytes_min: c.int("log.dir.free.bytes.min")?.max(0),
             log_retention_ms: c.int("log.retention.ms")?,
             log_retention_bytes: c.int("log.retention.bytes")?,

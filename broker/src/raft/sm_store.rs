@@ -63,6 +63,9 @@ pub struct SmShared {
     dir: PathBuf,
     /// The current generation directory.
     generation: RwLock<PathBuf>,
+    /// The Raft log's recycling of purged segments, allowed from the first checkpoint 0.1.0
+    /// cannot read (`attach_log_recycling`).
+    log_recycling: std::sync::OnceLock<raft_store::Recycling>,
 }
 
 impl SmShared {
@@ -153,6 +156,7 @@ pub fn open(
         config,
         dir,
         generation: RwLock::new(generation),
+        log_recycling: std::sync::OnceLock::new(),
     });
     Ok((StateMachineStore { shared: shared.clone() }, AppliedView::new(shared)))
 }
@@ -232,6 +236,8 @@ impl StateMachineStore {
         crate::fault::point("crash-mid-checkpoint");
         raft_store::write_file_atomic(&self.shared.checkpoint_path(), &bytes)?;
         self.shared.bytes_since_checkpoint.store(0, Ordering::Relaxed);
+        // Durable before openraft purges below it: the purge may recycle from now on.
+        self.shared.allow_log_recycling(&checkpoint.state);
         tracing::info!(last_applied = ?checkpoint.last_applied, bytes = bytes.len(), "checkpoint written");
         Ok((checkpoint, bytes))
     }
@@ -503,3 +509,25 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 #[cfg(test)]
 #[path = "sm_store_tests.rs"]
 mod tests;
+
+impl SmShared {
+    /// Recycled Raft log segments hold old records after their new ones, which 0.1.0's
+    /// recovery would take for a torn tail, dropping every later segment. So they are
+    /// allowed only once the newest checkpoint is one 0.1.0 refuses to open: format 8 and up,
+    /// written once a feature level is recorded (CHANGELOG.md). Until then purged segments
+    /// are deleted, as 0.1.0 deletes them.
+    fn allow_log_recycling(&self, checkpointed: &BrokerState) {
+        if let Some(recycling) = self.log_recycling.get() {
+            recycling.allow(checkpointed.features.is_recorded());
+        }
+    }
+}
+
+impl StateMachineStore {
+    /// Hands the Raft log's recycling switch to the state machine, which sets it from the
+    /// loaded checkpoint now and from every checkpoint it writes.
+    pub fn attach_log_recycling(&self, recycling: raft_store::Recycling) {
+        let _ = self.shared.log_recycling.set(recycling);
+        self.shared.allow_log_recycling(&read(&self.shared.applied).state);
+    }
+}

@@ -48,7 +48,16 @@ final class Basics {
         String topic = topic("create");
         kit.createTopic(topic, 3);
         try (Admin admin = kit.admin(); KafkaConsumer<String, String> c = kit.consumer()) {
-            check(admin.listTopics().names().get().contains(topic), "listTopics does not name " + topic);
+            // Kafka's Admin.createTopics documents that other brokers may not list a new topic
+            // for a while after it returns; a follower here applies it one heartbeat later at
+            // most on an idle cluster, later on a starved one (a CI run, 2026-12-06).
+            long deadline = System.nanoTime() + READ_TIMEOUT.toNanos();
+            boolean listed = admin.listTopics().names().get().contains(topic);
+            while (!listed && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+                listed = admin.listTopics().names().get().contains(topic);
+            }
+            check(listed, "listTopics does not name " + topic + " within " + READ_TIMEOUT);
             List<PartitionInfo> parts = c.partitionsFor(topic);
             check(parts.size() == 3, "metadata has " + parts.size() + " partitions, want 3");
             for (PartitionInfo p : parts) {
