@@ -4,6 +4,7 @@
 # crash, leaving the reproducer's path in the output (issue 13).
 #
 #   scripts/fuzz.sh [SECONDS]     SECONDS per target, default 60
+#   scripts/fuzz.sh --build-only  install and build, run nothing (CI builds while its tests run)
 #
 # Installs what it needs on a clean machine: the nightly toolchain (rustup; stable serves when
 # the toolchain server cannot be reached, see below) and cargo-fuzz at a pinned version. A finding is any panic, any single allocation above $malloc_limit_mb (an
@@ -17,6 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+build_only=0
+if [ "${1:-}" = --build-only ]; then build_only=1; shift; fi
 seconds="${1:-60}"
 cargo_fuzz_version=0.13.1
 # The largest input tried: a few times the largest seed (16 KiB); large enough for every array
@@ -66,6 +69,7 @@ target_dir=()
 if [ -n "${FUZZ_TARGET_DIR:-}" ]; then target_dir=(--target-dir "$FUZZ_TARGET_DIR"); fi
 targets="${FUZZ_TARGETS:-$(cargo "+$toolchain" fuzz list)}"
 cargo "+$toolchain" fuzz build "${sanitizer[@]}" "${target_dir[@]}"
+if [ "$build_only" = 1 ]; then echo "fuzz.sh: built $(echo $targets | wc -w) targets"; exit 0; fi
 
 failed=()
 for target in $targets; do
