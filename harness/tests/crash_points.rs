@@ -125,23 +125,20 @@ async fn scenario(cluster: &mut Cluster, point: &str, reach: Reach) -> Result<()
     // Phase 1: the follower restarts with the fault and reaches the point.
     cluster.kill9(faulty)?;
     let status = match reach {
-        Reach::LoadAndCheckpoints => {
+        Reach::Load | Reach::LoadAndCheckpoint | Reach::LoadAndCheckpoints => {
             let arm_file = cluster.dir(faulty).join("arm-fault");
             cluster.set_node_env(faulty, fault_env(point, Some(&arm_file)));
             cluster.start_node(faulty)?;
             std::fs::write(&arm_file, b"")?;
-            load.until_exit_checkpointing(cluster, faulty).await?
-        }
-        Reach::Load | Reach::LoadAndCheckpoint => {
-            let arm_file = cluster.dir(faulty).join("arm-fault");
-            cluster.set_node_env(faulty, fault_env(point, Some(&arm_file)));
-            cluster.start_node(faulty)?;
-            std::fs::write(&arm_file, b"")?;
-            if reach == Reach::LoadAndCheckpoint {
-                load.send(REQUESTS_AROUND).await?;
-                ask_checkpoint(cluster, faulty)?;
+            match reach {
+                Reach::LoadAndCheckpoints => load.until_exit_checkpointing(cluster, faulty).await?,
+                Reach::LoadAndCheckpoint => {
+                    load.send(REQUESTS_AROUND).await?;
+                    ask_checkpoint(cluster, faulty)?;
+                    load.until_exit(cluster, faulty).await?
+                }
+                _ => load.until_exit(cluster, faulty).await?,
             }
-            load.until_exit(cluster, faulty).await?
         }
         Reach::SnapshotInstall => {
             lag_past_a_checkpoint(cluster, leader, &mut load).await?;
