@@ -95,6 +95,10 @@ pub const PROPOSAL_OPS_MAX: usize = 4096;
 /// waiting for the last one's apply. The config's default is 1 (no pipelining).
 pub const ENTRIES_IN_FLIGHT_MAX: usize = 16;
 
+/// The most worker threads `onelog.runtime.worker.threads` may ask for: well past any CPU
+/// count a node runs on, and low enough that a typo cannot start thousands of threads.
+pub const RUNTIME_WORKER_THREADS_MAX: usize = 256;
+
 /// Bytes of entries in flight past which the proposer builds no more until one applies: so
 /// pipelining holds at most about this much client data besides one entry (up to
 /// `ENTRY_BYTES_MAX`) in the leader's memory.
@@ -185,6 +189,13 @@ pub const RAFT_SILENCE_BEFORE_RECONNECT_MS: u64 = CHECK_QUORUM_MS;
 /// `controller.quorum.election.timeout.ms`; here one log carries every write, so they are
 /// short.)
 pub const RAFT_HEARTBEAT_MS: u64 = 100;
+
+/// How long the leader holds back a new commit index from a follower it has nothing else to
+/// send (issue 31; the `vendor/openraft` patch, `Config::commit_notify_delay_us`). Under load the
+/// next AppendEntries carries it and the empty one a commit used to cost per follower is
+/// saved; when idle, followers apply this much later. Far below the heartbeat, lease and
+/// election times, which it does not touch.
+pub const RAFT_COMMIT_NOTIFY_DELAY_US: u64 = 3_000;
 
 /// Raft election timeout range (ms): a follower that hears nothing for this long stands.
 pub const RAFT_ELECTION_TIMEOUT_MIN_MS: u64 = 300;

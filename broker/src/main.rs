@@ -39,6 +39,16 @@ fn colour_logs() -> bool {
     std::io::stderr().is_terminal() && !no_color
 }
 
+/// Runs the node on a runtime with `onelog.runtime.worker.threads` workers (0: tokio's
+/// default, one per CPU the process may use).
+fn serve(config: broker::config::BrokerConfig) -> anyhow::Result<()> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if config.settings.runtime_worker_threads > 0 {
+        builder.worker_threads(config.settings.runtime_worker_threads);
+    }
+    builder.enable_all().build()?.block_on(broker::node::run(config))
+}
+
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     if let Some(Command::Admin(admin)) = cli.command {
@@ -51,8 +61,7 @@ fn main() -> anyhow::Result<ExitCode> {
         .with_writer(std::io::stderr)
         .with_ansi(colour_logs())
         .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let result = runtime.block_on(broker::node::run(cli.broker));
+    let result = broker::config::BrokerConfig::load(&cli.broker).and_then(serve);
     if let Err(e) = &result {
         tracing::error!(error = %format!("{e:#}"), "onelog stopped");
     }

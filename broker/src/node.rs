@@ -12,7 +12,7 @@ use raft_store::{LogStore, LogStoreOptions};
 use tokio::net::TcpListener;
 
 use crate::config::listeners::{peer_kafka_text, resolve, SecurityProtocol};
-use crate::config::{Args, BrokerConfig, NodeSettings};
+use crate::config::{BrokerConfig, NodeSettings};
 use crate::coord::group::Coordinator as GroupCoordinator;
 use crate::coord::txn::TxnCoordinator;
 use crate::ctx::Ctx;
@@ -40,6 +40,7 @@ fn raft_config() -> anyhow::Result<openraft::Config> {
         install_snapshot_timeout: limits::RAFT_INSTALL_SNAPSHOT_TIMEOUT_MS,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(limits::CHECKPOINT_INTERVAL_ENTRIES),
         max_in_snapshot_log_to_keep: limits::LOG_ENTRIES_KEPT_BELOW_CHECKPOINT,
+        commit_notify_delay_us: limits::RAFT_COMMIT_NOTIFY_DELAY_US,
         ..Default::default()
     };
     Ok(config.validate()?)
@@ -55,8 +56,10 @@ fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
     }
 }
 
-pub async fn run(args: Args) -> anyhow::Result<()> {
-    let config = Arc::new(BrokerConfig::load(&args)?);
+/// Runs the node with its configuration (`BrokerConfig::load`, which `main` calls first to
+/// size the runtime) until it stops.
+pub async fn run(config: BrokerConfig) -> anyhow::Result<()> {
+    let config = Arc::new(config);
     raft_store::set_fsync_observer(crate::metrics::recorded::observe_fsync);
     tracing::info!(configs = %config.describe_set(), "configuration");
     let node: NodeSettings = config.node.clone();

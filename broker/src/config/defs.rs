@@ -125,6 +125,10 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // (pipelined proposals, issue 31). 1 waits for each entry's apply before building the
     // next, which measured best on a CPU-bound machine (docs/PERFORMANCE.md).
     between("onelog.raft.entries.in.flight", "1", Int, 1, crate::limits::ENTRIES_IN_FLIGHT_MAX as i64),
+    // onelog's own, like Kafka's `num.io.threads`: the threads that run the node's requests,
+    // Raft and apply. 0 gives one per CPU the process may use; nodes sharing a machine run
+    // with less CPU each when given fewer (docs/OPERATIONS.md, docs/PERFORMANCE.md).
+    between("onelog.runtime.worker.threads", "0", Int, 0, crate::limits::RUNTIME_WORKER_THREADS_MAX as i64),
     // onelog's own, like KRaft's `metadata.log.segment.bytes`: the size of one Raft log segment
     // file. Purged segments are recycled (raft-store's prealloc.rs); tests use small ones to
     // roll and recycle segments in seconds.

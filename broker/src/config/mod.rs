@@ -149,6 +149,9 @@ pub struct Settings {
     pub entries_in_flight: usize,
     /// `onelog.raft.segment.bytes`: the size of one Raft log segment file.
     pub raft_segment_bytes: u64,
+    /// `onelog.runtime.worker.threads`: the async runtime's worker threads; 0 is one per CPU
+    /// the process may use (`main.rs` builds the runtime with it).
+    pub runtime_worker_threads: usize,
     pub log_retention_ms: i64,
     pub log_retention_bytes: i64,
     pub log_retention_check_interval_ms: u64,
@@ -261,6 +264,10 @@ impl Settings {
             raft_segment_bytes: c
                 .int("onelog.raft.segment.bytes")?
                 .max(raft_store::limits::SEGMENT_BYTES_MIN as i64) as u64,
+            runtime_worker_threads: c
+                .int("onelog.runtime.worker.threads")?
+                .clamp(0, crate::limits::RUNTIME_WORKER_THREADS_MAX as i64)
+                as usize,
             log_dir_free_bytes_min: c.int("log.dir.free.bytes.min")?.max(0),
             log_retention_ms: c.int("log.retention.ms")?,
             log_retention_bytes: c.int("log.retention.bytes")?,

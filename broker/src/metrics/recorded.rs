@@ -41,6 +41,12 @@ pub struct OutcomeLabels {
     pub outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AppendLabels {
+    /// `empty` (a heartbeat, or only a new commit index) or `entries`.
+    pub carrying: &'static str,
+}
+
 /// The one listener's name in every `listener` label (the security issue adds more).
 pub const PLAINTEXT: &str = "PLAINTEXT";
 
@@ -73,6 +79,7 @@ pub struct Metrics {
     pub commit_duration: Histogram,
     pub log_fsync_duration: Histogram,
     pub transactions: Family<OutcomeLabels, Counter>,
+    pub append_entries_received: Family<AppendLabels, Counter>,
 }
 
 impl Metrics {
@@ -90,6 +97,7 @@ impl Metrics {
             commit_duration: latency_buckets(),
             log_fsync_duration: latency_buckets(),
             transactions: Family::default(),
+            append_entries_received: Family::default(),
         }
     }
 
@@ -128,6 +136,16 @@ impl Metrics {
             "Client connections accepted, by listener",
             self.connections_accepted.clone(),
         );
+        self.register_raft(registry);
+        registry.register(
+            "transactions",
+            "Transactions ended at apply on this node (client decisions, timeouts, fencing, admin aborts)",
+            self.transactions.clone(),
+        );
+    }
+
+    /// The Raft metrics: entries proposed, commits, fsyncs, AppendEntries received.
+    fn register_raft(&self, registry: &mut Registry) {
         registry.register(
             "raft_entry_proposals",
             "Proposals (requests' writes) aggregated into each Raft entry this node proposed",
@@ -157,10 +175,16 @@ impl Metrics {
             self.log_fsync_duration.clone(),
         );
         registry.register(
-            "transactions",
-            "Transactions ended at apply on this node (client decisions, timeouts, fencing, admin aborts)",
-            self.transactions.clone(),
+            "raft_append_entries_received",
+            "AppendEntries requests this node received as a follower, empty (heartbeats and commit notices) or carrying entries",
+            self.append_entries_received.clone(),
         );
+    }
+
+    /// An AppendEntries arrived from the leader, with `entries` entries.
+    pub fn append_entries_received(&self, entries: usize) {
+        let carrying = if entries == 0 { "empty" } else { "entries" };
+        self.append_entries_received.get_or_create(&AppendLabels { carrying }).inc();
     }
 
     /// One Kafka request answered: its latency and the error codes its response carries.

@@ -281,7 +281,10 @@ async fn handle(
 ) {
     let raft = &service.raft;
     let frame = match request {
-        Request::AppendEntries(req) => encode_response(request_id, &raft.append_entries(req).await),
+        Request::AppendEntries(req) => {
+            crate::metrics::recorded::METRICS.append_entries_received(req.entries.len());
+            encode_response(request_id, &raft.append_entries(req).await)
+        }
         Request::Vote(req) if service.votes.admits(&req) => {
             encode_response(request_id, &raft.vote(req).await)
         }

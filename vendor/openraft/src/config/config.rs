@@ -128,6 +128,12 @@ pub struct Config {
     #[clap(long, default_value = "50")]
     pub heartbeat_interval: u64,
 
+    /// onelog patch: how long, in microseconds, a replication stream with nothing else to send
+    /// holds back a new committed index, so that it rides on the next AppendEntries instead of
+    /// an empty one of its own. 0 (the default) sends it at once, as released openraft does.
+    #[clap(long, default_value = "0")]
+    pub commit_notify_delay_us: u64,
+
     /// The timeout for sending then installing the last snapshot segment,
     /// in millisecond. It is also used as the timeout for sending a non-last segment, if
     /// `send_snapshot_timeout` is 0.

@@ -142,6 +142,10 @@ where
     /// Next replication action to run.
     next_action: Option<Data<C>>,
 
+    /// onelog patch: when a committed index not yet sent must go out in an empty AppendEntries
+    /// if no other RPC carries it first (`Config::commit_notify_delay_us`).
+    commit_due: Option<InstantOf<C>>,
+
     /// Appropriate number of entries to send.
     /// This is only used by AppendEntries RPC.
     entries_hint: ReplicationHint,
@@ -197,6 +201,7 @@ where
             rx_event,
             weak_tx_event: tx_event.downgrade(),
             next_action: None,
+            commit_due: None,
             entries_hint: Default::default(),
         };
 
@@ -217,6 +222,8 @@ where
                 self.drain_events_with_backoff().await?;
                 continue;
             };
+            // Every RPC carries `self.committed`: a held-back commit goes out with this one.
+            self.commit_due = None;
 
             // Backup the log data for retrying.
             let mut log_data = None;
@@ -629,9 +636,22 @@ where
 
         // If there is next action to run, do not block waiting for events,
         // instead, just try the best to drain all events.
-        if self.next_action.is_none() {
-            let event =
-                self.rx_event.recv().await.ok_or(ReplicationClosed::new("rx_repl is closed in drain_event()"))?;
+        // onelog patch: a loop, since a held-back commit leaves `next_action` empty.
+        while self.next_action.is_none() {
+            let event = match self.commit_due {
+                None => self.rx_event.recv().await,
+                // A held-back commit is sent in an empty AppendEntries when due.
+                Some(due) => {
+                    select! {
+                        _ = C::sleep_until(due) => {
+                            self.next_action = Some(Data::new_heartbeat());
+                            break;
+                        }
+                        recv_res = self.rx_event.recv() => recv_res,
+                    }
+                }
+            };
+            let event = event.ok_or(ReplicationClosed::new("rx_repl is closed in drain_event()"))?;
             self.process_event(event);
         }
 
@@ -680,8 +700,15 @@ where
                 self.committed = c;
 
                 // If there is no action, fill in an heartbeat action to send committed index.
+                // onelog patch: or hold it back for `commit_notify_delay_us`, in case an
+                // AppendEntries with entries follows (`drain_events` sends it when due).
                 if self.next_action.is_none() {
-                    self.next_action = Some(Data::new_heartbeat());
+                    let delay = self.config.commit_notify_delay_us;
+                    if delay == 0 {
+                        self.next_action = Some(Data::new_heartbeat());
+                    } else if self.commit_due.is_none() {
+                        self.commit_due = Some(C::now() + Duration::from_micros(delay));
+                    }
                 }
             }
             Replicate::Heartbeat => {
