@@ -10,6 +10,11 @@
 /// connection at a time; clients send up to `max.in.flight.requests.per.connection` (5).
 pub const INFLIGHT_REQUESTS_PER_CONNECTION_MAX: usize = 64;
 
+/// Replies of one connection that are ready together leave in one write up to this many
+/// bytes (`net::responses`): enough for a burst of Produce, EndTxn or heartbeat answers, and
+/// small enough that a large Fetch response is never copied to join one.
+pub const RESPONSE_COALESCE_BYTES_MAX: usize = 64 * 1024;
+
 /// Share of the open files limit (RLIMIT_NOFILE) kept from Kafka clients, and its floor (never
 /// more than half the limit):
 /// partition segments, the Raft log, peer and admin connections need descriptors, and a node

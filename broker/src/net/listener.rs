@@ -10,23 +10,22 @@
 //! a bounded rate in `incidents`.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_compat::codec;
 use kafka_compat::principal::KafkaPrincipal;
 use kafka_protocol::messages::ApiKey;
-use prometheus_client::metrics::counter::Counter;
-use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 use super::connections::{self, Connections, Slot};
 use super::exchange::{Closed, Dispatch, Incoming, Pending, Refused, Reply, Sender};
 use super::framing::{self, Activity, FrameLimits, ReadError, RequestMemory, Reservation};
 use super::incidents::{ADDRESS_STATS, STATS};
+use super::responses::{write_responses, Mute, WriterSide};
 use super::tls::{self, Tls};
 use crate::config::listeners::SecurityProtocol;
 use crate::config::security::{ListenerSpec, SaslSettings};
@@ -199,9 +198,6 @@ async fn accepted(
     drop(slot);
 }
 
-/// Until when the connection reads no request: Kafka mutes a throttled channel.
-type Mute = Arc<Mutex<Option<Instant>>>;
-
 /// A reply ready now (the SASL exchange's answers).
 fn ready(bytes: Bytes) -> Pending {
     tokio::spawn(async move { Ok(Reply::unthrottled(Some(bytes))) })
@@ -235,15 +231,14 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
     debug_assert_eq!(conn.sasl.is_some(), conn.listener.protocol.uses_sasl());
     let bytes_out = METRICS.response_bytes.get_or_create(&conn.listener.labels).clone();
     let limits = shared.frame_limits;
-    let writing = write_responses(
-        writer,
-        rx,
+    let side = WriterSide {
         peer,
-        conn.mute.clone(),
-        conn.activity.clone(),
-        limits.idle_timeout,
+        muted: conn.mute.clone(),
+        activity: conn.activity.clone(),
+        idle_timeout: limits.idle_timeout,
         bytes_out,
-    );
+    };
+    let writing = write_responses(writer, rx, side);
     let write_loop = tokio::spawn(writing);
     conn.read_loop(&mut reader, &shared).await;
     (shared.closed)(&conn.ctx, conn.id);
@@ -398,68 +393,4 @@ fn closing_on_read_error(peer: SocketAddr, error: &ReadError) {
         }),
         ReadError::Io(e) => tracing::debug!(%peer, error = %e, "connection ended with an error"),
     }
-}
-
-/// Writes the responses of one connection in request order, then closes its write side.
-async fn write_responses<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut rx: mpsc::Receiver<Pending>,
-    peer: SocketAddr,
-    muted: Mute,
-    activity: Arc<Activity>,
-    idle_timeout: Duration,
-    bytes_out: Counter,
-) -> std::io::Result<()> {
-    while let Some(pending) = rx.recv().await {
-        let reply = pending.await;
-        activity.request_finished();
-        match reply {
-            Ok(Ok(reply)) => {
-                let throttle = Duration::from_millis(reply.throttle_ms.max(0) as u64);
-                if let Some(hold) = reply.hold() {
-                    tokio::time::sleep(hold).await;
-                }
-                // Muted before the response leaves: the client may send its next request the
-                // moment it reads this one, and that request must wait out the throttle.
-                if !throttle.is_zero() {
-                    let until = Instant::now() + throttle;
-                    let mut mute = muted.lock().expect("mute lock");
-                    *mute = Some(mute.map_or(until, |m| m.max(until)));
-                }
-                if fatal::is_stopping() {
-                    break;
-                }
-                if let Some(bytes) = reply.bytes {
-                    // A client that stops reading its responses is idle too: it would keep
-                    // this response and the ones queued behind it in memory for ever.
-                    match tokio::time::timeout(idle_timeout, writer.write_all(&bytes)).await {
-                        Ok(written) => {
-                            written?;
-                            bytes_out.inc_by(bytes.len() as u64);
-                        }
-                        Err(_) => {
-                            STATS.idle_connections_closed.record(|_| {
-                                tracing::debug!(%peer, "closing connection: responses not read (connections.max.idle.ms)");
-                            });
-                            break;
-                        }
-                    }
-                    activity.touch();
-                }
-            }
-            Ok(Err(e)) => {
-                STATS.request_failures.record(|t| {
-                    tracing::warn!(%peer, error = %e, suppressed = t.suppressed, total = t.total, "closing connection: request failed");
-                });
-                break;
-            }
-            Err(e) => {
-                STATS.handler_panics.record(|t| {
-                    tracing::error!(%peer, error = %e, suppressed = t.suppressed, total = t.total, "closing connection: request task panicked");
-                });
-                break;
-            }
-        }
-    }
-    writer.shutdown().await
 }

@@ -8,4 +8,5 @@ pub mod forward;
 pub mod framing;
 pub mod incidents;
 pub mod listener;
+pub mod responses;
 pub mod tls;
