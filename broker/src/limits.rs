@@ -271,6 +271,12 @@ pub const ADMIN_CONNECTION_MS_MAX: u64 = 300_000;
 /// leadership; then it stops without one and the next start replays more of the log.
 pub const SHUTDOWN_CHECKPOINT_MS_MAX: u64 = 10_000;
 
+/// How long a stopping node waits to apply the entries its log holds before its checkpoint
+/// at shutdown: a follower hears that its last entries committed with the leader's next
+/// AppendEntries, at most `RAFT_COMMIT_NOTIFY_DELAY_US` or a heartbeat later. Two heartbeats;
+/// entries that are still not committed then (no leader) are replayed at the next start.
+pub const SHUTDOWN_APPLY_WAIT_MS: u64 = 2 * RAFT_HEARTBEAT_MS;
+
 /// A leadership transfer (`raft::transport::transfer`): how long the target may take to
 /// match the leader's log once writes are paused (ms), and how long the election may take
 /// after `TimeoutNow` (ms: the lease, then an election, with room for a busy machine).

@@ -368,6 +368,7 @@ async fn bind_kafka(
 /// Waits at most `SHUTDOWN_CHECKPOINT_MS_MAX`; a node that cannot write one still stops.
 async fn checkpoint_before_exit(raft: &Raft) {
     let started = std::time::Instant::now();
+    apply_what_the_log_holds(raft).await;
     let mut metrics = raft.metrics();
     let applied = metrics.borrow().last_applied.map(|l| l.index);
     if applied.is_none() || metrics.borrow().snapshot.map(|l| l.index) >= applied {
@@ -399,6 +400,25 @@ async fn checkpoint_before_exit(raft: &Raft) {
             tracing::warn!(index = ?applied, "stopping without a checkpoint; the next start replays the log since the last one")
         }
     }
+}
+
+/// Waits (at most `SHUTDOWN_APPLY_WAIT_MS`) until everything the log holds is applied. A
+/// follower learns that its last entries committed only with the leader's next AppendEntries
+/// (held back up to `RAFT_COMMIT_NOTIFY_DELAY_US` when the leader has nothing else to send):
+/// a checkpoint written before that would leave them to replay at the next start.
+/// Regression: `harness/tests/graceful_shutdown.rs` ("replayed 1 entries after SIGTERM").
+async fn apply_what_the_log_holds(raft: &Raft) {
+    let mut metrics = raft.metrics();
+    let target = metrics.borrow().last_log_index;
+    let wait = Duration::from_millis(limits::SHUTDOWN_APPLY_WAIT_MS);
+    let _ = tokio::time::timeout(wait, async {
+        while metrics.borrow().last_applied.map(|l| l.index) < target {
+            if metrics.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
 }
 
 /// Parses `--peers id=raft_host:port@kafka_host:port,...`.

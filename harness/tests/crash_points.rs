@@ -131,13 +131,13 @@ async fn scenario(cluster: &mut Cluster, point: &str, reach: Reach) -> Result<()
             cluster.start_node(faulty)?;
             std::fs::write(&arm_file, b"")?;
             match reach {
-                Reach::LoadAndCheckpoints => load.until_exit_checkpointing(cluster, faulty).await?,
+                Reach::LoadAndCheckpoints => load.until_exit(cluster, faulty, true).await?,
                 Reach::LoadAndCheckpoint => {
                     load.send(REQUESTS_AROUND).await?;
                     ask_checkpoint(cluster, faulty)?;
-                    load.until_exit(cluster, faulty).await?
+                    load.until_exit(cluster, faulty, false).await?
                 }
-                _ => load.until_exit(cluster, faulty).await?,
+                _ => load.until_exit(cluster, faulty, false).await?,
             }
         }
         Reach::SnapshotInstall => {
@@ -339,53 +339,57 @@ impl Load {
         }
     }
 
-    /// Sends until node `id` exits, asking it for a checkpoint every `REQUESTS_PER_CHECKPOINT`
-    /// requests; its exit status. acks=1, as in `lag_past_a_checkpoint`: only entries are
-    /// needed, and the digests check them.
-    async fn until_exit_checkpointing(
+    /// Sends until node `id` exits; its exit status. `checkpoints`: also asks it for a
+    /// checkpoint every `REQUESTS_PER_CHECKPOINT` requests, with acks=1 as in
+    /// `lag_past_a_checkpoint` (only entries are needed, and the digests check them), for up to
+    /// `REQUESTS_TO_RECYCLE_MAX` requests and twice the time.
+    async fn until_exit(
         &mut self,
         cluster: &mut Cluster,
         id: u64,
+        checkpoints: bool,
     ) -> Result<std::process::ExitStatus> {
-        let deadline = Instant::now() + 2 * REACH_TIMEOUT;
-        self.acks = 1;
-        for n in 1..=REQUESTS_TO_RECYCLE_MAX {
+        let (requests_max, load_time) = match checkpoints {
+            true => (REQUESTS_TO_RECYCLE_MAX, 2 * REACH_TIMEOUT),
+            false => (REQUESTS_TO_REACH_MAX, REACH_TIMEOUT),
+        };
+        let deadline = Instant::now() + load_time;
+        self.acks = if checkpoints { 1 } else { -1 };
+        let exited = self.until_exit_within(cluster, id, requests_max, deadline, checkpoints).await;
+        self.acks = -1;
+        match exited? {
+            Some(status) => Ok(status),
+            // The last requests may still be on their way to the follower.
+            None => match cluster.wait_exit(id, REACH_TIMEOUT)? {
+                Some(status) => Ok(status),
+                None => bail!("node {id} still running after {requests_max} requests"),
+            },
+        }
+    }
+
+    /// `until_exit`'s load: `None` once `requests_max` requests are sent and the node still runs.
+    async fn until_exit_within(
+        &mut self,
+        cluster: &mut Cluster,
+        id: u64,
+        requests_max: usize,
+        deadline: Instant,
+        checkpoints: bool,
+    ) -> Result<Option<std::process::ExitStatus>> {
+        for n in 1..=requests_max {
             if let Some(status) = cluster.wait_exit(id, Duration::ZERO)? {
-                self.acks = -1;
-                return Ok(status);
+                return Ok(Some(status));
             }
-            ensure!(
-                Instant::now() < deadline,
-                "node {id} still running after {:?} of load",
-                2 * REACH_TIMEOUT
-            );
+            ensure!(Instant::now() < deadline, "node {id} still running at the end of its load time");
             self.send_one().await?;
-            if n % REQUESTS_PER_CHECKPOINT == 0 && cluster.wait_exit(id, Duration::ZERO)?.is_none() {
+            if checkpoints
+                && n % REQUESTS_PER_CHECKPOINT == 0
+                && cluster.wait_exit(id, Duration::ZERO)?.is_none()
+            {
                 // The node may die between the check and the request: then the post fails.
                 let _ = ask_checkpoint(cluster, id);
             }
         }
-        self.acks = -1;
-        match cluster.wait_exit(id, REACH_TIMEOUT)? {
-            Some(status) => Ok(status),
-            None => bail!("node {id} still running after {REQUESTS_TO_RECYCLE_MAX} requests"),
-        }
-    }
-
-    /// Sends until node `id` exits; its exit status.
-    async fn until_exit(&mut self, cluster: &mut Cluster, id: u64) -> Result<std::process::ExitStatus> {
-        let deadline = Instant::now() + REACH_TIMEOUT;
-        for _ in 0..REQUESTS_TO_REACH_MAX {
-            if let Some(status) = cluster.wait_exit(id, Duration::ZERO)? {
-                return Ok(status);
-            }
-            ensure!(Instant::now() < deadline, "node {id} still running after {REACH_TIMEOUT:?} of load");
-            self.send_one().await?;
-        }
-        // The last requests may still be on their way to the follower.
-        match cluster.wait_exit(id, REACH_TIMEOUT)? {
-            Some(status) => Ok(status),
-            None => bail!("node {id} still running after {REQUESTS_TO_REACH_MAX} requests"),
-        }
+        Ok(None)
     }
 }

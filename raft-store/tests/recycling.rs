@@ -21,28 +21,6 @@ fn inodes(files: &[PathBuf]) -> HashSet<u64> {
     files.iter().map(|p| std::fs::metadata(p).unwrap().ino()).collect()
 }
 
-fn base_of(segment: &Path) -> u64 {
-    segment.file_stem().unwrap().to_str().unwrap().parse().unwrap()
-}
-
-/// `(position, length)` of the records of the current life of a segment: from the start, while
-/// the index in each header continues from the file's base (what follows may be older records).
-fn live_records(segment: &Path) -> Vec<(u64, u64)> {
-    let bytes = std::fs::read(segment).unwrap();
-    let (mut out, mut pos, mut index) = (Vec::new(), 0usize, base_of(segment));
-    while pos + raft_store::RECORD_HEADER_BYTES <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[pos..pos + 4].try_into().unwrap()) as usize & 0x0fff_ffff;
-        let found = u64::from_le_bytes(bytes[pos + 8..pos + 16].try_into().unwrap());
-        if len == 0 || found != index {
-            break;
-        }
-        let total = raft_store::RECORD_HEADER_BYTES + len;
-        out.push((pos as u64, total as u64));
-        (pos, index) = (pos + total, index + 1);
-    }
-    out
-}
-
 /// Entry sizes that vary, so that the records of a segment's two lives start at different
 /// positions, and some repeat, so that some line up.
 fn varied(term: u64, indexes: std::ops::RangeInclusive<u64>) -> Vec<openraft::Entry<TestConfig>> {
@@ -168,14 +146,6 @@ async fn truncated_segments_are_deleted_not_recycled() {
     let mut want = varied(1, 31..=59);
     want.extend(varied(2, 60..=130));
     assert_eq!(read_all(&mut store).await, want);
-}
-
-fn recycled_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("recycled-"))
-        .collect()
 }
 
 fn copy_dir(from: &Path, to: &Path) {

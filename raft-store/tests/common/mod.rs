@@ -82,17 +82,48 @@ pub fn segment_files(dir: &Path) -> Vec<PathBuf> {
 
 /// `(position, total length)` of every record in a segment file, by walking the length fields.
 pub fn record_positions(segment: &Path) -> Vec<(u64, u64)> {
+    walk_records(segment, None)
+}
+
+/// `(position, total length)` of the records of the current life of a (possibly recycled)
+/// segment: from the start, while the index in each header continues from the file's base
+/// (what follows may be an earlier life's records).
+pub fn live_records(segment: &Path) -> Vec<(u64, u64)> {
+    walk_records(segment, Some(base_of(segment)))
+}
+
+/// The first index a segment file holds, from its name.
+pub fn base_of(segment: &Path) -> u64 {
+    segment.file_stem().unwrap().to_str().unwrap().parse().unwrap()
+}
+
+/// Records from the start of `segment` up to a zero length word, or, with `first_index`, up
+/// to the first header whose index does not continue from it.
+fn walk_records(segment: &Path, first_index: Option<u64>) -> Vec<(u64, u64)> {
+    /// The length word's low 28 bits (the format version sits above them: format.rs).
+    const PAYLOAD_LEN_BITS: u32 = 0x0fff_ffff;
     let bytes = std::fs::read(segment).expect("read segment");
-    let mut out = Vec::new();
-    let mut pos = 0usize;
+    let (mut out, mut pos, mut index) = (Vec::new(), 0usize, first_index);
     while pos + raft_store::RECORD_HEADER_BYTES <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[pos..pos + 4].try_into().unwrap()) as usize;
-        if len == 0 {
+        let word = u32::from_le_bytes(bytes[pos..pos + 4].try_into().unwrap());
+        let len = (word & PAYLOAD_LEN_BITS) as usize;
+        let found = u64::from_le_bytes(bytes[pos + 8..pos + 16].try_into().unwrap());
+        if len == 0 || index.is_some_and(|want| found != want) {
             break;
         }
         let total = raft_store::RECORD_HEADER_BYTES + len;
         out.push((pos as u64, total as u64));
         pos += total;
+        index = index.map(|i| i + 1);
     }
     out
+}
+
+/// Files of `dir` waiting for reuse (`recycled-N.seg.tmp`).
+pub fn recycled_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("recycled-"))
+        .collect()
 }
