@@ -18,11 +18,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use harness::kafka::create_topics;
+use harness::kafka::{client_config, create_topics};
 use harness::scrape::Scrape;
 use harness::txn::{read_values, READ_COMMITTED};
 use harness::Cluster;
-use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
 const TOPIC: &str = "commit-notices";
@@ -68,8 +67,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
 
 /// Each record sent once the previous one is acknowledged: one entry per record.
 async fn write_one_at_a_time(bootstrap: &str) -> Result<()> {
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
+    let producer: FutureProducer = client_config(bootstrap)
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .set("linger.ms", "0")

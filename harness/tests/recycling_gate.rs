@@ -16,7 +16,6 @@
 //!   checkpoints leave recycled segments on every node;
 //! - every record written reads back once, in order.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
@@ -143,16 +142,9 @@ async fn wait_purged(cluster: &Cluster, id: u64, index: u64) -> Result<()> {
 }
 
 /// Purged segments node `id` keeps for reuse (`recycled-N.seg.tmp` in its Raft log directory).
-fn recycled_files(cluster: &Cluster, id: u64) -> Result<Vec<PathBuf>> {
-    let dir = cluster.data_dir(id).join("raft-log");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
-        let path = entry?.path();
-        if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("recycled-")) {
-            found.push(path);
-        }
-    }
-    Ok(found)
+fn recycled_files(cluster: &Cluster, id: u64) -> Result<Vec<String>> {
+    let files = listing(cluster, id)?;
+    Ok(files.into_iter().map(|(name, _)| name).filter(|name| name.starts_with("recycled-")).collect())
 }
 
 /// The names and sizes in node `id`'s Raft log directory.
