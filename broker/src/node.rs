@@ -405,14 +405,18 @@ async fn checkpoint_before_exit(raft: &Raft) {
 /// Waits (at most `SHUTDOWN_APPLY_WAIT_MS`) until everything the log holds is applied. A
 /// follower learns that its last entries committed only with the leader's next AppendEntries
 /// (held back up to `RAFT_COMMIT_NOTIFY_DELAY_US` when the leader has nothing else to send):
-/// a checkpoint written before that would leave them to replay at the next start.
+/// a checkpoint written before that would leave them to replay at the next start. The log's
+/// end is read again at each change: entries still arriving (a follower that was behind, the
+/// next leader's first entry) are waited for too.
 /// Regression: `harness/tests/graceful_shutdown.rs` ("replayed 1 entries after SIGTERM").
 async fn apply_what_the_log_holds(raft: &Raft) {
     let mut metrics = raft.metrics();
-    let target = metrics.borrow().last_log_index;
     let wait = Duration::from_millis(limits::SHUTDOWN_APPLY_WAIT_MS);
+    let behind = |m: &openraft::RaftMetrics<u64, crate::raft::NodeAddr>| {
+        m.last_applied.map(|l| l.index) < m.last_log_index
+    };
     let _ = tokio::time::timeout(wait, async {
-        while metrics.borrow().last_applied.map(|l| l.index) < target {
+        while behind(&metrics.borrow()) {
             if metrics.changed().await.is_err() {
                 return;
             }

@@ -39,7 +39,11 @@ pub async fn create_topics(bootstrap: &str, topics: &[(&str, i32)]) -> Result<()
         .map(|(name, partitions)| NewTopic::new(name, *partitions, TopicReplication::Fixed(1)))
         .collect();
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    for result in admin.create_topics(&new_topics, &options).await? {
+    let started = Instant::now();
+    let results = admin.create_topics(&new_topics, &options).await.with_context(|| {
+        format!("AdminClient create_topics via {bootstrap}, after {:.1} s", started.elapsed().as_secs_f64())
+    })?;
+    for result in results {
         if let Err((name, code)) = result {
             bail!("AdminClient create_topics {name}: {code:?}");
         }
