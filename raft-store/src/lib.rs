@@ -13,6 +13,9 @@
 //! - **CRC32C per record, torn tail cut at open.** See `format.rs` for the layout and
 //!   `recovery.rs` for what counts as the end of the log.
 //! - **Fatal fsync.** One failed write or fsync poisons the store for good (`poison.rs`).
+//! - **Parked segments.** With `park_purged_segments`, a purged segment its owner still reads
+//!   (the broker's partition indexes point into it) stays on disk, readable by record
+//!   location, until the owner releases it (`retention.rs`).
 //!
 //! Use: `LogStore::<C>::open(dir, LogStoreOptions::default())`, pass it to `openraft::Raft::new`
 //! as the log store. Dropping it (openraft does on shutdown) completes pending callbacks and
@@ -33,6 +36,7 @@ pub(crate) mod prealloc;
 mod raft_impl;
 mod reader;
 mod recovery;
+mod retention;
 mod segment;
 mod store;
 mod write;
@@ -42,7 +46,8 @@ pub use format::RECORD_HEADER_BYTES;
 pub use fsutil::{fsync_dir, lock_dir, write_file_atomic};
 pub use observe::set_fsync_observer;
 pub use prealloc::Recycling;
-pub use reader::LogReader;
+pub use reader::{LogReader, RecordLocation};
+pub use retention::{ParkedTotals, Retention};
 pub use store::{LogStore, LogStoreOptions};
 
 /// The log store's crash points (`ONELOG_FAULT=<name>` aborts the process there, as a kill -9

@@ -20,6 +20,7 @@ use crate::format::RECORD_HEADER_BYTES;
 use crate::index::{EntryIndex, Loc};
 use crate::limits::READ_BATCH_BYTES_MAX;
 use crate::poison::Poison;
+use crate::retention::Parking;
 use crate::segment::read_record;
 
 /// What readers need to find a record, guarded by `Shared::view`.
@@ -30,6 +31,8 @@ pub(crate) struct View {
     /// Segment files by first index. A record of index `i` is in the last file with base `<= i`.
     pub files: BTreeMap<u64, Arc<File>>,
     pub index: EntryIndex,
+    /// Purged segments kept for the owner's reads (`retention.rs`).
+    pub parking: Parking,
 }
 
 /// State shared by the store and all its readers.
@@ -115,6 +118,40 @@ where
     /// The entry at `index`, if it is live.
     pub(crate) fn read_one(&self, index: u64) -> Result<Option<Entry<C>>, LogStoreError> {
         Ok(self.read_range(index, index.saturating_add(1), u64::MAX)?.pop())
+    }
+
+    /// Where the record of live entry `index` is: its segment's first index and its byte range
+    /// in that file. Its payload (the entry's bincode) starts `RECORD_HEADER_BYTES` in.
+    pub fn location(&self, index: u64) -> Option<RecordLocation> {
+        let view = self.shared.view();
+        let loc = view.index.get(index)?;
+        let (&segment, _) = view.files.range(..=index).next_back()?;
+        Some(RecordLocation { segment, position: loc.pos, len: loc.len })
+    }
+
+    /// The open file of segment `segment` (its first index), live or parked
+    /// (`retention.rs`); `None` once it is neither. Reads of it are the caller's: a record
+    /// location stays valid as long as the segment is live or parked.
+    pub fn segment_file(&self, segment: u64) -> Option<Arc<File>> {
+        let view = self.shared.view();
+        let live = view.files.get(&segment);
+        live.or_else(|| view.parking.parked.get(&segment).map(|p| &p.file)).cloned()
+    }
+}
+
+/// Where one record lies: the segment (by first index) and the record's bytes in its file,
+/// header included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordLocation {
+    pub segment: u64,
+    pub position: u64,
+    pub len: u32,
+}
+
+impl RecordLocation {
+    /// Where the record's payload starts in the file.
+    pub fn payload_position(&self) -> u64 {
+        self.position + RECORD_HEADER_BYTES as u64
     }
 }
 

@@ -17,7 +17,7 @@
 //! record left behind a shorter new one could otherwise line up with the next expected index
 //! and come back to life at a later open.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -31,6 +31,7 @@ use crate::format::{
 use crate::fsutil::{first_nonzero, fsync_dir, zero_range};
 use crate::index::{EntryIndex, Loc};
 use crate::limits::SCAN_BUFFER_BYTES;
+use crate::retention::Parked;
 use crate::segment::Segment;
 
 /// The log as found on disk.
@@ -39,16 +40,27 @@ pub(crate) struct Recovered {
     pub segments: VecDeque<Segment>,
     /// Live entries: those after the purge point.
     pub index: EntryIndex,
+    /// Segments holding only purged entries, kept when `park` (`retention.rs`).
+    pub parked: BTreeMap<u64, Parked>,
 }
 
-/// Scans `dir`. `purged` is the index of the last purged entry, if any.
+/// Scans `dir`. `purged` is the index of the last purged entry, if any. `park`: segments that
+/// hold only purged entries are kept (parked, not scanned) for the owner to release.
 pub(crate) fn recover(
     dir: &Path,
     entry_bytes_max: u32,
     purged: Option<u64>,
+    park: bool,
 ) -> Result<Recovered, LogStoreError> {
     let mut listed = list_segments(dir)?;
-    let mut dir_changed = drop_purged_segments(&mut listed, purged)?;
+    let covered = purged_prefix(&listed, purged);
+    let purged_segments = listed.drain(..covered);
+    let (parked, mut dir_changed) = if park {
+        (park_segments(purged_segments)?, false)
+    } else {
+        remove_segments(purged_segments)?;
+        (BTreeMap::new(), covered > 0)
+    };
     let mut segments = VecDeque::new();
     let mut index = EntryIndex::new(purged.map_or(listed.first().map_or(0, |s| s.0), |p| p + 1));
     let mut listed = listed.into_iter().peekable();
@@ -71,7 +83,7 @@ pub(crate) fn recover(
     if dir_changed {
         fsync_dir(dir).map_err(|e| LogStoreError::io_at("syncing", dir, e))?;
     }
-    Ok(Recovered { segments, index })
+    Ok(Recovered { segments, index, parked })
 }
 
 /// Segment files in `dir` sorted by first index; deletes leftover `*.tmp` files on the way.
@@ -91,17 +103,27 @@ fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, LogStoreError> {
     Ok(found)
 }
 
-/// Deletes segments that hold only purged entries: those followed by a segment that starts at or
-/// before `purged + 1` (finishing a purge interrupted between persisting the purge point and
-/// deleting the files). Returns whether anything was deleted.
-fn drop_purged_segments(
-    listed: &mut Vec<(u64, PathBuf)>,
-    purged: Option<u64>,
-) -> Result<bool, LogStoreError> {
-    let Some(purged) = purged else { return Ok(false) };
-    let covered = listed.windows(2).take_while(|w| w[1].0 <= purged.saturating_add(1)).count();
-    remove_segments(listed.drain(..covered))?;
-    Ok(covered > 0)
+/// How many leading segments hold only purged entries: those followed by a segment that
+/// starts at or before `purged + 1`. Without parking they are deleted (finishing a purge
+/// interrupted between persisting the purge point and deleting the files).
+fn purged_prefix(listed: &[(u64, PathBuf)], purged: Option<u64>) -> usize {
+    let Some(purged) = purged else { return 0 };
+    listed.windows(2).take_while(|w| w[1].0 <= purged.saturating_add(1)).count()
+}
+
+/// Opens purged segments as parked. Their records are complete and synced (only committed
+/// entries are purged) and nothing of the log reads them, so they are not scanned.
+fn park_segments(
+    segments: impl Iterator<Item = (u64, PathBuf)>,
+) -> Result<BTreeMap<u64, Parked>, LogStoreError> {
+    let mut parked = BTreeMap::new();
+    for (base, path) in segments {
+        let io_err = |e| LogStoreError::io_at("opening", &path, e);
+        let file = File::open(&path).map_err(io_err)?;
+        let bytes = file.metadata().map_err(io_err)?.len();
+        parked.insert(base, Parked { path, file: Arc::new(file), bytes });
+    }
+    Ok(parked)
 }
 
 /// The first kept segment must start at or before the entry after the purge point; anything

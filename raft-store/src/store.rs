@@ -25,6 +25,7 @@ use crate::poison::Poison;
 use crate::prealloc::{Preallocator, Recycling};
 use crate::reader::{LogReader, Shared, View};
 use crate::recovery::recover;
+use crate::retention::{Parking, Retention};
 use crate::segment::Segment;
 
 /// Tuning of a `LogStore`.
@@ -38,6 +39,9 @@ pub struct LogStoreOptions {
     /// (`prealloc.rs`; default 512 MiB). As much log as is written between two purges
     /// recycles every segment; less gives space back sooner and makes new files.
     pub recycle_bytes_max: u64,
+    /// Keep purged segments the owner may still read, until it releases them
+    /// (`retention.rs`; default off: a purged segment is recycled or deleted at once).
+    pub park_purged_segments: bool,
 }
 
 impl Default for LogStoreOptions {
@@ -46,6 +50,7 @@ impl Default for LogStoreOptions {
             segment_bytes: SEGMENT_BYTES_DEFAULT,
             entry_bytes_max: ENTRY_BYTES_MAX_DEFAULT,
             recycle_bytes_max: RECYCLE_BYTES_MAX_DEFAULT,
+            park_purged_segments: false,
         }
     }
 }
@@ -103,11 +108,14 @@ where
             .ok_or_else(|| LogStoreError::Locked(dir.display().to_string()))?;
         let vote = read_meta(&dir.join(VOTE_FILE))?;
         let last_purged: Option<LogId<C::NodeId>> = read_meta(&dir.join(PURGED_FILE))?;
-        let recovered = recover(dir, opts.entry_bytes_max, last_purged.as_ref().map(|p| p.index))?;
+        let purged_index = last_purged.as_ref().map(|p| p.index);
+        let recovered = recover(dir, opts.entry_bytes_max, purged_index, opts.park_purged_segments)?;
 
         let poison = Arc::new(Poison::default());
         let files = recovered.segments.iter().map(|s| (s.base, Arc::clone(&s.file))).collect();
-        let view = View { generation: 0, files, index: recovered.index };
+        let parking =
+            Parking { enabled: opts.park_purged_segments, parked: recovered.parked, referenced: None };
+        let view = View { generation: 0, files, index: recovered.index, parking };
         let shared = Arc::new(Shared {
             poison: Arc::clone(&poison),
             entry_bytes_max: opts.entry_bytes_max,
@@ -154,6 +162,11 @@ where
     /// The switch of the recycling of purged segments (on when opened): see `Recycling`.
     pub fn recycling(&self) -> Recycling {
         self.prealloc.recycling()
+    }
+
+    /// The owner's handle on purged segments kept for its reads (`retention.rs`).
+    pub fn retention(&self) -> Retention {
+        Retention { dir: self.dir.clone(), shared: Arc::clone(&self.shared) }
     }
 
     /// The options this store was opened with.

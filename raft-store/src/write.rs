@@ -14,6 +14,7 @@ use crate::fsutil::{fsync_dir, zero_range};
 use crate::index::Loc;
 use crate::limits::ENCODE_BUFFER_KEEP_BYTES;
 use crate::meta::{write_meta, PURGED_FILE, VOTE_FILE};
+use crate::retention::{Parked, Parking};
 use crate::segment::Segment;
 use crate::store::LogStore;
 
@@ -166,7 +167,7 @@ where
             view.generation += 1;
             view.files.clear();
             view.index.reset(index);
-            self.segments.drain(..).collect()
+            park_wanted(&mut view.parking, self.segments.drain(..).collect())
         };
         if !removed.is_empty() {
             tracing::info!(
@@ -175,7 +176,7 @@ where
                 "raft log restarts past its end; recycling purged segments"
             );
         }
-        self.recycle_segments(&removed)
+        self.recycle_segments(removed)
     }
 
     /// Removes entries `>= log_id.index` (Raft §5.3: a follower drops a conflicting suffix).
@@ -245,24 +246,26 @@ where
         for seg in &removed {
             view.files.remove(&seg.base);
         }
+        // Under the same lock: a parked segment's file is never missing to a reader.
+        let removed = park_wanted(&mut view.parking, removed);
         if view.index.is_empty() {
             self.last_log_id = None;
         }
         drop(view);
         tracing::debug!(upto = %log_id, segments_removed = removed.len(), "purged raft log");
-        self.recycle_segments(&removed)
+        self.recycle_segments(removed)
     }
 
-    /// Hands purged segments to the preallocator for reuse, deleting those it does not keep.
-    /// Only purged ones: every record they hold is at or below the durable purge point, so
-    /// below any index written into them later (`prealloc.rs`). A truncated suffix holds
-    /// indices the log writes again and is always deleted.
-    fn recycle_segments(&mut self, purged: &[Segment]) -> Result<(), LogStoreError> {
+    /// Hands purged segments (those not parked) to the preallocator for reuse, deleting those
+    /// it does not keep. Only purged ones: every record they hold is at or below the durable
+    /// purge point, so below any index written into them later (`prealloc.rs`). A truncated
+    /// suffix holds indices the log writes again and is always deleted.
+    fn recycle_segments(&mut self, purged: Vec<Segment>) -> Result<(), LogStoreError> {
         if purged.is_empty() {
             return Ok(());
         }
         let purge_end = self.last_purged.as_ref().map_or(0, |p| p.index.saturating_add(1));
-        for seg in purged {
+        for seg in &purged {
             let recyclable = seg.next_index <= purge_end;
             let kept = recyclable
                 && self
@@ -371,6 +374,18 @@ fn write_run(
     segment.capacity = segment.capacity.max(segment.write_pos);
     segment.next_index = last.index + 1;
     Ok(())
+}
+
+/// Parks the purged segments the owner may still read (`retention.rs`); returns the others.
+fn park_wanted(parking: &mut Parking, purged: Vec<Segment>) -> Vec<Segment> {
+    let (park, rest): (Vec<Segment>, Vec<Segment>) =
+        purged.into_iter().partition(|seg| parking.wants(seg.base));
+    for seg in park {
+        tracing::debug!(segment = %seg.path.display(), "parked purged raft log segment");
+        let bytes = seg.capacity;
+        parking.parked.insert(seg.base, Parked { path: seg.path, file: seg.file, bytes });
+    }
+    rest
 }
 
 /// Unlinks segment files and makes that durable.

@@ -43,3 +43,15 @@ fn openraft_storage_suite_tiny_segments() {
     };
     Suite::test_all(Builder { opts }).expect("openraft storage conformance suite, tiny segments");
 }
+
+/// The same suite with purged segments parked (`retention.rs`): what Raft sees must not
+/// change when purged segments stay on disk for another reader.
+#[test]
+fn openraft_storage_suite_parking_purged_segments() {
+    let opts = LogStoreOptions {
+        segment_bytes: raft_store::limits::SEGMENT_BYTES_MIN,
+        park_purged_segments: true,
+        ..LogStoreOptions::default()
+    };
+    Suite::test_all(Builder { opts }).expect("openraft storage conformance suite, parking");
+}
