@@ -390,6 +390,24 @@ pub const SEGMENT_ALLOCATION_STEP_BYTES_MIN: u64 = 64 * 1024;
 pub const SEGMENT_ALLOCATION_STEP_BYTES_MAX: u64 = 8 * 1024 * 1024;
 const _: () = assert!(SEGMENT_ALLOCATION_STEP_BYTES_MIN <= SEGMENT_ALLOCATION_STEP_BYTES_MAX);
 
+/// A read of a partition's batches that lie in the Raft log (journaled segments, issue 31)
+/// takes two batches of one file in one `pread` when at most this many bytes of other data
+/// lie between them: a partition's consecutive batches are separated there by the records of
+/// other partitions and by each entry's framing (about 100 bytes), and one read of a few KiB
+/// more costs less than a system call per batch.
+pub const READ_COALESCE_GAP_BYTES_MAX: u64 = 8 * 1024;
+
+/// A Raft log segment that journaled partitions keep (parked past its purge) is freed by
+/// copying its live batches into their partitions' own files once they are less than this
+/// share of it (`storage::copier`): a topic that retains a little of many segments (a long
+/// retention, a slow partition whose segment never fills) would otherwise keep all of them
+/// with everything else's bytes in them. Below half, the disk a parked segment takes is at
+/// most twice what it holds live, and each byte copied frees at least as much.
+pub const COPY_LIVE_PERCENT_MAX: u64 = 50;
+/// At most this many live bytes are copied out of parked segments after one checkpoint; the
+/// rest waits for the next.
+pub const COPY_BYTES_PER_CHECKPOINT_MAX: u64 = 256 * 1024 * 1024;
+
 /// Bytes of one SCRAM client message (RFC 5802 client-first or client-final): a user name of
 /// `onelog_state::limits::SCRAM_USER_NAME_BYTES_MAX` escaped, nonces, a SHA-512 proof and
 /// extensions fit many times over; a longer token fails the exchange before it is parsed.

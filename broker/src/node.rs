@@ -22,6 +22,7 @@ use crate::leader::proposer::{Proposer, ProposerOptions};
 use crate::limits;
 use crate::net::listener;
 use crate::raft::network::Network;
+use crate::raft::sm_log::LogAttachment;
 use crate::raft::transport::auth::Identity;
 use crate::raft::transport::peers::Peers;
 use crate::raft::transport::transfer::LeaderTransfer;
@@ -164,6 +165,8 @@ async fn open_raft(
     let log_options = LogStoreOptions {
         segment_bytes: config.settings.raft_segment_bytes,
         recycle_bytes_max: limits::CHECKPOINT_INTERVAL_BYTES,
+        // Journaled partition segments point into purged segments (`raft::sm_log`).
+        park_purged_segments: true,
         ..LogStoreOptions::default()
     };
     let mut log_store = LogStore::<TypeConfig>::open(&node.data_dir.join("raft-log"), log_options)?;
@@ -177,7 +180,12 @@ async fn open_raft(
     let votes = Arc::new(VoteGate::new(start.votes()));
     let (state_machine, applied) =
         sm_store::open(node.data_dir.join("state"), config.clone(), log_purged.map(|l| l.index))?;
-    state_machine.attach_log_recycling(log_recycling);
+    let attachment = LogAttachment {
+        reader: log_store.reader(),
+        retention: log_store.retention(),
+        recycling: log_recycling,
+    };
+    state_machine.attach_log(attachment)?;
     let checkpoint_index = applied.read(|a| a.last_applied.map(|l| l.index));
     let last_log_index = log_state.last_log_id.map(|l| l.index);
     // What the restart costs: every entry above the checkpoint is applied again.

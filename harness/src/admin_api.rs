@@ -54,6 +54,14 @@ pub struct Status {
     /// Index of the last Raft log entry purged (below the checkpoint); null before any.
     #[serde(default)]
     pub purged_index: Value,
+    /// Whether new partition segments leave their batches in the Raft log (issue 31).
+    #[serde(default)]
+    pub journaled_segments: bool,
+    /// Raft log segments kept past their purge because partitions point into them.
+    #[serde(default)]
+    pub parked_log_segments: u64,
+    #[serde(default)]
+    pub parked_log_bytes: u64,
     #[serde(default)]
     pub voters: Vec<u64>,
     #[serde(default)]
@@ -127,6 +135,27 @@ pub fn digest(addr: SocketAddr) -> Result<Digest> {
 /// `GET /digest`, over HTTPS when `ca` is given.
 pub fn digest_via(addr: SocketAddr, ca: Option<&Path>) -> Result<Digest> {
     get_json(addr, "/digest", ca)
+}
+
+/// `POST /checkpoint`, then waits (at most `timeout`) until the node has purged its Raft log
+/// past `index` (it keeps `LOG_ENTRIES_KEPT_BELOW_CHECKPOINT` entries below a checkpoint, so
+/// enough must have been written after `index`); returns its status then.
+pub fn checkpoint_and_purge_past(addr: SocketAddr, index: u64, timeout: Duration) -> Result<Status> {
+    let response = post(addr, "/checkpoint")?;
+    if response.status != 202 {
+        bail!("POST /checkpoint on {addr}: HTTP {}: {}", response.status, response.text());
+    }
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let status = status(addr)?;
+        if status.purged_index.as_u64().is_some_and(|purged| purged > index) {
+            return Ok(status);
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("{addr} did not purge past {index} within {timeout:?}: {status:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// `POST path` (e.g. `/members/promote?id=4`); returns the response whatever its status.

@@ -286,17 +286,30 @@ pub async fn end_offsets(client: &mut RawClient, topic: &str, partition: i32) ->
 
 /// DeleteRecords (v2) of partition 0 of `topic` up to `offset`: (error code, low watermark).
 pub async fn delete_records(client: &mut RawClient, topic: &str, offset: i64) -> Result<(i16, i64)> {
-    let partition = DeleteRecordsPartition::default().with_partition_index(0).with_offset(offset);
+    let results = delete_records_of(client, topic, &[(0, offset)]).await?;
+    let (_, code, low) = results.first().copied().context("DeleteRecords response without a partition")?;
+    Ok((code, low))
+}
+
+/// DeleteRecords (v2) of `topic`'s partitions, each up to its offset: (partition, error code,
+/// low watermark) per partition answered.
+pub async fn delete_records_of(
+    client: &mut RawClient,
+    topic: &str,
+    upto: &[(i32, i64)],
+) -> Result<Vec<(i32, i16, i64)>> {
+    let partitions = upto
+        .iter()
+        .map(|(partition, offset)| {
+            DeleteRecordsPartition::default().with_partition_index(*partition).with_offset(*offset)
+        })
+        .collect();
     let request = DeleteRecordsRequest::default()
         .with_topics(vec![DeleteRecordsTopic::default()
             .with_name(topic_name(topic))
-            .with_partitions(vec![partition])])
+            .with_partitions(partitions)])
         .with_timeout_ms(30_000);
     let response = client.request(2, &request).await?;
-    let p = response
-        .topics
-        .first()
-        .and_then(|t| t.partitions.first())
-        .context("DeleteRecords response without a partition")?;
-    Ok((p.error_code, p.low_watermark))
+    let answered = response.topics.iter().flat_map(|t| &t.partitions);
+    Ok(answered.map(|p| (p.partition_index, p.error_code, p.low_watermark)).collect())
 }

@@ -16,7 +16,7 @@
 //!   checkpoints leave recycled segments on every node;
 //! - every record written reads back once, in order.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use harness::kafka::{client_config, create_topics};
@@ -116,9 +116,8 @@ async fn write_and_purge(cluster: &mut Cluster, first: usize, sizes: &[usize]) -
         producer.send(record, TIMEOUT).await.map_err(|(e, _)| anyhow::anyhow!("record {n}: {e}"))?;
     }
     for id in cluster.ids() {
-        let response = admin_api::post(cluster.admin_addr(id), "/checkpoint")?;
-        ensure!(response.status == 202, "POST /checkpoint on node {id}: {}", response.status);
-        wait_purged(cluster, id, start + (sizes.len() as u64 - 2_100)).await?;
+        let (addr, past) = (cluster.admin_addr(id), start + (sizes.len() as u64 - 2_100));
+        tokio::task::block_in_place(|| admin_api::checkpoint_and_purge_past(addr, past, TIMEOUT))?;
     }
     Ok(())
 }
@@ -126,19 +125,6 @@ async fn write_and_purge(cluster: &mut Cluster, first: usize, sizes: &[usize]) -
 fn last_log_index(cluster: &Cluster, id: u64) -> Result<u64> {
     let status = admin_api::status(cluster.admin_addr(id))?;
     status.last_log_index.as_u64().with_context(|| format!("node {id}: no last log index"))
-}
-
-/// Waits until node `id` has purged its log past `index`.
-async fn wait_purged(cluster: &Cluster, id: u64, index: u64) -> Result<()> {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let status = admin_api::status(cluster.admin_addr(id))?;
-        if status.purged_index.as_u64().is_some_and(|purged| purged > index) {
-            return Ok(());
-        }
-        ensure!(Instant::now() < deadline, "node {id} did not purge past {index}: {status:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Purged segments node `id` keeps for reuse (`recycled-N.seg.tmp` in its Raft log directory).

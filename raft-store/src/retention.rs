@@ -92,6 +92,11 @@ impl Retention {
         self.shared.view().parking.parked.keys().copied().collect()
     }
 
+    /// The parked segments, oldest first: (first index, bytes on disk).
+    pub fn parked_bytes(&self) -> Vec<(u64, u64)> {
+        self.shared.view().parking.parked.iter().map(|(base, p)| (*base, p.bytes)).collect()
+    }
+
     /// How many segments are parked and the disk space they take.
     pub fn totals(&self) -> ParkedTotals {
         let view = self.shared.view();

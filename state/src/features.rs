@@ -29,7 +29,8 @@ use crate::command::Refusal;
 /// onelog's format and op-kind level. 1: onelog 0.1.0. 2: feature levels recorded in the
 /// log and checkpoints (checkpoint format 8). 3: KIP-848 consumer groups in the log
 /// (checkpoint format 9). 4: KIP-1071 Streams groups in the log (checkpoint format 10).
-/// 5: KIP-932 share groups in the log (checkpoint format 11).
+/// 5: KIP-932 share groups in the log (checkpoint format 11). 6: partition segments may
+/// leave their batches in the Raft log (journaled segments; checkpoint format 12).
 pub const ONELOG_VERSION: &str = "onelog.version";
 /// KIP-890's transactions v2 (Produce v12, TxnOffsetCommit v5, EndTxn v5 epoch bumps).
 pub const TRANSACTION_VERSION: &str = "transaction.version";
@@ -53,6 +54,10 @@ pub const ONELOG_VERSION_STREAMS_GROUPS: i16 = 4;
 /// The level of `onelog.version` whose ops and checkpoint carry KIP-932 share groups (their
 /// members and every share partition's record states): `share.version` 1 depends on it.
 pub const ONELOG_VERSION_SHARE_GROUPS: i16 = 5;
+/// The level of `onelog.version` from which a node's partition segments may leave their
+/// batches in the Raft log, indexed by a journal (issue 31): a data directory holding them
+/// cannot be opened by a build of level 5 or below, so its checkpoints say so (format 12).
+pub const ONELOG_VERSION_JOURNALED_SEGMENTS: i16 = 6;
 
 /// What a client feature's level needs of `onelog.version` (Kafka's `metadata.version`
 /// dependencies, `FeatureVersion.dependencies`): (feature, from level, onelog.version).

@@ -41,6 +41,7 @@ pub fn status(ctx: &AdminCtx) -> Value {
     let metrics: RaftMetrics<u64, NodeAddr> = ctx.raft.metrics().borrow().clone();
     let membership = membership_json(&metrics.membership_config);
     let (finalized, epoch) = ctx.applied.state(|s| (s.features.finalized(), s.features.epoch()));
+    let (parked, journaled) = ctx.applied.parked_log_segments();
     json!({
         "node_id": ctx.node_id,
         // This node's build, and the feature levels it supports and the cluster finalized
@@ -63,6 +64,11 @@ pub fn status(ctx: &AdminCtx) -> Value {
         "last_applied": metrics.last_applied.map(|l| l.index),
         "checkpoint_index": metrics.snapshot.map(|l| l.index),
         "purged_index": metrics.purged.map(|l| l.index),
+        // Partition segments that leave their batches in the Raft log (issue 31), and the
+        // Raft log segments kept past their purge for them.
+        "journaled_segments": journaled,
+        "parked_log_segments": parked.segments,
+        "parked_log_bytes": parked.bytes,
         "voters": membership["voters"],
         "learners": membership["learners"],
         "nodes": membership["nodes"],

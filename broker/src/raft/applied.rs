@@ -60,6 +60,13 @@ impl AppliedView {
         self.with_partitions(|applied, partitions| partitions.report_short_logs(&applied.state));
     }
 
+    /// Raft log segments kept past their purge because partitions point into them
+    /// (`raft::sm_log`), and whether new partition segments are journaled.
+    pub fn parked_log_segments(&self) -> (raft_store::ParkedTotals, bool) {
+        let journaled = self.shared.log.may_journal(&read(&self.shared.applied).state);
+        (self.shared.log.parked(), journaled)
+    }
+
     /// The index of the last applied entry, as a watch (Fetch long-polls on it).
     pub fn applied_index(&self) -> watch::Receiver<u64> {
         self.shared.applied_index.subscribe()

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::{LogId, StoredMembership};
 use crate::upgrade::TooNew;
 use onelog_state::features::{
-    ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS, ONELOG_VERSION_SHARE_GROUPS,
-    ONELOG_VERSION_STREAMS_GROUPS,
+    ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS, ONELOG_VERSION_JOURNALED_SEGMENTS,
+    ONELOG_VERSION_SHARE_GROUPS, ONELOG_VERSION_STREAMS_GROUPS,
 };
 use onelog_state::BrokerState;
 
@@ -38,11 +38,15 @@ const MAGIC: &[u8; 4] = b"OLCP";
 //    checkpoint until then.
 // 11: KIP-932 share groups (members, then every share partition's record states) follow the
 //    Streams groups (`onelog.version` 5), written only once that level is finalized.
+// 12: the body of 11; the partition files it covers may be journaled segments, whose batches
+//    lie in the Raft log (`onelog.version` 6). Only the number changes: a build that reads 11
+//    at most must refuse such a data directory rather than open its partitions without them.
 const FORMAT_VERSION_LEGACY: u32 = 7;
 const FORMAT_VERSION_FEATURES: u32 = 8;
 const FORMAT_VERSION_CONSUMER_GROUPS: u32 = 9;
 const FORMAT_VERSION_STREAMS_GROUPS: u32 = 10;
-const FORMAT_VERSION: u32 = 11;
+const FORMAT_VERSION_SHARE_GROUPS: u32 = 11;
+const FORMAT_VERSION: u32 = 12;
 /// The formats this build reads; anything else is refused by name (`upgrade::TooNew`).
 pub const FORMAT_VERSIONS_READ: RangeInclusive<u32> = FORMAT_VERSION_LEGACY..=FORMAT_VERSION;
 
@@ -57,8 +61,10 @@ pub struct Checkpoint {
 /// that the previous release reads every checkpoint until an operator raises the level.
 fn format_version(state: &BrokerState) -> u32 {
     let features = &state.features;
-    if features.level(ONELOG_VERSION) >= ONELOG_VERSION_SHARE_GROUPS {
+    if features.level(ONELOG_VERSION) >= ONELOG_VERSION_JOURNALED_SEGMENTS {
         FORMAT_VERSION
+    } else if features.level(ONELOG_VERSION) >= ONELOG_VERSION_SHARE_GROUPS {
+        FORMAT_VERSION_SHARE_GROUPS
     } else if features.level(ONELOG_VERSION) >= ONELOG_VERSION_STREAMS_GROUPS {
         FORMAT_VERSION_STREAMS_GROUPS
     } else if features.level(ONELOG_VERSION) >= ONELOG_VERSION_CONSUMER_GROUPS {
@@ -88,7 +94,7 @@ pub fn encode(checkpoint: &Checkpoint) -> Vec<u8> {
         bincode::serialize_into(&mut out, &checkpoint.state.streams_groups)
             .expect("serializing to a Vec cannot fail");
     }
-    if version >= FORMAT_VERSION {
+    if version >= FORMAT_VERSION_SHARE_GROUPS {
         bincode::serialize_into(&mut out, &checkpoint.state.share_groups)
             .expect("serializing to a Vec cannot fail");
         bincode::serialize_into(&mut out, &checkpoint.state.share_states)
@@ -129,7 +135,7 @@ pub fn decode(bytes: &[u8]) -> io::Result<Checkpoint> {
         checkpoint.state.streams_groups =
             bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
     }
-    if version >= FORMAT_VERSION {
+    if version >= FORMAT_VERSION_SHARE_GROUPS {
         checkpoint.state.share_groups =
             bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
         checkpoint.state.share_states =
@@ -252,16 +258,34 @@ mod tests {
         assert!(back.state.streams_groups.groups["app"].members.contains_key("m"));
     }
 
+    /// Level 6 changes nothing in the body, only the number: a build that reads 11 at most
+    /// must refuse a data directory whose partitions may be journaled.
+    #[test]
+    fn journaled_segments_are_format_12_from_onelog_version_6_with_format_11_s_body() {
+        let mut checkpoint = recorded();
+        let to = |level| {
+            vec![FeatureUpdate { name: ONELOG_VERSION.into(), level, upgrade_type: UpgradeType::Upgrade }]
+        };
+        checkpoint.state.features.apply(&UpdateFeaturesOp { updates: to(5) }).unwrap();
+        let at_5 = encode(&checkpoint);
+        assert_eq!(version(&at_5), 11);
+        checkpoint.state.features.apply(&UpdateFeaturesOp { updates: to(6) }).unwrap();
+        let at_6 = encode(&checkpoint);
+        assert_eq!(version(&at_6), 12);
+        assert_eq!(at_6.len(), at_5.len(), "the same body");
+        assert_eq!(decode(&at_6).unwrap().state.features.level(ONELOG_VERSION), 6);
+    }
+
     #[test]
     fn a_newer_format_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("checkpoint");
         let mut bytes = encode(&recorded());
-        bytes[4..8].copy_from_slice(&12u32.to_be_bytes());
+        bytes[4..8].copy_from_slice(&13u32.to_be_bytes());
         std::fs::write(&path, &bytes).unwrap();
         let message = load(&path).unwrap_err().to_string();
         let want =
-            format!("{}: checkpoint format version 12 is not one this build reads (7–11", path.display());
+            format!("{}: checkpoint format version 13 is not one this build reads (7–12", path.display());
         assert!(message.starts_with(&want), "{message}");
         // The start-up check reads the header alone, with the same message.
         assert!(check_format(&path).unwrap_err().to_string().starts_with(&want));

@@ -4,6 +4,7 @@ pub mod applied;
 pub mod checkpoint;
 pub mod network;
 pub mod rejoin;
+pub mod sm_log;
 pub mod sm_store;
 pub mod snapshot_archive;
 pub mod transport;

@@ -35,8 +35,10 @@ use onelog_state::command::CommandResponse;
 use onelog_state::BrokerState;
 
 use super::applied::{read, write, AppliedView};
+use super::sm_log::{LogAttachment, LogHold};
 use crate::config::BrokerConfig;
 use crate::fatal;
+use crate::storage::locate::LocatedBatches;
 use crate::storage::partition_log::PartitionLog;
 use crate::storage::partitions::Partitions;
 
@@ -63,9 +65,9 @@ pub struct SmShared {
     dir: PathBuf,
     /// The current generation directory.
     generation: RwLock<PathBuf>,
-    /// The Raft log's recycling of purged segments, allowed from the first checkpoint 0.1.0
-    /// cannot read (`attach_log_recycling`).
-    log_recycling: std::sync::OnceLock<raft_store::Recycling>,
+    /// The Raft log's files: recycling, journaled segments' batches, parked segments
+    /// (`sm_log.rs`, attached by `attach_log`).
+    pub(super) log: LogHold,
 }
 
 impl SmShared {
@@ -140,9 +142,10 @@ pub fn open(
         generation = finish_interrupted_install(&dir, &generation, purged)?;
         loaded = checkpoint::load(&generation.join("checkpoint"))?;
     }
+    let log = LogHold::new(loaded.as_ref().map(|(cp, _)| &cp.state));
     let cp = loaded.map(|(cp, _)| cp).unwrap_or_default();
     tracing::info!(last_applied = ?cp.last_applied, topics = cp.state.topics.len(), "loaded checkpoint");
-    let partitions = Partitions::open(&generation.join("partitions"), &cp.state, &config)?;
+    let partitions = Partitions::open(&generation.join("partitions"), &cp.state, &config, log.files.clone())?;
     let index = cp.last_applied.map_or(0, |l| l.index);
     let shared = Arc::new(SmShared {
         applied: RwLock::new(Applied {
@@ -156,7 +159,7 @@ pub fn open(
         config,
         dir,
         generation: RwLock::new(generation),
-        log_recycling: std::sync::OnceLock::new(),
+        log,
     });
     Ok((StateMachineStore { shared: shared.clone() }, AppliedView::new(shared)))
 }
@@ -174,6 +177,12 @@ impl StateMachineStore {
     fn apply_entry(&self, entry: openraft::Entry<TypeConfig>) -> StorageResult<CommandResponse> {
         let mut applied = write(&self.shared.applied);
         let mut partitions = write(&self.shared.partitions);
+        let journaled = self.shared.log.may_journal(&applied.state);
+        partitions.set_journaled(journaled);
+        let located = match &entry.payload {
+            EntryPayload::Normal(_) if journaled => self.shared.log.locate(&entry),
+            _ => LocatedBatches::default(),
+        };
         applied.last_applied = Some(entry.log_id);
         let mut response = CommandResponse::default();
         match entry.payload {
@@ -196,7 +205,7 @@ impl StateMachineStore {
                             }
                         }
                         // An I/O error here is fatal for the node (DESIGN §3): openraft stops.
-                        partitions.execute(state, effects)
+                        partitions.execute(state, effects, &located)
                     })
                 }));
                 response = match applied_command {
@@ -231,13 +240,20 @@ impl StateMachineStore {
         for log in logs {
             log.lock().flush()?;
         }
+        self.shared.log.sync_referenced(&read(&self.shared.partitions))?;
         let bytes = checkpoint::encode(&checkpoint);
         // Partition files flushed past the previous checkpoint, the new one not yet written.
         crate::fault::point("crash-mid-checkpoint");
         raft_store::write_file_atomic(&self.shared.checkpoint_path(), &bytes)?;
         self.shared.bytes_since_checkpoint.store(0, Ordering::Relaxed);
-        // Durable before openraft purges below it: the purge may recycle from now on.
-        self.shared.allow_log_recycling(&checkpoint.state);
+        // Durable before openraft purges below it: the purge may recycle, and parks only
+        // what this checkpoint's partitions reference, from now on.
+        self.shared.log.after_checkpoint(&checkpoint.state, &read(&self.shared.partitions))?;
+        let (logs, live) = {
+            let partitions = read(&self.shared.partitions);
+            (partitions.all(), partitions.log_segment_bytes())
+        };
+        self.shared.log.free_parked(&logs, &live);
         tracing::info!(last_applied = ?checkpoint.last_applied, bytes = bytes.len(), "checkpoint written");
         Ok((checkpoint, bytes))
     }
@@ -290,7 +306,9 @@ impl StateMachineStore {
         // An archive exported at a node's start-up carries that node's short files (records
         // deleted after its checkpoint); the entries after the snapshot delete them here too,
         // so they are judged at the next checkpoint (`write_checkpoint`).
-        let partitions = Partitions::open(&next.join("partitions"), &checkpoint.state, &self.shared.config)?;
+        let root = next.join("partitions");
+        let partitions =
+            Partitions::open(&root, &checkpoint.state, &self.shared.config, self.shared.log.files.clone())?;
         Ok((checkpoint, partitions, next))
     }
 }
@@ -489,6 +507,10 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         if let Err(e) = std::fs::remove_dir_all(&old) {
             tracing::warn!(dir = %old.display(), error = %e, "could not remove the replaced generation");
         }
+        // The received checkpoint is durable and current: what the replaced partitions
+        // pointed into goes.
+        let installed = read(&self.shared.applied).state.clone();
+        self.shared.log.after_checkpoint(&installed, &read(&self.shared.partitions)).map_err(io_err)?;
         self.shared.applied_index.send_replace(meta.last_log_id.map_or(0, |l| l.index));
         Ok(())
     }
@@ -510,24 +532,11 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 #[path = "sm_store_tests.rs"]
 mod tests;
 
-impl SmShared {
-    /// Recycled Raft log segments hold old records after their new ones, which 0.1.0's
-    /// recovery would take for a torn tail, dropping every later segment. So they are
-    /// allowed only once the newest checkpoint is one 0.1.0 refuses to open: format 8 and up,
-    /// written once a feature level is recorded (CHANGELOG.md). Until then purged segments
-    /// are deleted, as 0.1.0 deletes them.
-    fn allow_log_recycling(&self, checkpointed: &BrokerState) {
-        if let Some(recycling) = self.log_recycling.get() {
-            recycling.allow(checkpointed.features.is_recorded());
-        }
-    }
-}
-
 impl StateMachineStore {
-    /// Hands the Raft log's recycling switch to the state machine, which sets it from the
-    /// loaded checkpoint now and from every checkpoint it writes.
-    pub fn attach_log_recycling(&self, recycling: raft_store::Recycling) {
-        let _ = self.shared.log_recycling.set(recycling);
-        self.shared.allow_log_recycling(&read(&self.shared.applied).state);
+    /// Hands the Raft log to the state machine (`sm_log.rs`): recycling and the journal gate
+    /// are set from the loaded checkpoint now and from every checkpoint it writes.
+    pub fn attach_log(&self, attachment: LogAttachment) -> io::Result<()> {
+        let state = read(&self.shared.applied).state.clone();
+        self.shared.log.attach(attachment, &state, &read(&self.shared.partitions))
     }
 }

@@ -23,6 +23,8 @@ const VERSION: u32 = 1;
 
 /// Largest checkpoint an archive may claim; checked before allocating.
 const CHECKPOINT_BYTES_MAX: u64 = 1 << 30;
+/// Partition bytes are copied into an archive in reads of about this size.
+const COPY_CHUNK_BYTES: usize = 1 << 20;
 
 /// Writes that also feed a running CRC32C.
 struct CrcWriter<W: Write> {
@@ -81,14 +83,25 @@ pub fn write(
             io::Error::new(io::ErrorKind::NotFound, format!("no log for partition {partition}"))
         })?;
         let log = log.lock();
-        let (first_offset, ranges) = log.export_ranges(end_offset);
-        let len: u64 = ranges.iter().map(|r| r.2).sum();
+        let (first_offset, len) = log.export_extent(end_offset);
         out.write_all(&topic_id)?;
         out.write_all(&partition.to_be_bytes())?;
         out.write_all(&first_offset.to_be_bytes())?;
         out.write_all(&len.to_be_bytes())?;
-        for (path, position, len) in ranges {
-            copy_range(&path, position, len, &mut out)?;
+        // Batches wherever they lie: the partition's files or the Raft log's.
+        let mut written: io::Result<()> = Ok(());
+        let (_, copied) =
+            log.visit_stored_bytes(first_offset, end_offset, COPY_CHUNK_BYTES, &mut |bytes| {
+                if written.is_ok() {
+                    written = out.write_all(bytes);
+                }
+            })?;
+        written?;
+        if copied != len {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("partition {partition}: {copied} of {len} bytes"),
+            ));
         }
     }
     let crc = out.crc;
@@ -96,20 +109,6 @@ pub fn write(
     inner.write_all(&crc.to_be_bytes())?;
     inner.sync_all()?;
     std::fs::rename(&tmp, path)
-}
-
-fn copy_range(path: &Path, position: u64, len: u64, out: &mut impl Write) -> io::Result<()> {
-    use std::io::Seek;
-    let mut file = File::open(path)?;
-    file.seek(io::SeekFrom::Start(position))?;
-    let copied = io::copy(&mut file.take(len), out)?;
-    if copied != len {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("{} shorter than indexed", path.display()),
-        ));
-    }
-    Ok(())
 }
 
 /// One partition's data as found in an archive.

@@ -4,12 +4,14 @@
 //! Directories are named by topic id (`partitions/<topic-id-hex>/<partition>/`), not topic
 //! name, so a topic deleted and re-created under the same name never sees old files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::locate::LocatedBatches;
 use super::partition_log::{PartitionLog, SegmentPolicy};
+use super::reads::LogFiles;
 use crate::config::BrokerConfig;
 use crate::{fatal, fault};
 use onelog_state::BrokerState;
@@ -28,7 +30,7 @@ pub struct PartitionLock {
 }
 
 impl PartitionLock {
-    fn new(dir: PathBuf, log: PartitionLog) -> SharedLog {
+    pub(crate) fn new(dir: PathBuf, log: PartitionLog) -> SharedLog {
         Arc::new(PartitionLock { dir, log: Mutex::new(log) })
     }
 
@@ -43,6 +45,12 @@ impl PartitionLock {
 pub struct Partitions {
     root: PathBuf,
     policy_default: SegmentPolicy,
+    /// Where journaled segments' batches are read (the Raft log's files).
+    log_files: LogFiles,
+    /// Whether new segments are journaled: their batches left in the Raft log (issue 31),
+    /// once the data directory can no longer be opened by a build without journals
+    /// (`raft::sm_store`'s gate).
+    journaled: bool,
     logs: BTreeMap<([u8; 16], i32), SharedLog>,
     /// How each topic makes segments, from its `segment.bytes` and `preallocate` configs.
     policies: BTreeMap<[u8; 16], SegmentPolicy>,
@@ -83,15 +91,23 @@ fn hex(id: &[u8; 16]) -> String {
 impl Partitions {
     /// Opens every partition of `state`, truncated to the checkpointed offsets, and removes
     /// directories of topics the checkpoint does not know (the Raft log re-creates them).
-    pub fn open(root: &Path, state: &BrokerState, config: &BrokerConfig) -> io::Result<Partitions> {
+    pub fn open(
+        root: &Path,
+        state: &BrokerState,
+        config: &BrokerConfig,
+        log_files: LogFiles,
+    ) -> io::Result<Partitions> {
         std::fs::create_dir_all(root)?;
         let policy_default = SegmentPolicy {
             segment_bytes: config.settings.log_segment_bytes,
             preallocate: config.settings.log_preallocate,
+            journaled: false,
         };
         let mut partitions = Partitions {
             root: root.to_path_buf(),
             policy_default,
+            log_files,
+            journaled: false,
             logs: BTreeMap::new(),
             policies: BTreeMap::new(),
             node_id: config.node_id,
@@ -111,7 +127,12 @@ impl Partitions {
             partitions.remember_policy(state, &topic.topic_id);
             for (p, ps) in topic.partitions.iter().enumerate() {
                 let dir = partitions.dir(&topic.topic_id, p as i32);
-                let log = PartitionLog::open(&dir, ps.log_start_offset, ps.log_end_offset)?;
+                let log = PartitionLog::open(
+                    &dir,
+                    ps.log_start_offset,
+                    ps.log_end_offset,
+                    partitions.log_files.clone(),
+                )?;
                 if log.log_end_offset().unwrap_or(ps.log_start_offset) < ps.log_end_offset {
                     let short = ShortLog {
                         topic: name.clone(),
@@ -189,8 +210,38 @@ impl Partitions {
         let preallocate = self
             .configured(state, topic_id, "preallocate", "log.preallocate")
             .unwrap_or(self.policy_default.preallocate);
-        self.policies
-            .insert(*topic_id, SegmentPolicy { segment_bytes: segment_bytes.max(1024), preallocate });
+        let journaled = false;
+        self.policies.insert(
+            *topic_id,
+            SegmentPolicy { segment_bytes: segment_bytes.max(1024), preallocate, journaled },
+        );
+    }
+
+    /// Whether new segments are journaled from now on (their batches left in the Raft log).
+    pub fn set_journaled(&mut self, journaled: bool) {
+        if journaled != self.journaled {
+            tracing::info!(
+                journaled,
+                "partition segments rolled from now on leave their batches in the Raft log"
+            );
+        }
+        self.journaled = journaled;
+    }
+
+    /// The Raft log segments (by first index) holding batches of any partition.
+    pub fn log_segments(&self) -> BTreeSet<u64> {
+        self.log_segment_bytes().into_keys().collect()
+    }
+
+    /// Bytes of batches all partitions keep per Raft log segment (by first index).
+    pub fn log_segment_bytes(&self) -> BTreeMap<u64, u64> {
+        let mut bytes = BTreeMap::new();
+        for log in self.logs.values() {
+            for (segment, n) in log.lock().log_bytes() {
+                *bytes.entry(segment).or_default() += n;
+            }
+        }
+        bytes
     }
 
     /// Recomputes every topic's segment size after a config alteration.
@@ -209,8 +260,14 @@ impl Partitions {
         self.logs.get(&(*topic_id, partition)).cloned()
     }
 
-    /// Performs the effects of one applied op. `state` is the state after the op.
-    pub fn execute(&mut self, state: &BrokerState, effects: &[Effect]) -> io::Result<()> {
+    /// Performs the effects of one applied op. `state` is the state after the op; `located`
+    /// says where the entry's batches lie in the Raft log.
+    pub fn execute(
+        &mut self,
+        state: &BrokerState,
+        effects: &[Effect],
+        located: &LocatedBatches,
+    ) -> io::Result<()> {
         self.follow_config_changes(state);
         let mut topics_written: Vec<[u8; 16]> = Vec::new();
         let mut partitions_written: Vec<([u8; 16], i32)> = Vec::new();
@@ -219,7 +276,7 @@ impl Partitions {
                 Effect::CreatePartitionLog { topic_id, partition } => {
                     self.remember_policy(state, topic_id);
                     let dir = self.dir(topic_id, *partition);
-                    let log = PartitionLog::open(&dir, 0, 0)?;
+                    let log = PartitionLog::open(&dir, 0, 0, self.log_files.clone())?;
                     self.logs.insert((*topic_id, *partition), PartitionLock::new(dir, log));
                 }
                 Effect::Append { topic_id, partition, batch } => {
@@ -236,8 +293,9 @@ impl Partitions {
                         partitions_written.push((*topic_id, *partition));
                     }
                     let policy = self.policies.get(topic_id).copied().unwrap_or(self.policy_default);
+                    let policy = SegmentPolicy { journaled: self.journaled, ..policy };
                     let log = self.get(topic_id, *partition).ok_or_else(|| missing(topic_id, *partition))?;
-                    log.lock().append(batch, policy)?;
+                    log.lock().append(batch, policy, located.find(batch))?;
                 }
                 Effect::DeleteTopicLogs { topic_id } => self.delete_topic(topic_id)?,
                 Effect::TrimLog { topic_id, partition, log_start_offset } => {
@@ -292,7 +350,7 @@ mod tests {
         if std::env::var_os(CHILD).is_some() {
             let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).try_init();
             let dir = tempfile::tempdir().expect("tempdir");
-            let log = PartitionLog::open(dir.path(), 0, 0).expect("partition log");
+            let log = PartitionLog::open(dir.path(), 0, 0, LogFiles::unattached()).expect("partition log");
             let lock = PartitionLock::new(dir.path().to_path_buf(), log);
             let holder = lock.clone();
             let panicked = std::thread::spawn(move || {

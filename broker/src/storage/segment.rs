@@ -10,7 +10,13 @@
 //! `log.preallocate=true` (the topic's `preallocate`) reserves the whole segment at creation,
 //! as before. A sealed segment's index is written next to it (`.index`, CRC-protected) so
 //! start-up loads it instead of scanning the segment.
+//!
+//! A *journaled* segment (issue 31) leaves most of its batches where the Raft log wrote them:
+//! its index entries say where (`IndexEntry::log_segment`), and its own file holds only the
+//! batches apply makes itself (transaction markers). Its index is kept in a journal beside it
+//! (`journal.rs`), appended at apply, which open reads instead of scanning the own file.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -19,6 +25,9 @@ use std::path::{Path, PathBuf};
 
 use kafka_compat::batch::{parse_header, BATCH_HEADER_BYTES};
 
+use super::journal::{journal_path, Journal};
+use super::reads::LogFiles;
+
 use crate::limits::{SEGMENT_ALLOCATION_STEP_BYTES_MAX, SEGMENT_ALLOCATION_STEP_BYTES_MIN};
 
 /// One batch in a segment: the offset index and the time index in one entry.
@@ -26,9 +35,12 @@ use crate::limits::{SEGMENT_ALLOCATION_STEP_BYTES_MAX, SEGMENT_ALLOCATION_STEP_B
 pub struct IndexEntry {
     pub base_offset: i64,
     pub last_offset: i64,
+    /// Where the batch starts: in the segment's own file, or in the Raft log segment
+    /// `log_segment` names (by its first index).
     pub position: u64,
     pub size: u32,
     pub max_timestamp: i64,
+    pub log_segment: Option<u64>,
 }
 
 const INDEX_ENTRY_BYTES: usize = 36;
@@ -50,6 +62,7 @@ impl IndexEntry {
             position: i64_at(16) as u64,
             size: u32::from_be_bytes(b[24..28].try_into().expect("4 bytes")),
             max_timestamp: i64_at(28),
+            log_segment: None,
         }
     }
 }
@@ -58,12 +71,65 @@ pub struct Segment {
     pub base_offset: i64,
     pub path: PathBuf,
     file: File,
+    /// End of the batches in the own file.
     pub written_bytes: u64,
+    /// Bytes of all its batches, wherever they lie: what `segment.bytes` and retention count.
+    pub batch_bytes: u64,
     pub capacity_bytes: u64,
     /// Bytes from the start of the file whose blocks are known to be reserved.
     allocated_bytes: u64,
     pub index: Vec<IndexEntry>,
     dirty: bool,
+    /// The index's journal, in a journaled segment.
+    journal: Option<Journal>,
+    /// Bytes of its batches per Raft log segment they lie in.
+    pub log_bytes: BTreeMap<u64, u64>,
+    /// Takes no more batches: the next append rolls (`PartitionLog::close_active`).
+    closed: bool,
+}
+
+/// A sealed journaled segment's batches that lie in Raft log segments about to be freed, to
+/// be copied into its own file (`storage::copier`) without the partition's lock: no append
+/// races a sealed segment, and the copy changes nothing it serves until `switch_to`.
+pub struct CopyPlan {
+    base_offset: i64,
+    /// Batches that end below it are deleted: not copied.
+    log_start: i64,
+    file: File,
+    index: Vec<IndexEntry>,
+    written_bytes: u64,
+    log: LogFiles,
+}
+
+impl CopyPlan {
+    /// Copies the batches in `doomed` after the own file's written end and makes them durable;
+    /// returns the index and journal that point at the copies.
+    pub fn run(self, doomed: &BTreeSet<u64>) -> io::Result<Copied> {
+        let (mut entries, mut at, mut journal) = (self.index, self.written_bytes, Vec::new());
+        for entry in entries.iter_mut() {
+            if entry.log_segment.is_some_and(|s| doomed.contains(&s)) && entry.last_offset >= self.log_start {
+                let batch = super::reads::read_entries(&self.file, std::slice::from_ref(entry), &self.log)?;
+                self.file.write_all_at(&batch, at)?;
+                (entry.log_segment, entry.position) = (None, at);
+                at += batch.len() as u64;
+            }
+            journal.extend_from_slice(&super::journal::encode(entry));
+        }
+        self.file.sync_data()?;
+        let copied_bytes = at - self.written_bytes;
+        let (base_offset, log_start) = (self.base_offset, self.log_start);
+        Ok(Copied { base_offset, log_start, entries, journal, written_bytes: at, copied_bytes })
+    }
+}
+
+/// The index and journal of a segment whose batches in doomed Raft log segments were copied.
+pub struct Copied {
+    pub base_offset: i64,
+    log_start: i64,
+    entries: Vec<IndexEntry>,
+    journal: Vec<u8>,
+    written_bytes: u64,
+    pub copied_bytes: u64,
 }
 
 pub fn segment_path(dir: &Path, base_offset: i64) -> PathBuf {
@@ -126,54 +192,89 @@ fn punch_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
 
 impl Segment {
     /// Creates a segment of `capacity_bytes`, reserving all of it when `preallocate`, else
-    /// none until the first append.
+    /// none until the first append. A journaled one reserves nothing ahead: its own file holds
+    /// only markers.
     pub fn create(
         dir: &Path,
         base_offset: i64,
         capacity_bytes: u64,
         preallocate: bool,
+        journaled: bool,
     ) -> io::Result<Segment> {
         let path = segment_path(dir, base_offset);
+        let journal = if journaled { Some(Journal::create(&journal_path(&path))?) } else { None };
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
         file.set_len(capacity_bytes)?;
-        let allocated_bytes = if preallocate { capacity_bytes } else { 0 };
+        let allocated_bytes = if preallocate && !journaled { capacity_bytes } else { 0 };
         reserve(&file, 0, allocated_bytes)?;
         raft_store::fsync_dir(dir)?;
-        Ok(Segment {
-            base_offset,
-            path,
-            file,
-            written_bytes: 0,
-            capacity_bytes,
-            allocated_bytes,
-            index: Vec::new(),
-            dirty: true,
-        })
+        let mut segment = Segment::empty(base_offset, path, file, capacity_bytes, journal);
+        (segment.allocated_bytes, segment.dirty) = (allocated_bytes, true);
+        Ok(segment)
     }
 
-    /// Opens an existing segment, keeping only batches whose last offset is below
-    /// `end_offset`; anything after is zeroed so it can never be read back.
-    pub fn open(path: PathBuf, base_offset: i64, end_offset: i64, sealed: bool) -> io::Result<Segment> {
-        let file = OpenOptions::new().read(true).write(true).open(&path)?;
-        let capacity_bytes = file.metadata()?.len();
-        let mut segment = Segment {
+    fn empty(
+        base_offset: i64,
+        path: PathBuf,
+        file: File,
+        capacity_bytes: u64,
+        journal: Option<Journal>,
+    ) -> Segment {
+        Segment {
             base_offset,
             path,
             file,
             written_bytes: 0,
+            batch_bytes: 0,
             capacity_bytes,
             allocated_bytes: 0,
             index: Vec::new(),
             dirty: false,
-        };
-        let loaded = sealed && segment.load_index_file(end_offset)?;
-        if !loaded {
-            segment.scan(end_offset)?;
+            journal,
+            log_bytes: BTreeMap::new(),
+            closed: false,
+        }
+    }
+
+    /// Opens an existing segment, keeping only batches whose last offset is below
+    /// `end_offset`; anything after is zeroed (cut from a journal) so it can never be read
+    /// back.
+    pub fn open(path: PathBuf, base_offset: i64, end_offset: i64, sealed: bool) -> io::Result<Segment> {
+        let file = OpenOptions::new().read(true).write(true).open(&path)?;
+        let capacity_bytes = file.metadata()?.len();
+        let journal_at = journal_path(&path);
+        let mut segment = Segment::empty(base_offset, path, file, capacity_bytes, None);
+        if journal_at.exists() {
+            let (journal, index) = Journal::open(&journal_at, base_offset, end_offset)?;
+            segment.journal = Some(journal);
+            index.iter().for_each(|e| segment.count(e));
+        } else {
+            let loaded = sealed && segment.load_index_file(end_offset)?;
+            if !loaded {
+                segment.scan(end_offset)?;
+            }
+            segment.batch_bytes = segment.written_bytes;
         }
         // Whatever lies past the written end may be a hole: the next append reserves from
         // there (reserving blocks already held costs nothing), so reopening allocates nothing.
         segment.allocated_bytes = segment.written_bytes;
         Ok(segment)
+    }
+
+    /// Whether its index is journaled (most batches in the Raft log).
+    pub fn is_journaled(&self) -> bool {
+        self.journal.is_some()
+    }
+
+    /// Adds an entry read from a journal to the in-memory index and the byte counts.
+    fn count(&mut self, entry: &IndexEntry) {
+        let end = entry.position + u64::from(entry.size);
+        match entry.log_segment {
+            Some(log) => *self.log_bytes.entry(log).or_default() += u64::from(entry.size),
+            None => self.written_bytes = self.written_bytes.max(end),
+        }
+        self.batch_bytes += u64::from(entry.size);
+        self.index.push(*entry);
     }
 
     fn load_index_file(&mut self, end_offset: i64) -> io::Result<bool> {
@@ -212,6 +313,7 @@ impl Segment {
                 position,
                 size: h.size_bytes as u32,
                 max_timestamp: h.max_timestamp,
+                log_segment: None,
             });
             position = end;
         }
@@ -237,10 +339,75 @@ impl Segment {
         Ok(self.capacity_bytes)
     }
 
+    /// Whether a batch of `size` bytes still fits. Its own file never holds more than all its
+    /// batches, so counting every batch bounds both.
     pub fn has_room(&self, size: usize) -> bool {
-        self.written_bytes + size as u64 <= self.capacity_bytes
+        !self.closed && self.batch_bytes + size as u64 <= self.capacity_bytes
     }
 
+    /// Seals it and takes no more batches.
+    pub fn close(&mut self) -> io::Result<()> {
+        self.closed = true;
+        self.seal()
+    }
+
+    /// What copying the batches that lie in `doomed` Raft log segments needs, taken under
+    /// the partition's lock; `None` if it has none.
+    pub fn copy_plan(
+        &self,
+        doomed: &BTreeSet<u64>,
+        log_start: i64,
+        log: &LogFiles,
+    ) -> io::Result<Option<CopyPlan>> {
+        if !self.log_bytes.keys().any(|s| doomed.contains(s)) {
+            return Ok(None);
+        }
+        Ok(Some(CopyPlan {
+            base_offset: self.base_offset,
+            log_start,
+            file: self.file.try_clone()?,
+            index: self.index.clone(),
+            written_bytes: self.written_bytes,
+            log: log.clone(),
+        }))
+    }
+
+    /// Makes a copy's journal the segment's: written beside it and renamed over it (the copied
+    /// batches are durable already), then the in-memory index follows. A crash before the
+    /// rename keeps the old journal, whose Raft log segments are still kept: they are released
+    /// only after a checkpoint taken once no partition points into them.
+    pub fn switch_to(&mut self, copied: Copied) -> io::Result<()> {
+        let journal_at = journal_path(&self.path);
+        let mut bytes = super::journal::header().to_vec();
+        bytes.extend_from_slice(&copied.journal);
+        raft_store::write_file_atomic(&journal_at, &bytes)?;
+        let (journal, _) = Journal::open(&journal_at, self.base_offset, i64::MAX)?;
+        self.journal = Some(journal);
+        self.index.clear();
+        (self.written_bytes, self.batch_bytes) = (0, 0);
+        self.log_bytes.clear();
+        let log_start = copied.log_start;
+        copied.entries.iter().for_each(|e| self.count(e));
+        self.written_bytes = self.written_bytes.max(copied.written_bytes);
+        self.forget_below(log_start);
+        Ok(())
+    }
+
+    /// Stops counting the batches that end below `log_start` in the Raft log segments they
+    /// lie in: they are deleted, and nothing reads them (`PartitionLog::index_entries`).
+    pub fn forget_below(&mut self, log_start: i64) {
+        if self.index.first().is_none_or(|e| e.last_offset >= log_start) {
+            return;
+        }
+        self.log_bytes.clear();
+        for entry in self.index.iter().filter(|e| e.last_offset >= log_start) {
+            if let Some(segment) = entry.log_segment {
+                *self.log_bytes.entry(segment).or_default() += u64::from(entry.size);
+            }
+        }
+    }
+
+    /// Appends `batch` to the own file (and its entry to the journal, if journaled).
     pub fn append(&mut self, batch: &[u8], entry: IndexEntry) -> io::Result<()> {
         let end = self.written_bytes + batch.len() as u64;
         if end > self.allocated_bytes {
@@ -249,10 +416,32 @@ impl Segment {
             self.allocated_bytes = to;
         }
         self.file.write_all_at(batch, self.written_bytes)?;
-        self.index.push(IndexEntry { position: self.written_bytes, ..entry });
+        let entry = IndexEntry { position: self.written_bytes, log_segment: None, ..entry };
         self.written_bytes += batch.len() as u64;
+        self.batch_bytes += batch.len() as u64;
         self.dirty = true;
+        self.index.push(entry);
+        match &mut self.journal {
+            Some(journal) => journal.append(&entry),
+            None => Ok(()),
+        }
+    }
+
+    /// Indexes a batch that stays where the Raft log wrote it (`entry.log_segment`); only a
+    /// journaled segment can.
+    pub fn append_located(&mut self, entry: IndexEntry) -> io::Result<()> {
+        let Some(journal) = &mut self.journal else {
+            return Err(io::Error::other("a located batch in a segment without a journal"));
+        };
+        journal.append(&entry)?;
+        self.count(&entry);
         Ok(())
+    }
+
+    /// The batches of `entries` (consecutive entries of this segment), back to back, from
+    /// its own file or the Raft log's.
+    pub fn read_entries(&self, entries: &[IndexEntry], log: &LogFiles) -> io::Result<Vec<u8>> {
+        super::reads::read_entries(&self.file, entries, log)
     }
 
     pub fn read_at(&self, position: u64, len: usize) -> io::Result<Vec<u8>> {
@@ -261,17 +450,25 @@ impl Segment {
         Ok(buf)
     }
 
+    /// Makes its own file durable, then its journal: an entry never outlives its batch.
     pub fn flush(&mut self) -> io::Result<()> {
         if self.dirty {
             self.file.sync_data()?;
             self.dirty = false;
         }
-        Ok(())
+        match &mut self.journal {
+            Some(journal) => journal.flush(),
+            None => Ok(()),
+        }
     }
 
-    /// Called when the segment stops being the active one: persist its index.
+    /// Called when the segment stops being the active one: persist its index (a journaled
+    /// segment's index is its journal).
     pub fn seal(&mut self) -> io::Result<()> {
         self.flush()?;
+        if self.journal.is_some() {
+            return Ok(());
+        }
         let mut body = Vec::with_capacity(self.index.len() * INDEX_ENTRY_BYTES + 4);
         for entry in &self.index {
             entry.encode(&mut body);
@@ -283,10 +480,22 @@ impl Segment {
 
     pub fn delete(self) -> io::Result<()> {
         let _ = std::fs::remove_file(index_path(&self.path));
-        std::fs::remove_file(&self.path)
+        // The own file goes first: a journal left without it is removed at open
+        // (`PartitionLog::open`), while an own file left without its journal would be taken
+        // for a segment of its own and scanned.
+        std::fs::remove_file(&self.path)?;
+        remove_if_present(&journal_path(&self.path))
     }
 
     pub fn last_offset(&self) -> Option<i64> {
         self.index.last().map(|e| e.last_offset)
+    }
+}
+
+/// Removes a file that may not exist.
+pub(super) fn remove_if_present(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }

@@ -17,6 +17,8 @@
 //! show a KIP-848 join, a KIP-1071 Streams join and a KIP-932 share join each refused until its
 //! level is finalized (`onelog.version` 3 with `group.version` 1, `onelog.version` 4 with
 //! `streams.version` 1, then `onelog.version` 5 with `share.version` 1), and served after;
+//! `onelog.version` 6 then has every node journal its partition segments (issue 31) after a
+//! SIGTERM restart, the load still running;
 //! the load stops, and the run is checked: the queue checker (every acknowledged
 //! record present exactly once, no aborted or torn read), transactions aborted without the
 //! workload asking, committed offsets that went backwards, the fixture's manifest on the new
@@ -292,7 +294,8 @@ fn drive(
             let gated = rt.block_on(finalize_consumer_groups(cluster))?;
             let streams = rt.block_on(finalize_streams_groups(cluster))?;
             let share = rt.block_on(finalize_share_groups(cluster))?;
-            format!("{finalized}; {gated}; {streams}; {share}")
+            let journaled = finalize_journaled_segments(cluster)?;
+            format!("{finalized}; {gated}; {streams}; {share}; {journaled}")
         }
         Some(_) => "not reached".to_string(),
     };
@@ -413,6 +416,34 @@ async fn finalize_share_groups(cluster: &mut Cluster) -> Result<String> {
         ensure!(Instant::now() < deadline, "a share join after finalizing: {after:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The level onelog.version 6 gates (issue 31): partitions leave produced batches in the Raft
+/// log. A node journals once its newest checkpoint is format 12, so after finalizing, each
+/// node is restarted with SIGTERM (which writes one), followers first, the load running; what
+/// it writes from then on is checked with everything else at the end.
+fn finalize_journaled_segments(cluster: &mut Cluster) -> Result<String> {
+    let upgrade = ["upgrade", "--feature", "onelog.version=6"];
+    let (ok, text) = java::feature_command(&cluster.bootstrap(), &upgrade)?;
+    ensure!(ok && text.contains("onelog.version was upgraded to 6."), "kafka-features upgrade: {text}");
+    let mut order = cluster.followers()?;
+    order.push(cluster.leader()?);
+    for id in order {
+        let deadline = Instant::now() + CATCH_UP_TIMEOUT;
+        while java::described_feature(&cluster.kafka_addr(id).to_string(), "onelog.version")?.2 != 6 {
+            ensure!(Instant::now() < deadline, "node {id} does not describe onelog.version 6");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let status = cluster.terminate(id)?;
+        ensure!(status.success(), "node {id} exited with {status} on SIGTERM");
+        cluster.start_node(id)?;
+        wait_caught_up(cluster, id)?;
+        let status = cluster.status(id)?;
+        ensure!(status.journaled_segments, "node {id} does not journal after its restart: {status:?}");
+    }
+    println!("roll: onelog.version 6 finalized; every node journals after a SIGTERM restart");
+    Ok("onelog.version 6 finalized; every node journals its partition segments after a SIGTERM restart"
+        .into())
 }
 
 /// A ShareGroupHeartbeat join sent to the leader, subscribing to nothing that exists.
