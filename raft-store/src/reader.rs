@@ -129,13 +129,20 @@ where
         Some(RecordLocation { segment, position: loc.pos, len: loc.len })
     }
 
-    /// The open file of segment `segment` (its first index), live or parked
-    /// (`retention.rs`); `None` once it is neither. Reads of it are the caller's: a record
-    /// location stays valid as long as the segment is live or parked.
+    /// The file of segment `segment` (its first index), live (already open) or parked (opened
+    /// now, `retention.rs`); `None` once it is neither. Reads of it are the caller's: a record
+    /// location stays valid as long as the segment is live or parked, and a file handed out
+    /// stays readable after the segment is released.
     pub fn segment_file(&self, segment: u64) -> Option<Arc<File>> {
-        let view = self.shared.view();
-        let live = view.files.get(&segment);
-        live.or_else(|| view.parking.parked.get(&segment).map(|p| &p.file)).cloned()
+        let parked = {
+            let view = self.shared.view();
+            if let Some(live) = view.files.get(&segment) {
+                return Some(Arc::clone(live));
+            }
+            view.parking.parked.get(&segment)?.path.clone()
+        };
+        // A release between the lookup and the open shows as the segment being gone.
+        File::open(parked).ok().map(Arc::new)
     }
 }
 

@@ -111,17 +111,15 @@ fn purged_prefix(listed: &[(u64, PathBuf)], purged: Option<u64>) -> usize {
     listed.windows(2).take_while(|w| w[1].0 <= purged.saturating_add(1)).count()
 }
 
-/// Opens purged segments as parked. Their records are complete and synced (only committed
+/// Takes purged segments as parked. Their records are complete and synced (only committed
 /// entries are purged) and nothing of the log reads them, so they are not scanned.
 fn park_segments(
     segments: impl Iterator<Item = (u64, PathBuf)>,
 ) -> Result<BTreeMap<u64, Parked>, LogStoreError> {
     let mut parked = BTreeMap::new();
     for (base, path) in segments {
-        let io_err = |e| LogStoreError::io_at("opening", &path, e);
-        let file = File::open(&path).map_err(io_err)?;
-        let bytes = file.metadata().map_err(io_err)?.len();
-        parked.insert(base, Parked { path, file: Arc::new(file), bytes });
+        let bytes = fs::metadata(&path).map_err(|e| LogStoreError::io_at("opening", &path, e))?.len();
+        parked.insert(base, Parked { path, bytes });
     }
     Ok(parked)
 }

@@ -6,8 +6,10 @@
 //! into the log's segments (so each byte is written once per node) needs those segments as
 //! long as any partition retains a batch in them. With `LogStoreOptions::park_purged_segments`
 //! a purged segment the owner may still read is *parked*: out of the live log (no entry of it
-//! is served to Raft; its file is never written again) but kept open and on disk, readable
-//! through [`crate::LogReader::segment_file`], until the owner says it no longer needs it.
+//! is served to Raft; its file is never written again) but kept on disk, readable through
+//! [`crate::LogReader::segment_file`], until the owner says it no longer needs it. A parked
+//! segment is opened when read, not held open: a long retention parks thousands of them, and
+//! a file descriptor each would run into the process's limit.
 //!
 //! The owner says what it needs with [`Retention::keep_only`]: the set of segments its last
 //! durable checkpoint references. That set, not its in-memory view, is what must survive a
@@ -21,7 +23,6 @@
 //! not recycled: new segments are fallocated, which costs no write (`prealloc.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -33,7 +34,6 @@ use crate::reader::Shared;
 #[derive(Debug)]
 pub(crate) struct Parked {
     pub path: PathBuf,
-    pub file: Arc<File>,
     /// File length, for accounting.
     pub bytes: u64,
 }

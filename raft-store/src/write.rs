@@ -383,7 +383,7 @@ fn park_wanted(parking: &mut Parking, purged: Vec<Segment>) -> Vec<Segment> {
     for seg in park {
         tracing::debug!(segment = %seg.path.display(), "parked purged raft log segment");
         let bytes = seg.capacity;
-        parking.parked.insert(seg.base, Parked { path: seg.path, file: seg.file, bytes });
+        parking.parked.insert(seg.base, Parked { path: seg.path, bytes });
     }
     rest
 }
