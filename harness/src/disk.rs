@@ -20,6 +20,20 @@ pub fn allocated_bytes(dir: &Path) -> Result<u64> {
     Ok(total)
 }
 
+/// Every file under `dir`, at any depth.
+pub fn files_under(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            out.extend(files_under(&path)?);
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(out)
+}
+
 /// Allocated bytes of a node's partition files: every `partitions` directory (one per
 /// checkpoint generation) under its data directory. Fails if there is none.
 pub fn partition_file_bytes(data_dir: &Path) -> Result<u64> {

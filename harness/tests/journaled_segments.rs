@@ -160,7 +160,7 @@ fn check_read_back(bootstrap: &str, written: &[(&'static str, String)], topics: 
 fn partition_files(cluster: &Cluster, id: u64) -> Result<(usize, u64)> {
     use std::os::unix::fs::MetadataExt;
     let (mut journals, mut own) = (0, 0);
-    for entry in walkdir(&cluster.data_dir(id).join("state"))? {
+    for entry in harness::disk::files_under(&cluster.data_dir(id).join("state"))? {
         match entry.extension().and_then(|e| e.to_str()) {
             Some("refs") => journals += 1,
             Some("log") => own += std::fs::metadata(&entry)?.blocks() * 512,
@@ -168,19 +168,6 @@ fn partition_files(cluster: &Cluster, id: u64) -> Result<(usize, u64)> {
         }
     }
     Ok((journals, own))
-}
-
-fn walkdir(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            out.extend(walkdir(&path)?);
-        } else {
-            out.push(path);
-        }
-    }
-    Ok(out)
 }
 
 /// Raft log segment files of node `id` that hold only purged entries: the parked ones.

@@ -25,13 +25,13 @@ use std::io;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
-use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_JOURNALED_SEGMENTS};
+use onelog_state::features::{Features, ONELOG_VERSION, ONELOG_VERSION_JOURNALED_SEGMENTS};
 use onelog_state::BrokerState;
 
 use super::TypeConfig;
 use crate::storage::copier;
 use crate::storage::locate::LocatedBatches;
-use crate::storage::partitions::{Partitions, SharedLog};
+use crate::storage::partitions::SharedLog;
 use crate::storage::reads::LogFiles;
 
 /// What the Raft log hands the state machine once both are open.
@@ -54,37 +54,38 @@ pub struct LogHold {
 }
 
 impl LogHold {
-    /// `checkpointed`: the state of the checkpoint loaded at open, if there was one.
-    pub fn new(checkpointed: Option<&BrokerState>) -> LogHold {
+    /// `checkpointed`: the feature levels of the checkpoint loaded at open, if there was one.
+    pub fn new(checkpointed: Option<&Features>) -> LogHold {
         let hold = LogHold {
             files: LogFiles::unattached(),
             attached: OnceLock::new(),
             checkpoint: AtomicU8::new(0),
         };
-        if let Some(state) = checkpointed {
-            hold.note_checkpoint(state);
+        if let Some(features) = checkpointed {
+            hold.note_checkpoint(features);
         }
         hold
     }
 
-    fn note_checkpoint(&self, state: &BrokerState) {
-        let journals = state.features.level(ONELOG_VERSION) >= ONELOG_VERSION_JOURNALED_SEGMENTS;
+    fn note_checkpoint(&self, features: &Features) {
+        let journals = features.level(ONELOG_VERSION) >= ONELOG_VERSION_JOURNALED_SEGMENTS;
         let kind = if journals { CHECKPOINT_WITH_JOURNALS } else { CHECKPOINT_WITHOUT_JOURNALS };
         self.checkpoint.store(kind, Ordering::Release);
     }
 
     /// Attaches the Raft log, then, as after a checkpoint, sets recycling and releases the
-    /// parked segments the loaded partitions do not reference.
+    /// parked segments the loaded partitions do not reference (`referenced`: their bytes per
+    /// Raft log segment, `Partitions::log_segment_bytes`).
     pub fn attach(
         &self,
         attachment: LogAttachment,
-        checkpointed: &BrokerState,
-        partitions: &Partitions,
+        checkpointed: &Features,
+        referenced: &BTreeMap<u64, u64>,
     ) -> io::Result<()> {
         let reader = attachment.reader.clone();
         self.files.attach(move |segment| reader.segment_file(segment));
         let _ = self.attached.set(attachment);
-        self.keep_what_partitions_use(checkpointed, partitions)
+        self.keep_what_partitions_use(checkpointed, referenced)
     }
 
     /// What is parked (nothing before the log is attached).
@@ -124,12 +125,12 @@ impl LogHold {
         }
     }
 
-    /// Syncs the live segments the partitions point into: a checkpoint must never name an
-    /// entry whose record is not durable here (see the module documentation).
-    pub fn sync_referenced(&self, partitions: &Partitions) -> io::Result<()> {
+    /// Syncs the live segments the partitions point into (`referenced`): a checkpoint must
+    /// never name an entry whose record is not durable here (see the module documentation).
+    pub fn sync_referenced(&self, referenced: &BTreeMap<u64, u64>) -> io::Result<()> {
         let Some(attached) = self.attached.get() else { return Ok(()) };
         let parked: BTreeSet<u64> = attached.retention.parked().into_iter().collect();
-        for segment in partitions.log_segments().difference(&parked) {
+        for segment in referenced.keys().filter(|s| !parked.contains(s)) {
             self.files.get(*segment)?.sync_data()?;
         }
         Ok(())
@@ -155,23 +156,30 @@ impl LogHold {
     /// After a checkpoint of `checkpointed` is durable: allows recycling once 0.1.0 cannot
     /// read it, opens the journal gate once no build without journals can, and keeps only the
     /// parked segments the partitions reference.
-    pub fn after_checkpoint(&self, checkpointed: &BrokerState, partitions: &Partitions) -> io::Result<()> {
+    /// `referenced`: what the partitions keep per Raft log segment, taken once every entry the
+    /// checkpoint covers was applied.
+    pub fn after_checkpoint(
+        &self,
+        checkpointed: &Features,
+        referenced: &BTreeMap<u64, u64>,
+    ) -> io::Result<()> {
         self.note_checkpoint(checkpointed);
-        self.keep_what_partitions_use(checkpointed, partitions)
+        self.keep_what_partitions_use(checkpointed, referenced)
     }
 
     /// Recycling and the parked segments as the newest checkpoint (of `checkpointed`) allows.
     fn keep_what_partitions_use(
         &self,
-        checkpointed: &BrokerState,
-        partitions: &Partitions,
+        checkpointed: &Features,
+        referenced: &BTreeMap<u64, u64>,
     ) -> io::Result<()> {
         let Some(attached) = self.attached.get() else { return Ok(()) };
         // Recycled Raft log segments hold old records after their new ones, which 0.1.0's
         // recovery would take for a torn tail: allowed only once the newest checkpoint is
         // one 0.1.0 refuses (format 8 and up, written once a feature level is recorded).
-        attached.recycling.allow(checkpointed.features.is_recorded());
-        let released = attached.retention.keep_only(partitions.log_segments()).map_err(io::Error::other)?;
+        attached.recycling.allow(checkpointed.is_recorded());
+        let keep = referenced.keys().copied().collect();
+        let released = attached.retention.keep_only(keep).map_err(io::Error::other)?;
         if released > 0 {
             tracing::info!(released, "released Raft log segments no partition points into");
         }

@@ -142,7 +142,7 @@ pub fn open(
         generation = finish_interrupted_install(&dir, &generation, purged)?;
         loaded = checkpoint::load(&generation.join("checkpoint"))?;
     }
-    let log = LogHold::new(loaded.as_ref().map(|(cp, _)| &cp.state));
+    let log = LogHold::new(loaded.as_ref().map(|(cp, _)| &cp.state.features));
     let cp = loaded.map(|(cp, _)| cp).unwrap_or_default();
     tracing::info!(last_applied = ?cp.last_applied, topics = cp.state.topics.len(), "loaded checkpoint");
     let partitions = Partitions::open(&generation.join("partitions"), &cp.state, &config, log.files.clone())?;
@@ -231,16 +231,17 @@ impl StateMachineStore {
         };
         // Data written after the snapshot of the state is flushed too; it lies beyond the
         // checkpointed offsets and is truncated and re-applied on start.
-        let logs = {
+        let (logs, referenced) = {
             let partitions = read(&self.shared.partitions);
             // Short files left from open or an installed archive, if not judged yet.
             partitions.report_short_logs(&checkpoint.state);
-            partitions.all()
+            // Every entry the checkpoint covers is applied: what they point into is here.
+            (partitions.all(), partitions.log_segment_bytes())
         };
-        for log in logs {
+        for log in &logs {
             log.lock().flush()?;
         }
-        self.shared.log.sync_referenced(&read(&self.shared.partitions))?;
+        self.shared.log.sync_referenced(&referenced)?;
         let bytes = checkpoint::encode(&checkpoint);
         // Partition files flushed past the previous checkpoint, the new one not yet written.
         crate::fault::point("crash-mid-checkpoint");
@@ -248,12 +249,8 @@ impl StateMachineStore {
         self.shared.bytes_since_checkpoint.store(0, Ordering::Relaxed);
         // Durable before openraft purges below it: the purge may recycle, and parks only
         // what this checkpoint's partitions reference, from now on.
-        self.shared.log.after_checkpoint(&checkpoint.state, &read(&self.shared.partitions))?;
-        let (logs, live) = {
-            let partitions = read(&self.shared.partitions);
-            (partitions.all(), partitions.log_segment_bytes())
-        };
-        self.shared.log.free_parked(&logs, &live);
+        self.shared.log.after_checkpoint(&checkpoint.state.features, &referenced)?;
+        self.shared.log.free_parked(&logs, &referenced);
         tracing::info!(last_applied = ?checkpoint.last_applied, bytes = bytes.len(), "checkpoint written");
         Ok((checkpoint, bytes))
     }
@@ -509,8 +506,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         }
         // The received checkpoint is durable and current: what the replaced partitions
         // pointed into goes.
-        let installed = read(&self.shared.applied).state.clone();
-        self.shared.log.after_checkpoint(&installed, &read(&self.shared.partitions)).map_err(io_err)?;
+        let installed = read(&self.shared.applied).state.features.clone();
+        let referenced = read(&self.shared.partitions).log_segment_bytes();
+        self.shared.log.after_checkpoint(&installed, &referenced).map_err(io_err)?;
         self.shared.applied_index.send_replace(meta.last_log_id.map_or(0, |l| l.index));
         Ok(())
     }
@@ -536,7 +534,8 @@ impl StateMachineStore {
     /// Hands the Raft log to the state machine (`sm_log.rs`): recycling and the journal gate
     /// are set from the loaded checkpoint now and from every checkpoint it writes.
     pub fn attach_log(&self, attachment: LogAttachment) -> io::Result<()> {
-        let state = read(&self.shared.applied).state.clone();
-        self.shared.log.attach(attachment, &state, &read(&self.shared.partitions))
+        let features = read(&self.shared.applied).state.features.clone();
+        let referenced = read(&self.shared.partitions).log_segment_bytes();
+        self.shared.log.attach(attachment, &features, &referenced)
     }
 }

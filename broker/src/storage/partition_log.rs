@@ -248,8 +248,8 @@ impl PartitionLog {
     /// Switches a segment to its copy (`Segment::switch_to`); a segment trimmed meanwhile is
     /// left alone. Returns whether it switched.
     pub fn switch_to(&mut self, copied: Copied) -> io::Result<bool> {
-        let entries = copied.base_offset;
-        match self.segments.iter_mut().find(|s| s.base_offset == entries) {
+        let base_offset = copied.base_offset;
+        match self.segments.iter_mut().find(|s| s.base_offset == base_offset) {
             Some(segment) => segment.switch_to(copied).map(|()| true),
             None => Ok(false),
         }

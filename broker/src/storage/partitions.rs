@@ -4,7 +4,7 @@
 //! Directories are named by topic id (`partitions/<topic-id-hex>/<partition>/`), not topic
 //! name, so a topic deleted and re-created under the same name never sees old files.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -226,11 +226,6 @@ impl Partitions {
             );
         }
         self.journaled = journaled;
-    }
-
-    /// The Raft log segments (by first index) holding batches of any partition.
-    pub fn log_segments(&self) -> BTreeSet<u64> {
-        self.log_segment_bytes().into_keys().collect()
     }
 
     /// Bytes of batches all partitions keep per Raft log segment (by first index).
