@@ -2,7 +2,10 @@
 //! of one entry, during a checkpoint, during a segment roll, during a snapshot install (before
 //! and after the switch to the new generation); and of the Raft log's recycling of purged
 //! segments (issue 31): while purged segments are renamed, and right after a recycled one is
-//! put in place, before anything of its new life is written.
+//! put in place, before anything of its new life is written; and of the copier that moves
+//! what partitions keep of mostly dead parked Raft log segments into their own files (issue
+//! 31): after the copies are durable but before the journal is switched to them, and right
+//! after the switch, before a checkpoint releases the parked segments.
 //!
 //! Each case runs three nodes; ONE follower is restarted with `ONELOG_FAULT=<point>` (a
 //! fault-injection build aborts there, like a kill -9), the load that reaches the point is
@@ -48,6 +51,8 @@ const REQUESTS_PER_CHECKPOINT: usize = 400;
 const REQUESTS_TO_RECYCLE_MAX: usize = 8_000;
 /// Longest wait for a node to reach a point or for the leader to purge its log.
 const REACH_TIMEOUT: Duration = Duration::from_secs(60);
+/// The partition whose records `Reach::LoadAndCheckpointsKeepingOne` never deletes.
+const KEPT_PARTITION: i32 = 0;
 
 /// One cluster at a time within this test binary (see the module documentation).
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -62,6 +67,9 @@ enum Reach {
     /// The same with small Raft log segments and a checkpoint asked every
     /// `REQUESTS_PER_CHECKPOINT` requests: each purges, and so recycles, whole segments.
     LoadAndCheckpoints,
+    /// The same, but `KEPT_PARTITION` keeps its records: the segments purged are parked for
+    /// it, about a quarter live, and the checkpoint after copies its batches out of them.
+    LoadAndCheckpointsKeepingOne,
     /// The follower is down while the leader writes and checkpoints past its log; on restart
     /// it receives a snapshot.
     SnapshotInstall,
@@ -102,11 +110,21 @@ fn crash_in_a_recycled_raft_segment_before_its_first_record() {
     run("crash-in-recycled-segment", Reach::LoadAndCheckpoints);
 }
 
+#[test]
+fn crash_while_batches_are_copied_out_of_parked_segments_before_the_switch() {
+    run("crash-mid-segment-copy", Reach::LoadAndCheckpointsKeepingOne);
+}
+
+#[test]
+fn crash_while_batches_are_copied_out_of_parked_segments_after_the_switch() {
+    run("crash-after-segment-copy-switch", Reach::LoadAndCheckpointsKeepingOne);
+}
+
 fn run(point: &str, reach: Reach) {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let mut options = ClusterOptions::new(3).config("log.segment.bytes", SEGMENT_BYTES);
-    if reach == Reach::LoadAndCheckpoints {
+    if matches!(reach, Reach::LoadAndCheckpoints | Reach::LoadAndCheckpointsKeepingOne) {
         options = options.config("onelog.raft.segment.bytes", RAFT_SEGMENT_BYTES);
     }
     let mut cluster = Cluster::start_with(options).expect("starting 3 nodes");
@@ -120,18 +138,24 @@ async fn scenario(cluster: &mut Cluster, point: &str, reach: Reach) -> Result<()
     let leader = cluster.leader()?;
     let faulty = cluster.followers()?[0];
     let mut load = Load::connect(cluster, leader).await?;
+    load.kept = (reach == Reach::LoadAndCheckpointsKeepingOne).then_some(KEPT_PARTITION);
     load.send(REQUESTS_AROUND).await?;
 
     // Phase 1: the follower restarts with the fault and reaches the point.
     cluster.kill9(faulty)?;
     let status = match reach {
-        Reach::Load | Reach::LoadAndCheckpoint | Reach::LoadAndCheckpoints => {
+        Reach::Load
+        | Reach::LoadAndCheckpoint
+        | Reach::LoadAndCheckpoints
+        | Reach::LoadAndCheckpointsKeepingOne => {
             let arm_file = cluster.dir(faulty).join("arm-fault");
             cluster.set_node_env(faulty, fault_env(point, Some(&arm_file)));
             cluster.start_node(faulty)?;
             std::fs::write(&arm_file, b"")?;
             match reach {
-                Reach::LoadAndCheckpoints => load.until_exit(cluster, faulty, true).await?,
+                Reach::LoadAndCheckpoints | Reach::LoadAndCheckpointsKeepingOne => {
+                    load.until_exit(cluster, faulty, true).await?
+                }
                 Reach::LoadAndCheckpoint => {
                     load.send(REQUESTS_AROUND).await?;
                     ask_checkpoint(cluster, faulty)?;
@@ -266,6 +290,8 @@ struct Load {
     started: Instant,
     /// -1 (all) unless a phase only needs entries quickly.
     acks: i16,
+    /// A partition `delete_acknowledged` leaves alone.
+    kept: Option<i32>,
 }
 
 impl Load {
@@ -281,6 +307,7 @@ impl Load {
             failed: 0,
             started: Instant::now(),
             acks: -1,
+            kept: None,
         })
     }
 
@@ -336,9 +363,11 @@ impl Load {
     /// Deletes every partition's records up to what was acknowledged (DeleteRecords; best
     /// effort: with acks=1 the high watermark may lag, and then nothing is deleted). Partitions
     /// then point into no purged Raft log segment, which are recycled rather than kept for
-    /// them (journaled segments, issue 31). The digests and acknowledged ends are unchanged.
+    /// them (journaled segments, issue 31), except the `kept` one's: it keeps them parked,
+    /// mostly dead, for the copier. The digests and acknowledged ends are unchanged.
     async fn delete_acknowledged(&mut self) {
-        let upto: Vec<(i32, i64)> = self.acked_end.iter().map(|(p, end)| (*p, *end)).collect();
+        let deleted = self.acked_end.iter().filter(|(p, _)| Some(**p) != self.kept);
+        let upto: Vec<(i32, i64)> = deleted.map(|(p, end)| (*p, *end)).collect();
         let _ = delete_records_of(&mut self.client, TOPIC, &upto).await;
     }
 

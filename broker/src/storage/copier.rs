@@ -12,7 +12,9 @@
 //!
 //! The copy never blocks a partition for long: a sealed segment is copied without its lock
 //! (`segment::CopyPlan`) and switched to its copy under it. An active segment pointing into a
-//! doomed segment is closed first (its next batch rolls a new one).
+//! doomed segment is closed first (its next batch rolls a new one). A kill -9 on either side
+//! of the switch (fault points `crash-mid-segment-copy`, `crash-after-segment-copy-switch`;
+//! harness/tests/crash_points.rs) finds the doomed segments still parked.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -56,8 +58,14 @@ pub fn copy_out(logs: &[SharedLog], doomed: &BTreeSet<u64>) -> io::Result<u64> {
         for base in bases {
             let Some(plan) = log.lock().copy_plan(base, doomed)? else { continue };
             let done = plan.run(doomed)?;
+            // Copies durable in the own file, the journal still pointing into the doomed
+            // segments (kept parked): a restart must serve the old locations.
+            crate::fault::point("crash-mid-segment-copy");
             let bytes = done.copied_bytes;
             if log.lock().switch_to(done)? {
+                // The journal points at the copies, no checkpoint has released the doomed
+                // segments yet: a restart must serve the copies.
+                crate::fault::point("crash-after-segment-copy-switch");
                 copied += bytes;
             }
         }
