@@ -7,6 +7,7 @@ Usage: bench-compare-results.py SUBCOMMAND ARG...
   producers DIR NAME SYSTEM N RECORDS SECONDS IO0 IO1 WCHAR0 WCHAR1 CPU0 CPU1 STORED0 STORED1
             CLK_TCK LIMIT
   consumer DIR SYSTEM MESSAGES RC SECONDS
+  catchup DIR COLD PARTITIONS READ0 READ1 CPU0 CPU1 CLK_TCK SECONDS
   meta META_JSON FAILURES_TXT
 """
 import json
@@ -120,6 +121,26 @@ def raw_consumer(argv):
                                                                            d["rebalance_ms"], seconds))
 
 
+def catchup(argv):
+    """catchup DIR COLD PARTITIONS READ0 READ1 CPU0 CPU1 CLK_TCK SECONDS: adds to DIR/consumer.json what
+    the consumer's catch-up read cost the brokers (bytes read from the device, read_bytes of
+    /proc/PID/io, and CPU, per node and per MB consumed) and whether the page cache was cold."""
+    dirname, cold, partitions, r0, r1, c0, c1, hz, seconds = argv[1:]
+    ints = lambda v: [int(x) for x in v.split()]
+    path = os.path.join(dirname, "consumer.json")
+    d = json.load(open(path))
+    consumed_mb = d["messages"] * d["record_bytes"] / 1e6
+    read = [b - a for a, b in zip(ints(r0), ints(r1))]
+    cpu = [(b - a) / int(hz) for a, b in zip(ints(c0), ints(c1))]
+    d.update({"cold_page_cache": cold == "true", "partitions": int(partitions),
+              "device_read_bytes_per_node": read, "device_read_mb": round(sum(read) / 1e6, 1),
+              "cpu_s_per_node": [round(c, 2) for c in cpu], "cpu_s_per_mb": round(sum(cpu) / consumed_mb, 4),
+              "catchup_seconds": int(seconds)})
+    json.dump(d, open(path, "w"))
+    print("    catch-up: %s cache, %.0f MB read from the device, broker cpu %.4f s/MB" % (
+        "cold" if d["cold_page_cache"] else "WARM", d["device_read_mb"], d["cpu_s_per_mb"]))
+
+
 def meta(argv):
     """meta META_JSON FAILURES_TXT: writes the run's meta.json (machine, settings, timings, failures)
     from the META_* and settings variables bench-compare.sh sets in the environment."""
@@ -128,7 +149,8 @@ def meta(argv):
     mem_kib = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal"))
     keys = ["WARMUP", "TXES", "SWEEP_TXES", "SWEEP_WARMUP", "SWEEP_MIN_TXES", "SWEEP_PRODUCERS", "PAYLOADS",
             "PAYLOAD_TXES", "PAYLOAD_WARMUP", "PAYLOAD_MIB_TXES", "PAYLOAD_MIB_WARMUP", "SYSTEM_WARMUP",
-            "RAW_RECORDS", "RAW_PRODUCERS", "RAW_WARMUP_RECORDS", "RAW_PARTITIONS", "RAW_JVM_OPTS"]
+            "RAW_RECORDS", "RAW_PRODUCERS", "RAW_WARMUP_RECORDS", "RAW_PARTITIONS", "RAW_JVM_OPTS",
+            "CATCHUP_RECORDS", "CATCHUP_PARTITIONS", "CATCHUP_PRODUCERS", "CATCHUP_PRODUCER_PROPS"]
     json.dump({
         "mode": e["META_MODE"],
         "command": e["META_COMMAND"],
@@ -151,7 +173,8 @@ def meta(argv):
     }, open(argv[1], "w"), indent=2)
 
 
-SUBCOMMANDS = {"cpu": cpu_per_tx, "producers": raw_producers, "consumer": raw_consumer, "meta": meta}
+SUBCOMMANDS = {"cpu": cpu_per_tx, "producers": raw_producers, "consumer": raw_consumer, "catchup": catchup,
+               "meta": meta}
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@
 # as 1 process and then 8 started together, each with its share of RAW_RECORDS; then one
 # ConsumerPerformance reading the whole topic; per producer run also the brokers' disk writes,
 # write_bytes of /proc/PID/io summed over the three nodes, and their CPU, per byte and per MB
-# produced), then stops it and wipes its data before the next. Finally
+# produced), the consumer catch-up (scripts/bench-catchup.sh: four producers write 4 GB into
+# four partitions, then one consumer reads it all from a cold page cache), then stops it and
+# wipes its data before the next. Finally
 # scripts/bench-report.py writes report.md and the PNG plots.
 #
 #   scripts/bench-compare.sh [--quick] [--out DIR] [--systems onelog,kafka-flush1,kafka-default]
@@ -61,11 +63,16 @@
 #   RAW_JVM_OPTS                the perf tools' JVM options        -Xmx512m / -Xmx256m
 #                               -XX:TieredStopAtLevel=1 (quick figures are not to be quoted)
 #   RUN_TIMEOUT                 seconds per bench run              900 / 300
+#   CATCHUP_RECORDS             consumer catch-up (scripts/bench-catchup.sh): 1 KiB records
+#                               written, then read from a cold page cache   4000000 / 20000
+#   CATCHUP_PARTITIONS, CATCHUP_PRODUCERS  its topic's partitions; its producer processes  4, 4
+#   CATCHUP_PRODUCER_PROPS      its producers' extra properties  batch.size=262144 linger.ms=20
 #   BENCH_SECTIONS              the sections run against each system, a comma-separated subset
 #                               of main (the system warm-up and the main benches), sweep,
-#                               payload, raw; e.g. BENCH_SECTIONS=raw for the raw throughput
-#                               alone. The report leaves out the sections not run.
-#                               Default main,sweep,payload,raw
+#                               payload, raw, catchup; e.g. BENCH_SECTIONS=raw for the raw
+#                               throughput alone. The report leaves out the sections not run.
+#                               Default main,sweep,payload,raw,catchup / main,sweep,payload,raw
+#                               (the smoke run is in CI's budget; catchup drops the page cache)
 # The full defaults are small because Kafka is slow here: on 2 shared cores its transactional
 # streaming iteration takes about 0.22 s. Measured here: full 16.5 minutes, --quick 3.75 minutes
 # with warm caches (Maven's first download of the clients and the broker, about 106 MB, and the
@@ -97,7 +104,7 @@ command_line=""
 for v in WARMUP TXES SWEEP_TXES SWEEP_WARMUP SWEEP_MIN_TXES SWEEP_PRODUCERS PAYLOADS PAYLOAD_TXES PAYLOAD_WARMUP \
     PAYLOAD_MIB_TXES PAYLOAD_MIB_WARMUP SYSTEM_WARMUP RUN_TIMEOUT ONELOG_BIN TXBENCH_BIN BENCH_PORT_BASE \
     RAW_RECORDS RAW_PRODUCERS RAW_WARMUP_RECORDS RAW_PARTITIONS RAW_JVM_OPTS BENCH_SECTIONS BENCH_WORK_DIR KAFKA_REF_PORT \
-    KAFKA_REF_CONTROLLER_PORT; do
+    KAFKA_REF_CONTROLLER_PORT CATCHUP_RECORDS CATCHUP_PARTITIONS CATCHUP_PRODUCERS CATCHUP_PRODUCER_PROPS; do
     [ -n "${!v:-}" ] && command_line+="$v=$(printf %q "${!v}") "
 done
 command_line+="scripts/bench-compare.sh${*:+ $*}"
@@ -119,16 +126,18 @@ if [ "$quick" = 1 ]; then
     : "${RAW_RECORDS:=5000}" "${RAW_WARMUP_RECORDS:=0}" "${RAW_JVM_OPTS:=-Xmx256m -XX:TieredStopAtLevel=1}"
     # Two producers, not eight: the smoke run is in CI's 30-minute budget, and eight tool JVMs
     # starting on two cores cost about a minute per system there.
-    : "${RAW_PRODUCERS:=1,2}"
+    : "${RAW_PRODUCERS:=1,2}" "${CATCHUP_RECORDS:=20000}" "${BENCH_SECTIONS:=main,sweep,payload,raw}"
     mode=quick
 else
     : "${WARMUP:=100}" "${TXES:=500}" "${SWEEP_TXES:=500}" "${SWEEP_WARMUP:=100}" "${SWEEP_MIN_TXES:=20}"
     : "${SWEEP_PRODUCERS:=1,10,50,100}" "${PAYLOAD_TXES:=200}" "${PAYLOAD_WARMUP:=50}"
     : "${PAYLOADS:=100,1024,1048576}" "${PAYLOAD_MIB_TXES:=50}" "${PAYLOAD_MIB_WARMUP:=10}" "${SYSTEM_WARMUP:=500}"
     : "${RUN_TIMEOUT:=900}" "${RAW_RECORDS:=300000}" "${RAW_WARMUP_RECORDS:=50000}" "${RAW_JVM_OPTS:=-Xmx512m}"
+    : "${CATCHUP_RECORDS:=4000000}" "${BENCH_SECTIONS:=main,sweep,payload,raw,catchup}"
     mode=full
 fi
-: "${RAW_PRODUCERS:=1,8}" "${RAW_PARTITIONS:=1}" "${BENCH_SECTIONS:=main,sweep,payload,raw}"
+: "${RAW_PRODUCERS:=1,8}" "${RAW_PARTITIONS:=1}" "${CATCHUP_PARTITIONS:=4}" "${CATCHUP_PRODUCERS:=4}"
+: "${CATCHUP_PRODUCER_PROPS:=batch.size=262144 linger.ms=20}"
 date_tag="$(date -u +%Y-%m-%d)"
 if [ -z "$out" ]; then
     if [ "$quick" = 1 ]; then out="results/quick-$date_tag"; else out="results/$date_tag"; fi
@@ -154,7 +163,7 @@ for s in "${system_list[@]}"; do
     case "$s" in onelog | kafka-flush1 | kafka-default) ;; *) echo "bench-compare.sh: unknown system '$s'" >&2; exit 2 ;; esac
 done
 for s in "${section_list[@]}"; do
-    case "$s" in main | sweep | payload | raw) ;; *) echo "bench-compare.sh: unknown section '$s' (main, sweep, payload, raw)" >&2; exit 2 ;; esac
+    case "$s" in main | sweep | payload | raw | catchup) ;; *) echo "bench-compare.sh: unknown section '$s' (main, sweep, payload, raw, catchup)" >&2; exit 2 ;; esac
 done
 for p in "${raw_producer_list[@]}"; do
     [[ "$p" =~ ^[1-9][0-9]*$ ]] || { echo "bench-compare.sh: RAW_PRODUCERS: '$p' is not a count" >&2; exit 2; }
@@ -206,6 +215,7 @@ has_section main && per_system=$((per_system + 2 + ${#benches[@]} * ${#clients[@
 has_section sweep && per_system=$((per_system + 2 * ${#sweep_list[@]}))
 has_section payload && per_system=$((per_system + 2 * ${#payload_list[@]}))
 has_section raw && per_system=$((per_system + ${#raw_producer_list[@]} + 1 + (RAW_WARMUP_RECORDS > 0 ? 1 : 0)))
+has_section catchup && per_system=$((per_system + 2))
 total=$(( per_system * ${#system_list[@]} ))
 step=0
 failures=()
@@ -389,13 +399,16 @@ node_data_dir() {
     case "$current" in onelog) echo "$onelog_dir/node-$1" ;; *) echo "$kafka_dir/node-$1/data" ;; esac
 }
 
-# raw_produce SYSTEM PRODUCERS TOPIC RECORDS NAME: PRODUCERS ProducerPerformance processes
-# started together, RECORDS in all split between them; each one's output in
-# raw-throughput/NAME-<i>.txt, the run's summary (with the brokers' disk writes and CPU over
-# it) in raw-throughput/NAME.json. Prints one line; a failure is recorded in failures.
+# raw_produce SYSTEM PRODUCERS TOPIC RECORDS NAME [SUBDIR [PROP=VALUE...]]: PRODUCERS
+# ProducerPerformance processes started together, RECORDS in all split between them, with the
+# producer properties PROP=VALUE beside the section's own; each one's output in
+# SUBDIR/NAME-<i>.txt (SUBDIR raw-throughput by default), the run's summary (with the brokers'
+# disk writes and CPU over it) in SUBDIR/NAME.json. Prints one line; a failure is recorded in
+# failures.
 raw_produce() {
-    local s="$1" n="$2" topic="$3" records="$4" name="$5"
-    local dir="$out/raw/$s/raw-throughput" t0=$SECONDS i per rc=0 why=""
+    local s="$1" n="$2" topic="$3" records="$4" name="$5" sub="${6:-raw-throughput}"
+    local -a props=("${@:7}")
+    local dir="$out/raw/$s/$sub" t0=$SECONDS i per rc=0 why=""
     step=$((step + 1))
     printf '%s [%d/%d] %-13s %-18s %-4s %s ... ' "$(date +%H:%M:%S)" "$step" "$total" "$s" ProducerPerformance "$kafka_version" \
         "$name: $n producer(s), $records x 1 KiB"
@@ -411,7 +424,7 @@ raw_produce() {
             timeout "$RUN_TIMEOUT" "${raw_cmd[@]}" org.apache.kafka.tools.ProducerPerformance --topic "$topic" \
                 --num-records "$per" --record-size 1024 --throughput -1 \
                 --producer-props bootstrap.servers="$(bootstrap_of "$s")" acks=all enable.idempotence=true \
-                client.id="$name-$i" >"$dir/$name-$i.txt" 2>&1
+                client.id="$name-$i" "${props[@]}" >"$dir/$name-$i.txt" 2>&1
             echo "$? $per $(date +%s.%N)" >"$dir/$name-$i.exit"
         } &
         pids+=($!)
@@ -423,14 +436,15 @@ raw_produce() {
         "$wchar0" "$(system_io_bytes wchar)" "$cpu0" "$(system_cpu_ticks)" "$stored0" "$(system_stored_bytes)" \
         "$(getconf CLK_TCK)" "$RUN_TIMEOUT" 2>&1)" || rc=$?
     echo "$result"
-    [ "$rc" -eq 0 ] || failures+=("$s raw-throughput $name: ${result#FAILED } (raw/$s/raw-throughput/$name-*.txt)")
+    [ "$rc" -eq 0 ] || failures+=("$s $sub $name: ${result#FAILED } (raw/$s/$sub/$name-*.txt)")
 }
 
-# raw_consume SYSTEM TOPIC MESSAGES: one ConsumerPerformance reading the whole topic, its
-# output in raw-throughput/consumer.txt and summary in consumer.json.
+# raw_consume SYSTEM TOPIC MESSAGES [SUBDIR]: one ConsumerPerformance reading the whole topic,
+# its output in SUBDIR/consumer.txt and summary in consumer.json (SUBDIR raw-throughput by
+# default).
 raw_consume() {
-    local s="$1" topic="$2" messages="$3" t0=$SECONDS rc=0
-    local dir="$out/raw/$s/raw-throughput"
+    local s="$1" topic="$2" messages="$3" sub="${4:-raw-throughput}" t0=$SECONDS rc=0
+    local dir="$out/raw/$s/$sub"
     step=$((step + 1))
     printf '%s [%d/%d] %-13s %-18s %-4s %s ... ' "$(date +%H:%M:%S)" "$step" "$total" "$s" ConsumerPerformance "$kafka_version" \
         "$messages x 1 KiB"
@@ -444,7 +458,7 @@ raw_consume() {
     result="$(python3 "$repo/scripts/bench-compare-results.py" consumer "$dir" "$s" "$messages" "$rc" \
         "$((SECONDS - t0))" 2>&1)" || rc=$?
     echo "$result"
-    [ "$rc" -eq 0 ] || failures+=("$s raw-throughput consumer: ${result#FAILED } (raw/$s/raw-throughput/consumer.txt)")
+    [ "$rc" -eq 0 ] || failures+=("$s $sub consumer: ${result#FAILED } (raw/$s/$sub/consumer.txt)")
 }
 
 # The raw-throughput section of one system: topic raw-throughput (RAW_PARTITIONS partitions,
@@ -471,11 +485,14 @@ raw_section() {
     fi
 }
 
+# shellcheck source=scripts/bench-catchup.sh
+source "$repo/scripts/bench-catchup.sh"
+
 cp_4_path="$(cat "$cp_4")"
 log "$mode run: ${system_list[*]}; $total bench runs; results in ${out#"$repo/"}"
 log "main benches WARMUP=$WARMUP TXES=$TXES; sweep producers $SWEEP_PRODUCERS (SWEEP_TXES=$SWEEP_TXES in all);" \
     "payloads $PAYLOADS; system warm-up $SYSTEM_WARMUP; raw throughput RAW_RECORDS=$RAW_RECORDS per run," \
-    "producers $RAW_PRODUCERS; sections $BENCH_SECTIONS"
+    "producers $RAW_PRODUCERS; catch-up CATCHUP_RECORDS=$CATCHUP_RECORDS; sections $BENCH_SECTIONS"
 for s in "${system_list[@]}"; do
     t_sys=$SECONDS
     log "starting $s"
@@ -528,6 +545,11 @@ for s in "${system_list[@]}"; do
         raw_section "$s"
         log "$s raw throughput in $((SECONDS - t_raw)) s"
     fi
+    if has_section catchup; then
+        t_catchup=$SECONDS
+        catchup_section "$s"
+        log "$s consumer catch-up in $((SECONDS - t_catchup)) s"
+    fi
     log "stopping $s (and wiping its data)"
     stop_system "$s"
     system_seconds+=("$s=$((SECONDS - t_sys))")
@@ -548,6 +570,8 @@ META_MODE="$mode" META_COMMAND="$command_line" META_SYSTEMS="$systems" META_SECO
     PAYLOAD_MIB_TXES="$PAYLOAD_MIB_TXES" PAYLOAD_MIB_WARMUP="$PAYLOAD_MIB_WARMUP" SYSTEM_WARMUP="$SYSTEM_WARMUP" \
     RAW_RECORDS="$RAW_RECORDS" RAW_PRODUCERS="$RAW_PRODUCERS" RAW_WARMUP_RECORDS="$RAW_WARMUP_RECORDS" \
     RAW_PARTITIONS="$RAW_PARTITIONS" RAW_JVM_OPTS="$RAW_JVM_OPTS" BENCH_SECTIONS="$BENCH_SECTIONS" \
+    CATCHUP_RECORDS="$CATCHUP_RECORDS" CATCHUP_PARTITIONS="$CATCHUP_PARTITIONS" CATCHUP_PRODUCERS="$CATCHUP_PRODUCERS" \
+    CATCHUP_PRODUCER_PROPS="$CATCHUP_PRODUCER_PROPS" \
     python3 "$repo/scripts/bench-compare-results.py" meta "$out/meta.json" "$out/raw/failures.txt"
 
 venv="$repo/.venv-bench"

@@ -5,14 +5,17 @@
 
 Reads DIR/meta.json and DIR/raw/<system>/...: <client>/<bench>.json and .txt (the main
 benches: JSON summary and sorted latencies in ns), sweep/<bench>-p<N>.json (concurrency) and
-payload/<bench>-b<bytes>.json, and raw-throughput/producer-p<N>.json and consumer.json (Kafka's
-ProducerPerformance and ConsumerPerformance). Sections not run (meta.json's "sections", from
+payload/<bench>-b<bytes>.json, raw-throughput/producer-p<N>.json and consumer.json (Kafka's
+ProducerPerformance and ConsumerPerformance), and catchup/ (the consumer catch-up,
+bench_catchup_report.py). Sections not run (meta.json's "sections", from
 BENCH_SECTIONS) are left out. The plots need matplotlib (bench-compare.sh installs it into
 .venv-bench); without it the report is written without them.
 """
 import json
 import os
 import sys
+
+from bench_catchup_report import catchup_table
 
 SYSTEMS = {
     "onelog": "onelog (3 nodes)",
@@ -202,6 +205,8 @@ def main():
 
     if "raw" in sections:
         raw_table(md, raw, systems, settings)
+    if "catchup" in sections:
+        catchup_table(md, raw, systems, settings, SYSTEMS, table)
 
     pngs = plots(d, raw, systems, clients, sweeps)
     if pngs:
@@ -257,9 +262,11 @@ def raw_table(md, raw, systems, settings):
               "each time a clean one is dirtied again: after an fsync, a 1 KiB append into a file pre-written in "
               "1 MiB writes (onelog's Raft log segments) counts 1 MiB on kernel 6.18 with ext4's large folios, "
               "while the disk gets about 4 KiB; so it is an upper bound, far above the device's writes for a "
-              "system that fsyncs small appends into pre-written files. Disk space: the growth of the allocated "
-              "blocks of the three data directories over the run (onelog's Raft log segments are zero-filled "
-              "whole, 64 MiB each, and purged only after a checkpoint). CPU: utime + stime of the three broker "
+              "system that fsyncs small appends into pre-written files. Bytes of write calls: `wchar` of /proc/PID/io "
+              "over the run, per node, divided by the bytes produced; it counts the JVM's socket writes too "
+              "(Kafka's replication and answers go through write calls), not onelog's (sent with send). Disk space: "
+              "the growth of the allocated blocks of the three data directories over the run (onelog's Raft "
+              "log segments are allocated whole, 64 MiB each, with fallocate). CPU: utime + stime of the three broker "
               "processes across the producer run (JVM start of the tools included), per MB produced.\n")
 
     def cell(s, fn):
@@ -288,6 +295,10 @@ def raw_table(md, raw, systems, settings):
     label = " / ".join(str(n) for n in counts)
     rows.append([f"disk bytes written (write_bytes) per byte produced ({label} producers)"] +
                 [cell(s, lambda rs: " / ".join("failed" if rs.get(n) is None else f"{rs[n]['disk_bytes_per_byte']:.2f}"
+                                               for n in counts)) for s in shown])
+    rows.append([f"bytes of write calls (wchar) per byte produced, per node ({label} producers)"] +
+                [cell(s, lambda rs: " / ".join("failed" if rs.get(n) is None else
+                                               f"{sum(rs[n]['write_call_bytes_per_node']) / 3 / (rs[n]['records'] * 1024):.2f}"
                                                for n in counts)) for s in shown])
     rows.append([f"disk space taken per byte produced ({label} producers)"] +
                 [cell(s, lambda rs: " / ".join("failed" if rs.get(n) is None else f"{rs[n]['stored_bytes_per_byte']:.2f}"
