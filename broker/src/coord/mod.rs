@@ -2,6 +2,7 @@
 //! coordinators. Each owns its memory behind one API and resets it when the term changes;
 //! what must survive a leader change goes through the log.
 
+pub mod checks;
 pub mod consumer;
 pub mod group;
 pub mod liveness;

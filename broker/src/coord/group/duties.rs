@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Coordinator;
+use crate::coord::checks::submit;
 use crate::leader::duties::DutyCtx;
 use crate::limits;
 
@@ -24,12 +25,9 @@ async fn expire_group_sessions(ctx: Arc<DutyCtx>, groups: Coordinator) {
             groups.observe_term(ctx.leadership.term());
             groups.expire_sessions();
             for generation in groups.take_empty_generations() {
-                // Best effort: if it is lost with leadership, the next leader's adopted
-                // members expire after their session instead.
-                let submitted = ctx.proposer.submit(generation).await;
-                if let Ok(pending) = submitted {
-                    tokio::spawn(pending);
-                }
+                // If it is lost with leadership, the next leader's adopted members expire
+                // after their session instead.
+                submit(&ctx, generation).await;
             }
         } else {
             groups.clear();

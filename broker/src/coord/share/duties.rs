@@ -4,28 +4,21 @@
 //! acquisition lock that passed. A lock ends at most one check interval after its deadline.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use onelog_state::command::{ShareExpireOp, TypedOp};
+use onelog_state::command::ShareExpireOp;
 
 use super::ShareCoordinator;
-use crate::clock::wall_clock_ms;
+use crate::coord::checks::{submit, LeaderChecks};
 use crate::leader::duties::DutyCtx;
-use crate::limits;
 
 pub fn start(ctx: Arc<DutyCtx>, coordinator: ShareCoordinator) {
     tokio::spawn(run(ctx, coordinator));
 }
 
 async fn run(ctx: Arc<DutyCtx>, coordinator: ShareCoordinator) {
-    let mut tick = tokio::time::interval(Duration::from_millis(limits::GROUP_SESSION_CHECK_INTERVAL_MS));
+    let mut checks = LeaderChecks::start();
     loop {
-        tick.tick().await;
-        if !ctx.leadership.is_raft_leader() {
-            continue;
-        }
-        let term = ctx.leadership.term();
-        let now_ms = wall_clock_ms();
+        let (term, now_ms) = checks.next(&ctx).await;
         let (due, expire) = ctx.applied.state(|s| {
             let of = |group: &str| {
                 let g = ctx.config.settings.share_group.of(s, group);
@@ -52,16 +45,5 @@ async fn run(ctx: Arc<DutyCtx>, coordinator: ShareCoordinator) {
         if !expire.is_empty() {
             submit(&ctx, ShareExpireOp { now_ms, groups: expire }).await;
         }
-    }
-}
-
-/// Best effort: lost with leadership, the next leader's timers do it instead.
-async fn submit<T>(ctx: &DutyCtx, op: T)
-where
-    T: TypedOp + Send + 'static,
-    T::Output: Send + 'static,
-{
-    if let Ok(pending) = ctx.proposer.submit(op).await {
-        tokio::spawn(pending);
     }
 }
