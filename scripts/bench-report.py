@@ -206,7 +206,7 @@ def main():
     if "raw" in sections:
         raw_table(md, raw, systems, settings)
     if "catchup" in sections:
-        catchup_table(md, raw, systems, settings, SYSTEMS, table)
+        catchup_table(md, raw, systems, settings, SYSTEMS, table, load_json)
 
     pngs = plots(d, raw, systems, clients, sweeps)
     if pngs:

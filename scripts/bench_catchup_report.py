@@ -1,19 +1,12 @@
 """The consumer catch-up table of scripts/bench-report.py (bench-compare.sh's catchup section,
 scripts/bench-catchup.sh): what one consumer reading a whole topic from a cold page cache gets
 from each system, and what it costs the brokers."""
-import json
 import os
 
 
-def load(path):
-    try:
-        return json.load(open(path))
-    except (OSError, ValueError):
-        return None
-
-
-def catchup_table(md, raw, systems, settings, names, table):
-    """Appends the section to md; names maps a system to its column title, table renders rows."""
+def catchup_table(md, raw, systems, settings, names, table, load):
+    """Appends the section to md; names maps a system to its column title, table renders rows,
+    load reads a summary (None if missing or unreadable): bench-report.py's own helpers."""
     runs = {}
     for s in systems:
         p = os.path.join(raw, s, "catchup")

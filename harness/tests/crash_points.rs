@@ -75,6 +75,18 @@ enum Reach {
     SnapshotInstall,
 }
 
+impl Reach {
+    /// Small Raft log segments and frequent checkpoints, so that whole segments are purged.
+    fn checkpoints_often(self) -> bool {
+        matches!(self, Reach::LoadAndCheckpoints | Reach::LoadAndCheckpointsKeepingOne)
+    }
+
+    /// The partition whose records the load never deletes.
+    fn kept_partition(self) -> Option<i32> {
+        (self == Reach::LoadAndCheckpointsKeepingOne).then_some(KEPT_PARTITION)
+    }
+}
+
 #[test]
 fn crash_between_two_partitions_of_one_entry() {
     run("crash-between-partitions-of-an-entry", Reach::Load);
@@ -124,7 +136,7 @@ fn run(point: &str, reach: Reach) {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let mut options = ClusterOptions::new(3).config("log.segment.bytes", SEGMENT_BYTES);
-    if matches!(reach, Reach::LoadAndCheckpoints | Reach::LoadAndCheckpointsKeepingOne) {
+    if reach.checkpoints_often() {
         options = options.config("onelog.raft.segment.bytes", RAFT_SEGMENT_BYTES);
     }
     let mut cluster = Cluster::start_with(options).expect("starting 3 nodes");
@@ -138,32 +150,12 @@ async fn scenario(cluster: &mut Cluster, point: &str, reach: Reach) -> Result<()
     let leader = cluster.leader()?;
     let faulty = cluster.followers()?[0];
     let mut load = Load::connect(cluster, leader).await?;
-    load.kept = (reach == Reach::LoadAndCheckpointsKeepingOne).then_some(KEPT_PARTITION);
+    load.kept = reach.kept_partition();
     load.send(REQUESTS_AROUND).await?;
 
     // Phase 1: the follower restarts with the fault and reaches the point.
     cluster.kill9(faulty)?;
     let status = match reach {
-        Reach::Load
-        | Reach::LoadAndCheckpoint
-        | Reach::LoadAndCheckpoints
-        | Reach::LoadAndCheckpointsKeepingOne => {
-            let arm_file = cluster.dir(faulty).join("arm-fault");
-            cluster.set_node_env(faulty, fault_env(point, Some(&arm_file)));
-            cluster.start_node(faulty)?;
-            std::fs::write(&arm_file, b"")?;
-            match reach {
-                Reach::LoadAndCheckpoints | Reach::LoadAndCheckpointsKeepingOne => {
-                    load.until_exit(cluster, faulty, true).await?
-                }
-                Reach::LoadAndCheckpoint => {
-                    load.send(REQUESTS_AROUND).await?;
-                    ask_checkpoint(cluster, faulty)?;
-                    load.until_exit(cluster, faulty, false).await?
-                }
-                _ => load.until_exit(cluster, faulty, false).await?,
-            }
-        }
         Reach::SnapshotInstall => {
             lag_past_a_checkpoint(cluster, leader, &mut load).await?;
             cluster.set_node_env(faulty, fault_env(point, None));
@@ -171,6 +163,17 @@ async fn scenario(cluster: &mut Cluster, point: &str, reach: Reach) -> Result<()
             cluster
                 .wait_exit(faulty, REACH_TIMEOUT)?
                 .with_context(|| format!("node {faulty} did not reach {point} within {REACH_TIMEOUT:?}"))?
+        }
+        _ => {
+            let arm_file = cluster.dir(faulty).join("arm-fault");
+            cluster.set_node_env(faulty, fault_env(point, Some(&arm_file)));
+            cluster.start_node(faulty)?;
+            std::fs::write(&arm_file, b"")?;
+            if reach == Reach::LoadAndCheckpoint {
+                load.send(REQUESTS_AROUND).await?;
+                ask_checkpoint(cluster, faulty)?;
+            }
+            load.until_exit(cluster, faulty, reach.checkpoints_often()).await?
         }
     };
     ensure!(!status.success(), "node {faulty} exited cleanly ({status}) instead of crashing at {point}");
