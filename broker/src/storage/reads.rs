@@ -46,14 +46,22 @@ pub fn read_entries(own: &File, entries: &[IndexEntry], log: &LogFiles) -> io::R
     let total: usize = entries.iter().map(|e| e.size as usize).sum();
     let mut out = Vec::with_capacity(total);
     let mut rest = entries;
+    // The Raft log segment of the last run: a parked one is opened on each `get`, and the
+    // runs of one partition's interleaved batches mostly lie in the same segment.
+    let mut last: Option<(u64, Arc<File>)> = None;
     while !rest.is_empty() {
         let (run, tail) = rest.split_at(run_length(rest));
         let start = out.len();
         match run[0].log_segment {
             None => read_run(own, run, &mut out)?,
             Some(segment) => {
-                read_run(&*log.get(segment)?, run, &mut out)?;
+                let file = match last.take() {
+                    Some((held, file)) if held == segment => file,
+                    _ => log.get(segment)?,
+                };
+                read_run(&file, run, &mut out)?;
                 check_run(run, &out[start..])?;
+                last = Some((segment, file));
             }
         }
         rest = tail;
