@@ -16,7 +16,7 @@ use super::command::{
 };
 use super::effect::Effect;
 use super::producers::{Allocation, BatchMeta, BatchSeq, Pending, Verdict};
-use super::txns::ProducerIdEpoch;
+use super::txns::{ProducerIdEpoch, TxnError};
 use super::{apply_admin, apply_consumer, apply_share, apply_streams, apply_txn, txn_errors};
 use super::{BrokerState, PartitionState, Topic};
 
@@ -51,7 +51,9 @@ pub fn apply_op(
             s.cluster_id = s.cluster_id.take().or_else(|| Some(init.cluster_id.clone()))
         }),
         Op::SetLimits(limits) => done(state, now_ms, |s, _| s.limits = *limits),
-        Op::Produce(produce) => OpResult::Produced(apply_produce(state, now_ms, produce, effects)),
+        Op::Produce(produce) => {
+            OpResult::Produced(apply_produce_as(state, now_ms, produce, effects, TxnOwner::Local))
+        }
         Op::CreateTopics(op) => {
             OpResult::Items(op.topics.iter().map(|t| create_topic(state, t, effects)).collect())
         }
@@ -75,9 +77,7 @@ pub fn apply_op(
         Op::TxnOffsetCommit(commit) => apply_txn::txn_offset_commit(state, now_ms, commit),
         Op::EndTxn(end) => apply_txn::end_txn(state, stamp, end, effects),
         Op::AbortTxns(abort) => apply_txn::abort_txns(state, stamp, abort, effects),
-        Op::ExpireTransactionalIds(_) => done(state, now_ms, |s, now| {
-            s.txns.expire(now, s.limits.transactional_id_expiration_ms);
-        }),
+        Op::ExpireTransactionalIds(_) => done(state, now_ms, expire_transactional_ids),
         Op::DeleteGroups(op) => apply_consumer::delete_groups(state, op),
         Op::OffsetDelete(delete) => offset_delete(state, delete),
         Op::AlterClientQuotas(op) => done(state, now_ms, |s, _| s.client_quotas.apply(&op.alterations)),
@@ -116,6 +116,13 @@ fn done(state: &mut BrokerState, now_ms: i64, change: impl FnOnce(&mut BrokerSta
     OpResult::Done
 }
 
+/// `transactional.id.expiration.ms`: the ids go, and so does the cross-group numbering of
+/// their producer ids (their undelivered decisions stay until confirmed).
+fn expire_transactional_ids(state: &mut BrokerState, now_ms: i64) {
+    let released = state.txns.expire(now_ms, state.limits.transactional_id_expiration_ms);
+    state.xgroup.forget_producers(&released);
+}
+
 fn offset_delete(state: &mut BrokerState, delete: &crate::command::OffsetDeleteOp) -> OpResult {
     let deleted = state.groups.delete_offsets(delete);
     OpResult::Deleted(
@@ -137,14 +144,24 @@ fn refusal(error_code: i16, message: String) -> Refusal {
     Refusal { error_code, message }
 }
 
+/// Who decides the transactional batches of a produce op.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TxnOwner {
+    /// This group's transactions (`BrokerState::txns`): every produce op of a one-group cluster.
+    Local,
+    /// Another group's instance (`xgroup`): every transactional batch must be of it.
+    Remote { coordinator: crate::xgroup::GroupId, instance: crate::xgroup::Instance },
+}
+
 /// Checks every partition of the op before touching any, so the op applies all-or-nothing.
 /// The leader stamped the offsets; a follower recomputes them and refuses a mismatch rather
 /// than diverge (DESIGN §2: offsets never come from a guess).
-fn apply_produce(
+pub(crate) fn apply_produce_as(
     state: &mut BrokerState,
     now_ms: i64,
     op: &ProduceOp,
     effects: &mut Vec<Effect>,
+    owner: TxnOwner,
 ) -> Result<Vec<PartitionProduced>, Refusal> {
     for (index, append) in op.partitions.iter().enumerate() {
         if op.partitions[..index].iter().any(|p| p.topic == append.topic && p.partition == append.partition) {
@@ -155,7 +172,7 @@ fn apply_produce(
         }
         check_append(state, append)?;
     }
-    let pending = check_producers(state, now_ms, op)?;
+    let pending = check_producers(state, now_ms, op, owner)?;
     let mut produced = Vec::with_capacity(op.partitions.len());
     for append in &op.partitions {
         let topic = state.topics.get_mut(&append.topic).expect("checked above");
@@ -172,15 +189,22 @@ fn apply_produce(
             let header = parse_header(batch).expect("checked above");
             partition.log_end_offset = header.last_offset() + 1;
             partition.note_epoch(header.partition_leader_epoch, header.base_offset);
-            if header.is_transactional()
-                && state.txns.record_write(
-                    header.producer_id,
-                    &append.topic,
-                    append.partition,
-                    header.base_offset,
-                    now_ms,
-                )
-            {
+            let (topic_name, at) = (&append.topic, header.base_offset);
+            let first_here = header.is_transactional()
+                && match owner {
+                    TxnOwner::Local => {
+                        state.txns.record_write(header.producer_id, topic_name, append.partition, at, now_ms)
+                    }
+                    TxnOwner::Remote { coordinator, instance } => state.xgroup.record_write(
+                        coordinator,
+                        instance,
+                        topic_name,
+                        append.partition,
+                        at,
+                        now_ms,
+                    ),
+                };
+            if first_here {
                 partition.open_txns.insert(header.producer_id, header.base_offset);
             }
             if header.max_timestamp > partition.max_timestamp {
@@ -198,7 +222,12 @@ fn apply_produce(
 /// Re-runs the leader's sequence checks (KIP-98) on the stamped batches. The leader left out
 /// duplicates and refused batches, so anything but `Append` means its view of the producer
 /// state differs from this one; the op is refused rather than applied differently.
-fn check_producers(state: &BrokerState, now_ms: i64, op: &ProduceOp) -> Result<Pending, Refusal> {
+fn check_producers(
+    state: &BrokerState,
+    now_ms: i64,
+    op: &ProduceOp,
+    owner: TxnOwner,
+) -> Result<Pending, Refusal> {
     let mut pending = Pending::default();
     for append in &op.partitions {
         for batch in &append.batches {
@@ -206,7 +235,7 @@ fn check_producers(state: &BrokerState, now_ms: i64, op: &ProduceOp) -> Result<P
             let Some(seq) = BatchSeq::of(&header) else { continue };
             if header.is_transactional() {
                 let id = ProducerIdEpoch { producer_id: seq.producer_id, producer_epoch: seq.epoch };
-                if let Err(e) = state.txns.check_write(id) {
+                if let Err(e) = check_txn_write(state, id, owner) {
                     // The leader checked the write against the same state; a client only gets
                     // this if the two differ, and gets what the oldest Produce would.
                     let code = txn_errors::code(&e, ApiKey::Produce, 0);
@@ -251,6 +280,19 @@ fn check_producers(state: &BrokerState, now_ms: i64, op: &ProduceOp) -> Result<P
         }
     }
     Ok(pending)
+}
+
+/// A transactional batch's producer must be in a transaction of `owner` that takes writes.
+fn check_txn_write(state: &BrokerState, id: ProducerIdEpoch, owner: TxnOwner) -> Result<(), TxnError> {
+    match owner {
+        TxnOwner::Local => state.txns.check_write(id).map(|_| ()),
+        TxnOwner::Remote { instance, .. } => {
+            if (id.producer_id, id.producer_epoch) != (instance.producer_id, instance.epoch) {
+                return Err(TxnError::Fenced);
+            }
+            state.xgroup.check_write(instance)
+        }
+    }
 }
 
 fn check_append(state: &BrokerState, append: &PartitionAppend) -> Result<(), Refusal> {
@@ -303,6 +345,7 @@ fn delete_topic(state: &mut BrokerState, name: &str, effects: &mut Vec<Effect>) 
         Some(topic) => {
             state.producers.forget_topic(name);
             state.txns.forget_topic(name);
+            state.xgroup.forget_topic(name);
             state.groups.forget_topic(name);
             state.share_states.drop_topic(&topic.topic_id);
             effects.push(Effect::DeleteTopicLogs { topic_id: topic.topic_id });

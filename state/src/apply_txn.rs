@@ -29,7 +29,7 @@ pub fn init_txn_producer(
     let result = state.txns.init_producer(op, stamp.now_ms, limits, &mut || producers.allocate(&allocation));
     let result = result.map(|(id, aborted)| {
         if let Some(ended) = aborted {
-            write_end(state, ended, *stamp, effects);
+            decide(state, ended, *stamp, effects);
         }
         id
     });
@@ -89,7 +89,7 @@ pub fn end_txn(
     );
     let result = result.map(|(id, ended)| {
         if let Some(ended) = ended {
-            write_end(state, ended, *stamp, effects);
+            decide(state, ended, *stamp, effects);
         }
         id
     });
@@ -112,15 +112,27 @@ pub fn abort_txns(
             continue;
         }
         if let Some(ended) = state.txns.broker_abort(transactional_id, op.reason, stamp.now_ms) {
-            write_end(state, ended, *stamp, effects);
+            decide(state, ended, *stamp, effects);
         }
     }
     state.txns.assert_invariants_of(op.transactions.iter().map(|(id, _)| id));
     OpResult::Done
 }
 
+/// Ends a transaction this group coordinates: the decision is recorded for the other groups
+/// holding its data (`xgroup`, nothing with one group), then written here.
+fn decide(state: &mut BrokerState, ended: Ended, stamp: LeaderStamp, effects: &mut Vec<Effect>) {
+    state.xgroup.decided(ended.producer_id, ended.marker_epoch, ended.txn_commit);
+    write_end(state, ended, stamp, effects);
+}
+
 /// Writes the markers and moves the offsets of one ended transaction.
-fn write_end(state: &mut BrokerState, ended: Ended, stamp: LeaderStamp, effects: &mut Vec<Effect>) {
+pub(crate) fn write_end(
+    state: &mut BrokerState,
+    ended: Ended,
+    stamp: LeaderStamp,
+    effects: &mut Vec<Effect>,
+) {
     for ((topic, partition), first_offset) in &ended.partitions {
         let Some(t) = state.topics.get_mut(topic) else { continue };
         let topic_id = t.topic_id;

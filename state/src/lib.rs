@@ -41,6 +41,7 @@ pub mod testing;
 pub mod topic_config;
 pub mod txn_errors;
 pub mod txns;
+pub mod xgroup;
 
 pub use apply::{apply_command, apply_op};
 pub use effect::Effect;
@@ -107,6 +108,10 @@ pub struct BrokerState {
     /// delivery counts, start offsets). Written after `share_groups` from format 11 on.
     #[serde(skip)]
     pub share_states: share_states::ShareStates,
+    /// Transactions across Raft groups (docs/SCALING.md): empty in a one-group cluster, the
+    /// only kind that exists yet, so neither checkpoints nor digests carry it so far.
+    #[serde(skip)]
+    pub xgroup: xgroup::CrossGroup,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

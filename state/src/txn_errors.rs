@@ -52,6 +52,8 @@ pub fn code(error: &TxnError, api: ApiKey, version: i16) -> i16 {
         TxnError::ProducerIdsExhausted(_) => error_code::COORDINATOR_LOAD_IN_PROGRESS,
         // Retriable for every client: the commit is sent again after the writes.
         TxnError::CommitBeforeWrites => error_code::CONCURRENT_TRANSACTIONS,
+        // Retriable: the decision it waits for is one round away.
+        TxnError::PreviousUndecided => error_code::CONCURRENT_TRANSACTIONS,
     }
 }
 

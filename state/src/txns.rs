@@ -116,6 +116,9 @@ pub enum TxnError {
     /// A transactions-v2 commit with nothing of the transaction in the log yet: its writes are
     /// still on their way; retriable (see `end_txn`).
     CommitBeforeWrites,
+    /// A write of a producer's next transaction reached a group that has not applied the
+    /// decision of its previous one yet (`xgroup`); retriable.
+    PreviousUndecided,
 }
 
 /// The producer id and epoch a request names.
@@ -270,6 +273,14 @@ impl Transactions {
         }
         meta.partitions.insert(key, base_offset);
         true
+    }
+
+    /// Another group registered as holding data of the current transaction of `id`
+    /// (`xgroup::coordinator::register`): the transaction is open from then on.
+    pub fn begin_remote(&mut self, id: ProducerIdEpoch, now_ms: i64) -> Result<(), TxnError> {
+        let tid = self.check_write(id)?.clone();
+        self.by_id.get_mut(&tid).expect("found by check_write").begin_if_needed(now_ms);
+        Ok(())
     }
 
     /// TxnOffsetCommit: the offsets are pending until the transaction ends.

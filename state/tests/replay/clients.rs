@@ -91,7 +91,10 @@ impl TxnClient {
             }
             TxnError::InvalidState(_) => self.needs_reinit = true,
             TxnError::InvalidTimeout(_) => self.timeout_ms = 10_000,
-            TxnError::ProducerIdsExhausted(_) | TxnError::CommitBeforeWrites => {}
+            // PreviousUndecided comes only from a cross-group write, which this replay never makes.
+            TxnError::ProducerIdsExhausted(_)
+            | TxnError::CommitBeforeWrites
+            | TxnError::PreviousUndecided => {}
         }
     }
 }

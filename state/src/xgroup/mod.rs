@@ -1,0 +1,125 @@
+//! Transactions across Raft groups (docs/SCALING.md, issue 32): the replicated state and the
+//! pure transitions of the cross-group commit protocol, on both of its sides.
+//!
+//! With more than one group, a transaction's *coordinator group* C (the group of its
+//! transactional id) decides it with one entry, and every other *participant* group P that
+//! holds its data applies that decision in its own log order. Nothing here is proposed by the
+//! broker yet: a cluster is one group, for which `CrossGroup` stays empty and every apply path
+//! behaves as before. `state/tests/xgroup` drives these transitions with several groups, lost
+//! and delayed messages and leader changes, and checks the design's promises at every step.
+//!
+//! - [`coordinator`]: C's side. Which *instance* (producer id, epoch, n) is current, the
+//!   participants registered for it, decisions not yet confirmed by every participant, and the
+//!   answers C gives a participant's leader (JoinTxn, and the pull for data nobody decided).
+//! - [`participant`]: P's side. The open instance of each remote producer, its fence (the
+//!   newest instance whose decision P applied), writes tagged with an instance, decisions.
+//! - [`ops`]: the four kinds of entry the protocol adds and their apply.
+
+pub mod coordinator;
+pub mod ops;
+pub mod participant;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+/// A Raft group's number: 0 holds the cluster's metadata (SCALING.md §2).
+pub type GroupId = u32;
+
+/// One transaction of one producer, as the coordinator group numbers it. `n` counts the
+/// decisions C recorded for the producer id before this one, so it moves at every transaction
+/// also for transactions-v1 clients, whose epoch stays. Ordered within a producer id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Instance {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub n: u32,
+}
+
+impl std::fmt::Display for Instance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.producer_id, self.epoch, self.n)
+    }
+}
+
+/// An outcome, for one instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub instance: Instance,
+    pub commit: bool,
+}
+
+/// The cross-group state of one group's replicated state (`BrokerState::xgroup`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CrossGroup {
+    /// How many groups the cluster has; below 2 nothing here changes.
+    pub groups: u32,
+    /// As coordinator: producer id → its current instance's number and participants.
+    pub coordinated: BTreeMap<i64, Coordinated>,
+    /// As coordinator: decided instances some participant has not confirmed yet. Kept apart
+    /// from the transactional ids so that an id's expiry cannot forget an undelivered commit.
+    pub undelivered: BTreeMap<Instance, Undelivered>,
+    /// As participant: producer id → what this group holds of its transactions.
+    pub remote: BTreeMap<i64, RemoteProducer>,
+}
+
+/// C's view of a producer's current instance.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Coordinated {
+    /// The current instance's `n`.
+    pub n: u32,
+    /// Groups registered as holding data of the current instance.
+    pub participants: BTreeSet<GroupId>,
+}
+
+/// A decision C still delivers: the participants that have not confirmed applying it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Undelivered {
+    pub commit: bool,
+    pub waiting: BTreeSet<GroupId>,
+}
+
+/// P's view of one producer coordinated elsewhere.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RemoteProducer {
+    pub coordinator: GroupId,
+    /// The instance with data here and no decision yet.
+    pub open: Option<OpenInstance>,
+    /// The newest instance whose decision this group applied: it and every older instance of
+    /// the producer are refused here from then on.
+    pub fence: Option<Instance>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OpenInstance {
+    pub instance: Instance,
+    /// (topic, partition) → the instance's first offset there.
+    pub partitions: BTreeMap<(String, i32), i64>,
+    /// Leader clock of the first write here (the pull's age).
+    pub start_ms: i64,
+}
+
+impl CrossGroup {
+    /// Whether the cluster has more than one group, so that the protocol's state is kept.
+    pub fn enabled(&self) -> bool {
+        self.groups > 1
+    }
+
+    /// A deleted topic leaves the open instances (their markers would have nowhere to go).
+    pub fn forget_topic(&mut self, topic: &str) {
+        for remote in self.remote.values_mut() {
+            if let Some(open) = &mut remote.open {
+                open.partitions.retain(|(t, _), _| t != topic);
+            }
+        }
+    }
+
+    /// An expired producer id: its number is forgotten; undelivered decisions are not.
+    pub fn forget_producers(&mut self, producer_ids: &BTreeSet<i64>) {
+        self.coordinated.retain(|pid, _| !producer_ids.contains(pid));
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,85 @@
+//! The entries the cross-group protocol adds, and their apply (SCALING.md §3).
+//!
+//! In the coordinator group: RegisterParticipant and DecisionsDelivered. In a participant
+//! group: a transactional write tagged with its instance (carrying, ahead of it, the decision
+//! of the producer's previous instance when the participant still held that one open), and
+//! ApplyDecisions. The decision itself is the coordinator's EndTxn entry, or any other entry
+//! that ends a transaction there (`CrossGroup::decided` is called from each).
+
+use serde::{Deserialize, Serialize};
+
+use super::participant::{apply_decision, Applied};
+use super::{coordinator, Decision, GroupId, Instance};
+use crate::command::{LeaderStamp, PartitionProduced, ProduceOp, Refusal};
+use crate::effect::Effect;
+use crate::txns::TxnError;
+use crate::BrokerState;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum XOp {
+    /// In C: `group` holds data of `instance`.
+    Register { instance: Instance, group: GroupId },
+    /// In C: participants applied decisions.
+    Delivered { confirmations: Vec<(Instance, GroupId)> },
+    /// In P: transactional batches of `instance`, coordinated by `coordinator`.
+    Produce(XProduceOp),
+    /// In P: decisions of `coordinator`'s instances.
+    Decisions { coordinator: GroupId, decisions: Vec<Decision> },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct XProduceOp {
+    pub coordinator: GroupId,
+    pub instance: Instance,
+    /// The decision of the producer's previous instance, applied first (SCALING.md §3.2 step 4).
+    pub prior: Option<Decision>,
+    pub produce: ProduceOp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum XResult {
+    Registered(Result<(), TxnError>),
+    Produced(Result<Vec<PartitionProduced>, Refusal>),
+    /// One per decision, in order.
+    Decisions(Vec<Applied>),
+    Done,
+}
+
+pub fn apply_xop(
+    state: &mut BrokerState,
+    stamp: &LeaderStamp,
+    op: &XOp,
+    effects: &mut Vec<Effect>,
+) -> XResult {
+    match op {
+        XOp::Register { instance, group } => {
+            XResult::Registered(coordinator::register(state, *instance, *group, stamp.now_ms))
+        }
+        XOp::Delivered { confirmations } => {
+            state.xgroup.delivered(confirmations);
+            XResult::Done
+        }
+        XOp::Produce(produce) => XResult::Produced(produce_in_participant(state, stamp, produce, effects)),
+        XOp::Decisions { coordinator, decisions } => XResult::Decisions(
+            decisions.iter().map(|d| apply_decision(state, *coordinator, *d, *stamp, effects)).collect(),
+        ),
+    }
+}
+
+/// The prior decision, then the batches, as one op: a write refused leaves the prior decision
+/// applied (it stands whatever happens to the write) and its markers in `effects`.
+fn produce_in_participant(
+    state: &mut BrokerState,
+    stamp: &LeaderStamp,
+    op: &XProduceOp,
+    effects: &mut Vec<Effect>,
+) -> Result<Vec<PartitionProduced>, Refusal> {
+    if let Some(prior) = op.prior {
+        apply_decision(state, op.coordinator, prior, *stamp, effects);
+    }
+    let owner = crate::apply::TxnOwner::Remote { coordinator: op.coordinator, instance: op.instance };
+    let mut appended = Vec::new();
+    let result = crate::apply::apply_produce_as(state, stamp.now_ms, &op.produce, &mut appended, owner);
+    effects.extend(appended);
+    result
+}

@@ -1,0 +1,197 @@
+//! What the simulation knows to be true, and the design's promises checked against it
+//! (SCALING.md §8), numbered as there:
+//! 1. an acknowledged write of a committed transaction is visible to read_committed once its
+//!    group applied the decision, and nothing of a transaction not committed ever is;
+//! 2. no instance gets two outcomes: a group writes a commit marker only for an instance its
+//!    coordinator committed and listed it in, and an abort marker for a committed one only
+//!    over data nobody acknowledged;
+//! 3. once quiet, no participant holds an instance open and no decision waits (`main`);
+//! 4. no batch applies in a group for an instance at or below the newest one whose decision
+//!    that group applied;
+//! 5. an EndTxn answered to a client decided its transaction as it asked, and a decision,
+//!    once made, never changes;
+//! 6. on every partition, no batch of a producer lies between an earlier instance's first
+//!    batch and that instance's marker.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kafka_compat::batch::parse_header;
+use kafka_compat::control::marker_is_commit;
+use onelog_state::effect::Effect;
+use onelog_state::xgroup::{GroupId, Instance};
+use onelog_state::BrokerState;
+
+use crate::net::{Write, WriteId};
+
+/// One write, as the simulation saw it.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteInfo {
+    pub write: Write,
+    pub group: GroupId,
+    pub acked: bool,
+    /// Offset and instance, once applied.
+    pub applied: Option<(i64, Instance)>,
+}
+
+type PartitionKey = (GroupId, String, i32);
+
+#[derive(Default)]
+pub(crate) struct Truth {
+    pub writes: BTreeMap<WriteId, WriteInfo>,
+    /// Coordinator decisions, as applied in the coordinator: never change.
+    pub decisions: BTreeMap<Instance, bool>,
+    /// The groups each decided instance listed as participants.
+    pub listed: BTreeMap<Instance, BTreeSet<GroupId>>,
+    /// (group, producer id) → the newest instance whose decision that group applied.
+    pub fence: BTreeMap<(GroupId, i64), Instance>,
+    /// (partition, producer id) → the instance with data and no marker there yet.
+    pub open_on: BTreeMap<(PartitionKey, i64), Instance>,
+    /// (partition, offset) → the write whose batch is there.
+    pub at: BTreeMap<(PartitionKey, i64), WriteId>,
+}
+
+pub(crate) type Check = Result<(), String>;
+
+impl Truth {
+    /// A decision applied in the coordinator (check 5: never a second outcome).
+    pub fn decided(&mut self, instance: Instance, commit: bool, listed: BTreeSet<GroupId>) -> Check {
+        if let Some(before) = self.decisions.insert(instance, commit) {
+            if before != commit {
+                return Err(format!("check 5: instance {instance} decided {before} then {commit}"));
+            }
+        }
+        self.listed.entry(instance).or_default().extend(listed);
+        Ok(())
+    }
+
+    /// A participant applied a decision (or found it applied).
+    pub fn fenced(&mut self, group: GroupId, instance: Instance) {
+        let fence = self.fence.entry((group, instance.producer_id)).or_insert(instance);
+        *fence = (*fence).max(instance);
+    }
+
+    /// A write applied at `offset` as part of `instance` (check 4 for remote writes).
+    pub fn write_applied(&mut self, id: WriteId, offset: i64, instance: Instance, remote: bool) -> Check {
+        let info = self.writes.get_mut(&id).expect("every write is recorded when sent");
+        if remote {
+            if let Some(fence) = self.fence.get(&(info.group, instance.producer_id)) {
+                if instance <= *fence {
+                    return Err(format!(
+                        "check 4: write {id} applied in group {} for {instance}, at or below the applied decision of {fence}",
+                        info.group
+                    ));
+                }
+            }
+        }
+        info.applied = Some((offset, instance));
+        let key = (info.group, info.write.topic.clone(), info.write.partition);
+        self.at.insert((key, offset), id);
+        Ok(())
+    }
+
+    /// The batches an entry wrote in `group` (checks 6 and 2).
+    pub fn effects(&mut self, group: GroupId, state: &BrokerState, effects: &[Effect]) -> Check {
+        for effect in effects {
+            let Effect::Append { topic_id, partition, batch } = effect else { continue };
+            let topic = state.topics.iter().find(|(_, t)| t.topic_id == *topic_id).map(|(n, _)| n.clone());
+            let key = (group, topic.expect("a live topic"), *partition);
+            let header = parse_header(batch).expect("apply writes valid batches");
+            let producer = header.producer_id;
+            if let Some(commit) = marker_is_commit(batch) {
+                let Some(instance) = self.open_on.remove(&(key.clone(), producer)) else { continue };
+                self.marker(&key, instance, commit)?;
+                continue;
+            }
+            let Some(write) = self.at.get(&(key.clone(), header.base_offset)) else { continue };
+            let (_, instance) = self.writes[write].applied.expect("recorded before its effects");
+            match self.open_on.get(&(key.clone(), producer)) {
+                Some(open) if *open != instance => {
+                    return Err(format!(
+                        "check 6: {key:?}: a batch of {instance} at {} while {open} has no marker yet",
+                        header.base_offset
+                    ))
+                }
+                _ => self.open_on.insert((key, producer), instance),
+            };
+        }
+        Ok(())
+    }
+
+    /// A marker for `instance` on a partition (check 2).
+    fn marker(&self, key: &PartitionKey, instance: Instance, commit: bool) -> Check {
+        let decided = self.decisions.get(&instance).copied();
+        let listed = self.listed.get(&instance).is_some_and(|l| l.contains(&key.0));
+        let coordinator = coordinator_of(instance.producer_id);
+        if commit && (decided != Some(true) || (key.0 != coordinator && !listed)) {
+            return Err(format!(
+                "check 2: {key:?}: commit marker for {instance}, decided {decided:?}, listed {listed}"
+            ));
+        }
+        if !commit && decided == Some(true) {
+            let acked = self.writes.values().find(|w| {
+                w.acked && w.applied.is_some_and(|(_, i)| i == instance) && partition_of(w) == *key
+            });
+            if let Some(write) = acked {
+                return Err(format!(
+                    "check 2: {key:?}: abort marker for committed {instance} over acknowledged write {}",
+                    write.write.id
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Check 1 over every write: nothing of an instance not committed is visible; an
+    /// acknowledged write of a committed one is, once its group applied the decision.
+    pub fn visibility(&self, groups: &[crate::world::Group]) -> Check {
+        for info in self.writes.values() {
+            let Some((offset, instance)) = info.applied else { continue };
+            let state = &groups[info.group as usize].state;
+            let seen = visible(state, &info.write.topic, info.write.partition, offset, instance.producer_id);
+            let committed = self.decisions.get(&instance) == Some(&true);
+            if seen && !committed {
+                return Err(format!(
+                    "check 1: write {} of {instance} visible in group {}, decided {:?}",
+                    info.write.id,
+                    info.group,
+                    self.decisions.get(&instance)
+                ));
+            }
+            let applied_here = info.group == coordinator_of(instance.producer_id)
+                || self.fence.get(&(info.group, instance.producer_id)).is_some_and(|f| *f >= instance);
+            // Another transaction still open below it holds the last stable offset back.
+            let stable = offset < last_stable(state, &info.write.topic, info.write.partition);
+            if info.acked && committed && applied_here && stable && !seen {
+                return Err(format!(
+                    "check 1: acknowledged write {} of committed {instance} invisible in group {} after its decision applied",
+                    info.write.id, info.group
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Producer ids carry their coordinator group (each group allocates from its own range).
+pub(crate) fn coordinator_of(producer_id: i64) -> GroupId {
+    (producer_id >> 40) as GroupId
+}
+
+fn partition_of(w: &WriteInfo) -> PartitionKey {
+    (w.group, w.write.topic.clone(), w.write.partition)
+}
+
+fn last_stable(state: &BrokerState, topic: &str, partition: i32) -> i64 {
+    state.partition(topic, partition).expect("the simulation never deletes topics").last_stable_offset()
+}
+
+/// What a read_committed consumer gets: below the last stable offset, and not inside an
+/// aborted transaction of the producer.
+fn visible(state: &BrokerState, topic: &str, partition: i32, offset: i64, producer_id: i64) -> bool {
+    let p = state.partition(topic, partition).expect("the simulation never deletes topics");
+    let aborted = p
+        .aborted_txns
+        .iter()
+        .any(|a| a.producer_id == producer_id && a.first_offset <= offset && offset <= a.last_offset);
+    offset < p.last_stable_offset() && !aborted
+}

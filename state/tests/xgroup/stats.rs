@@ -1,0 +1,83 @@
+//! What a run exercised, and the minimums a fixed seed must reach so that the test cannot
+//! pass by generating nothing.
+
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub entries: u64,
+    pub entries_lost: u64,
+    pub writes: u64,
+    pub acked: u64,
+    pub refused: u64,
+    /// EndTxn answered, [abort, commit].
+    pub ended: [u64; 2],
+    /// Decisions with participants in other groups, [abort, commit].
+    pub cross_group_decisions: [u64; 2],
+    pub decisions_sent: u64,
+    pub resends: u64,
+    pub deferred: u64,
+    /// Decisions carried ahead of a producer's next write.
+    pub priors: u64,
+    pub pulls: u64,
+    /// Pull answers, [abort, commit].
+    pub pulled: [u64; 2],
+    pub timeouts: u64,
+    pub leader_changes: u64,
+    pub crashes: u64,
+    pub client_crashes: u64,
+}
+
+impl Stats {
+    pub fn summary(&self) -> String {
+        format!(
+            "{} entries ({} lost), {} writes ({} acknowledged, {} refused), EndTxn commit/abort {}/{}, \
+             cross-group decisions commit/abort {}/{}, {} decisions sent ({} resends, {} deferred), \
+             {} priors, {} pulls (answered commit/abort {}/{}), {} timeouts, {} leader changes, \
+             {} crashes of every node, {} client crashes",
+            self.entries,
+            self.entries_lost,
+            self.writes,
+            self.acked,
+            self.refused,
+            self.ended[1],
+            self.ended[0],
+            self.cross_group_decisions[1],
+            self.cross_group_decisions[0],
+            self.decisions_sent,
+            self.resends,
+            self.deferred,
+            self.priors,
+            self.pulls,
+            self.pulled[1],
+            self.pulled[0],
+            self.timeouts,
+            self.leader_changes,
+            self.crashes,
+            self.client_crashes
+        )
+    }
+
+    /// The minimums for `steps` steps, scaled from 10,000.
+    pub fn check_coverage(&self, steps: usize) -> Result<(), String> {
+        let scale = |n: u64| n * steps as u64 / 10_000;
+        let wanted = [
+            ("cross-group commits", self.cross_group_decisions[1], scale(300)),
+            ("cross-group aborts", self.cross_group_decisions[0], scale(20)),
+            ("priors carried", self.priors, scale(20)),
+            ("pulls answered abort", self.pulled[0], scale(2)),
+            ("leader changes", self.leader_changes, scale(50)),
+            ("entries lost", self.entries_lost, scale(20)),
+            ("refused writes", self.refused, scale(20)),
+            ("timeout aborts", self.timeouts, scale(3)),
+        ];
+        let missing: Vec<String> = wanted
+            .iter()
+            .filter(|(_, got, min)| got < min)
+            .map(|(name, got, min)| format!("{name} {got} < {min}"))
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(missing.join(", "))
+        }
+    }
+}
