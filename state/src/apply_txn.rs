@@ -13,6 +13,7 @@ use super::command::{
     AbortTxnsOp, EndTxnOp, InitTxnProducerOp, LeaderStamp, OffsetCommitOp, OpResult, TxnOffsetCommitOp,
 };
 use super::effect::Effect;
+use super::groups::CommitResult;
 use super::producers::Allocation;
 use super::txns::{Ended, TxnError};
 use super::{AbortedTxn, BrokerState};
@@ -40,21 +41,7 @@ pub fn init_txn_producer(
 /// KIP-447: the commit is checked as a member's OffsetCommit would be (generation, member,
 /// partition, metadata size), then held by the transaction.
 pub fn txn_offset_commit(state: &mut BrokerState, now_ms: i64, op: &TxnOffsetCommitOp) -> OpResult {
-    let mut as_commit = OffsetCommitOp {
-        group_id: op.group_id.clone(),
-        generation_id: op.generation_id,
-        member_id: op.member_id.clone(),
-        commits: op.commits.clone(),
-    };
-    // A KIP-848 group decides membership by member epoch; `Groups` then checks the rest.
-    let consumer_group = crate::apply_consumer::check_txn_offset_commit(state, op);
-    if consumer_group == Some(error_code::NONE) {
-        as_commit.generation_id = -1;
-    }
-    let results = match consumer_group {
-        Some(code) if code != error_code::NONE => vec![(code, None); op.commits.len()],
-        _ => state.groups.check_commit(&state.topics, &as_commit, state.commit_rules()),
-    };
+    let results = check_txn_offsets(state, op);
     let accepted: Vec<bool> = results.iter().map(|(code, _)| *code == error_code::NONE).collect();
     let outcome = if accepted.iter().any(|ok| *ok) {
         state.txns.add_offsets(op, now_ms, &accepted).map(|()| results)
@@ -67,6 +54,26 @@ pub fn txn_offset_commit(state: &mut BrokerState, now_ms: i64, op: &TxnOffsetCom
     };
     state.txns.assert_invariants_of([&op.transactional_id]);
     OpResult::TxnOffsets(outcome)
+}
+
+/// The checks a TxnOffsetCommit's commits pass as a member's OffsetCommit would: one result
+/// per commit. Shared with a commit of a transaction coordinated by another group (`xgroup`).
+pub(crate) fn check_txn_offsets(state: &BrokerState, op: &TxnOffsetCommitOp) -> Vec<CommitResult> {
+    let mut as_commit = OffsetCommitOp {
+        group_id: op.group_id.clone(),
+        generation_id: op.generation_id,
+        member_id: op.member_id.clone(),
+        commits: op.commits.clone(),
+    };
+    // A KIP-848 group decides membership by member epoch; `Groups` then checks the rest.
+    let consumer_group = crate::apply_consumer::check_txn_offset_commit(state, op);
+    if consumer_group == Some(error_code::NONE) {
+        as_commit.generation_id = -1;
+    }
+    match consumer_group {
+        Some(code) if code != error_code::NONE => vec![(code, None); op.commits.len()],
+        _ => state.groups.check_commit(&state.topics, &as_commit, state.commit_rules()),
+    }
 }
 
 pub fn end_txn(

@@ -234,6 +234,14 @@ impl BrokerState {
         self.topics.get(topic)?.partitions.get(index)
     }
 
+    /// The partitions of `group` with offsets pending in an open transaction, of this group's
+    /// own or of one coordinated elsewhere (KIP-447 `require_stable`).
+    pub fn pending_offsets_of(&self, group: &str) -> std::collections::BTreeSet<(String, i32)> {
+        let mut pending = self.txns.pending_offsets_of(group);
+        pending.extend(self.xgroup.pending_offsets_of(group));
+        pending
+    }
+
     pub fn topic_by_id(&self, topic_id: &[u8; 16]) -> Option<(&String, &Topic)> {
         self.topics.iter().find(|(_, t)| &t.topic_id == topic_id)
     }

@@ -148,7 +148,7 @@ fn fetch(
     wanted: Wanted,
 ) -> Vec<(String, Vec<Fetched>)> {
     let groups = &state.groups;
-    let pending = if require_stable { state.txns.pending_offsets_of(group) } else { BTreeSet::new() };
+    let pending = if require_stable { state.pending_offsets_of(group) } else { BTreeSet::new() };
     let answer = |topic: &str, partition: i32| {
         if pending.contains(&(topic.to_string(), partition)) {
             return (partition, -1, -1, String::new(), error_code::UNSTABLE_OFFSET_COMMIT);

@@ -95,6 +95,8 @@ pub struct OpenInstance {
     pub instance: Instance,
     /// (topic, partition) → the instance's first offset there.
     pub partitions: BTreeMap<(String, i32), i64>,
+    /// Consumer group → (topic, partition) → the offset committed if the instance commits.
+    pub offsets: BTreeMap<String, BTreeMap<(String, i32), crate::groups::CommittedOffset>>,
     /// Leader clock of the first write here (the pull's age).
     pub start_ms: i64,
 }
@@ -112,6 +114,13 @@ impl CrossGroup {
                 open.partitions.retain(|(t, _), _| t != topic);
             }
         }
+    }
+
+    /// The partitions of `group` for which an open instance holds pending offsets (KIP-447
+    /// `require_stable`, beside `Transactions::pending_offsets_of`).
+    pub fn pending_offsets_of(&self, group: &str) -> BTreeSet<(String, i32)> {
+        let open = self.remote.values().filter_map(|r| r.open.as_ref());
+        open.filter_map(|o| o.offsets.get(group)).flat_map(|offsets| offsets.keys().cloned()).collect()
     }
 
     /// An expired producer id: its number is forgotten; undelivered decisions are not.

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use super::participant::{apply_decision, Applied};
 use super::{coordinator, Decision, GroupId, Instance};
-use crate::command::{LeaderStamp, PartitionProduced, ProduceOp, Refusal};
+use crate::command::{LeaderStamp, PartitionProduced, ProduceOp, Refusal, TxnOffsetCommitOp};
 use crate::effect::Effect;
+use crate::groups::{CommitResult, CommittedOffset};
 use crate::txns::TxnError;
 use crate::BrokerState;
 
@@ -23,6 +24,8 @@ pub enum XOp {
     Delivered { confirmations: Vec<(Instance, GroupId)> },
     /// In P: transactional batches of `instance`, coordinated by `coordinator`.
     Produce(XProduceOp),
+    /// In P: offsets of a consumer group placed here, pending in `instance`.
+    TxnOffsetCommit(XTxnOffsetCommitOp),
     /// In P: decisions of `coordinator`'s instances.
     Decisions { coordinator: GroupId, decisions: Vec<Decision> },
 }
@@ -36,10 +39,20 @@ pub struct XProduceOp {
     pub produce: ProduceOp,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct XTxnOffsetCommitOp {
+    pub coordinator: GroupId,
+    pub instance: Instance,
+    /// As for a write: the previous instance's decision, applied first.
+    pub prior: Option<Decision>,
+    pub commit: TxnOffsetCommitOp,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum XResult {
     Registered(Result<(), TxnError>),
     Produced(Result<Vec<PartitionProduced>, Refusal>),
+    TxnOffsets(Result<Vec<CommitResult>, TxnError>),
     /// One per decision, in order.
     Decisions(Vec<Applied>),
     Done,
@@ -60,6 +73,7 @@ pub fn apply_xop(
             XResult::Done
         }
         XOp::Produce(produce) => XResult::Produced(produce_in_participant(state, stamp, produce, effects)),
+        XOp::TxnOffsetCommit(op) => XResult::TxnOffsets(offsets_in_participant(state, stamp, op, effects)),
         XOp::Decisions { coordinator, decisions } => XResult::Decisions(
             decisions.iter().map(|d| apply_decision(state, *coordinator, *d, *stamp, effects)).collect(),
         ),
@@ -82,4 +96,44 @@ fn produce_in_participant(
     let result = crate::apply::apply_produce_as(state, stamp.now_ms, &op.produce, &mut appended, owner);
     effects.extend(appended);
     result
+}
+
+/// The prior decision, then the commits, checked as a member's would be and held by the
+/// instance until its decision (`apply_txn::txn_offset_commit` for this group's own).
+fn offsets_in_participant(
+    state: &mut BrokerState,
+    stamp: &LeaderStamp,
+    op: &XTxnOffsetCommitOp,
+    effects: &mut Vec<Effect>,
+) -> Result<Vec<CommitResult>, TxnError> {
+    if let Some(prior) = op.prior {
+        apply_decision(state, op.coordinator, prior, *stamp, effects);
+    }
+    let producer = op.commit.producer;
+    if (producer.producer_id, producer.producer_epoch) != (op.instance.producer_id, op.instance.epoch) {
+        return Err(TxnError::Fenced);
+    }
+    state.xgroup.check_write(op.instance)?;
+    let results = crate::apply_txn::check_txn_offsets(state, &op.commit);
+    let accepted = op
+        .commit
+        .commits
+        .iter()
+        .zip(&results)
+        .filter(|(_, (code, _))| *code == kafka_compat::error_code::NONE);
+    let offsets: Vec<_> = accepted
+        .map(|(c, _)| {
+            let committed = CommittedOffset {
+                offset: c.offset,
+                leader_epoch: c.leader_epoch,
+                metadata: c.metadata.clone().unwrap_or_default(),
+                commit_time_ms: stamp.now_ms,
+            };
+            ((c.topic.clone(), c.partition), committed)
+        })
+        .collect();
+    if !offsets.is_empty() {
+        state.xgroup.record_offsets(op.coordinator, op.instance, &op.commit.group_id, offsets, stamp.now_ms);
+    }
+    Ok(results)
 }

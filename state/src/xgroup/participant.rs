@@ -14,6 +14,7 @@ use super::{CrossGroup, Decision, GroupId, Instance, OpenInstance, RemoteProduce
 use crate::apply_txn::write_end;
 use crate::command::LeaderStamp;
 use crate::effect::Effect;
+use crate::groups::CommittedOffset;
 use crate::txns::{Ended, TxnError};
 use crate::BrokerState;
 
@@ -55,6 +56,20 @@ impl CrossGroup {
         }
     }
 
+    /// The open instance a checked write joins, opened by it if need be.
+    fn open_for_write(&mut self, coordinator: GroupId, instance: Instance, now_ms: i64) -> &mut OpenInstance {
+        let fresh = RemoteProducer { coordinator, open: None, fence: None };
+        let remote = self.remote.entry(instance.producer_id).or_insert(fresh);
+        let open = remote.open.get_or_insert_with(|| OpenInstance {
+            instance,
+            partitions: BTreeMap::new(),
+            offsets: BTreeMap::new(),
+            start_ms: now_ms,
+        });
+        debug_assert_eq!(open.instance, instance, "checked by check_write");
+        open
+    }
+
     /// Records a checked write; true if it is the instance's first write to the partition.
     pub fn record_write(
         &mut self,
@@ -65,23 +80,26 @@ impl CrossGroup {
         base_offset: i64,
         now_ms: i64,
     ) -> bool {
-        let remote = self.remote.entry(instance.producer_id).or_insert(RemoteProducer {
-            coordinator,
-            open: None,
-            fence: None,
-        });
-        let open = remote.open.get_or_insert_with(|| OpenInstance {
-            instance,
-            partitions: BTreeMap::new(),
-            start_ms: now_ms,
-        });
-        debug_assert_eq!(open.instance, instance, "checked by check_write");
+        let open = self.open_for_write(coordinator, instance, now_ms);
         let key = (topic.to_string(), partition);
         if open.partitions.contains_key(&key) {
             return false;
         }
         open.partitions.insert(key, base_offset);
         true
+    }
+
+    /// Records checked offsets of a TxnOffsetCommit: pending until the instance's decision.
+    pub fn record_offsets(
+        &mut self,
+        coordinator: GroupId,
+        instance: Instance,
+        group_id: &str,
+        offsets: impl IntoIterator<Item = ((String, i32), CommittedOffset)>,
+        now_ms: i64,
+    ) {
+        let open = self.open_for_write(coordinator, instance, now_ms);
+        open.offsets.entry(group_id.to_string()).or_default().extend(offsets);
     }
 
     /// The open instances whose first write here is at least `age_ms` old at `now_ms`: what the
@@ -124,7 +142,7 @@ pub fn apply_decision(
                 marker_epoch: instance.epoch,
                 txn_commit: commit,
                 partitions: open.partitions,
-                offsets: BTreeMap::new(),
+                offsets: open.offsets,
             };
             write_end(state, ended, stamp, effects);
         }

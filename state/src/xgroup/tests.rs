@@ -142,3 +142,52 @@ fn a_next_instance_waits_for_the_previous_decision_or_carries_it() {
     assert_eq!(partition.aborted_txns.len(), 1);
     assert_eq!((partition.aborted_txns[0].last_offset, partition.log_end_offset), (1, 3));
 }
+
+#[test]
+fn offsets_of_another_groups_transaction_are_pending_until_its_decision() {
+    use super::ops::XTxnOffsetCommitOp;
+    use crate::command::{OffsetCommitEntry, TxnOffsetCommitOp};
+    let (c, id) = coordinator_with_producer();
+    let instance = coordinator::join(&c, id, P, None).unwrap().instance;
+    let mut p = group();
+    let commit_of = |offset: i64| TxnOffsetCommitOp {
+        transactional_id: "t".into(),
+        producer: id,
+        group_id: "cg".into(),
+        generation_id: -1,
+        member_id: String::new(),
+        commits: vec![OffsetCommitEntry {
+            topic: "out".into(),
+            partition: 0,
+            offset,
+            leader_epoch: -1,
+            metadata: None,
+        }],
+    };
+    let op = XOp::TxnOffsetCommit(XTxnOffsetCommitOp {
+        coordinator: C,
+        instance,
+        prior: None,
+        commit: commit_of(5),
+    });
+    assert!(matches!(x(&mut p, op, &mut Vec::new()), XResult::TxnOffsets(Ok(_))));
+    assert_eq!(
+        p.pending_offsets_of("cg"),
+        [("out".to_string(), 0)].into(),
+        "require_stable sees them pending"
+    );
+    assert!(p.groups.committed("cg", "out", 0).is_none(), "not stored before the decision");
+    let commit = XOp::Decisions { coordinator: C, decisions: vec![Decision { instance, commit: true }] };
+    x(&mut p, commit, &mut Vec::new());
+    assert_eq!(p.groups.committed("cg", "out", 0).map(|o| o.offset), Some(5));
+    assert!(p.pending_offsets_of("cg").is_empty());
+    // A late commit of the decided instance is fenced; nothing is stored.
+    let late = XOp::TxnOffsetCommit(XTxnOffsetCommitOp {
+        coordinator: C,
+        instance,
+        prior: None,
+        commit: commit_of(9),
+    });
+    assert_eq!(x(&mut p, late, &mut Vec::new()), XResult::TxnOffsets(Err(TxnError::Fenced)));
+    assert_eq!(p.groups.committed("cg", "out", 0).map(|o| o.offset), Some(5));
+}

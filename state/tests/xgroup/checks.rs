@@ -1,7 +1,9 @@
 //! What the simulation knows to be true, and the design's promises checked against it
 //! (SCALING.md §8), numbered as there:
 //! 1. an acknowledged write of a committed transaction is visible to read_committed once its
-//!    group applied the decision, and nothing of a transaction not committed ever is;
+//!    group applied the decision, and nothing of a transaction not committed ever is; for a
+//!    TxnOffsetCommit, its offset is stored (or a later one) once the decision applied, and an
+//!    offset of a transaction not committed never is;
 //! 2. no instance gets two outcomes: a group writes a commit marker only for an instance its
 //!    coordinator committed and listed it in, and an abort marker for a committed one only
 //!    over data nobody acknowledged;
@@ -48,6 +50,11 @@ pub(crate) struct Truth {
     pub open_on: BTreeMap<(PartitionKey, i64), Instance>,
     /// (partition, offset) → the write whose batch is there.
     pub at: BTreeMap<(PartitionKey, i64), WriteId>,
+    /// Instance → the writes applied as part of it.
+    pub of_instance: BTreeMap<Instance, Vec<WriteId>>,
+    /// Applied writes whose visibility may still change: not decided, or decided and not yet
+    /// applied (or held back by the last stable offset) in their group.
+    pub unsettled: BTreeSet<WriteId>,
 }
 
 pub(crate) type Check = Result<(), String>;
@@ -84,8 +91,12 @@ impl Truth {
             }
         }
         info.applied = Some((offset, instance));
-        let key = (info.group, info.write.topic.clone(), info.write.partition);
-        self.at.insert((key, offset), id);
+        self.of_instance.entry(instance).or_default().push(id);
+        self.unsettled.insert(id);
+        if info.write.offsets.is_none() {
+            let key = (info.group, info.write.topic.clone(), info.write.partition);
+            self.at.insert((key, offset), id);
+        }
         Ok(())
     }
 
@@ -128,9 +139,8 @@ impl Truth {
             ));
         }
         if !commit && decided == Some(true) {
-            let acked = self.writes.values().find(|w| {
-                w.acked && w.applied.is_some_and(|(_, i)| i == instance) && partition_of(w) == *key
-            });
+            let writes = self.of_instance.get(&instance).map_or(&[][..], |w| w.as_slice());
+            let acked = writes.iter().map(|id| &self.writes[id]).find(|w| w.acked && partition_of(w) == *key);
             if let Some(write) = acked {
                 return Err(format!(
                     "check 2: {key:?}: abort marker for committed {instance} over acknowledged write {}",
@@ -141,31 +151,59 @@ impl Truth {
         Ok(())
     }
 
-    /// Check 1 over every write: nothing of an instance not committed is visible; an
-    /// acknowledged write of a committed one is, once its group applied the decision.
-    pub fn visibility(&self, groups: &[crate::world::Group]) -> Check {
-        for info in self.writes.values() {
+    /// Check 1 over the unsettled writes, or over every write (`all`): nothing of an instance
+    /// not committed is visible; an acknowledged write of a committed one is, once its group
+    /// applied the decision. A write whose outcome is applied and stable cannot change any
+    /// more (the simulation has no retention), so it leaves the unsettled set.
+    pub fn visibility(&mut self, groups: &[crate::world::Group], all: bool) -> Check {
+        let ids: Vec<WriteId> = if all {
+            self.writes.keys().copied().collect()
+        } else {
+            self.unsettled.iter().copied().collect()
+        };
+        for id in ids {
+            let info = &self.writes[&id];
             let Some((offset, instance)) = info.applied else { continue };
             let state = &groups[info.group as usize].state;
-            let seen = visible(state, &info.write.topic, info.write.partition, offset, instance.producer_id);
-            let committed = self.decisions.get(&instance) == Some(&true);
-            if seen && !committed {
-                return Err(format!(
-                    "check 1: write {} of {instance} visible in group {}, decided {:?}",
-                    info.write.id,
-                    info.group,
-                    self.decisions.get(&instance)
-                ));
-            }
+            let decided = self.decisions.get(&instance).copied();
             let applied_here = info.group == coordinator_of(instance.producer_id)
                 || self.fence.get(&(info.group, instance.producer_id)).is_some_and(|f| *f >= instance);
+            if let Some(group_id) = &info.write.offsets {
+                let stored = state.groups.committed(group_id, &info.write.topic, info.write.partition);
+                let stored = stored.map_or(-1, |c| c.offset);
+                if stored == id as i64 && decided != Some(true) {
+                    return Err(format!(
+                        "check 1: offsets of write {id} of {instance} stored, decided {decided:?}"
+                    ));
+                }
+                if info.acked && decided == Some(true) && applied_here && stored < id as i64 {
+                    return Err(format!(
+                        "check 1: acknowledged offsets of write {id} of committed {instance} not stored in group {} (stored {stored})",
+                        info.group
+                    ));
+                }
+                if decided.is_some() && applied_here {
+                    self.unsettled.remove(&id);
+                }
+                continue;
+            }
+            let seen = visible(state, &info.write.topic, info.write.partition, offset, instance.producer_id);
+            if seen && decided != Some(true) {
+                return Err(format!(
+                    "check 1: write {id} of {instance} visible in group {}, decided {decided:?}",
+                    info.group
+                ));
+            }
             // Another transaction still open below it holds the last stable offset back.
             let stable = offset < last_stable(state, &info.write.topic, info.write.partition);
-            if info.acked && committed && applied_here && stable && !seen {
+            if info.acked && decided == Some(true) && applied_here && stable && !seen {
                 return Err(format!(
-                    "check 1: acknowledged write {} of committed {instance} invisible in group {} after its decision applied",
-                    info.write.id, info.group
+                    "check 1: acknowledged write {id} of committed {instance} invisible in group {} after its decision applied",
+                    info.group
                 ));
+            }
+            if decided.is_some() && applied_here && stable {
+                self.unsettled.remove(&id);
             }
         }
         Ok(())

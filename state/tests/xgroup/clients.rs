@@ -23,10 +23,16 @@ pub(crate) const TXN_TIMEOUT: i32 = 400;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
-    Init { expected: Option<ProducerIdEpoch> },
+    Init {
+        expected: Option<ProducerIdEpoch>,
+    },
     Idle,
+    /// Transactions v1: AddPartitionsToTxn sent, the writes wait for its answer.
+    Adding,
     Writing,
-    Ending { commit: bool },
+    Ending {
+        commit: bool,
+    },
 }
 
 /// The client's open transaction.
@@ -34,6 +40,8 @@ pub(crate) enum Phase {
 pub(crate) struct Txn {
     pub writes: BTreeSet<WriteId>,
     pub acked: BTreeSet<WriteId>,
+    /// Writes not sent yet (a v1 client's, until its partitions are added).
+    pub unsent: Vec<(GroupId, Write)>,
 }
 
 pub(crate) struct Client {
@@ -52,6 +60,9 @@ pub(crate) struct Client {
     /// A crashed client's successor starts at this step: long enough, sometimes, for the
     /// coordinator's timeout to abort the open transaction first.
     pub down_until: i64,
+    /// The group its consumer group (`sendOffsetsToTransaction`) is placed in: its own
+    /// coordinator's for a third of the clients, another for the rest.
+    pub offsets_group: GroupId,
 }
 
 /// What a client's step sends, and where.
@@ -72,6 +83,7 @@ impl Client {
             txn: None,
             txns_begun: 0,
             down_until: 0,
+            offsets_group: (index + index / 3) as u32 % groups,
         }
     }
 
@@ -92,7 +104,7 @@ impl Client {
         match self.phase {
             Phase::Init { expected } if self.sent_at.is_none() || timed_out => self.send_init(now, expected),
             Phase::Idle if !quiescing && rng.gen_bool(0.3) => self.begin(rng, now, groups, next_write),
-            Phase::Writing if timed_out => self.give_up(now),
+            Phase::Adding | Phase::Writing if timed_out => self.give_up(now),
             Phase::Writing if self.all_acked() => {
                 let commit = rng.gen_bool(0.85);
                 self.send_end(now, commit)
@@ -134,20 +146,20 @@ impl Client {
         self.send_init(now, self.producer)
     }
 
-    /// Begins a transaction: one to three distinct partitions, over every group.
+    /// Begins a transaction: one to three distinct partitions, over every group. A v2 client
+    /// writes at once; a v1 client adds the partitions first.
     fn begin(&mut self, rng: &mut StdRng, now: i64, groups: u32, next_write: &mut WriteId) -> Outbox {
         let producer = self.producer.expect("idle with a producer id");
         self.attempt += 1;
         self.sent_at = Some(now);
         self.txns_begun += 1;
-        let mut txn = Txn::default();
         let mut targets = BTreeSet::new();
         for _ in 0..rng.gen_range(1..=3) {
             let group = rng.gen_range(0..groups);
             let topic = topics_of(group)[rng.gen_range(0..2)].clone();
             targets.insert((group, topic, rng.gen_range(0..PARTITIONS)));
         }
-        let mut out = Vec::new();
+        let mut txn = Txn::default();
         for (group, topic, partition) in targets {
             *next_write += 1;
             let seq = self.seqs.entry((topic.clone(), partition)).or_insert(0);
@@ -161,14 +173,65 @@ impl Client {
                 partition,
                 first_seq: *seq,
                 records,
+                v2: self.v2,
+                offsets: None,
             };
             *seq += records;
             txn.writes.insert(write.id);
-            out.push((group, Msg::Produce(write)));
+            txn.unsent.push((group, write));
         }
+        if rng.gen_bool(0.35) {
+            *next_write += 1;
+            let write = Write {
+                id: *next_write,
+                client: self.index,
+                attempt: self.attempt,
+                producer,
+                topic: topics_of(self.offsets_group)[0].clone(),
+                partition: 0,
+                first_seq: 0,
+                records: 0,
+                v2: self.v2,
+                offsets: Some(self.consumer_group()),
+            };
+            txn.writes.insert(write.id);
+            txn.unsent.push((self.offsets_group, write));
+        }
+        let records = txn.unsent.iter().filter(|(_, w)| w.offsets.is_none());
+        let partitions = records.map(|(_, w)| (w.topic.clone(), w.partition)).collect();
         self.txn = Some(txn);
+        if self.v2 {
+            return self.send_writes();
+        }
+        self.phase = Phase::Adding;
+        let msg = Msg::AddPartitionsToTxn { client: self.index, attempt: self.attempt, producer, partitions };
+        vec![(self.coordinator, msg)]
+    }
+
+    /// Its consumer group: one per client, so that its committed offsets only grow.
+    pub fn consumer_group(&self) -> String {
+        format!("cg-{}", self.index)
+    }
+
+    fn send_writes(&mut self) -> Outbox {
         self.phase = Phase::Writing;
-        out
+        let txn = self.txn.as_mut().expect("a transaction to write");
+        std::mem::take(&mut txn.unsent)
+            .into_iter()
+            .map(|(group, write)| (group, Msg::Produce(write)))
+            .collect()
+    }
+
+    /// The answer to AddPartitionsToTxn: the writes go, or the transaction is given up.
+    pub fn partitions_added(&mut self, attempt: u64, now: i64, added: bool) -> Outbox {
+        if attempt != self.attempt || self.phase != Phase::Adding {
+            return Vec::new();
+        }
+        if added {
+            self.send_writes()
+        } else {
+            self.give_up(now)
+        }
     }
 
     /// A crash: everything forgotten; the next instance, up at `up_at`, fences this one.

@@ -3,9 +3,12 @@
 //! coordinator registers participants and answers; decisions travel to participants and
 //! their confirmations back; a participant pulls the outcome of an instance it holds too long.
 
-use onelog_state::command::{EndTxnOp, InitTxnProducerOp, Op, PartitionAppend, ProduceOp};
+use onelog_state::command::{
+    EndTxnOp, InitTxnProducerOp, OffsetCommitEntry, Op, PartitionAppend, ProduceOp, TxnOffsetCommitOp,
+};
+use onelog_state::txns::TxnError;
 use onelog_state::xgroup::coordinator::{self, Resolution};
-use onelog_state::xgroup::ops::{XOp, XProduceOp};
+use onelog_state::xgroup::ops::{XOp, XProduceOp, XTxnOffsetCommitOp};
 use onelog_state::xgroup::{Decision, GroupId, Instance};
 
 use crate::checks::coordinator_of;
@@ -17,6 +20,17 @@ impl World {
     pub(crate) fn deliver(&mut self, to: GroupId, msg: Msg) {
         match msg {
             Msg::Produce(write) => self.on_produce(to, write),
+            Msg::AddPartitionsToTxn { client, attempt, producer, partitions } => {
+                let tid = self.clients[client].transactional_id.clone();
+                let current =
+                    self.groups[to as usize].state.txns.by_id.get(&tid).map(|m| m.check_epoch(producer));
+                let added = current == Some(Ok(()));
+                if added {
+                    self.group(to).memory.add_partitions(&tid, producer, &partitions);
+                }
+                let out = self.clients[client].partitions_added(attempt, self.now, added);
+                self.sent_by_client(out);
+            }
             Msg::InitProducerId { client, attempt, expected, timeout_ms } => {
                 let transactional_id = self.clients[client].transactional_id.clone();
                 let op = InitTxnProducerOp { transactional_id, timeout_ms, expected };
@@ -29,10 +43,16 @@ impl World {
                 self.group(to).propose(Action::Op(Op::EndTxn(op)), Reply::Client { client, attempt });
             }
             Msg::JoinTxn { from, write, open_here } => self.on_join(to, from, write, open_here),
-            Msg::Joined { write, answer } => match answer {
-                Ok((joined, registered)) => self.on_joined(to, write, joined, registered),
-                Err(error) => self.write_failed(&write, &error),
-            },
+            Msg::Joined { write, answer } => {
+                if !self.group(to).memory.joining.remove(&write.id) {
+                    self.stats.stale_answers += 1;
+                    return;
+                }
+                match answer {
+                    Ok((joined, registered)) => self.on_joined(to, write, joined, registered),
+                    Err(error) => self.write_failed(&write, &error),
+                }
+            }
             Msg::Registered { instance, result } => self.on_registered(to, instance, result),
             Msg::Decide { coordinator, decisions } => {
                 self.stats.decisions_sent += decisions.len() as u64;
@@ -49,22 +69,32 @@ impl World {
     fn on_produce(&mut self, to: GroupId, write: Write) {
         let coordinator = coordinator_of(write.producer.producer_id);
         if coordinator == to {
-            let produce = produce_op(&write);
-            self.group(to).propose(Action::Op(Op::Produce(produce)), Reply::LocalWrite { write: write.id });
+            if !self.admit(to, &write) {
+                return self.write_failed(&write, &TxnError::InvalidState("partition not added".into()));
+            }
+            let op = match self.offsets_op(&write) {
+                Some(commit) => Op::TxnOffsetCommit(commit),
+                None => Op::Produce(produce_op(&write)),
+            };
+            self.group(to).propose(Action::Op(op), Reply::LocalWrite { write: write.id });
             return;
         }
         let open_here = self.groups[to as usize].state.xgroup.open_instance(write.producer.producer_id);
+        self.group(to).memory.joining.insert(write.id);
         self.send(coordinator, Msg::JoinTxn { from: to, write, open_here });
     }
 
     /// C: JoinTxn, answered from applied state; a registration proposed unless applied.
     fn on_join(&mut self, to: GroupId, from: GroupId, write: Write, open_here: Option<Instance>) {
         let state = &self.groups[to as usize].state;
-        let answer = coordinator::join(state, write.producer, from, open_here).map(|joined| {
+        let mut answer = coordinator::join(state, write.producer, from, open_here).map(|joined| {
             let listed = state.xgroup.coordinated.get(&joined.instance.producer_id);
             let registered = listed.is_some_and(|c| c.participants.contains(&from));
             (joined, registered)
         });
+        if answer.is_ok() && !self.admit(to, &write) {
+            answer = Err(TxnError::InvalidState("partition not added".into()));
+        }
         if let Ok((joined, false)) = &answer {
             let op = XOp::Register { instance: joined.instance, group: from };
             self.group(to)
@@ -82,13 +112,13 @@ impl World {
         let registered = registered || group.memory.registered.contains(&joined.instance);
         let awaiting = Awaiting { instance: joined.instance, applied: false, registered };
         group.memory.awaiting.insert(write.id, awaiting);
-        let op = XOp::Produce(XProduceOp {
-            coordinator: coordinator_of(write.producer.producer_id),
-            instance: joined.instance,
-            prior: joined.prior,
-            produce: produce_op(&write),
-        });
-        group.propose(Action::X(op), Reply::RemoteWrite { write: write.id });
+        let (coordinator, instance, prior) =
+            (coordinator_of(write.producer.producer_id), joined.instance, joined.prior);
+        let op = match self.offsets_op(&write) {
+            Some(commit) => XOp::TxnOffsetCommit(XTxnOffsetCommitOp { coordinator, instance, prior, commit }),
+            None => XOp::Produce(XProduceOp { coordinator, instance, prior, produce: produce_op(&write) }),
+        };
+        self.group(to).propose(Action::X(op), Reply::RemoteWrite { write: write.id });
     }
 
     fn on_registered(
@@ -144,6 +174,41 @@ impl World {
                 self.send(from, Msg::Decide { coordinator: to, decisions });
             }
         }
+    }
+
+    /// C's leader, KIP-890 part 1: a v2 write adds its partition; a v1 write must be to a
+    /// partition its transaction added (the broker's `TxnCoordinator::admit_write`).
+    /// A write that commits offsets, as the client's TxnOffsetCommit (a simple consumer's:
+    /// no generation, no member).
+    fn offsets_op(&self, write: &Write) -> Option<TxnOffsetCommitOp> {
+        let group_id = write.offsets.clone()?;
+        let commit = OffsetCommitEntry {
+            topic: write.topic.clone(),
+            partition: write.partition,
+            offset: write.id as i64,
+            leader_epoch: -1,
+            metadata: None,
+        };
+        Some(TxnOffsetCommitOp {
+            transactional_id: self.clients[write.client].transactional_id.clone(),
+            producer: write.producer,
+            group_id,
+            generation_id: -1,
+            member_id: String::new(),
+            commits: vec![commit],
+        })
+    }
+
+    fn admit(&mut self, coordinator: GroupId, write: &Write) -> bool {
+        let tid = self.clients[write.client].transactional_id.clone();
+        let key = (write.topic.clone(), write.partition);
+        let memory = &mut self.group(coordinator).memory;
+        // AddOffsetsToTxn is not modelled: offsets are admitted as a v2 client's would be.
+        if write.v2 || write.offsets.is_some() {
+            memory.add_partitions(&tid, write.producer, &[key]);
+            return true;
+        }
+        memory.admit_partition(&tid, write.producer, key)
     }
 
     /// P's leader answers a write once it is applied here and registered in C.

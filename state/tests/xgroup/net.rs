@@ -1,6 +1,6 @@
 //! The messages of the simulation and the network that carries them: each is delivered after
-//! a random delay (so they reorder), and while faults are on some are lost, and some of the
-//! leaders' messages arrive twice (a resend racing the original) or very late.
+//! a random delay (so they reorder), and while faults are on some are lost, some arrive very
+//! late, and some of the leaders' messages arrive twice (a resend racing the original).
 
 use std::collections::BTreeMap;
 
@@ -23,12 +23,24 @@ pub(crate) struct Write {
     pub partition: i32,
     pub first_seq: i32,
     pub records: i32,
+    /// Sent by a transactions-v2 client (Produce v12+): the write adds its partition.
+    pub v2: bool,
+    /// A TxnOffsetCommit of this consumer group instead of records: it commits the write's
+    /// id as the offset of (topic, partition).
+    pub offsets: Option<String>,
 }
 
 #[derive(Debug, Clone)]
 pub(crate) enum Msg {
     /// Client → the partition's group.
     Produce(Write),
+    /// Client → its coordinator group: a transactions-v1 client adds partitions before writing.
+    AddPartitionsToTxn {
+        client: usize,
+        attempt: u64,
+        producer: ProducerIdEpoch,
+        partitions: Vec<(String, i32)>,
+    },
     /// Client → its coordinator group: InitProducerId, naming itself (KIP-360) or not.
     InitProducerId { client: usize, attempt: u64, expected: Option<ProducerIdEpoch>, timeout_ms: i32 },
     /// Client → its coordinator group.
@@ -50,7 +62,13 @@ pub(crate) enum Msg {
 impl Msg {
     /// Whether the message goes between leaders (and may arrive twice), not from a client.
     fn between_leaders(&self) -> bool {
-        !matches!(self, Msg::Produce(_) | Msg::InitProducerId { .. } | Msg::EndTxn { .. })
+        !matches!(
+            self,
+            Msg::Produce(_)
+                | Msg::AddPartitionsToTxn { .. }
+                | Msg::InitProducerId { .. }
+                | Msg::EndTxn { .. }
+        )
     }
 }
 
@@ -75,12 +93,14 @@ impl Net {
         let copies = if faults && msg.between_leaders() && rng.gen_bool(0.03) { 2 } else { 1 };
         self.duplicated += copies - 1;
         for _ in 0..copies {
-            // A rare long delay between leaders: what makes a message arrive after the state it
-            // was about moved on. A client's request arrives within its answer timeout (a
-            // transactions-v1 EndTxn that arrived after the client's retry was answered could
-            // end the client's next transaction of the same epoch: SCALING.md §8, findings).
-            let long = faults && msg.between_leaders() && rng.gen_bool(0.02);
-            let delay = if long { rng.gen_range(20..80) } else { rng.gen_range(1..=DELAY_MAX) };
+            // A rare long delay: what makes a message arrive after the state it was about moved
+            // on, a client's request after the client gave up on it and sent another. Not for a
+            // transactions-v1 EndTxn: one applied after the client's retry was answered can end
+            // the client's next transaction, a window this design shares with one group
+            // (SCALING.md §8, findings); a v2 EndTxn names its transaction by its epoch.
+            let v1_end = matches!(msg, Msg::EndTxn { v2: false, .. });
+            let long = faults && !v1_end && rng.gen_bool(0.02);
+            let delay = if long { rng.gen_range(20..150) } else { rng.gen_range(1..=DELAY_MAX) };
             self.sent += 1;
             self.queue.insert((now + delay, self.sent), (to, msg.clone()));
         }

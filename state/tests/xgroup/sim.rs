@@ -1,11 +1,11 @@
 //! One seeded run: the world (groups, network, clients, what is known to be true), its step,
-//! applying committed entries and handing their answers on, the faults, and the quiet phase
-//! at the end that must leave nothing hanging (check 3).
+//! applying committed entries (their answers: `answers`), the faults, and the quiet phase at
+//! the end that must leave nothing hanging (check 3).
 
 use std::collections::BTreeSet;
 
 use onelog_state::command::OpResult;
-use onelog_state::txns::{TxnError, TxnState};
+use onelog_state::txns::TxnState;
 use onelog_state::xgroup::coordinator;
 use onelog_state::xgroup::ops::{XOp, XResult};
 use onelog_state::xgroup::{GroupId, Instance};
@@ -14,9 +14,9 @@ use rand::{Rng, SeedableRng};
 
 use crate::checks::{Check, Truth, WriteInfo};
 use crate::clients::Client;
-use crate::net::{Msg, Net, Write, WriteId};
+use crate::net::{Msg, Net, WriteId};
 use crate::stats::Stats;
-use crate::world::{Action, Group, Outcome, Proposal, Reply};
+use crate::world::{Action, Group, Outcome, Proposal};
 
 /// A bug put back on purpose, to show the checks catch it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +29,8 @@ pub(crate) enum Bug {
     NoFenceInParticipant,
     /// P answers a write once applied, without waiting for its registration in C.
     AckBeforeRegistration,
+    /// P stores a TxnOffsetCommit's offsets at once, not at the decision.
+    OffsetsBeforeDecision,
 }
 
 pub(crate) const GROUPS: u32 = 3;
@@ -106,12 +108,12 @@ impl World {
             self.faults_now();
         }
         if self.now % 250 == 0 {
-            self.truth.visibility(&self.groups)?;
+            self.truth.visibility(&self.groups, false)?;
         }
         Ok(())
     }
 
-    fn sent_by_client(&mut self, out: Vec<(GroupId, Msg)>) {
+    pub(crate) fn sent_by_client(&mut self, out: Vec<(GroupId, Msg)>) {
         for (to, msg) in out {
             if let Msg::Produce(write) = &msg {
                 let info = WriteInfo { write: write.clone(), group: to, acked: false, applied: None };
@@ -156,6 +158,7 @@ impl World {
             self.groups[g as usize].state.xgroup.remote.values_mut().for_each(|r| r.fence = None);
         }
         if proposal.term == self.groups[g as usize].term {
+            self.forget_added(g, &proposal, &outcome);
             self.answer(g, &proposal, &outcome)?;
         }
         Ok(())
@@ -215,108 +218,19 @@ impl World {
         self.truth.decided(instance, commit, listed)
     }
 
-    /// Hands an applied entry's answer to whoever waits for it.
-    fn answer(&mut self, g: GroupId, proposal: &Proposal, outcome: &Outcome) -> Check {
-        match (&proposal.reply, outcome) {
-            (Reply::None, _) => {}
-            (Reply::Client { client, attempt }, Outcome::Op(result)) => {
-                self.client_answered(*client, *attempt, result)?
-            }
-            (Reply::LocalWrite { write }, Outcome::Op(OpResult::Produced(result))) => {
-                let write = self.truth.writes[write].write.clone();
-                match result {
-                    Ok(produced) => {
-                        let instance = self.local_instance(g, &write, produced[0].base_offset);
-                        self.truth.write_applied(write.id, produced[0].base_offset, instance, false)?;
-                        self.ack(write.id);
-                    }
-                    Err(refusal) => self.write_refused(&write, refusal.error_code),
-                }
-            }
-            (Reply::RemoteWrite { write }, Outcome::X(XResult::Produced(result))) => {
-                let Action::X(XOp::Produce(op)) = &proposal.action else { unreachable!() };
-                let write = self.truth.writes[write].write.clone();
-                match result {
-                    Ok(produced) => {
-                        self.truth.write_applied(write.id, produced[0].base_offset, op.instance, true)?;
-                        if let Some(awaiting) = self.group(g).memory.awaiting.get_mut(&write.id) {
-                            awaiting.applied = true;
-                        }
-                        self.maybe_ack(g, write.id);
-                    }
-                    Err(refusal) => {
-                        self.group(g).memory.awaiting.remove(&write.id);
-                        self.write_refused(&write, refusal.error_code);
-                    }
-                }
-            }
-            (Reply::Register { participant, instance }, Outcome::X(XResult::Registered(result))) => {
-                let msg = Msg::Registered { instance: *instance, result: result.clone() };
-                self.send(*participant, msg);
-            }
-            (Reply::Decisions { coordinator }, Outcome::X(XResult::Decisions(applied))) => {
-                let Action::X(XOp::Decisions { decisions, .. }) = &proposal.action else { unreachable!() };
-                let instances: Vec<Instance> = decisions
-                    .iter()
-                    .zip(applied)
-                    .filter(|(_, a)| a.confirmable())
-                    .map(|(d, _)| d.instance)
-                    .collect();
-                self.stats.deferred += applied.iter().filter(|a| !a.confirmable()).count() as u64;
-                if !instances.is_empty() {
-                    self.send(*coordinator, Msg::Confirm { from: g, instances });
-                }
-            }
-            (reply, outcome) => panic!("{reply:?} answered with {}", describe(outcome)),
-        }
-        Ok(())
-    }
-
-    /// The instance a write in its coordinator's own group joined: C's current one, which the
-    /// write's apply just opened or extended.
-    fn local_instance(&self, g: GroupId, write: &Write, _offset: i64) -> Instance {
-        let state = &self.groups[g as usize].state;
-        coordinator::current(state, write.producer.producer_id).expect("applied a write of it").0
-    }
-
-    fn client_answered(&mut self, client: usize, attempt: u64, result: &OpResult) -> Check {
-        let Some((txn, commit)) = self.clients[client].answered(attempt, result) else { return Ok(()) };
-        self.stats.ended[usize::from(commit)] += 1;
-        // Check 5: the decision the client was told is its transaction's.
-        for write in &txn.acked {
-            let Some((_, instance)) = self.truth.writes[write].applied else { continue };
-            let decided = self.truth.decisions.get(&instance).copied();
-            if decided != Some(commit) {
-                return Err(format!(
-                    "check 5: client {client} told {commit} for its transaction, but write {write} of {instance} is decided {decided:?}"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    pub(crate) fn ack(&mut self, write: WriteId) {
-        let info = self.truth.writes.get_mut(&write).expect("recorded");
-        info.acked = true;
-        self.stats.acked += 1;
-        let write = info.write.clone();
-        if write.attempt == self.clients[write.client].attempt || self.clients[write.client].txn.is_some() {
-            self.clients[write.client].acked(&write);
-        }
-    }
-
-    fn write_refused(&mut self, write: &Write, error_code: i16) {
-        self.stats.refused += 1;
-        let fenced = error_code == kafka_compat::error_code::INVALID_PRODUCER_EPOCH
-            || error_code == kafka_compat::error_code::PRODUCER_FENCED;
-        let out = self.clients[write.client].write_failed(write, self.now, fenced);
-        self.sent_by_client(out);
-    }
-
-    pub(crate) fn write_failed(&mut self, write: &Write, error: &TxnError) {
-        self.stats.refused += 1;
-        let out = self.clients[write.client].write_failed(write, self.now, matches!(error, TxnError::Fenced));
-        self.sent_by_client(out);
+    /// As the broker's coordinator does once an InitProducerId or EndTxn succeeded, or its
+    /// broker abort applied: what the transaction added is forgotten.
+    fn forget_added(&mut self, g: GroupId, proposal: &Proposal, outcome: &Outcome) {
+        use onelog_state::command::Op;
+        let ok = matches!(outcome, Outcome::Op(OpResult::Txn(Ok(_))));
+        let tid = match &proposal.action {
+            Action::Op(Op::InitTxnProducer(op)) if ok => &op.transactional_id,
+            Action::Op(Op::EndTxn(op)) if ok => &op.transactional_id,
+            Action::Op(Op::AbortTxns(op)) => &op.transactions[0].0,
+            _ => return,
+        };
+        let tid = tid.clone();
+        self.group(g).memory.clear(&tid);
     }
 
     /// Check 3: faults off, no new transactions; everything must settle.
@@ -326,7 +240,7 @@ impl World {
         while self.now < until {
             self.step(true)?;
             if self.settled() {
-                return self.truth.visibility(&self.groups);
+                return self.truth.visibility(&self.groups, true);
             }
         }
         Err(format!("check 3: not settled after {QUIET_STEPS} quiet steps: {}", self.hanging()))
@@ -356,12 +270,5 @@ impl World {
             }
         }
         parts.join("; ")
-    }
-}
-
-fn describe(outcome: &Outcome) -> String {
-    match outcome {
-        Outcome::Op(result) => format!("{result:?}"),
-        Outcome::X(result) => format!("{result:?}"),
     }
 }

@@ -8,11 +8,16 @@ pub(crate) struct Stats {
     pub writes: u64,
     pub acked: u64,
     pub refused: u64,
+    /// TxnOffsetCommits applied, [in the coordinator's group, in another].
+    pub offset_commits: [u64; 2],
     /// EndTxn answered, [abort, commit].
     pub ended: [u64; 2],
     /// Decisions with participants in other groups, [abort, commit].
     pub cross_group_decisions: [u64; 2],
     pub decisions_sent: u64,
+    /// JoinTxn answers for a request the leader no longer holds (duplicated, or after a
+    /// leader change): ignored.
+    pub stale_answers: u64,
     pub resends: u64,
     pub deferred: u64,
     /// Decisions carried ahead of a producer's next write.
@@ -21,6 +26,8 @@ pub(crate) struct Stats {
     /// Pull answers, [abort, commit].
     pub pulled: [u64; 2],
     pub timeouts: u64,
+    /// InitProducerId or EndTxn applied after its client stopped waiting for it.
+    pub late_requests: u64,
     pub leader_changes: u64,
     pub crashes: u64,
     pub client_crashes: u64,
@@ -29,15 +36,19 @@ pub(crate) struct Stats {
 impl Stats {
     pub fn summary(&self) -> String {
         format!(
-            "{} entries ({} lost), {} writes ({} acknowledged, {} refused), EndTxn commit/abort {}/{}, \
+            "{} entries ({} lost), {} writes ({} acknowledged, {} refused), offset commits local/remote {}/{}, \
+             EndTxn commit/abort {}/{}, \
              cross-group decisions commit/abort {}/{}, {} decisions sent ({} resends, {} deferred), \
-             {} priors, {} pulls (answered commit/abort {}/{}), {} timeouts, {} leader changes, \
+             {} stale JoinTxn answers ignored, \
+             {} priors, {} pulls (answered commit/abort {}/{}), {} timeouts, {} late client requests, {} leader changes, \
              {} crashes of every node, {} client crashes",
             self.entries,
             self.entries_lost,
             self.writes,
             self.acked,
             self.refused,
+            self.offset_commits[0],
+            self.offset_commits[1],
             self.ended[1],
             self.ended[0],
             self.cross_group_decisions[1],
@@ -45,11 +56,13 @@ impl Stats {
             self.decisions_sent,
             self.resends,
             self.deferred,
+            self.stale_answers,
             self.priors,
             self.pulls,
             self.pulled[1],
             self.pulled[0],
             self.timeouts,
+            self.late_requests,
             self.leader_changes,
             self.crashes,
             self.client_crashes
@@ -67,7 +80,10 @@ impl Stats {
             ("leader changes", self.leader_changes, scale(50)),
             ("entries lost", self.entries_lost, scale(20)),
             ("refused writes", self.refused, scale(20)),
+            ("offset commits in the coordinator's group", self.offset_commits[0], scale(50)),
+            ("offset commits in another group", self.offset_commits[1], scale(100)),
             ("timeout aborts", self.timeouts, scale(3)),
+            ("late client requests", self.late_requests, scale(5)),
         ];
         let missing: Vec<String> = wanted
             .iter()
