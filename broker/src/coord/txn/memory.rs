@@ -40,6 +40,10 @@ struct Inner {
     /// Transactional ids whose transactions this term has seen end (or whose producer was
     /// initialised in it): `open` holds everything their current transaction added.
     complete: HashSet<String>,
+    /// The transaction of each id that ended with nothing written (`end_added_only`): its
+    /// producer and decision, so that a retry of that EndTxn gets the same answer. Gone at
+    /// the id's next add.
+    ended_added_only: HashMap<String, (ProducerIdEpoch, bool)>,
 }
 
 impl TxnMemory {
@@ -49,12 +53,19 @@ impl TxnMemory {
             inner.term = term;
             inner.open.clear();
             inner.complete.clear();
+            inner.ended_added_only.clear();
         }
         f(&mut inner)
     }
 
+    /// `f` over what open transactions added; the id's earlier added-only end is no longer
+    /// the one a retry names once its next transaction adds.
     fn with<R>(&self, term: u64, f: impl FnOnce(&mut HashMap<String, Added>) -> R) -> R {
-        self.with_inner(term, |inner| f(&mut inner.open))
+        self.with_inner(term, |inner| {
+            let result = f(&mut inner.open);
+            inner.ended_added_only.retain(|id, _| !inner.open.contains_key(id));
+            result
+        })
     }
 
     fn entry<'a>(
@@ -135,8 +146,36 @@ impl TxnMemory {
     pub fn clear(&self, term: u64, transactional_id: &str) {
         self.with_inner(term, |inner| {
             inner.open.remove(transactional_id);
+            inner.ended_added_only.remove(transactional_id);
             inner.complete.insert(transactional_id.to_string());
         });
+    }
+
+    /// Transactions v1: ends `producer`'s transaction if it added partitions or groups in this
+    /// term and wrote nothing (the caller saw the log's transaction already ended), or if this
+    /// is a retry of such an end with the same decision. True when it did; the transaction is
+    /// then forgotten as by `clear`.
+    pub fn end_added_only(
+        &self,
+        term: u64,
+        transactional_id: &str,
+        producer: ProducerIdEpoch,
+        commit: bool,
+    ) -> bool {
+        self.with_inner(term, |inner| {
+            let added = inner
+                .open
+                .get(transactional_id)
+                .is_some_and(|a| a.producer == producer && !(a.partitions.is_empty() && a.groups.is_empty()));
+            let retry = inner.ended_added_only.get(transactional_id) == Some(&(producer, commit));
+            if !(added || retry) {
+                return false;
+            }
+            inner.open.remove(transactional_id);
+            inner.complete.insert(transactional_id.to_string());
+            inner.ended_added_only.insert(transactional_id.to_string(), (producer, commit));
+            true
+        })
     }
 
     /// Forgets transactions that added but never wrote for longer than their timeout; the
@@ -168,5 +207,24 @@ mod tests {
         assert!(memory.admit_partition(TERM, "tx", ID, "t", 1, 0), "added in this term");
         assert!(!memory.admit_partition(TERM, "tx", ID, "t", 0, 0), "not added to this transaction");
         assert!(memory.admit_partition(TERM + 1, "tx", ID, "t", 0, 0), "the next term starts over");
+    }
+
+    /// A v1 transaction that added and wrote nothing ends in memory; a retry of that end gets
+    /// the same answer, the other decision does not, and the next add starts afresh.
+    #[test]
+    fn an_added_only_transaction_ends_in_memory_and_its_retry_is_recognised() {
+        let memory = TxnMemory::default();
+        assert!(!memory.end_added_only(TERM, "tx", ID, false), "nothing added: the log decides");
+        memory.add_partitions(TERM, "tx", ID, [("t".to_string(), 0)], 0);
+        assert!(!memory.end_added_only(TERM, "tx", ProducerIdEpoch { producer_epoch: 1, ..ID }, false));
+        assert!(memory.end_added_only(TERM, "tx", ID, false));
+        assert!(memory.added(TERM).is_empty(), "forgotten");
+        assert!(!memory.admit_partition(TERM, "tx", ID, "t", 0, 0), "its late batch is refused");
+        assert!(memory.end_added_only(TERM, "tx", ID, false), "a retry");
+        assert!(!memory.end_added_only(TERM, "tx", ID, true), "not the other decision");
+        memory.add_partitions(TERM, "tx", ID, [("t".to_string(), 1)], 0);
+        memory.admit_partition(TERM, "tx", ID, "t", 1, 0);
+        assert!(memory.end_added_only(TERM, "tx", ID, true), "the next added-only transaction");
+        assert!(!memory.end_added_only(TERM + 1, "tx", ID, true), "a new term remembers nothing");
     }
 }

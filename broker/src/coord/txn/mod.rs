@@ -23,7 +23,7 @@ use std::sync::Arc;
 use kafka_compat::error_code;
 use onelog_state::command::{AbortTxnsOp, EndTxnOp, InitTxnProducerOp, TxnOffsetCommitOp};
 use onelog_state::groups::CommitResult;
-use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, Transactions, TxnError};
+use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, Transactions, TxnError, TxnState};
 
 use self::memory::{Added, TxnMemory};
 use self::views::ListFilter;
@@ -181,11 +181,29 @@ impl TxnCoordinator {
         bump_epoch: bool,
     ) -> Result<ProducerIdEpoch, TxnFailure> {
         self.ensure_coordinator()?;
+        if !bump_epoch && self.ends_added_only(transactional_id, producer, txn_commit) {
+            return Ok(producer);
+        }
         let op =
             EndTxnOp { transactional_id: transactional_id.to_string(), producer, txn_commit, bump_epoch };
         let next = self.proposer.propose(op).await??;
         self.memory.clear(self.term(), transactional_id);
         Ok(next)
+    }
+
+    /// Transactions v1: a transaction that only added partitions or groups is Ongoing for
+    /// Kafka, whose AddPartitionsToTxn is in its log; here the adds are leader memory and the
+    /// log still shows the previous transaction ended, where the other decision would be taken
+    /// for a confused retry (INVALID_TXN_STATE, fatal to the client). Such a transaction has
+    /// nothing in the log to decide, so its EndTxn (or a retry of it) ends it in memory.
+    fn ends_added_only(&self, transactional_id: &str, producer: ProducerIdEpoch, commit: bool) -> bool {
+        let ended = self.applied.state(|s| {
+            s.txns.by_id.get(transactional_id).is_some_and(|m| {
+                (m.producer_id, m.producer_epoch) == (producer.producer_id, producer.producer_epoch)
+                    && matches!(m.state, TxnState::CompleteCommit | TxnState::CompleteAbort)
+            })
+        });
+        ended && self.memory.end_added_only(self.term(), transactional_id, producer, commit)
     }
 
     /// The broker aborts `transactions` (each as it was seen open; one that moved on is left
