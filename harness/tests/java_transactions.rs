@@ -27,6 +27,9 @@
 //! librdkafka producer's commit fails with an abortable error, after which it aborts and commits
 //! a new transaction. `find-hanging` finds nothing hanging before or after.
 //!
+//! A transaction aborted while its first batch still lingers in the client, right after a
+//! commit (`TxnLingeringAbort`), succeeds with both client generations, as on Kafka.
+//!
 //! Needs `ONELOG_JAVA_CLASSPATH` and `ONELOG_JAVA3_CLASSPATH` (scripts/test.sh sets both);
 //! without them the tests fail.
 
@@ -119,6 +122,39 @@ fn live_run_scenario(cluster: &Cluster, clients: Clients) -> Result<()> {
     };
     ensure!(described["TransactionState"] == "CompleteCommit", "describe: {described:?}");
     ensure!(described["ProducerEpoch"] == epoch, "{clients:?}: epoch {epoch} expected: {described:?}");
+    Ok(())
+}
+
+/// A transaction aborted while its first batch lingers in the client, right after a commit
+/// (`TxnLingeringAbort`): added, nothing written. Kafka 3.9's client (transactions v1) got
+/// INVALID_TXN_STATE, fatal, before `TxnCoordinator::ends_added_only`; Kafka answers success.
+#[test]
+fn java3_abort_while_the_first_batch_lingers() {
+    lingering_abort(Clients::Kafka3);
+}
+
+#[test]
+fn java4_abort_while_the_first_batch_lingers() {
+    lingering_abort(Clients::Kafka4);
+}
+
+fn lingering_abort(clients: Clients) {
+    clients.classpath().expect("the Java scenario drivers");
+    let mut cluster = three_nodes();
+    let result = lingering_abort_scenario(&cluster, clients).and_then(|()| cluster.check_none_exited());
+    cluster.unwrap_or_dump(result);
+}
+
+fn lingering_abort_scenario(cluster: &Cluster, clients: Clients) -> Result<()> {
+    let bootstrap = cluster.bootstrap();
+    let topic = format!("java-lingering-abort-{clients:?}").to_lowercase();
+    tokio::runtime::Runtime::new()?.block_on(create_topics(&bootstrap, &[(topic.as_str(), 1)]))?;
+    let txn_id = format!("java-lingering-abort-{clients:?}");
+    let args = [bootstrap.clone(), format!("--topic={topic}"), format!("--transactional-id={txn_id}")];
+    let summary = clients.run("TxnLingeringAbort", &args)?;
+    println!("TxnLingeringAbort ({clients:?}): {summary}");
+    ensure!(summary["aborted"] == "ok", "{summary}");
+    ensure!(summary["read_committed"] == json!(["committed-1", "committed-2"]), "{summary}");
     Ok(())
 }
 
