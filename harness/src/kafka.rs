@@ -141,7 +141,7 @@ pub fn read_partitions(
 /// partition, without asking again; right after every node restarted, that happens (the
 /// brokers answer LEADER_NOT_AVAILABLE until a leader is agreed, as Kafka's do during an
 /// election), so it is retried too.
-fn high_watermark(consumer: &BaseConsumer, topic: &str, partition: i32) -> Result<i64> {
+pub(crate) fn high_watermark(consumer: &BaseConsumer, topic: &str, partition: i32) -> Result<i64> {
     use rdkafka::error::{KafkaError, RDKafkaErrorCode};
     let deadline = Instant::now() + CLIENT_REQUEST_TIMEOUT;
     loop {

@@ -19,7 +19,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
-use crate::kafka::{client_config, CLIENT_REQUEST_TIMEOUT};
+use crate::kafka::client_config;
 use crate::RawClient;
 
 /// Timeout of one transactional call (init, commit, abort) and of one read-back.
@@ -61,7 +61,9 @@ pub fn read_values(bootstrap: &str, topic: &str, partitions: i32, isolation: &st
     let mut ends = BTreeMap::new();
     let mut assignment = TopicPartitionList::new();
     for p in 0..partitions {
-        let (_, high) = consumer.fetch_watermarks(topic, p, CLIENT_REQUEST_TIMEOUT)?;
+        // Retried while the leader is moving or still being elected (a read right after every
+        // node restarted failed here with NotLeaderForPartition in CI, journaled_segments).
+        let high = crate::kafka::high_watermark(&consumer, topic, p)?;
         ends.insert(p, high);
         assignment.add_partition_offset(topic, p, Offset::Beginning)?;
     }
