@@ -92,10 +92,8 @@ fn produce_in_participant(
         apply_decision(state, op.coordinator, prior, *stamp, effects);
     }
     let owner = crate::apply::TxnOwner::Remote { coordinator: op.coordinator, instance: op.instance };
-    let mut appended = Vec::new();
-    let result = crate::apply::apply_produce_as(state, stamp.now_ms, &op.produce, &mut appended, owner);
-    effects.extend(appended);
-    result
+    // It checks every batch before it appends an effect, so a refusal adds none.
+    crate::apply::apply_produce_as(state, stamp.now_ms, &op.produce, effects, owner)
 }
 
 /// The prior decision, then the commits, checked as a member's would be and held by the
