@@ -51,9 +51,7 @@ pub fn apply_op(
             s.cluster_id = s.cluster_id.take().or_else(|| Some(init.cluster_id.clone()))
         }),
         Op::SetLimits(limits) => done(state, now_ms, |s, _| s.limits = *limits),
-        Op::Produce(produce) => {
-            OpResult::Produced(apply_produce_as(state, now_ms, produce, effects, TxnOwner::Local))
-        }
+        Op::Produce(produce) => produce_local(state, now_ms, produce, effects),
         Op::CreateTopics(op) => {
             OpResult::Items(op.topics.iter().map(|t| create_topic(state, t, effects)).collect())
         }
@@ -107,7 +105,18 @@ pub fn apply_op(
         Op::RecordShareLiveness(op) => apply_share::record_liveness(state, op),
         Op::ShareResetOffsets(op) => apply_share::reset_offsets(state, op),
         Op::ShareDeleteOffsets(op) => apply_share::delete_offsets(state, op),
+        Op::CrossGroup(op) => OpResult::CrossGroup(crate::xgroup::ops::apply_xop(state, stamp, op, effects)),
     }
+}
+
+/// This group's own produce op: its transactional batches are of transactions coordinated here.
+fn produce_local(
+    state: &mut BrokerState,
+    now_ms: i64,
+    produce: &ProduceOp,
+    effects: &mut Vec<Effect>,
+) -> OpResult {
+    OpResult::Produced(apply_produce_as(state, now_ms, produce, effects, TxnOwner::Local))
 }
 
 /// An op that changes the state and answers nothing of its own.

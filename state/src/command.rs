@@ -138,6 +138,10 @@ pub enum Op {
     /// DeleteShareGroupOffsets: an empty share group forgets its state of the given topics.
     /// `onelog.version` 5.
     ShareDeleteOffsets(ShareDeleteOffsetsOp),
+    /// One step of a transaction across Raft groups (docs/SCALING.md §3): a participant's
+    /// registration or confirmations in the coordinator group; a tagged write, offsets or
+    /// decisions in a participant group. `onelog.version` 7.
+    CrossGroup(Box<crate::xgroup::XOp>),
 }
 
 impl Op {
@@ -193,13 +197,18 @@ impl Op {
             | Op::RecordShareLiveness(_)
             | Op::ShareResetOffsets(_)
             | Op::ShareDeleteOffsets(_) => crate::features::ONELOG_VERSION_SHARE_GROUPS,
+            Op::CrossGroup(_) => crate::features::ONELOG_VERSION_RAFT_GROUPS,
         }
     }
 
     /// Whether applying the op may append transaction markers (control batches) to
     /// partitions, taking offsets the entry builder does not stamp (see `entry`).
     pub fn writes_markers(&self) -> bool {
-        matches!(self, Op::EndTxn(_) | Op::InitTxnProducer(_) | Op::AbortTxns(_))
+        match self {
+            Op::EndTxn(_) | Op::InitTxnProducer(_) | Op::AbortTxns(_) => true,
+            Op::CrossGroup(op) => op.writes_markers(),
+            _ => false,
+        }
     }
 
     /// Whether applying the op may change what a produce op later in the same entry is checked
@@ -208,7 +217,9 @@ impl Op {
     /// builder puts such ops after every produce op of the entry, so that a produce op it
     /// stamped applies as stamped.
     pub fn changes_produce_checks(&self) -> bool {
-        self.writes_markers() || matches!(self, Op::DeleteTopics(_) | Op::ExpireTransactionalIds(_))
+        self.writes_markers()
+            || matches!(self, Op::DeleteTopics(_) | Op::ExpireTransactionalIds(_))
+            || matches!(self, Op::CrossGroup(op) if op.takes_offsets())
     }
 
     /// Whether applying the op may change how a produce op of a *later* entry is stamped or
@@ -228,6 +239,7 @@ impl Op {
                     | Op::AlterConfigs(_)
                     | Op::UpdateFeatures(_)
             )
+            || matches!(self, Op::CrossGroup(op) if op.takes_offsets())
     }
 }
 
@@ -551,6 +563,8 @@ pub enum OpResult {
     ShareOffsetsDeleted(Result<Vec<bool>, cg::Refusal>),
     /// ShareResetOffsets: done, or the group's refusal.
     ShareOffsetsReset(Result<(), cg::Refusal>),
+    /// CrossGroup: the step's own result.
+    CrossGroup(crate::xgroup::XResult),
 }
 
 /// A ShareGroupHeartbeat as the leader proposes it: the request, the group's effective
@@ -810,6 +824,7 @@ typed_op!(ShareExpireOp, ShareExpireLocks, (), |r| OpResult::Done => ());
 typed_op!(ShareLivenessOp, RecordShareLiveness, (), |r| OpResult::Done => ());
 typed_op!(ShareResetOffsetsOp, ShareResetOffsets, Result<(), cg::Refusal>, |r| OpResult::ShareOffsetsReset(d) => d);
 typed_op!(ShareDeleteOffsetsOp, ShareDeleteOffsets, Result<Vec<bool>, cg::Refusal>, |r| OpResult::ShareOffsetsDeleted(d) => d);
+typed_op!(Box<crate::xgroup::XOp>, CrossGroup, crate::xgroup::XResult, |r| OpResult::CrossGroup(x) => x);
 
 impl From<ProduceOp> for Op {
     fn from(op: ProduceOp) -> Op {

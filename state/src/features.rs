@@ -30,7 +30,9 @@ use crate::command::Refusal;
 /// log and checkpoints (checkpoint format 8). 3: KIP-848 consumer groups in the log
 /// (checkpoint format 9). 4: KIP-1071 Streams groups in the log (checkpoint format 10).
 /// 5: KIP-932 share groups in the log (checkpoint format 11). 6: partition segments may
-/// leave their batches in the Raft log (journaled segments; checkpoint format 12).
+/// leave their batches in the Raft log (journaled segments; checkpoint format 12). 7: the
+/// cross-group transaction entries (`Op::CrossGroup`) and their state in checkpoints
+/// (format 13), what a cluster of more than one Raft group needs.
 pub const ONELOG_VERSION: &str = "onelog.version";
 /// KIP-890's transactions v2 (Produce v12, TxnOffsetCommit v5, EndTxn v5 epoch bumps).
 pub const TRANSACTION_VERSION: &str = "transaction.version";
@@ -58,6 +60,9 @@ pub const ONELOG_VERSION_SHARE_GROUPS: i16 = 5;
 /// batches in the Raft log, indexed by a journal (issue 31): a data directory holding them
 /// cannot be opened by a build of level 5 or below, so its checkpoints say so (format 12).
 pub const ONELOG_VERSION_JOURNALED_SEGMENTS: i16 = 6;
+/// The level of `onelog.version` whose ops and checkpoint carry transactions across Raft
+/// groups (issue 32, docs/SCALING.md): a cluster runs more than one group only from it.
+pub const ONELOG_VERSION_RAFT_GROUPS: i16 = 7;
 
 /// What a client feature's level needs of `onelog.version` (Kafka's `metadata.version`
 /// dependencies, `FeatureVersion.dependencies`): (feature, from level, onelog.version).

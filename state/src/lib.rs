@@ -108,8 +108,9 @@ pub struct BrokerState {
     /// delivery counts, start offsets). Written after `share_groups` from format 11 on.
     #[serde(skip)]
     pub share_states: share_states::ShareStates,
-    /// Transactions across Raft groups (docs/SCALING.md): empty in a one-group cluster, the
-    /// only kind that exists yet, so neither checkpoints nor digests carry it so far.
+    /// Transactions across Raft groups (docs/SCALING.md): empty in a one-group cluster.
+    /// Skipped by serde like `share_states`: the checkpoint writes it after those from format
+    /// 13 on (`onelog.version` 7).
     #[serde(skip)]
     pub xgroup: xgroup::CrossGroup,
 }

@@ -15,7 +15,7 @@ use super::{LogId, StoredMembership};
 use crate::upgrade::TooNew;
 use onelog_state::features::{
     ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS, ONELOG_VERSION_JOURNALED_SEGMENTS,
-    ONELOG_VERSION_SHARE_GROUPS, ONELOG_VERSION_STREAMS_GROUPS,
+    ONELOG_VERSION_RAFT_GROUPS, ONELOG_VERSION_SHARE_GROUPS, ONELOG_VERSION_STREAMS_GROUPS,
 };
 use onelog_state::BrokerState;
 
@@ -41,12 +41,16 @@ const MAGIC: &[u8; 4] = b"OLCP";
 // 12: the body of 11; the partition files it covers may be journaled segments, whose batches
 //    lie in the Raft log (`onelog.version` 6). Only the number changes: a build that reads 11
 //    at most must refuse such a data directory rather than open its partitions without them.
+// 13: the group's cross-group transaction state (`BrokerState::xgroup`: instances it
+//    coordinates, undelivered decisions, other groups' open instances here) follows the
+//    share states (`onelog.version` 7), written only once that level is finalized.
 const FORMAT_VERSION_LEGACY: u32 = 7;
 const FORMAT_VERSION_FEATURES: u32 = 8;
 const FORMAT_VERSION_CONSUMER_GROUPS: u32 = 9;
 const FORMAT_VERSION_STREAMS_GROUPS: u32 = 10;
 const FORMAT_VERSION_SHARE_GROUPS: u32 = 11;
-const FORMAT_VERSION: u32 = 12;
+const FORMAT_VERSION_JOURNALED_SEGMENTS: u32 = 12;
+const FORMAT_VERSION: u32 = 13;
 /// The formats this build reads; anything else is refused by name (`upgrade::TooNew`).
 pub const FORMAT_VERSIONS_READ: RangeInclusive<u32> = FORMAT_VERSION_LEGACY..=FORMAT_VERSION;
 
@@ -61,8 +65,10 @@ pub struct Checkpoint {
 /// that the previous release reads every checkpoint until an operator raises the level.
 fn format_version(state: &BrokerState) -> u32 {
     let features = &state.features;
-    if features.level(ONELOG_VERSION) >= ONELOG_VERSION_JOURNALED_SEGMENTS {
+    if features.level(ONELOG_VERSION) >= ONELOG_VERSION_RAFT_GROUPS {
         FORMAT_VERSION
+    } else if features.level(ONELOG_VERSION) >= ONELOG_VERSION_JOURNALED_SEGMENTS {
+        FORMAT_VERSION_JOURNALED_SEGMENTS
     } else if features.level(ONELOG_VERSION) >= ONELOG_VERSION_SHARE_GROUPS {
         FORMAT_VERSION_SHARE_GROUPS
     } else if features.level(ONELOG_VERSION) >= ONELOG_VERSION_STREAMS_GROUPS {
@@ -98,6 +104,10 @@ pub fn encode(checkpoint: &Checkpoint) -> Vec<u8> {
         bincode::serialize_into(&mut out, &checkpoint.state.share_groups)
             .expect("serializing to a Vec cannot fail");
         bincode::serialize_into(&mut out, &checkpoint.state.share_states)
+            .expect("serializing to a Vec cannot fail");
+    }
+    if version >= FORMAT_VERSION {
+        bincode::serialize_into(&mut out, &checkpoint.state.xgroup)
             .expect("serializing to a Vec cannot fail");
     }
     let crc = crc32c::crc32c(&out);
@@ -139,6 +149,10 @@ pub fn decode(bytes: &[u8]) -> io::Result<Checkpoint> {
         checkpoint.state.share_groups =
             bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
         checkpoint.state.share_states =
+            bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
+    }
+    if version >= FORMAT_VERSION {
+        checkpoint.state.xgroup =
             bincode::deserialize_from(&mut input).map_err(|e| invalid(&e.to_string()))?;
     }
     if !input.is_empty() {
@@ -276,16 +290,42 @@ mod tests {
         assert_eq!(decode(&at_6).unwrap().state.features.level(ONELOG_VERSION), 6);
     }
 
+    /// Level 7 appends the cross-group state; at level 6 the same state is not written, so a
+    /// build that reads 12 at most reads every checkpoint until an operator finalizes 7.
+    #[test]
+    fn cross_group_state_is_format_13_from_onelog_version_7_and_comes_back() {
+        use onelog_state::xgroup::{Coordinated, Undelivered};
+        let mut checkpoint = recorded();
+        let to = |level| {
+            vec![FeatureUpdate { name: ONELOG_VERSION.into(), level, upgrade_type: UpgradeType::Upgrade }]
+        };
+        checkpoint.state.features.apply(&UpdateFeaturesOp { updates: to(6) }).unwrap();
+        let xgroup = &mut checkpoint.state.xgroup;
+        xgroup.groups = 3;
+        xgroup.coordinated.insert(7, Coordinated { n: 2, participants: [1, 2].into() });
+        let instance = onelog_state::xgroup::Instance { producer_id: 7, epoch: 0, n: 1 };
+        xgroup.undelivered.insert(instance, Undelivered { commit: true, waiting: [2].into() });
+        let at_6 = encode(&checkpoint);
+        assert_eq!(version(&at_6), 12);
+        assert_eq!(decode(&at_6).unwrap().state.xgroup, Default::default(), "format 12 has no room for it");
+        checkpoint.state.features.apply(&UpdateFeaturesOp { updates: to(7) }).unwrap();
+        let at_7 = encode(&checkpoint);
+        assert_eq!(version(&at_7), 13);
+        let back = decode(&at_7).unwrap();
+        assert_eq!(back.state.xgroup, checkpoint.state.xgroup);
+        assert_eq!(back.state.features.level(ONELOG_VERSION), 7);
+    }
+
     #[test]
     fn a_newer_format_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("checkpoint");
         let mut bytes = encode(&recorded());
-        bytes[4..8].copy_from_slice(&13u32.to_be_bytes());
+        bytes[4..8].copy_from_slice(&14u32.to_be_bytes());
         std::fs::write(&path, &bytes).unwrap();
         let message = load(&path).unwrap_err().to_string();
         let want =
-            format!("{}: checkpoint format version 13 is not one this build reads (7–12", path.display());
+            format!("{}: checkpoint format version 14 is not one this build reads (7–13", path.display());
         assert!(message.starts_with(&want), "{message}");
         // The start-up check reads the header alone, with the same message.
         assert!(check_format(&path).unwrap_err().to_string().starts_with(&want));

@@ -15,7 +15,7 @@
 //!   segments that checkpoint references and the others are deleted.
 //!
 //! The gate: segments are journaled only once no build without journals can open this data
-//! directory. That is when the newest checkpoint is format 12 (`onelog.version` 6 finalized),
+//! directory. That is when the newest checkpoint is format 12 or later (`onelog.version` 6 finalized),
 //! or, before this node ever wrote or received a checkpoint, once the applied state has level
 //! 6: a build of level 5 opens a directory without a checkpoint by removing every partition
 //! directory and replaying the whole Raft log, which nothing has purged yet.

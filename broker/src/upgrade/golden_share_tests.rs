@@ -9,13 +9,12 @@ use onelog_state::command::{
     ShareReleaseOp, ShareResetOffsetsOp,
 };
 use onelog_state::features::{
-    FeatureUpdate, UpdateFeaturesOp, UpgradeType, GROUP_VERSION, ONELOG_VERSION, SHARE_VERSION,
-    STREAMS_VERSION, TRANSACTION_VERSION,
+    GROUP_VERSION, ONELOG_VERSION, SHARE_VERSION, STREAMS_VERSION, TRANSACTION_VERSION,
 };
 use onelog_state::share_group::{Heartbeat, ShareSettings};
 use onelog_state::share_partition::{AckBatch, AcquireInput, Limits, LogBatch};
 
-use super::golden_tests::{checkpoint_0_1_0, golden, op_kind, read};
+use super::golden_tests::{checkpoint_0_1_0_at, decoded_as_written, op_kind, read, write_once};
 use crate::raft::checkpoint::{self, Checkpoint};
 
 const NOW_MS: i64 = 1_764_950_000_000;
@@ -39,18 +38,13 @@ fn limits() -> Limits {
 /// 0.1.0's state at `onelog.version` 5 with one share group reading its first topic: ten
 /// records acquired, then 0-2 accepted, 3 released, 4 rejected.
 fn checkpoint_11() -> Checkpoint {
-    let mut checkpoint = checkpoint_0_1_0();
-    let levels = [
+    let mut checkpoint = checkpoint_0_1_0_at(&[
         (ONELOG_VERSION, 5),
         (TRANSACTION_VERSION, 2),
         (GROUP_VERSION, 1),
         (STREAMS_VERSION, 1),
         (SHARE_VERSION, 1),
-    ];
-    let updates = levels
-        .map(|(name, level)| FeatureUpdate { name: name.into(), level, upgrade_type: UpgradeType::Upgrade })
-        .to_vec();
-    checkpoint.state.features.apply(&UpdateFeaturesOp { updates }).unwrap();
+    ]);
     let state = &mut checkpoint.state;
     let (name, topic) = state.topics.iter().next().expect("0.1.0's state has topics");
     let topic_id = topic.topic_id;
@@ -77,13 +71,10 @@ fn checkpoint_11() -> Checkpoint {
 
 #[test]
 fn checkpoint_format_11_with_a_share_group_decodes_and_encodes_back() {
-    let bytes = read("0.2.0/checkpoint-11");
-    let decoded = checkpoint::decode(&bytes).expect("decodes");
+    let decoded = decoded_as_written("0.2.0/checkpoint-11", checkpoint_11());
     assert_eq!(decoded.state.features.level(SHARE_VERSION), 1);
     assert!(decoded.state.share_groups.groups["golden-share"].members.contains_key("golden-1"));
     assert_eq!(decoded.state.share_states.groups["golden-share"].len(), 1, "one topic's share state");
-    assert_eq!(decoded.state, checkpoint_11().state, "the state the file was written from");
-    assert_eq!(checkpoint::encode(&decoded), bytes, "format 11 byte for byte");
 }
 
 /// Writes `0.2.0/checkpoint-11`, once, with the build that added format 11; never to update
@@ -91,10 +82,7 @@ fn checkpoint_format_11_with_a_share_group_decodes_and_encodes_back() {
 #[test]
 #[ignore = "writes a golden file: run by hand, once per release that adds one"]
 fn write_golden_0_2_0_checkpoint_11() {
-    let path = golden("0.2.0/checkpoint-11");
-    if !path.exists() {
-        std::fs::write(path, checkpoint::encode(&checkpoint_11())).unwrap();
-    }
+    write_once("0.2.0/checkpoint-11", checkpoint::encode(&checkpoint_11()));
 }
 
 /// One op of every kind `onelog.version` 5 adds (34–42), with its optional parts filled.
@@ -181,8 +169,5 @@ fn ops_34_42_decode_and_encode_back() {
 #[test]
 #[ignore = "writes a golden file: run by hand, once per release that adds one"]
 fn write_golden_0_2_0_share_ops() {
-    let path = golden("0.2.0/ops-34-42");
-    if !path.exists() {
-        std::fs::write(path, bincode::serialize(&ops_share()).unwrap()).unwrap();
-    }
+    write_once("0.2.0/ops-34-42", bincode::serialize(&ops_share()).unwrap());
 }

@@ -7,15 +7,12 @@ use std::collections::BTreeMap;
 use onelog_state::command::{
     FenceStreamsMemberOp, Op, SeenMember, StreamsAssignOp, StreamsGroupHeartbeatOp, StreamsLivenessOp,
 };
-use onelog_state::features::{
-    FeatureUpdate, UpdateFeaturesOp, UpgradeType, GROUP_VERSION, ONELOG_VERSION, STREAMS_VERSION,
-    TRANSACTION_VERSION,
-};
+use onelog_state::features::{GROUP_VERSION, ONELOG_VERSION, STREAMS_VERSION, TRANSACTION_VERSION};
 use onelog_state::streams_group::{
     CopartitionGroup, Heartbeat, StreamsSettings, Subtopology, Tasks, TopicInfo, Topology,
 };
 
-use super::golden_tests::{checkpoint_0_1_0, golden, op_kind, read};
+use super::golden_tests::{checkpoint_0_1_0_at, decoded_as_written, op_kind, read, write_once};
 use crate::raft::checkpoint::{self, Checkpoint};
 
 /// A topology with every part filled: a source, a repartition step, a changelog, a
@@ -68,11 +65,12 @@ fn join(source: &str) -> Heartbeat {
 
 /// 0.1.0's state at `onelog.version` 4 with one Streams group reading its first topic.
 fn checkpoint_10() -> Checkpoint {
-    let mut checkpoint = checkpoint_0_1_0();
-    let updates = [(ONELOG_VERSION, 4), (TRANSACTION_VERSION, 2), (GROUP_VERSION, 1), (STREAMS_VERSION, 1)]
-        .map(|(name, level)| FeatureUpdate { name: name.into(), level, upgrade_type: UpgradeType::Upgrade })
-        .to_vec();
-    checkpoint.state.features.apply(&UpdateFeaturesOp { updates }).unwrap();
+    let mut checkpoint = checkpoint_0_1_0_at(&[
+        (ONELOG_VERSION, 4),
+        (TRANSACTION_VERSION, 2),
+        (GROUP_VERSION, 1),
+        (STREAMS_VERSION, 1),
+    ]);
     let state = &mut checkpoint.state;
     let source = state.topics.keys().next().expect("0.1.0's state has topics").clone();
     let settings = StreamsSettings::default();
@@ -82,13 +80,10 @@ fn checkpoint_10() -> Checkpoint {
 
 #[test]
 fn checkpoint_format_10_with_a_streams_group_decodes_and_encodes_back() {
-    let bytes = read("0.2.0/checkpoint-10");
-    let decoded = checkpoint::decode(&bytes).expect("decodes");
+    let decoded = decoded_as_written("0.2.0/checkpoint-10", checkpoint_10());
     assert_eq!(decoded.state.features.level(STREAMS_VERSION), 1);
     let group = &decoded.state.streams_groups.groups["golden-streams"];
     assert!(group.topology.is_some() && group.members.contains_key("golden-1"), "{group:?}");
-    assert_eq!(decoded.state, checkpoint_10().state, "the state the file was written from");
-    assert_eq!(checkpoint::encode(&decoded), bytes, "format 10 byte for byte");
 }
 
 /// Writes `0.2.0/checkpoint-10`, once, with the build that added format 10; never to update
@@ -96,10 +91,7 @@ fn checkpoint_format_10_with_a_streams_group_decodes_and_encodes_back() {
 #[test]
 #[ignore = "writes a golden file: run by hand, once per release that adds one"]
 fn write_golden_0_2_0_checkpoint_10() {
-    let path = golden("0.2.0/checkpoint-10");
-    if !path.exists() {
-        std::fs::write(path, checkpoint::encode(&checkpoint_10())).unwrap();
-    }
+    write_once("0.2.0/checkpoint-10", checkpoint::encode(&checkpoint_10()));
 }
 
 /// One op of every kind `onelog.version` 4 adds (30–33), with its optional parts filled.
@@ -143,8 +135,5 @@ fn ops_30_33_decode_and_encode_back() {
 #[test]
 #[ignore = "writes a golden file: run by hand, once per release that adds one"]
 fn write_golden_0_2_0_streams_ops() {
-    let path = golden("0.2.0/ops-30-33");
-    if !path.exists() {
-        std::fs::write(path, bincode::serialize(&ops_streams()).unwrap()).unwrap();
-    }
+    write_once("0.2.0/ops-30-33", bincode::serialize(&ops_streams()).unwrap());
 }

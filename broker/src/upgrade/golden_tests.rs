@@ -29,8 +29,42 @@ pub(super) fn golden(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(path)
 }
 
+/// Writes golden file `path` unless it exists: a golden file is written once, by the build that
+/// adds its format, and never updated.
+pub(super) fn write_once(path: &str, bytes: Vec<u8>) {
+    let path = golden(path);
+    if !path.exists() {
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+/// Golden checkpoint `path`, decoded: the state it was written from, and encoded back to the
+/// same bytes.
+pub(super) fn decoded_as_written(path: &str, written_from: Checkpoint) -> Checkpoint {
+    let bytes = read(path);
+    let decoded = checkpoint::decode(&bytes).expect("decodes");
+    assert_eq!(decoded.state, written_from.state, "the state {path} was written from");
+    assert_eq!(checkpoint::encode(&decoded), bytes, "{path} byte for byte");
+    decoded
+}
+
 pub(super) fn read(path: &str) -> Vec<u8> {
     std::fs::read(golden(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// 0.1.0's state with `levels` finalized, as a cluster that rolled and then raised them.
+pub(super) fn checkpoint_0_1_0_at(levels: &[(&str, i16)]) -> Checkpoint {
+    let mut checkpoint = checkpoint_0_1_0();
+    let updates = levels
+        .iter()
+        .map(|(name, level)| FeatureUpdate {
+            name: name.to_string(),
+            level: *level,
+            upgrade_type: UpgradeType::Upgrade,
+        })
+        .collect();
+    checkpoint.state.features.apply(&UpdateFeaturesOp { updates }).unwrap();
+    checkpoint
 }
 
 pub(super) fn checkpoint_0_1_0() -> Checkpoint {
@@ -183,6 +217,7 @@ pub(super) fn op_kind(op: &Op) -> &'static str {
         Op::RecordShareLiveness(_) => "RecordShareLiveness",
         Op::ShareResetOffsets(_) => "ShareResetOffsets",
         Op::ShareDeleteOffsets(_) => "ShareDeleteOffsets",
+        Op::CrossGroup(_) => "CrossGroup",
     }
 }
 
@@ -229,13 +264,10 @@ fn checkpoint_9() -> Checkpoint {
 
 #[test]
 fn checkpoint_format_9_with_a_consumer_group_decodes_and_encodes_back() {
-    let bytes = read("0.2.0/checkpoint-9");
-    let decoded = checkpoint::decode(&bytes).expect("decodes");
+    let decoded = decoded_as_written("0.2.0/checkpoint-9", checkpoint_9());
     assert_eq!(decoded.state.features.level(GROUP_VERSION), 1);
     let group = &decoded.state.consumer_groups.groups["golden-consumers"];
     assert!(group.members["golden-1"].member_epoch > 0, "{group:?}");
-    assert_eq!(decoded.state, checkpoint_9().state, "the state the file was written from");
-    assert_eq!(checkpoint::encode(&decoded), bytes, "format 9 byte for byte");
 }
 
 /// Writes `0.2.0/checkpoint-9`, once, with the build that added format 9; never to update it
@@ -243,10 +275,7 @@ fn checkpoint_format_9_with_a_consumer_group_decodes_and_encodes_back() {
 #[test]
 #[ignore = "writes a golden file: run by hand, once per release that adds one"]
 fn write_golden_0_2_0_checkpoint_9() {
-    let path = golden("0.2.0/checkpoint-9");
-    if !path.exists() {
-        std::fs::write(path, checkpoint::encode(&checkpoint_9())).unwrap();
-    }
+    write_once("0.2.0/checkpoint-9", checkpoint::encode(&checkpoint_9()));
 }
 
 /// One op of every kind 0.2.0 adds (24–29), each with its optional parts filled, as 0.2.0
@@ -360,8 +389,5 @@ fn ops_0_2_0_decode_and_encode_back() {
 #[test]
 #[ignore = "writes a golden file: run by hand, once per release that adds one"]
 fn write_golden_0_2_0_ops() {
-    let path = golden("0.2.0/ops-24-29");
-    if !path.exists() {
-        std::fs::write(path, bincode::serialize(&ops_0_2_0()).unwrap()).unwrap();
-    }
+    write_once("0.2.0/ops-24-29", bincode::serialize(&ops_0_2_0()).unwrap());
 }

@@ -26,7 +26,7 @@ pub const RELEASE: &str = env!("CARGO_PKG_VERSION");
 /// The feature levels this build can serve: (name, min, max). A feature this build cannot
 /// serve at all is absent (Kafka's brokers list only features with a level above 0).
 pub const SUPPORTED: &[(&str, i16, i16)] = &[
-    (ONELOG_VERSION, 1, 6),
+    (ONELOG_VERSION, 1, 7),
     (TRANSACTION_VERSION, 0, 2),
     (GROUP_VERSION, 0, 1),
     (STREAMS_VERSION, 0, 1),
@@ -81,6 +81,8 @@ mod golden_share_tests;
 mod golden_streams_tests;
 #[cfg(test)]
 mod golden_tests;
+#[cfg(test)]
+mod golden_xgroup_tests;
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,8 @@
 //! level is finalized (`onelog.version` 3 with `group.version` 1, `onelog.version` 4 with
 //! `streams.version` 1, then `onelog.version` 5 with `share.version` 1), and served after;
 //! `onelog.version` 6 then has every node journal its partition segments (issue 31) after a
-//! SIGTERM restart, the load still running;
+//! SIGTERM restart, the load still running; `onelog.version` 7 (cross-group transaction
+//! state, issue 32) has a follower restart from a format-13 checkpoint;
 //! the load stops, and the run is checked: the queue checker (every acknowledged
 //! record present exactly once, no aborted or torn read), transactions aborted without the
 //! workload asking, committed offsets that went backwards, the fixture's manifest on the new
@@ -295,7 +296,8 @@ fn drive(
             let streams = rt.block_on(finalize_streams_groups(cluster))?;
             let share = rt.block_on(finalize_share_groups(cluster))?;
             let journaled = finalize_journaled_segments(cluster)?;
-            format!("{finalized}; {gated}; {streams}; {share}; {journaled}")
+            let cross_group = finalize_cross_group_state(cluster)?;
+            format!("{finalized}; {gated}; {streams}; {share}; {journaled}; {cross_group}")
         }
         Some(_) => "not reached".to_string(),
     };
@@ -444,6 +446,44 @@ fn finalize_journaled_segments(cluster: &mut Cluster) -> Result<String> {
     println!("roll: onelog.version 6 finalized; every node journals after a SIGTERM restart");
     Ok("onelog.version 6 finalized; every node journals its partition segments after a SIGTERM restart"
         .into())
+}
+
+/// The level onelog.version 7 gates (issue 32): cross-group transaction entries, and their
+/// state in checkpoints (format 13). Finalized under load; a follower restarted with SIGTERM
+/// writes a format-13 checkpoint and comes back from it.
+fn finalize_cross_group_state(cluster: &mut Cluster) -> Result<String> {
+    let upgrade = ["upgrade", "--feature", "onelog.version=7"];
+    let (ok, text) = java::feature_command(&cluster.bootstrap(), &upgrade)?;
+    ensure!(ok && text.contains("onelog.version was upgraded to 7."), "kafka-features upgrade: {text}");
+    for id in cluster.ids() {
+        let deadline = Instant::now() + CATCH_UP_TIMEOUT;
+        while java::described_feature(&cluster.kafka_addr(id).to_string(), "onelog.version")?.2 != 7 {
+            ensure!(Instant::now() < deadline, "node {id} does not describe onelog.version 7");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let follower = cluster.followers()?[0];
+    let status = cluster.terminate(follower)?;
+    ensure!(status.success(), "node {follower} exited with {status} on SIGTERM");
+    let format = checkpoint_format(&cluster.data_dir(follower))?;
+    ensure!(format == 13, "node {follower}'s checkpoint after onelog.version 7 is format {format}");
+    cluster.start_node(follower)?;
+    wait_caught_up(cluster, follower)?;
+    println!(
+        "roll: onelog.version 7 finalized; node {follower}'s checkpoint is format 13 and it restarts from it"
+    );
+    Ok(format!("onelog.version 7 finalized; node {follower} restarted from a format-13 checkpoint"))
+}
+
+/// The format number of a node's current checkpoint (`state/CURRENT` names the generation;
+/// the file starts with "OLCP" and the format as a big-endian u32).
+fn checkpoint_format(data_dir: &Path) -> Result<u32> {
+    let state = data_dir.join("state");
+    let generation = std::fs::read_to_string(state.join("CURRENT")).unwrap_or_else(|_| "gen-0".into());
+    let path = state.join(generation.trim()).join("checkpoint");
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    ensure!(bytes.len() >= 8 && &bytes[..4] == b"OLCP", "{} is not a checkpoint", path.display());
+    Ok(u32::from_be_bytes(bytes[4..8].try_into().expect("4 bytes")))
 }
 
 /// A ShareGroupHeartbeat join sent to the leader, subscribing to nothing that exists.

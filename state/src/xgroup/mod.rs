@@ -5,19 +5,23 @@
 //! transactional id) decides it with one entry, and every other *participant* group P that
 //! holds its data applies that decision in its own log order. Nothing here is proposed by the
 //! broker yet: a cluster is one group, for which `CrossGroup` stays empty and every apply path
-//! behaves as before. `state/tests/xgroup` drives these transitions with several groups, lost
-//! and delayed messages and leader changes, and checks the design's promises at every step.
+//! behaves as before. The steps are one op kind of the log, `Op::CrossGroup`, from
+//! `onelog.version` 7; checkpoints carry [`CrossGroup`] from format 13. `state/tests/xgroup`
+//! drives these transitions with several groups, lost and delayed messages and leader
+//! changes, and checks the design's promises at every step.
 //!
 //! - [`coordinator`]: C's side. Which *instance* (producer id, epoch, n) is current, the
 //!   participants registered for it, decisions not yet confirmed by every participant, and the
 //!   answers C gives a participant's leader (JoinTxn, and the pull for data nobody decided).
 //! - [`participant`]: P's side. The open instance of each remote producer, its fence (the
 //!   newest instance whose decision P applied), writes tagged with an instance, decisions.
-//! - [`ops`]: the four kinds of entry the protocol adds and their apply.
+//! - [`ops`]: the five steps the protocol adds to the log and their apply.
 
 pub mod coordinator;
 pub mod ops;
 pub mod participant;
+
+pub use ops::{XOp, XResult};
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -48,7 +48,7 @@ pub struct XTxnOffsetCommitOp {
     pub commit: TxnOffsetCommitOp,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum XResult {
     Registered(Result<(), TxnError>),
     Produced(Result<Vec<PartitionProduced>, Refusal>),
@@ -56,6 +56,28 @@ pub enum XResult {
     /// One per decision, in order.
     Decisions(Vec<Applied>),
     Done,
+}
+
+impl XOp {
+    /// Whether applying it may append transaction markers (`Op::writes_markers`): a decision,
+    /// or a write or commit carrying its producer's previous decision.
+    pub fn writes_markers(&self) -> bool {
+        match self {
+            XOp::Register { .. } | XOp::Delivered { .. } => false,
+            XOp::Produce(op) => op.prior.is_some(),
+            XOp::TxnOffsetCommit(op) => op.prior.is_some(),
+            XOp::Decisions { .. } => true,
+        }
+    }
+
+    /// Whether applying it appends batches at offsets the entry builder did not stamp: markers,
+    /// or a tagged write, which the builder's overlay of entries in flight does not follow
+    /// (it knows today's produce ops). Such an op goes after every produce op of its entry and
+    /// nothing is built behind it until it applied (`Op::changes_produce_checks`,
+    /// `Op::is_pipeline_barrier`).
+    pub fn takes_offsets(&self) -> bool {
+        self.writes_markers() || matches!(self, XOp::Produce(_))
+    }
 }
 
 pub fn apply_xop(

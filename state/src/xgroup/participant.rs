@@ -19,7 +19,7 @@ use crate::txns::{Ended, TxnError};
 use crate::BrokerState;
 
 /// What applying one decision did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Applied {
     /// Markers written (or nothing of the instance was here); the instance is fenced.
     Done,

@@ -13,7 +13,7 @@ use kafka_compat::batch::{stamp_batch, BatchStamp};
 use onelog_state::command::{CreateTopicsOp, LeaderStamp, NewTopic, Op, OpResult, ProduceOp};
 use onelog_state::effect::Effect;
 use onelog_state::txns::ProducerIdEpoch;
-use onelog_state::xgroup::ops::{apply_xop, XOp, XResult};
+use onelog_state::xgroup::ops::{XOp, XResult};
 use onelog_state::xgroup::{Decision, GroupId, Instance};
 use onelog_state::{apply_op, BrokerState};
 
@@ -184,7 +184,7 @@ impl Group {
                 if let XOp::Produce(produce) = op {
                     self.stamp_offsets(&mut produce.produce, produce.prior);
                 }
-                Outcome::X(apply_xop(&mut self.state, &stamp, op, &mut effects))
+                Outcome::X(apply_logged(&mut self.state, &stamp, op, &mut effects))
             }
         };
         Some((proposal, outcome, effects))
@@ -218,5 +218,21 @@ impl Group {
         let open = remote.open.as_ref().filter(|o| o.instance == prior.instance);
         let fenced = remote.fence.is_some_and(|f| prior.instance <= f);
         i64::from(!fenced && open.is_some_and(|o| o.partitions.contains_key(&(topic.to_string(), partition))))
+    }
+}
+
+/// Applies `op` as a replica applies it from the log: wrapped in its `Op` (level 7's
+/// `CrossGroup`), through bincode and back, then the state machine's dispatch.
+fn apply_logged(
+    state: &mut BrokerState,
+    stamp: &LeaderStamp,
+    op: &XOp,
+    effects: &mut Vec<Effect>,
+) -> XResult {
+    let logged = bincode::serialize(&Op::CrossGroup(Box::new(op.clone()))).expect("an op serializes");
+    let op: Op = bincode::deserialize(&logged).expect("an op read back from the log");
+    match apply_op(state, stamp, &op, effects) {
+        OpResult::CrossGroup(result) => result,
+        other => panic!("a cross-group op answered {other:?}"),
     }
 }
