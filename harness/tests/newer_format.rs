@@ -43,15 +43,15 @@ fn a_checkpoint_of_a_newer_format_stops_the_node_and_nothing_is_written() -> Res
     ensure!(status.success(), "SIGTERM: {status}");
     let path = checkpoint_of(&broker.data_dir())?;
     let mut bytes = std::fs::read(&path)?;
-    bytes[4..8].copy_from_slice(&13u32.to_be_bytes());
+    bytes[4..8].copy_from_slice(&14u32.to_be_bytes());
     std::fs::write(&path, &bytes)?;
     let before = files(&broker.data_dir())?;
 
     // `restart` reaps a node that exits before it is ready and names its exit status.
-    let refused = broker.restart().err().context("a node started on a checkpoint of format 13")?;
+    let refused = broker.restart().err().context("a node started on a checkpoint of format 14")?;
     let refused = format!("{refused:#}");
     ensure!(refused.contains("exited before ready (exit status: 1)"), "{refused}");
-    let want = format!("{}: checkpoint format version 13 is not one this build reads (7–12", path.display());
+    let want = format!("{}: checkpoint format version 14 is not one this build reads (7–13", path.display());
     let log = std::fs::read_to_string(broker.log_path())?;
     ensure!(log.contains(&want), "want {want:?} in the log:\n{}", broker.log_tail(20));
     let after = files(&broker.data_dir())?;
