@@ -16,10 +16,13 @@
 //! - [`participant`]: P's side. The open instance of each remote producer, its fence (the
 //!   newest instance whose decision P applied), writes tagged with an instance, decisions.
 //! - [`ops`]: the five steps the protocol adds to the log and their apply.
+//! - [`placement`]: each group's voters, and the group of a topic, a transactional id or a
+//!   consumer group, with every setting an operator can get wrong refused by name.
 
 pub mod coordinator;
 pub mod ops;
 pub mod participant;
+pub mod placement;
 
 pub use ops::{XOp, XResult};
 
@@ -111,12 +114,16 @@ impl CrossGroup {
         self.groups > 1
     }
 
-    /// A deleted topic leaves the open instances (their markers would have nowhere to go).
+    /// A deleted topic leaves the open instances: their markers would have nowhere to go, and
+    /// its pending offsets would be stored for a topic that no longer exists at the decision
+    /// (as `Transactions::forget_topic` drops this group's own).
     pub fn forget_topic(&mut self, topic: &str) {
-        for remote in self.remote.values_mut() {
-            if let Some(open) = &mut remote.open {
-                open.partitions.retain(|(t, _), _| t != topic);
+        for open in self.remote.values_mut().filter_map(|r| r.open.as_mut()) {
+            open.partitions.retain(|(t, _), _| t != topic);
+            for offsets in open.offsets.values_mut() {
+                offsets.retain(|(t, _), _| t != topic);
             }
+            open.offsets.retain(|_, offsets| !offsets.is_empty());
         }
     }
 

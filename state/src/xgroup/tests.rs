@@ -191,3 +191,39 @@ fn offsets_of_another_groups_transaction_are_pending_until_its_decision() {
     assert_eq!(x(&mut p, late, &mut Vec::new()), XResult::TxnOffsets(Err(TxnError::Fenced)));
     assert_eq!(p.groups.committed("cg", "out", 0).map(|o| o.offset), Some(5));
 }
+
+/// A review finding: deleting a topic dropped an open instance's partitions but kept its
+/// pending offsets of that topic, which its commit then stored for a deleted topic.
+#[test]
+fn a_deleted_topic_leaves_the_pending_offsets_of_an_open_instance() {
+    use super::ops::XTxnOffsetCommitOp;
+    use crate::command::{DeleteTopicsOp, OffsetCommitEntry, TxnOffsetCommitOp};
+    let (c, id) = coordinator_with_producer();
+    let instance = coordinator::join(&c, id, P, None).unwrap().instance;
+    let mut p = group();
+    apply_op(&mut p, &STAMP, &create_topic("in", 1, 1), &mut Vec::new());
+    let entry = |topic: &str| OffsetCommitEntry {
+        topic: topic.into(),
+        partition: 0,
+        offset: 3,
+        leader_epoch: -1,
+        metadata: None,
+    };
+    let commit = TxnOffsetCommitOp {
+        transactional_id: "t".into(),
+        producer: id,
+        group_id: "cg".into(),
+        generation_id: -1,
+        member_id: String::new(),
+        commits: vec![entry("in"), entry("out")],
+    };
+    let op = XOp::TxnOffsetCommit(XTxnOffsetCommitOp { coordinator: C, instance, prior: None, commit });
+    assert!(matches!(x(&mut p, op, &mut Vec::new()), XResult::TxnOffsets(Ok(_))));
+    let delete = Op::DeleteTopics(DeleteTopicsOp { names: vec!["in".into()] });
+    apply_op(&mut p, &STAMP, &delete, &mut Vec::new());
+    assert_eq!(p.pending_offsets_of("cg"), [("out".to_string(), 0)].into(), "only the live topic's");
+    let commit = XOp::Decisions { coordinator: C, decisions: vec![Decision { instance, commit: true }] };
+    x(&mut p, commit, &mut Vec::new());
+    assert!(p.groups.committed("cg", "in", 0).is_none(), "nothing stored for the deleted topic");
+    assert_eq!(p.groups.committed("cg", "out", 0).map(|o| o.offset), Some(3));
+}
