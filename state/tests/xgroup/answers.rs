@@ -115,6 +115,15 @@ impl World {
                 }
                 self.maybe_ack(g, write.id);
             }
+            // Its topic was deleted, and is not there again yet: the client aborts.
+            Ok(results)
+                if results
+                    .iter()
+                    .all(|(code, _)| *code == kafka_compat::error_code::UNKNOWN_TOPIC_OR_PARTITION) =>
+            {
+                self.group(g).memory.awaiting.remove(&write.id);
+                self.write_failed(write, &TxnError::InvalidState("its topic was deleted".into()));
+            }
             Ok(results) => panic!("a simple consumer's commit refused: {results:?}"),
             Err(error) => {
                 self.group(g).memory.awaiting.remove(&write.id);

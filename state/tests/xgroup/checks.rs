@@ -3,7 +3,8 @@
 //! 1. an acknowledged write of a committed transaction is visible to read_committed once its
 //!    group applied the decision, and nothing of a transaction not committed ever is; for a
 //!    TxnOffsetCommit, its offset is stored (or a later one) once the decision applied, and an
-//!    offset of a transaction not committed never is;
+//!    offset of a transaction not committed never is. What was applied to a topic deleted
+//!    since went with it; its offsets must never come back;
 //! 2. no instance gets two outcomes: a group writes a commit marker only for an instance its
 //!    coordinator committed and listed it in, and an abort marker for a committed one only
 //!    over data nobody acknowledged;
@@ -33,6 +34,9 @@ pub(crate) struct WriteInfo {
     pub acked: bool,
     /// Offset and instance, once applied.
     pub applied: Option<(i64, Instance)>,
+    /// Applied to a topic deleted since: its data, or its pending or stored offsets, went with
+    /// the topic, which no promise covers (Kafka drops them alike).
+    pub deleted: bool,
 }
 
 type PartitionKey = (GroupId, String, i32);
@@ -140,7 +144,8 @@ impl Truth {
         }
         if !commit && decided == Some(true) {
             let writes = self.of_instance.get(&instance).map_or(&[][..], |w| w.as_slice());
-            let acked = writes.iter().map(|id| &self.writes[id]).find(|w| w.acked && partition_of(w) == *key);
+            let live = |w: &&WriteInfo| w.acked && !w.deleted && partition_of(w) == *key;
+            let acked = writes.iter().map(|id| &self.writes[id]).find(live);
             if let Some(write) = acked {
                 return Err(format!(
                     "check 2: {key:?}: abort marker for committed {instance} over acknowledged write {}",
@@ -149,6 +154,22 @@ impl Truth {
             }
         }
         Ok(())
+    }
+
+    /// Topic `topic` of `group` was deleted: what was applied to it went with it (a write
+    /// applied after, to the topic created again, is a new write like any other).
+    pub fn topic_deleted(&mut self, group: GroupId, topic: &str) {
+        let on_topic = |w: &WriteInfo| w.group == group && w.write.topic == topic && w.applied.is_some();
+        for (id, info) in self.writes.iter_mut().filter(|(_, w)| on_topic(w)) {
+            info.deleted = true;
+            // Offsets stay watched until their decision applied: they must not come back.
+            if info.write.offsets.is_none() {
+                self.unsettled.remove(id);
+            }
+        }
+        let gone = |key: &PartitionKey| key.0 == group && key.1 == topic;
+        self.at.retain(|(key, _), _| !gone(key));
+        self.open_on.retain(|(key, _), _| !gone(key));
     }
 
     /// Check 1 over the unsettled writes, or over every write (`all`): nothing of an instance
@@ -168,6 +189,13 @@ impl Truth {
             let decided = self.decisions.get(&instance).copied();
             let applied_here = info.group == coordinator_of(instance.producer_id)
                 || self.fence.get(&(info.group, instance.producer_id)).is_some_and(|f| *f >= instance);
+            if info.deleted {
+                deleted_stays_deleted(info, state)?;
+                if decided.is_some() && applied_here {
+                    self.unsettled.remove(&id);
+                }
+                continue;
+            }
             if let Some(group_id) = &info.write.offsets {
                 let stored = state.groups.committed(group_id, &info.write.topic, info.write.partition);
                 let stored = stored.map_or(-1, |c| c.offset);
@@ -210,6 +238,22 @@ impl Truth {
     }
 }
 
+/// Offsets applied to a topic before its deletion are never stored after it: the topic of
+/// the same name created again starts without them (Kafka drops a deleted topic's committed
+/// and pending offsets alike). Each write commits its own id as the offset, so a stored id
+/// names the write it came from.
+fn deleted_stays_deleted(info: &WriteInfo, state: &BrokerState) -> Check {
+    let Some(group_id) = &info.write.offsets else { return Ok(()) };
+    let stored = state.groups.committed(group_id, &info.write.topic, info.write.partition);
+    if stored.is_some_and(|c| c.offset == info.write.id as i64) {
+        return Err(format!(
+            "check 1: offsets of write {} stored for {} after that topic was deleted under them",
+            info.write.id, info.write.topic
+        ));
+    }
+    Ok(())
+}
+
 /// Producer ids carry their coordinator group (each group allocates from its own range).
 pub(crate) fn coordinator_of(producer_id: i64) -> GroupId {
     (producer_id >> 40) as GroupId
@@ -220,13 +264,14 @@ fn partition_of(w: &WriteInfo) -> PartitionKey {
 }
 
 fn last_stable(state: &BrokerState, topic: &str, partition: i32) -> i64 {
-    state.partition(topic, partition).expect("the simulation never deletes topics").last_stable_offset()
+    let p = state.partition(topic, partition).expect("a write applied to a deleted topic is not checked");
+    p.last_stable_offset()
 }
 
 /// What a read_committed consumer gets: below the last stable offset, and not inside an
 /// aborted transaction of the producer.
 fn visible(state: &BrokerState, topic: &str, partition: i32, offset: i64, producer_id: i64) -> bool {
-    let p = state.partition(topic, partition).expect("the simulation never deletes topics");
+    let p = state.partition(topic, partition).expect("a write applied to a deleted topic is not checked");
     let aborted = p
         .aborted_txns
         .iter()

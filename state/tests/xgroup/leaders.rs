@@ -240,6 +240,7 @@ impl World {
             self.stats.pulls += 1;
             self.send(coordinator, Msg::Resolve { from: g, instance });
         }
+        self.create_missing_topics(g);
         for timed_out in self.groups[g as usize].state.txns.timed_out(now) {
             self.stats.timeouts += 1;
             let op = onelog_state::command::AbortTxnsOp {

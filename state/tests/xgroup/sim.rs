@@ -16,7 +16,7 @@ use crate::checks::{Check, Truth, WriteInfo};
 use crate::clients::Client;
 use crate::net::{Msg, Net, WriteId};
 use crate::stats::Stats;
-use crate::world::{Action, Group, Outcome, Proposal};
+use crate::world::{topics_of, Action, Group, Outcome, Proposal};
 
 /// A bug put back on purpose, to show the checks catch it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +31,9 @@ pub(crate) enum Bug {
     AckBeforeRegistration,
     /// P stores a TxnOffsetCommit's offsets at once, not at the decision.
     OffsetsBeforeDecision,
+    /// Deleting a topic leaves an open instance's pending offsets of it, which its commit then
+    /// stores for the topic created again under the same name (a review finding, fixed).
+    KeepOffsetsOfDeletedTopic,
 }
 
 pub(crate) const GROUPS: u32 = 3;
@@ -51,6 +54,8 @@ pub(crate) struct World {
     pub bug: Bug,
     pub faults: bool,
     next_write: WriteId,
+    /// Topics deleted and created again so far (each gets a new topic id).
+    incarnations: u32,
 }
 
 impl World {
@@ -69,6 +74,7 @@ impl World {
             bug,
             faults: true,
             next_write: 0,
+            incarnations: 0,
         }
     }
 
@@ -116,7 +122,13 @@ impl World {
     pub(crate) fn sent_by_client(&mut self, out: Vec<(GroupId, Msg)>) {
         for (to, msg) in out {
             if let Msg::Produce(write) = &msg {
-                let info = WriteInfo { write: write.clone(), group: to, acked: false, applied: None };
+                let info = WriteInfo {
+                    write: write.clone(),
+                    group: to,
+                    acked: false,
+                    applied: None,
+                    deleted: false,
+                };
                 self.truth.writes.insert(write.id, info);
                 self.stats.writes += 1;
             }
@@ -135,6 +147,36 @@ impl World {
             self.stats.crashes += 1;
             (0..GROUPS).for_each(|g| self.change_leader(g));
         }
+        if self.rng.gen_bool(0.001) {
+            let g = self.rng.gen_range(0..GROUPS);
+            let topic = topics_of(g)[self.rng.gen_range(0..2)].clone();
+            let topic_id = self.next_topic_id(g);
+            self.group(g).recreate_topic(&topic, topic_id);
+        }
+    }
+
+    /// A topic id no incarnation of a topic of `g` had.
+    fn next_topic_id(&mut self, g: GroupId) -> [u8; 16] {
+        self.incarnations += 1;
+        let mut id = [0u8; 16];
+        id[0] = 0x80;
+        id[1] = g as u8;
+        id[12..].copy_from_slice(&self.incarnations.to_be_bytes());
+        id
+    }
+
+    /// The operator's re-creation, proposed again by the leader's duty when its entry was lost
+    /// with a leader after the deletion applied: a group's topics are always there in the end.
+    pub(crate) fn create_missing_topics(&mut self, g: GroupId) {
+        for topic in topics_of(g) {
+            let group = &self.groups[g as usize];
+            let queued = group.queue.iter().any(|p| p.creates(&topic));
+            if group.state.topics.contains_key(&topic) || queued {
+                continue;
+            }
+            let topic_id = self.next_topic_id(g);
+            self.group(g).create_topic(&topic, topic_id);
+        }
     }
 
     /// A new leader of `g`: a random suffix of the uncommitted entries is lost; the new
@@ -150,8 +192,21 @@ impl World {
     fn commit(&mut self, g: GroupId) -> Check {
         let Some(head) = self.groups[g as usize].queue.front() else { return Ok(()) };
         let before = self.before_apply(g, head);
+        let deleting = self.deleting(g, &head.action);
+        let kept = (deleting.is_some() && self.bug == Bug::KeepOffsetsOfDeletedTopic)
+            .then(|| self.groups[g as usize].state.xgroup.remote.clone());
         let (proposal, outcome, effects) = self.groups[g as usize].commit_next(self.now).expect("a head");
+        if let Some(before) = kept {
+            put_back_offsets(&mut self.groups[g as usize].state.xgroup.remote, before);
+        }
         self.stats.entries += 1;
+        let deleted = deleting.filter(|_| matches!(&outcome, Outcome::Op(OpResult::Items(i)) if i[0].0 == 0));
+        if let Some((topic, open)) = deleted {
+            self.stats.topic_deletions += 1;
+            self.stats.deleted_under_open[0] += open[0];
+            self.stats.deleted_under_open[1] += open[1];
+            self.truth.topic_deleted(g, &topic);
+        }
         self.after_apply(g, &proposal, &outcome, before)?;
         self.truth.effects(g, &self.groups[g as usize].state, &effects)?;
         if self.bug == Bug::NoFenceInParticipant {
@@ -162,6 +217,20 @@ impl World {
             self.answer(g, &proposal, &outcome)?;
         }
         Ok(())
+    }
+
+    /// The topic an operator's DeleteTopics at the head of `g`'s log deletes, counting the
+    /// transactions it finds open on it (their data goes, their markers skip it).
+    fn deleting(&self, g: GroupId, head: &Action) -> Option<(String, [u64; 2])> {
+        let Action::Op(onelog_state::command::Op::DeleteTopics(op)) = head else { return None };
+        let topic = op.names[0].clone();
+        let state = &self.groups[g as usize].state;
+        let on_topic = |t: &str| t == topic;
+        let remote = state.xgroup.remote.values().filter_map(|r| r.open.as_ref());
+        let remote = remote.filter(|o| o.partitions.keys().any(|(t, _)| on_topic(t))).count();
+        let local =
+            state.txns.by_id.values().filter(|m| m.partitions.keys().any(|(t, _)| on_topic(t))).count();
+        Some((topic, [local as u64, remote as u64]))
     }
 
     /// What the checks need from before an entry applies: for a coordinator's op that may
@@ -270,5 +339,21 @@ impl World {
             }
         }
         parts.join("; ")
+    }
+}
+
+/// `Bug::KeepOffsetsOfDeletedTopic`: the pending offsets open instances held before the
+/// deletion, given back to those still open.
+fn put_back_offsets(
+    remote: &mut std::collections::BTreeMap<i64, onelog_state::xgroup::RemoteProducer>,
+    before: std::collections::BTreeMap<i64, onelog_state::xgroup::RemoteProducer>,
+) {
+    for (pid, was) in before {
+        let now = remote.get_mut(&pid).and_then(|r| r.open.as_mut());
+        if let (Some(now), Some(was)) = (now, was.open) {
+            if now.instance == was.instance {
+                now.offsets = was.offsets;
+            }
+        }
     }
 }

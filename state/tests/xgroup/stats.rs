@@ -31,6 +31,10 @@ pub(crate) struct Stats {
     pub leader_changes: u64,
     pub crashes: u64,
     pub client_crashes: u64,
+    /// Topics an operator deleted (and created again).
+    pub topic_deletions: u64,
+    /// Transactions open on a topic when it was deleted, [coordinated here, another group's].
+    pub deleted_under_open: [u64; 2],
 }
 
 impl Stats {
@@ -41,7 +45,8 @@ impl Stats {
              cross-group decisions commit/abort {}/{}, {} decisions sent ({} resends, {} deferred), \
              {} stale JoinTxn answers ignored, \
              {} priors, {} pulls (answered commit/abort {}/{}), {} timeouts, {} late client requests, {} leader changes, \
-             {} crashes of every node, {} client crashes",
+             {} crashes of every node, {} client crashes, {} topics deleted (under {}/{} open transactions, \
+             coordinated here/elsewhere)",
             self.entries,
             self.entries_lost,
             self.writes,
@@ -65,7 +70,10 @@ impl Stats {
             self.late_requests,
             self.leader_changes,
             self.crashes,
-            self.client_crashes
+            self.client_crashes,
+            self.topic_deletions,
+            self.deleted_under_open[0],
+            self.deleted_under_open[1]
         )
     }
 
@@ -84,6 +92,8 @@ impl Stats {
             ("offset commits in another group", self.offset_commits[1], scale(100)),
             ("timeout aborts", self.timeouts, scale(3)),
             ("late client requests", self.late_requests, scale(5)),
+            ("topics deleted", self.topic_deletions, scale(4)),
+            ("topics deleted under another group's open transaction", self.deleted_under_open[1], scale(2)),
         ];
         let missing: Vec<String> = wanted
             .iter()

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use kafka_compat::batch::{stamp_batch, BatchStamp};
-use onelog_state::command::{CreateTopicsOp, LeaderStamp, NewTopic, Op, OpResult, ProduceOp};
+use onelog_state::command::{CreateTopicsOp, DeleteTopicsOp, LeaderStamp, NewTopic, Op, OpResult, ProduceOp};
 use onelog_state::effect::Effect;
 use onelog_state::txns::ProducerIdEpoch;
 use onelog_state::xgroup::ops::{XOp, XResult};
@@ -59,6 +59,13 @@ pub(crate) struct Proposal {
     pub reply: Reply,
     /// The term it was proposed in: a later leader did not propose it and answers no one.
     pub term: i32,
+}
+
+impl Proposal {
+    /// Whether it is an operator's creation of `topic`.
+    pub fn creates(&self, topic: &str) -> bool {
+        matches!(&self.action, Action::Op(Op::CreateTopics(op)) if op.topics.iter().any(|t| t.name == topic))
+    }
 }
 
 /// A participant's leader, waiting to answer a write: applied here, and registered in C.
@@ -130,6 +137,16 @@ pub(crate) enum Outcome {
 
 pub(crate) const PARTITIONS: i32 = 2;
 
+fn new_topic(name: &str, topic_id: [u8; 16]) -> NewTopic {
+    NewTopic {
+        name: name.to_string(),
+        topic_id,
+        partitions: PARTITIONS,
+        replication_factor: 3,
+        configs: BTreeMap::new(),
+    }
+}
+
 /// Topic names of group `g`.
 pub(crate) fn topics_of(g: GroupId) -> [String; 2] {
     [format!("g{g}-orders"), format!("g{g}-audit")]
@@ -144,17 +161,24 @@ impl Group {
         let topics = topics_of(id)
             .iter()
             .enumerate()
-            .map(|(i, name)| NewTopic {
-                name: name.clone(),
-                topic_id: [(id * 16 + i as u32 + 1) as u8; 16],
-                partitions: PARTITIONS,
-                replication_factor: 3,
-                configs: BTreeMap::new(),
-            })
+            .map(|(i, name)| new_topic(name, [(id * 16 + i as u32 + 1) as u8; 16]))
             .collect();
         let stamp = LeaderStamp { now_ms: 0, term: 1 };
         apply_op(&mut state, &stamp, &Op::CreateTopics(CreateTopicsOp { topics }), &mut Vec::new());
         Group { id, state, term: 1, queue: VecDeque::new(), memory: Memory::default() }
+    }
+
+    /// An operator deletes `topic` and creates it again at once, with a new topic id: two
+    /// entries, answered to nobody, lost with their leader like any other.
+    pub fn recreate_topic(&mut self, topic: &str, topic_id: [u8; 16]) {
+        let delete = Op::DeleteTopics(DeleteTopicsOp { names: vec![topic.to_string()] });
+        self.propose(Action::Op(delete), Reply::None);
+        self.create_topic(topic, topic_id);
+    }
+
+    pub fn create_topic(&mut self, topic: &str, topic_id: [u8; 16]) {
+        let topics = vec![new_topic(topic, topic_id)];
+        self.propose(Action::Op(Op::CreateTopics(CreateTopicsOp { topics })), Reply::None);
     }
 
     pub fn propose(&mut self, action: Action, reply: Reply) {
