@@ -233,6 +233,8 @@ async fn serve_raft_port(
         log: opened.log_reader.clone(),
         forward: forward.clone(),
         removal: removal.clone(),
+        // One group: the node runs group 0 alone (issue 32's runtime registers the others).
+        groups: Default::default(),
     };
     tokio::spawn(crate::raft::transport::serve_raft(listener, service));
     Ok(addr.to_string())

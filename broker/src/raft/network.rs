@@ -37,10 +37,12 @@ use crate::limits;
 type RpcResult<T, E = RaftError<u64>> = Result<T, RPCError<u64, NodeAddr, E>>;
 
 /// The network factory one `Raft` owns: one [`Peer`] (one connection) per target node, from
-/// the node's [`Peers`], which forwarding shares.
+/// the node's [`Peers`], which forwarding and the node's other Raft groups share.
 pub struct Network {
     peers: Arc<Peers>,
     transfer: Arc<LeaderTransfer>,
+    /// The Raft group whose requests this factory sends (`codec::encode_for`).
+    group: u32,
 }
 
 impl Network {
@@ -52,7 +54,13 @@ impl Network {
 
     /// The factory over connections the node shares with forwarding.
     pub fn with_peers(peers: Arc<Peers>, transfer: Arc<LeaderTransfer>) -> Self {
-        Network { peers, transfer }
+        Network { peers, transfer, group: 0 }
+    }
+
+    /// The factory of Raft group `group` over the node's shared connections: its requests go
+    /// in `Grouped` frames (group 0's in plain ones), on the same connection per peer.
+    pub fn for_group(peers: Arc<Peers>, transfer: Arc<LeaderTransfer>, group: u32) -> Self {
+        Network { peers, transfer, group }
     }
 }
 
@@ -62,7 +70,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     async fn new_client(&mut self, target: u64, node: &NodeAddr) -> PeerClient {
         // Tests route each directed link through its own proxy (`fault::raft_dial`).
         let peer = self.peers.get(target, &node.raft);
-        PeerClient { target, node: node.clone(), peer, transfer: self.transfer.clone() }
+        PeerClient { target, node: node.clone(), peer, transfer: self.transfer.clone(), group: self.group }
     }
 }
 
@@ -71,6 +79,7 @@ pub struct PeerClient {
     node: NodeAddr,
     peer: Arc<Peer>,
     transfer: Arc<LeaderTransfer>,
+    group: u32,
 }
 
 impl PeerClient {
@@ -90,7 +99,7 @@ impl PeerClient {
         E: std::error::Error + DeserializeOwned,
     {
         let request_id = self.peer.next_request_id();
-        let frame = codec::encode(kind, request_id, request, limits::RAFT_FRAME_BYTES_MAX)
+        let frame = codec::encode_for(self.group, kind, request_id, request, limits::RAFT_FRAME_BYTES_MAX)
             .map_err(|e| network_error(format!("cannot send {action}: {e}")))?;
         let ttl = option.hard_ttl();
         let response = match self.peer.call(request_id, frame, ttl).await {

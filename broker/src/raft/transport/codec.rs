@@ -4,10 +4,24 @@
 //!   0   4  len          u32 LE: bytes after this 8-byte header (kind + request id + body)
 //!   4   4  crc32c       u32 LE: CRC32C of those `len` bytes
 //!   8   1  kind         Hello | AppendEntries | Vote | InstallSnapshot | TimeoutNow | Removed |
-//!                       LogState | Forward | Response
+//!                       LogState | Forward | Features | Grouped | Response
 //!   9   8  request id   u64 LE: chosen by the client, echoed in the Response
 //!  17   n  body         bincode 1.3 (fixint, no trailing bytes) of the request or the result
 //! ```
+//!
+//! A request of Raft group g > 0 (issue 32) is a `Grouped` frame whose body starts with the
+//! group and the request's own kind, then that request's body:
+//!
+//! ```text
+//!  17   4  group        u32 LE, not 0
+//!  21   1  kind         the request's kind (a Raft RPC: AppendEntries … LogState)
+//!  22   n  body         as above
+//! ```
+//!
+//! Group 0's requests keep the plain layout, byte for byte what onelog 0.1.0 sends, so a
+//! one-group cluster's wire is unchanged; a node sends `Grouped` frames only to a cluster
+//! that runs several groups, which needs `onelog.version` 7 finalized (every member reads
+//! them; a 0.1.0 peer would close the connection on the unknown kind).
 //!
 //! `len` is checked against a limit before the frame is allocated, so a corrupt or hostile
 //! length costs nothing; the CRC catches damage TCP's checksum lets through. Any error here
@@ -25,6 +39,8 @@ use crate::limits;
 pub const HEADER_BYTES: usize = 8;
 /// Kind and request id: counted in `len` and covered by the CRC.
 pub const PREFIX_BYTES: usize = 9;
+/// A `Grouped` frame's group and inner kind, after the prefix.
+pub const GROUPED_BYTES: usize = 5;
 // The length word is a u32, and an AppendEntries at its byte limit must fit in a frame.
 const _: () = assert!(limits::RAFT_FRAME_BYTES_MAX <= u32::MAX as usize);
 const _: () = assert!(limits::RAFT_APPEND_ENTRIES_BYTES_MAX < limits::RAFT_FRAME_BYTES_MAX);
@@ -52,6 +68,9 @@ pub enum Kind {
     /// Which feature levels the peer's build supports (`features`); new in onelog 0.2.0, so
     /// a 0.1.0 peer closes the connection on it.
     Features = 9,
+    /// A request of Raft group > 0: group and inner kind lead the body (module docs). Never
+    /// a decoded frame's kind: the reader unwraps it into [`Frame::group`] and the inner kind.
+    Grouped = 10,
     /// `Result<response, RaftError>` of the request with the same id.
     Response = 0x80,
 }
@@ -70,6 +89,7 @@ impl TryFrom<u8> for Kind {
             7 => Kind::LogState,
             8 => Kind::Forward,
             9 => Kind::Features,
+            10 => Kind::Grouped,
             0x80 => Kind::Response,
             other => return Err(FrameError::UnknownKind(other)),
         })
@@ -92,21 +112,28 @@ pub enum FrameError {
     UnknownKind(u8),
     #[error("a {0:?} frame where a request was expected")]
     Unexpected(Kind),
+    #[error("a Grouped frame names group 0 or wraps a {0:?} frame, which is never grouped")]
+    BadGroup(Kind),
     #[error("frame body: {0}")]
     Body(#[from] bincode::Error),
 }
 
-/// One received frame; `buf` holds kind, request id and body, as covered by the CRC.
+/// One received frame; `buf` holds kind, request id and body, as covered by the CRC. A
+/// `Grouped` frame arrives unwrapped: its group, its inner kind, the body after them.
 #[derive(Debug)]
 pub struct Frame {
     pub kind: Kind,
+    /// The Raft group the request is for: 0 unless it came in a `Grouped` frame.
+    pub group: u32,
     pub request_id: u64,
     buf: Vec<u8>,
+    /// Where the body starts in `buf`.
+    body_at: usize,
 }
 
 impl Frame {
     pub fn body(&self) -> &[u8] {
-        &self.buf[PREFIX_BYTES..]
+        &self.buf[self.body_at..]
     }
 
     pub fn decode_body<T: DeserializeOwned>(&self) -> Result<T, FrameError> {
@@ -135,14 +162,34 @@ pub fn encode<T: Serialize>(
     body: &T,
     max: usize,
 ) -> Result<Vec<u8>, FrameError> {
-    let body_max = max.saturating_sub(PREFIX_BYTES);
+    encode_for(0, kind, request_id, body, max)
+}
+
+/// Encodes a request of Raft group `group`: group 0's in the plain layout, any other's as a
+/// `Grouped` frame (module docs).
+pub fn encode_for<T: Serialize>(
+    group: u32,
+    kind: Kind,
+    request_id: u64,
+    body: &T,
+    max: usize,
+) -> Result<Vec<u8>, FrameError> {
+    let prefix = if group == 0 { PREFIX_BYTES } else { PREFIX_BYTES + GROUPED_BYTES };
+    let body_max = max.saturating_sub(prefix);
     let body_len = body_size(body, body_max).ok_or(FrameError::TooLarge { len: max + 1, max })?;
-    let len = PREFIX_BYTES + body_len;
+    let len = prefix + body_len;
     let mut buf = Vec::with_capacity(HEADER_BYTES + len);
     buf.extend_from_slice(&(len as u32).to_le_bytes());
     buf.extend_from_slice(&[0; 4]);
-    buf.push(kind as u8);
-    buf.extend_from_slice(&request_id.to_le_bytes());
+    if group == 0 {
+        buf.push(kind as u8);
+        buf.extend_from_slice(&request_id.to_le_bytes());
+    } else {
+        buf.push(Kind::Grouped as u8);
+        buf.extend_from_slice(&request_id.to_le_bytes());
+        buf.extend_from_slice(&group.to_le_bytes());
+        buf.push(kind as u8);
+    }
     bincode_options(body_len).serialize_into(&mut buf, body)?;
     let crc = crc32c::crc32c(&buf[HEADER_BYTES..]);
     buf[4..8].copy_from_slice(&crc.to_le_bytes());
@@ -183,7 +230,19 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     }
     let kind = Kind::try_from(buf[0])?;
     let request_id = u64::from_le_bytes(buf[1..PREFIX_BYTES].try_into().expect("8 bytes"));
-    Ok(Some(Frame { kind, request_id, buf }))
+    if kind != Kind::Grouped {
+        return Ok(Some(Frame { kind, group: 0, request_id, buf, body_at: PREFIX_BYTES }));
+    }
+    let body_at = PREFIX_BYTES + GROUPED_BYTES;
+    if len < body_at {
+        return Err(FrameError::TooShort { len });
+    }
+    let group = u32::from_le_bytes(buf[PREFIX_BYTES..PREFIX_BYTES + 4].try_into().expect("4 bytes"));
+    let inner = Kind::try_from(buf[body_at - 1])?;
+    if group == 0 || matches!(inner, Kind::Hello | Kind::Grouped | Kind::Response) {
+        return Err(FrameError::BadGroup(inner));
+    }
+    Ok(Some(Frame { kind: inner, group, request_id, buf, body_at }))
 }
 
 /// A connection's writer task: writes queued frames in order, and flushes once the queue is
@@ -260,16 +319,62 @@ mod tests {
     #[tokio::test]
     async fn unknown_kind_and_bad_body_are_errors() {
         let mut frame = encode(Kind::Vote, 1, &42u64, MAX).unwrap();
-        frame[HEADER_BYTES] = 10;
+        frame[HEADER_BYTES] = 11;
         let crc = crc32c::crc32c(&frame[HEADER_BYTES..]);
         frame[4..8].copy_from_slice(&crc.to_le_bytes());
-        assert!(matches!(read(&frame).await.unwrap_err(), FrameError::UnknownKind(10)));
+        assert!(matches!(read(&frame).await.unwrap_err(), FrameError::UnknownKind(11)));
 
         // A body that claims a string longer than the frame: an error, not an allocation.
         let frame = encode(Kind::Vote, 1, &u64::MAX, MAX).unwrap();
         let decoded = read(&frame).await.unwrap().unwrap();
         assert!(decoded.decode_body::<String>().is_err());
         assert!(decoded.decode_body::<u32>().is_err(), "trailing bytes are refused");
+    }
+
+    #[tokio::test]
+    async fn a_grouped_frame_arrives_unwrapped_and_group_0_keeps_the_plain_layout() {
+        let plain = encode(Kind::Vote, 7, &(1u64, "x".to_string()), MAX).unwrap();
+        assert_eq!(encode_for(0, Kind::Vote, 7, &(1u64, "x".to_string()), MAX).unwrap(), plain);
+        let grouped = encode_for(3, Kind::Vote, 7, &(1u64, "x".to_string()), MAX).unwrap();
+        assert_eq!(grouped.len(), plain.len() + GROUPED_BYTES);
+        assert_eq!(grouped[HEADER_BYTES], Kind::Grouped as u8);
+        let decoded = read(&grouped).await.unwrap().unwrap();
+        assert_eq!((decoded.kind, decoded.group, decoded.request_id), (Kind::Vote, 3, 7));
+        assert_eq!(decoded.decode_body::<(u64, String)>().unwrap(), (1, "x".to_string()));
+        let decoded = read(&plain).await.unwrap().unwrap();
+        assert_eq!((decoded.kind, decoded.group), (Kind::Vote, 0));
+    }
+
+    /// Re-seals a hand-edited frame: the CRC over everything after the header.
+    fn reseal(frame: &mut [u8]) {
+        let crc = crc32c::crc32c(&frame[HEADER_BYTES..]);
+        frame[4..8].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    #[tokio::test]
+    async fn bad_grouped_frames_are_errors() {
+        let at = HEADER_BYTES + PREFIX_BYTES;
+        // Group 0 must use the plain layout.
+        let mut frame = encode_for(3, Kind::Vote, 1, &42u64, MAX).unwrap();
+        frame[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+        reseal(&mut frame);
+        assert!(matches!(read(&frame).await.unwrap_err(), FrameError::BadGroup(Kind::Vote)));
+        // Nothing wraps a handshake, a response or another Grouped frame.
+        for inner in [Kind::Hello, Kind::Response, Kind::Grouped] {
+            let mut frame = encode_for(3, Kind::Vote, 1, &42u64, MAX).unwrap();
+            frame[at + 4] = inner as u8;
+            reseal(&mut frame);
+            assert!(matches!(read(&frame).await.unwrap_err(), FrameError::BadGroup(k) if k == inner));
+        }
+        // An unknown inner kind, and a Grouped frame too short for its group and kind.
+        let mut frame = encode_for(3, Kind::Vote, 1, &42u64, MAX).unwrap();
+        frame[at + 4] = 0x42;
+        reseal(&mut frame);
+        assert!(matches!(read(&frame).await.unwrap_err(), FrameError::UnknownKind(0x42)));
+        let mut short = encode(Kind::Vote, 1, &1u8, MAX).unwrap();
+        short[HEADER_BYTES] = Kind::Grouped as u8;
+        reseal(&mut short);
+        assert!(matches!(read(&short).await.unwrap_err(), FrameError::TooShort { len: 10 }));
     }
 
     #[test]

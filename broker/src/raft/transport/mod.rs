@@ -32,8 +32,10 @@ pub mod tls;
 pub mod transfer;
 pub mod vote_gate;
 
-pub use server::{serve_raft, RaftService};
+pub use server::{serve_raft, GroupRaft, GroupRafts, RaftService};
 
+#[cfg(test)]
+mod groups_tests;
 #[cfg(test)]
 mod security_tests;
 #[cfg(test)]

@@ -8,6 +8,12 @@
 //! the client fails its outstanding requests and reconnects. When the Raft node stops, the
 //! listener and every connection close, so peers see it as unreachable. A Vote passes the
 //! node's [`VoteGate`] before openraft sees it.
+//!
+//! With several Raft groups (issue 32) one port serves them all: a `Grouped` frame names its
+//! group ([`codec`]), and its request goes to that group's Raft, gate and log
+//! ([`RaftService::groups`]). A frame naming a group this node does not serve, or wrapping a
+//! request that is the node's and not a group's (a forward, a feature query, a removal
+//! notice), closes the connection like any other bad frame.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -42,6 +48,32 @@ pub struct RaftService {
     pub forward: super::envelope::ForwardSlot,
     /// Woken when the leader tells this node it was removed (`removal`).
     pub removal: Arc<super::removal::RemovalNotice>,
+    /// The node's other Raft groups (1 …), whose requests come in `Grouped` frames; empty in
+    /// a one-group cluster. The fields above are group 0's.
+    pub groups: GroupRafts,
+}
+
+/// One Raft group a node serves besides group 0: its Raft, the gate its votes pass, its log.
+#[derive(Clone)]
+pub struct GroupRaft {
+    pub raft: Raft,
+    pub votes: Arc<VoteGate>,
+    pub log: LogReader<TypeConfig>,
+}
+
+/// A node's groups other than 0, by group number.
+pub type GroupRafts = Arc<std::collections::BTreeMap<u32, GroupRaft>>;
+
+impl RaftService {
+    /// The Raft, gate and log of `group`, if this node serves it.
+    fn group(&self, group: u32) -> Option<GroupRaft> {
+        match group {
+            0 => {
+                Some(GroupRaft { raft: self.raft.clone(), votes: self.votes.clone(), log: self.log.clone() })
+            }
+            g => self.groups.get(&g).cloned(),
+        }
+    }
 }
 
 /// Serves Raft RPCs from peers until the local Raft node shuts down (then returns `Ok`).
@@ -158,28 +190,33 @@ impl Connection {
                 _ = stop.changed() => return Ok(()),
                 next = next => next,
             };
-            let request = match frame? {
+            let (request_id, group, request) = match frame? {
                 None => return Ok(()),
                 Some(frame) => Request::decode(frame)?,
             };
-            if !self.admit(&request) {
+            let Some(target) = self.admit(group, &request) else {
                 return Ok(());
-            }
-            drop(tokio::spawn(handle(request, self.service.clone(), self.responses.clone(), permit)));
+            };
+            let node = self.service.clone();
+            drop(tokio::spawn(handle((request_id, request), node, target, self.responses.clone(), permit)));
         }
     }
 
-    /// A request openraft must never see (another sender, an absurd term, a vote from outside
-    /// the membership) is refused, and closes the connection.
-    fn admit(&self, request: &(u64, Request)) -> bool {
-        let Err(refused) = guard::check(&self.service.raft, self.from, &request.1) else {
-            return true;
+    /// The group a request is for, once admitted. A request openraft must never see (another
+    /// sender, an absurd term, a vote from outside the membership, a group this node does not
+    /// serve) is refused, and closes the connection.
+    fn admit(&self, group: u32, request: &Request) -> Option<GroupRaft> {
+        let target = self.service.group(group);
+        let checked = match &target {
+            Some(target) => guard::check(&target.raft, self.from, request),
+            None => Err(format!("names Raft group {group}, which this node does not serve")),
         };
+        let Err(refused) = checked else { return target };
         let (peer, from) = (self.peer, self.from);
         guard::REFUSED.record(|t| {
-            tracing::warn!(%peer, from, %refused, suppressed = t.suppressed, total = t.total, "raft request refused; closing");
+            tracing::warn!(%peer, from, group, %refused, suppressed = t.suppressed, total = t.total, "raft request refused; closing");
         });
-        false
+        None
     }
 }
 
@@ -254,8 +291,13 @@ pub(super) enum Request {
 }
 
 impl Request {
-    /// Decodes on the reading task, so a body that does not decode closes the connection.
-    fn decode(frame: Frame) -> Result<(u64, Request), FrameError> {
+    /// Decodes on the reading task, so a body that does not decode closes the connection:
+    /// the request id, the group and the request.
+    fn decode(frame: Frame) -> Result<(u64, u32, Request), FrameError> {
+        let node_wide = matches!(frame.kind, Kind::Removed | Kind::Forward | Kind::Features);
+        if frame.group != 0 && node_wide {
+            return Err(FrameError::BadGroup(frame.kind));
+        }
         let request = match frame.kind {
             Kind::AppendEntries => Request::AppendEntries(frame.decode_body()?),
             Kind::Vote => Request::Vote(frame.decode_body()?),
@@ -265,29 +307,28 @@ impl Request {
             Kind::LogState => Request::LogState(frame.decode_body()?),
             Kind::Forward => Request::Forward(frame.decode_body()?),
             Kind::Features => Request::Features(frame.decode_body()?),
-            Kind::Hello | Kind::Response => return Err(FrameError::Unexpected(frame.kind)),
+            Kind::Hello | Kind::Grouped | Kind::Response => return Err(FrameError::Unexpected(frame.kind)),
         };
-        Ok((frame.request_id, request))
+        Ok((frame.request_id, frame.group, request))
     }
 }
 
-/// Runs one request against the local Raft and queues its tagged result, `Ok` or the
-/// `RaftError`, for the client to map back.
+/// Runs one request against its group's Raft (`target`) and queues its tagged result, `Ok` or
+/// the `RaftError`, for the client to map back.
 async fn handle(
     (request_id, request): (u64, Request),
     service: RaftService,
+    target: GroupRaft,
     responses: mpsc::Sender<Vec<u8>>,
     _permit: Option<OwnedSemaphorePermit>,
 ) {
-    let raft = &service.raft;
+    let raft = &target.raft;
     let frame = match request {
         Request::AppendEntries(req) => {
             crate::metrics::recorded::METRICS.append_entries_received(req.entries.len());
             encode_response(request_id, &raft.append_entries(req).await)
         }
-        Request::Vote(req) if service.votes.admits(&req) => {
-            encode_response(request_id, &raft.vote(req).await)
-        }
+        Request::Vote(req) if target.votes.admits(&req) => encode_response(request_id, &raft.vote(req).await),
         Request::Vote(_) => {
             let refused: Result<VoteResponse<u64>, RaftError<u64>> =
                 Ok(vote_gate::refusal(raft.metrics().borrow().vote));
@@ -300,7 +341,7 @@ async fn handle(
         }
         Request::LogState(query) => {
             tracing::debug!(from = query.from, "a peer asks how much log this node holds");
-            encode_response(request_id, &super::log_state::on_log_state(raft, &service.log).await)
+            encode_response(request_id, &super::log_state::on_log_state(raft, &target.log).await)
         }
         Request::Features(query) => encode_response(request_id, &super::features::on_features(&query)),
         Request::Forward(envelope) => {

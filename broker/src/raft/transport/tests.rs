@@ -85,6 +85,7 @@ pub(super) async fn start_node_with_secret(
         log,
         forward: Default::default(),
         removal: Default::default(),
+        groups: Default::default(),
     };
     let server = tokio::spawn(serve_raft(listener, service));
     Ok(TestNode { id, raft, addr, server, transfer, _dir: dir })
@@ -264,7 +265,7 @@ pub(super) async fn raw_connection_as(
 }
 
 /// [`raw_connection_as`] node 9 without a secret, as the bad-frame tests' vote is from node 9.
-async fn raw_connection(addr: &str, node_id: u64) -> anyhow::Result<TcpStream> {
+pub(super) async fn raw_connection(addr: &str, node_id: u64) -> anyhow::Result<TcpStream> {
     let (stream, proven) = raw_connection_as(addr, node_id, &Identity::new(9, None)).await?;
     assert!(proven, "the server's proof");
     Ok(stream)
