@@ -39,6 +39,7 @@ pub mod streams_group;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod topic_config;
+pub mod txn_adds;
 pub mod txn_errors;
 pub mod txns;
 pub mod xgroup;

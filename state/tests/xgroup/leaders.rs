@@ -26,7 +26,13 @@ impl World {
                     self.groups[to as usize].state.txns.by_id.get(&tid).map(|m| m.check_epoch(producer));
                 let added = current == Some(Ok(()));
                 if added {
-                    self.group(to).memory.add_partitions(&tid, producer, &partitions);
+                    let now = self.now;
+                    self.group(to).memory.adds.add_partitions(
+                        &tid,
+                        producer,
+                        partitions.iter().cloned(),
+                        now,
+                    );
                 }
                 let out = self.clients[client].partitions_added(attempt, self.now, added);
                 self.sent_by_client(out);
@@ -202,13 +208,14 @@ impl World {
     fn admit(&mut self, coordinator: GroupId, write: &Write) -> bool {
         let tid = self.clients[write.client].transactional_id.clone();
         let key = (write.topic.clone(), write.partition);
-        let memory = &mut self.group(coordinator).memory;
+        let now = self.now;
+        let adds = &mut self.group(coordinator).memory.adds;
         // AddOffsetsToTxn is not modelled: offsets are admitted as a v2 client's would be.
         if write.v2 || write.offsets.is_some() {
-            memory.add_partitions(&tid, write.producer, &[key]);
+            adds.add_partitions(&tid, write.producer, [key], now);
             return true;
         }
-        memory.admit_partition(&tid, write.producer, key)
+        adds.admit_partition(&tid, write.producer, key, now)
     }
 
     /// P's leader answers a write once it is applied here and registered in C.

@@ -299,7 +299,7 @@ impl World {
             _ => return,
         };
         let tid = tid.clone();
-        self.group(g).memory.clear(&tid);
+        self.group(g).memory.adds.clear(&tid);
     }
 
     /// Check 3: faults off, no new transactions; everything must settle.

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use kafka_compat::batch::{stamp_batch, BatchStamp};
 use onelog_state::command::{CreateTopicsOp, DeleteTopicsOp, LeaderStamp, NewTopic, Op, OpResult, ProduceOp};
 use onelog_state::effect::Effect;
-use onelog_state::txns::ProducerIdEpoch;
+use onelog_state::txn_adds::TxnAdds;
 use onelog_state::xgroup::ops::{XOp, XResult};
 use onelog_state::xgroup::{Decision, GroupId, Instance};
 use onelog_state::{apply_op, BrokerState};
@@ -85,40 +85,9 @@ pub(crate) struct Memory {
     pub awaiting: BTreeMap<WriteId, Awaiting>,
     /// Instances whose registration of this group applied in their coordinator.
     pub registered: BTreeSet<Instance>,
-    /// As coordinator, the broker's `coord::txn::memory`: what each open transaction added
-    /// in this term (AddPartitionsToTxn, or implicitly by a v2 write).
-    pub added: BTreeMap<String, (ProducerIdEpoch, BTreeSet<(String, i32)>)>,
-    /// Transactional ids whose transaction this term has seen end or begin afresh.
-    pub complete: BTreeSet<String>,
-}
-
-impl Memory {
-    pub fn add_partitions(&mut self, tid: &str, producer: ProducerIdEpoch, partitions: &[(String, i32)]) {
-        let entry = self.added.entry(tid.to_string()).or_insert_with(|| (producer, BTreeSet::new()));
-        if entry.0 != producer {
-            *entry = (producer, BTreeSet::new());
-        }
-        entry.1.extend(partitions.iter().cloned());
-    }
-
-    /// KIP-890 part 1, as the broker's `TxnMemory::admit_partition`: added in this term, or
-    /// possibly added under an earlier leader while this term has not seen the id end.
-    pub fn admit_partition(&mut self, tid: &str, producer: ProducerIdEpoch, key: (String, i32)) -> bool {
-        if self.added.get(tid).is_some_and(|(p, parts)| *p == producer && parts.contains(&key)) {
-            return true;
-        }
-        if self.complete.contains(tid) {
-            return false;
-        }
-        self.add_partitions(tid, producer, &[key]);
-        true
-    }
-
-    /// The transaction ended (or its producer was initialised): forget what it added.
-    pub fn clear(&mut self, tid: &str) {
-        self.added.remove(tid);
-        self.complete.insert(tid.to_string());
-    }
+    /// As coordinator, what each open transaction added in this term (AddPartitionsToTxn, or
+    /// implicitly by a v2 write), under the broker's own KIP-890 part 1 rule.
+    pub adds: TxnAdds,
 }
 
 pub(crate) struct Group {
