@@ -140,7 +140,7 @@ impl World {
         coordinator::current(state, write.producer.producer_id).expect("applied a write of it").0
     }
 
-    fn client_answered(&mut self, client: usize, attempt: u64, result: &OpResult) -> Check {
+    pub(crate) fn client_answered(&mut self, client: usize, attempt: u64, result: &OpResult) -> Check {
         if attempt != self.clients[client].attempt {
             self.stats.late_requests += 1;
         }

@@ -105,12 +105,37 @@ impl Client {
             Phase::Init { expected } if self.sent_at.is_none() || timed_out => self.send_init(now, expected),
             Phase::Idle if !quiescing && rng.gen_bool(0.3) => self.begin(rng, now, groups, next_write),
             Phase::Adding | Phase::Writing if timed_out => self.give_up(now),
+            // A v1 client whose partitions are added sends its writes, or now and then aborts
+            // while they still linger (librdkafka purges them): an added-only transaction.
+            Phase::Writing if self.has_unsent() => {
+                if rng.gen_bool(0.04) {
+                    self.purge_unsent();
+                    return self.send_end(now, false);
+                }
+                self.send_writes()
+            }
             Phase::Writing if self.all_acked() => {
                 let commit = rng.gen_bool(0.85);
                 self.send_end(now, commit)
             }
             Phase::Ending { commit } if timed_out => self.send_end(now, commit),
             _ => Vec::new(),
+        }
+    }
+
+    fn has_unsent(&self) -> bool {
+        self.txn.as_ref().is_some_and(|t| !t.unsent.is_empty())
+    }
+
+    /// The writes not sent yet leave the transaction, and their sequence numbers are used
+    /// again by the next ones (the broker never saw them).
+    fn purge_unsent(&mut self) {
+        let txn = self.txn.as_mut().expect("a transaction to purge");
+        for (_, write) in std::mem::take(&mut txn.unsent) {
+            txn.writes.remove(&write.id);
+            if write.offsets.is_none() {
+                self.seqs.insert((write.topic.clone(), write.partition), write.first_seq);
+            }
         }
     }
 
@@ -228,7 +253,9 @@ impl Client {
             return Vec::new();
         }
         if added {
-            self.send_writes()
+            // Sent at the client's next step, unless it aborts first.
+            self.phase = Phase::Writing;
+            Vec::new()
         } else {
             self.give_up(now)
         }

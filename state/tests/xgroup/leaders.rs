@@ -4,20 +4,21 @@
 //! their confirmations back; a participant pulls the outcome of an instance it holds too long.
 
 use onelog_state::command::{
-    EndTxnOp, InitTxnProducerOp, OffsetCommitEntry, Op, PartitionAppend, ProduceOp, TxnOffsetCommitOp,
+    EndTxnOp, InitTxnProducerOp, OffsetCommitEntry, Op, OpResult, PartitionAppend, ProduceOp,
+    TxnOffsetCommitOp,
 };
-use onelog_state::txns::TxnError;
+use onelog_state::txns::{ProducerIdEpoch, TxnError, TxnState};
 use onelog_state::xgroup::coordinator::{self, Resolution};
 use onelog_state::xgroup::ops::{XOp, XProduceOp, XTxnOffsetCommitOp};
 use onelog_state::xgroup::{Decision, GroupId, Instance};
 
-use crate::checks::coordinator_of;
+use crate::checks::{coordinator_of, Check};
 use crate::net::{Msg, Write};
 use crate::sim::{Bug, World};
 use crate::world::{Action, Awaiting, Reply};
 
 impl World {
-    pub(crate) fn deliver(&mut self, to: GroupId, msg: Msg) {
+    pub(crate) fn deliver(&mut self, to: GroupId, msg: Msg) -> Check {
         match msg {
             Msg::Produce(write) => self.on_produce(to, write),
             Msg::AddPartitionsToTxn { client, attempt, producer, partitions } => {
@@ -45,6 +46,10 @@ impl World {
             }
             Msg::EndTxn { client, attempt, producer, commit, v2 } => {
                 let transactional_id = self.clients[client].transactional_id.clone();
+                if !v2 && self.ends_added_only(to, &transactional_id, producer, commit) {
+                    self.stats.added_only_ends += 1;
+                    return self.client_answered(client, attempt, &OpResult::Txn(Ok(producer)));
+                }
                 let op = EndTxnOp { transactional_id, producer, txn_commit: commit, bump_epoch: v2 };
                 self.group(to).propose(Action::Op(Op::EndTxn(op)), Reply::Client { client, attempt });
             }
@@ -52,7 +57,7 @@ impl World {
             Msg::Joined { write, answer } => {
                 if !self.group(to).memory.joining.remove(&write.id) {
                     self.stats.stale_answers += 1;
-                    return;
+                    return Ok(());
                 }
                 match answer {
                     Ok((joined, registered)) => self.on_joined(to, write, joined, registered),
@@ -68,6 +73,20 @@ impl World {
             Msg::Confirm { from, instances } => self.on_confirm(to, from, instances),
             Msg::Resolve { from, instance } => self.on_resolve(to, from, instance),
         }
+        Ok(())
+    }
+
+    /// The broker's `TxnCoordinator::ends_added_only`: a v1 transaction that only added (the
+    /// log shows the producer's previous transaction ended) ends in the leader's memory, and a
+    /// retry of that end gets the same answer.
+    fn ends_added_only(&mut self, g: GroupId, tid: &str, producer: ProducerIdEpoch, commit: bool) -> bool {
+        let state = &self.groups[g as usize].state;
+        let ended = state.txns.by_id.get(tid).is_some_and(|m| {
+            (m.producer_id, m.producer_epoch) == (producer.producer_id, producer.producer_epoch)
+                && matches!(m.state, TxnState::CompleteCommit | TxnState::CompleteAbort)
+        });
+        let ended = ended || self.bug == Bug::AddedOnlyEndIgnoresLog;
+        ended && self.group(g).memory.adds.end_added_only(tid, producer, commit)
     }
 
     /// A transactional write: in the coordinator's own group it is today's write; elsewhere

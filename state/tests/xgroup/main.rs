@@ -8,7 +8,9 @@
 //! the pull, the timeout duty) runs over a network that delays, reorders, loses and duplicates
 //! messages; leaders change and lose uncommitted entries and their memory; now and then every
 //! node crashes at once; clients time out, bump their epoch, crash and are fenced by their
-//! successors; an operator deletes topics and creates them again. After every entry, and over every write every 250 steps, it checks the design's
+//! successors, and v1 clients now and then abort while their first writes linger (ended in
+//! the coordinator's memory, the broker's rule); an operator deletes topics and creates them
+//! again. After every entry, and over every write every 250 steps, it checks the design's
 //! promises (`checks`); at the end faults stop and everything must settle (check 3).
 //!
 //! By default five fixed seeds and one from the clock (printed) run 10,000 steps each, in
@@ -93,6 +95,8 @@ fn bugs_put_back_are_caught() {
         (Bug::AckBeforeRegistration, ["check 1", "check 2", "check 5"].as_slice(), DEFAULT_STEPS),
         (Bug::OffsetsBeforeDecision, ["check 1"].as_slice(), DEFAULT_STEPS),
         (Bug::KeepOffsetsOfDeletedTopic, ["check 1"].as_slice(), DEFAULT_STEPS),
+        // A commit answered from memory, with no decision in the log.
+        (Bug::AddedOnlyEndIgnoresLog, ["check 5", "check 1", "check 3"].as_slice(), DEFAULT_STEPS),
     ];
     for (bug, checks, steps) in bugs {
         let caught = (1..=20).find_map(|seed| run(seed, steps, bug).err().map(|e| (seed, e)));

@@ -31,6 +31,9 @@ pub(crate) enum Bug {
     AckBeforeRegistration,
     /// P stores a TxnOffsetCommit's offsets at once, not at the decision.
     OffsetsBeforeDecision,
+    /// A v1 EndTxn ends a transaction in the leader's memory whenever that memory holds its
+    /// adds, without asking whether the log shows it ended (so whether it wrote anything).
+    AddedOnlyEndIgnoresLog,
     /// Deleting a topic leaves an open instance's pending offsets of it, which its commit then
     /// stores for the topic created again under the same name (a review finding, fixed).
     KeepOffsetsOfDeletedTopic,
@@ -90,7 +93,7 @@ impl World {
     pub fn step(&mut self, quiescing: bool) -> Check {
         self.now += 1;
         for (to, msg) in self.net.due(self.now) {
-            self.deliver(to, msg);
+            self.deliver(to, msg)?;
         }
         for c in 0..self.clients.len() {
             if self.faults && self.rng.gen_bool(0.0005) {

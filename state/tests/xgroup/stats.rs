@@ -31,6 +31,8 @@ pub(crate) struct Stats {
     pub leader_changes: u64,
     pub crashes: u64,
     pub client_crashes: u64,
+    /// Transactions-v1 EndTxns of added-only transactions, ended in the leader's memory.
+    pub added_only_ends: u64,
     /// Topics an operator deleted (and created again).
     pub topic_deletions: u64,
     /// Transactions open on a topic when it was deleted, [coordinated here, another group's].
@@ -45,7 +47,7 @@ impl Stats {
              cross-group decisions commit/abort {}/{}, {} decisions sent ({} resends, {} deferred), \
              {} stale JoinTxn answers ignored, \
              {} priors, {} pulls (answered commit/abort {}/{}), {} timeouts, {} late client requests, {} leader changes, \
-             {} crashes of every node, {} client crashes, {} topics deleted (under {}/{} open transactions, \
+             {} crashes of every node, {} client crashes, {} added-only v1 transactions ended in memory, {} topics deleted (under {}/{} open transactions, \
              coordinated here/elsewhere)",
             self.entries,
             self.entries_lost,
@@ -71,6 +73,7 @@ impl Stats {
             self.leader_changes,
             self.crashes,
             self.client_crashes,
+            self.added_only_ends,
             self.topic_deletions,
             self.deleted_under_open[0],
             self.deleted_under_open[1]
@@ -93,6 +96,7 @@ impl Stats {
             ("timeout aborts", self.timeouts, scale(3)),
             ("late client requests", self.late_requests, scale(5)),
             ("topics deleted", self.topic_deletions, scale(4)),
+            ("added-only v1 transactions ended in memory", self.added_only_ends, scale(5)),
             ("topics deleted under another group's open transaction", self.deleted_under_open[1], scale(2)),
         ];
         let missing: Vec<String> = wanted
