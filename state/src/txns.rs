@@ -248,6 +248,16 @@ impl Transactions {
 
     /// A transactional batch of `id` is being appended at `base_offset`: the transaction is
     /// open from then on. Returns the transactional id; None if the producer id has none.
+    /// Whether the log shows `producer`'s last transaction of `transactional_id` ended (at
+    /// that producer id and epoch): a transactions-v1 transaction it is in now has written
+    /// nothing, so only leader memory knows of it (`txn_adds::TxnAdds::end_added_only`).
+    pub fn ended_at(&self, transactional_id: &str, producer: ProducerIdEpoch) -> bool {
+        self.by_id.get(transactional_id).is_some_and(|m| {
+            (m.producer_id, m.producer_epoch) == (producer.producer_id, producer.producer_epoch)
+                && matches!(m.state, TxnState::CompleteCommit | TxnState::CompleteAbort)
+        })
+    }
+
     pub fn check_write(&self, id: ProducerIdEpoch) -> Result<&String, TxnError> {
         let (tid, meta) = self.by_producer(id.producer_id).ok_or(TxnError::InvalidProducerIdMapping)?;
         meta.check_epoch(id)?;

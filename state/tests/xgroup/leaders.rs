@@ -7,7 +7,7 @@ use onelog_state::command::{
     EndTxnOp, InitTxnProducerOp, OffsetCommitEntry, Op, OpResult, PartitionAppend, ProduceOp,
     TxnOffsetCommitOp,
 };
-use onelog_state::txns::{ProducerIdEpoch, TxnError, TxnState};
+use onelog_state::txns::{ProducerIdEpoch, TxnError};
 use onelog_state::xgroup::coordinator::{self, Resolution};
 use onelog_state::xgroup::ops::{XOp, XProduceOp, XTxnOffsetCommitOp};
 use onelog_state::xgroup::{Decision, GroupId, Instance};
@@ -80,11 +80,7 @@ impl World {
     /// log shows the producer's previous transaction ended) ends in the leader's memory, and a
     /// retry of that end gets the same answer.
     fn ends_added_only(&mut self, g: GroupId, tid: &str, producer: ProducerIdEpoch, commit: bool) -> bool {
-        let state = &self.groups[g as usize].state;
-        let ended = state.txns.by_id.get(tid).is_some_and(|m| {
-            (m.producer_id, m.producer_epoch) == (producer.producer_id, producer.producer_epoch)
-                && matches!(m.state, TxnState::CompleteCommit | TxnState::CompleteAbort)
-        });
+        let ended = self.groups[g as usize].state.txns.ended_at(tid, producer);
         let ended = ended || self.bug == Bug::AddedOnlyEndIgnoresLog;
         ended && self.group(g).memory.adds.end_added_only(tid, producer, commit)
     }

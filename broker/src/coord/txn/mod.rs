@@ -23,7 +23,7 @@ use std::sync::Arc;
 use kafka_compat::error_code;
 use onelog_state::command::{AbortTxnsOp, EndTxnOp, InitTxnProducerOp, TxnOffsetCommitOp};
 use onelog_state::groups::CommitResult;
-use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, Transactions, TxnError, TxnState};
+use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, Transactions, TxnError};
 
 use self::memory::{Added, TxnMemory};
 use self::views::ListFilter;
@@ -197,12 +197,7 @@ impl TxnCoordinator {
     /// for a confused retry (INVALID_TXN_STATE, fatal to the client). Such a transaction has
     /// nothing in the log to decide, so its EndTxn (or a retry of it) ends it in memory.
     fn ends_added_only(&self, transactional_id: &str, producer: ProducerIdEpoch, commit: bool) -> bool {
-        let ended = self.applied.state(|s| {
-            s.txns.by_id.get(transactional_id).is_some_and(|m| {
-                (m.producer_id, m.producer_epoch) == (producer.producer_id, producer.producer_epoch)
-                    && matches!(m.state, TxnState::CompleteCommit | TxnState::CompleteAbort)
-            })
-        });
+        let ended = self.applied.state(|s| s.txns.ended_at(transactional_id, producer));
         ended && self.memory.end_added_only(self.term(), transactional_id, producer, commit)
     }
 
