@@ -66,11 +66,17 @@ fn java3_thirteen_physical_ten_logical() {
     live_run(Clients::Kafka3);
 }
 
-/// The live run with `clients` on a fresh cluster; fails first if that build is missing.
+/// The live run with `clients` on a fresh cluster.
 fn live_run(clients: Clients) {
+    on_three_nodes(clients, live_run_scenario);
+}
+
+/// `scenario` with `clients` on a fresh three-node cluster, which must end with every node
+/// up; fails first if that client build is missing.
+fn on_three_nodes(clients: Clients, scenario: fn(&Cluster, Clients) -> Result<()>) {
     clients.classpath().expect("the Java scenario drivers");
     let mut cluster = three_nodes();
-    let result = live_run_scenario(&cluster, clients).and_then(|()| cluster.check_none_exited());
+    let result = scenario(&cluster, clients).and_then(|()| cluster.check_none_exited());
     cluster.unwrap_or_dump(result);
 }
 
@@ -139,10 +145,7 @@ fn java4_abort_while_the_first_batch_lingers() {
 }
 
 fn lingering_abort(clients: Clients) {
-    clients.classpath().expect("the Java scenario drivers");
-    let mut cluster = three_nodes();
-    let result = lingering_abort_scenario(&cluster, clients).and_then(|()| cluster.check_none_exited());
-    cluster.unwrap_or_dump(result);
+    on_three_nodes(clients, lingering_abort_scenario);
 }
 
 fn lingering_abort_scenario(cluster: &Cluster, clients: Clients) -> Result<()> {

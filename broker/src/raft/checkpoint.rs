@@ -201,6 +201,13 @@ mod tests {
         checkpoint
     }
 
+    /// Finalizes `onelog.version` `level` in `checkpoint`'s state.
+    fn raise_to(checkpoint: &mut Checkpoint, level: i16) {
+        let updates =
+            vec![FeatureUpdate { name: ONELOG_VERSION.into(), level, upgrade_type: UpgradeType::Upgrade }];
+        checkpoint.state.features.apply(&UpdateFeaturesOp { updates }).unwrap();
+    }
+
     fn version(bytes: &[u8]) -> u32 {
         u32::from_be_bytes(bytes[4..8].try_into().unwrap())
     }
@@ -277,13 +284,10 @@ mod tests {
     #[test]
     fn journaled_segments_are_format_12_from_onelog_version_6_with_format_11_s_body() {
         let mut checkpoint = recorded();
-        let to = |level| {
-            vec![FeatureUpdate { name: ONELOG_VERSION.into(), level, upgrade_type: UpgradeType::Upgrade }]
-        };
-        checkpoint.state.features.apply(&UpdateFeaturesOp { updates: to(5) }).unwrap();
+        raise_to(&mut checkpoint, 5);
         let at_5 = encode(&checkpoint);
         assert_eq!(version(&at_5), 11);
-        checkpoint.state.features.apply(&UpdateFeaturesOp { updates: to(6) }).unwrap();
+        raise_to(&mut checkpoint, 6);
         let at_6 = encode(&checkpoint);
         assert_eq!(version(&at_6), 12);
         assert_eq!(at_6.len(), at_5.len(), "the same body");
@@ -296,10 +300,7 @@ mod tests {
     fn cross_group_state_is_format_13_from_onelog_version_7_and_comes_back() {
         use onelog_state::xgroup::{Coordinated, Undelivered};
         let mut checkpoint = recorded();
-        let to = |level| {
-            vec![FeatureUpdate { name: ONELOG_VERSION.into(), level, upgrade_type: UpgradeType::Upgrade }]
-        };
-        checkpoint.state.features.apply(&UpdateFeaturesOp { updates: to(6) }).unwrap();
+        raise_to(&mut checkpoint, 6);
         let xgroup = &mut checkpoint.state.xgroup;
         xgroup.groups = 3;
         xgroup.coordinated.insert(7, Coordinated { n: 2, participants: [1, 2].into() });
@@ -308,7 +309,7 @@ mod tests {
         let at_6 = encode(&checkpoint);
         assert_eq!(version(&at_6), 12);
         assert_eq!(decode(&at_6).unwrap().state.xgroup, Default::default(), "format 12 has no room for it");
-        checkpoint.state.features.apply(&UpdateFeaturesOp { updates: to(7) }).unwrap();
+        raise_to(&mut checkpoint, 7);
         let at_7 = encode(&checkpoint);
         assert_eq!(version(&at_7), 13);
         let back = decode(&at_7).unwrap();
