@@ -283,6 +283,12 @@ pub const SHUTDOWN_APPLY_WAIT_MS: u64 = 2 * RAFT_HEARTBEAT_MS;
 pub const LEADER_TRANSFER_CATCH_UP_MS: u64 = 2_000;
 pub const LEADER_TRANSFER_ELECTION_MS: u64 = 5_000;
 
+/// How far behind the leader's last log index a group's preferred leader may be for the
+/// rebalance duty (`leader::rebalance`) to hand it the group: a transfer pauses the group's
+/// writes until the target has matched the log, so only a target that is nearly there is worth
+/// it (a busy group's followers are always a few entries behind).
+pub const REBALANCE_CAUGHT_UP_ENTRIES: u64 = 256;
+
 /// Leader changes the status page lists (`admin_api::leader_changes`).
 pub const LEADER_CHANGES_KEPT: usize = 20;
 

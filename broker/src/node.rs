@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use raft_store::{LogStore, LogStoreOptions};
+use onelog_state::xgroup::placement::Layout;
 use tokio::net::TcpListener;
 
 use crate::config::listeners::{peer_kafka_text, resolve, SecurityProtocol};
@@ -19,33 +19,15 @@ use crate::ctx::Ctx;
 use crate::leader::duties;
 use crate::leader::leadership::Leadership;
 use crate::leader::proposer::{Proposer, ProposerOptions};
-use crate::limits;
 use crate::net::listener;
-use crate::raft::network::Network;
-use crate::raft::sm_log::LogAttachment;
+use crate::raft::groups::{GroupHandle, NodeGroups};
+use crate::raft::open::{self, OpenWith, Opened};
+use crate::raft::rejoin;
 use crate::raft::transport::auth::Identity;
 use crate::raft::transport::peers::Peers;
-use crate::raft::transport::transfer::LeaderTransfer;
-use crate::raft::transport::vote_gate::VoteGate;
 use crate::raft::transport::RaftService;
-use crate::raft::{rejoin, sm_store};
-use crate::raft::{NodeAddr, Raft, TypeConfig};
+use crate::raft::{NodeAddr, Raft};
 use crate::security::authz::Authorizer;
-
-fn raft_config() -> anyhow::Result<openraft::Config> {
-    let config = openraft::Config {
-        cluster_name: "onelog".to_string(),
-        heartbeat_interval: limits::RAFT_HEARTBEAT_MS,
-        election_timeout_min: limits::RAFT_ELECTION_TIMEOUT_MIN_MS,
-        election_timeout_max: limits::RAFT_ELECTION_TIMEOUT_MAX_MS,
-        install_snapshot_timeout: limits::RAFT_INSTALL_SNAPSHOT_TIMEOUT_MS,
-        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(limits::CHECKPOINT_INTERVAL_ENTRIES),
-        max_in_snapshot_log_to_keep: limits::LOG_ENTRIES_KEPT_BELOW_CHECKPOINT,
-        commit_notify_delay_us: limits::RAFT_COMMIT_NOTIFY_DELAY_US,
-        ..Default::default()
-    };
-    Ok(config.validate()?)
-}
 
 /// Holds an exclusive lock on the data directory for the life of the process, so two
 /// brokers can never write the same Raft log.
@@ -73,17 +55,31 @@ pub async fn run(config: BrokerConfig) -> anyhow::Result<()> {
              give every node the same secret file"
         );
     }
-    let opened = open_raft(&node, &config, &identity, !peers.is_empty()).await?;
+    let connections = Peers::new(identity.clone());
+    let layout = crate::raft::groups::layout(&config, node.node_id, &peers)?;
+    let with = OpenWith {
+        node_id: node.node_id,
+        data_dir: &node.data_dir,
+        config: &config,
+        peers: &connections,
+        has_peers: !peers.is_empty(),
+    };
+    let opened = open::open(&with, 0).await?;
+    let others = crate::raft::groups::open_others(&with, &layout).await?;
+    let groups = node_groups(&opened, &others, &layout);
     // Filled once the Kafka handlers' context exists: forwarded requests wait for it.
     let forward_slot = crate::raft::transport::envelope::ForwardSlot::default();
     let removal = Arc::new(crate::raft::transport::removal::RemovalNotice::default());
-    let raft_addr = serve_raft_port(&node, &opened, &identity, &forward_slot, &removal).await?;
+    let raft_addr = serve_raft_port(&node, (&opened, &groups), &identity, &forward_slot, &removal).await?;
     // Up before the rejoin decision, which can wait long, so `/status` shows the node waiting.
     let serving = Arc::new(std::sync::OnceLock::new());
-    start_admin(&node, &opened, &identity, &serving).await?;
+    start_admin(&node, (&opened, &groups), &identity, &serving).await?;
     let me = NodeAddr { raft: raft_addr, kafka: peer_kafka_text(&node.advertised) };
+    let members = peers.clone().into_iter().chain([(node.node_id, me.clone())]).collect();
+    crate::raft::groups::join_others(&identity, &members, &others, &groups);
     join_cluster(&node, &identity, &peers, &opened, me).await?;
-    let ctx = serving_ctx(&node, &config, &opened, removal).await;
+    let ctx = serving_ctx(&node, &config, (&opened, &connections), removal).await;
+    crate::leader::rebalance::start(&config, &connections, &groups);
     let _ = serving.set(ctx.clone());
     let _ = forward_slot.set(Arc::new(crate::pipeline::forwarded::Forwarded { ctx: ctx.clone() }));
     let bound = bind_kafka(&node, kafka_listeners).await?;
@@ -95,12 +91,14 @@ pub async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
     leadership.begin_shutdown();
-    // Kafka requests are refused from here (`Leadership::is_leader`); the entries in
-    // flight replicate, then the most caught-up follower takes over.
-    let raft = opened.raft;
-    crate::raft::transport::handover::hand_over(&raft, &identity, Duration::from_secs(2)).await;
-    checkpoint_before_exit(&raft).await;
-    raft.shutdown().await.ok();
+    groups.begin_stopping();
+    // Kafka requests are refused from here (`Leadership::is_leader`); every group hands its
+    // leadership over, writes a checkpoint and stops, at the same time.
+    let mut stops = tokio::task::JoinSet::new();
+    for handle in groups.handles.iter() {
+        stops.spawn(crate::raft::stop::stop_group(handle.raft.clone(), identity.clone(), handle.group));
+    }
+    while stops.join_next().await.is_some() {}
     tracing::info!("onelog stopped");
     Ok(())
 }
@@ -138,78 +136,12 @@ fn preflight(node: &NodeSettings) -> anyhow::Result<(Vec<listener::Listener>, BT
     Ok((kafka_listeners, peers))
 }
 
-/// The node's storage and its Raft node, opened but not yet serving.
-struct Opened {
-    raft: Raft,
-    applied: crate::raft::applied::AppliedView,
-    votes: Arc<VoteGate>,
-    start: rejoin::Start,
-    log_reader: raft_store::LogReader<TypeConfig>,
-    /// One per node: a transfer pauses this node's writes and withholds its heartbeats only.
-    transfer: Arc<LeaderTransfer>,
-    /// The node's connections to its peers, shared by replication and forwarding.
-    peers: Arc<Peers>,
-}
-
-/// Opens the Raft log and the state machine's checkpoint, and creates the Raft node.
-async fn open_raft(
-    node: &NodeSettings,
-    config: &Arc<BrokerConfig>,
-    identity: &Identity,
-    has_peers: bool,
-) -> anyhow::Result<Opened> {
-    // A checkpoint of a newer build stops the node before anything is opened or written.
-    sm_store::check_format(&node.data_dir.join("state"))?;
-    // The log is purged at checkpoints, about every CHECKPOINT_INTERVAL_BYTES of it: a pool that
-    // large recycles every segment in steady state (raft-store's prealloc.rs).
-    let log_options = LogStoreOptions {
-        segment_bytes: config.settings.raft_segment_bytes,
-        recycle_bytes_max: limits::CHECKPOINT_INTERVAL_BYTES,
-        // Journaled partition segments point into purged segments (`raft::sm_log`).
-        park_purged_segments: true,
-        ..LogStoreOptions::default()
-    };
-    let mut log_store = LogStore::<TypeConfig>::open(&node.data_dir.join("raft-log"), log_options)?;
-    // Off until the checkpoint says 0.1.0 can no longer open this data (sm_store).
-    let log_recycling = log_store.recycling();
-    log_recycling.allow(false);
-    let log_state = openraft::storage::RaftLogStorage::get_log_state(&mut log_store).await?;
-    let log_purged = log_state.last_purged_log_id;
-    let log_reader = log_store.reader();
-    let start = rejoin::at_start(&node.data_dir, log_state.last_log_id.is_none(), has_peers)?;
-    let votes = Arc::new(VoteGate::new(start.votes()));
-    let (state_machine, applied) =
-        sm_store::open(node.data_dir.join("state"), config.clone(), log_purged.map(|l| l.index))?;
-    let attachment = LogAttachment {
-        reader: log_store.reader(),
-        retention: log_store.retention(),
-        recycling: log_recycling,
-    };
-    state_machine.attach_log(attachment)?;
-    let checkpoint_index = applied.read(|a| a.last_applied.map(|l| l.index));
-    let last_log_index = log_state.last_log_id.map(|l| l.index);
-    // What the restart costs: every entry above the checkpoint is applied again.
-    let to_replay = last_log_index.map_or(0, |last| last.saturating_sub(checkpoint_index.unwrap_or(0)));
-    tracing::info!(?checkpoint_index, ?last_log_index, to_replay, "opened the log and the checkpoint");
-    tokio::spawn(report_short_partition_logs(applied.clone(), last_log_index));
-    let transfer = Arc::new(LeaderTransfer::default());
-    let peers = Peers::new(identity.clone());
-    let network = Network::with_peers(peers.clone(), transfer.clone());
-    let raft = Raft::new(node.node_id, Arc::new(raft_config()?), network, log_store, state_machine).await?;
-    Ok(Opened { raft, applied, votes, start, log_reader, transfer, peers })
-}
-
-/// Once every entry the log held at open is applied (the replay above the checkpoint, or, if
-/// a new leader cut the tail, as many new ones), judges the partitions whose files ended
-/// before the checkpoint.
-async fn report_short_partition_logs(applied: crate::raft::applied::AppliedView, replay_to: Option<u64>) {
-    let mut index = applied.applied_index();
-    if let Some(to) = replay_to {
-        if index.wait_for(|i| *i >= to).await.is_err() {
-            return;
-        }
-    }
-    applied.report_short_partition_logs();
+/// Every group this node runs: group 0 (whose preferred leader is the layout's, its voters
+/// the configured nodes as ever) and the others it opened.
+fn node_groups(opened: &Opened, others: &[(Opened, Vec<u64>)], layout: &Layout) -> NodeGroups {
+    let mut handles = vec![GroupHandle::of(opened, layout.voters[0].clone())];
+    handles.extend(others.iter().map(|(o, placed)| GroupHandle::of(o, placed.clone())));
+    NodeGroups::new(layout.voters.len() as u32, handles)
 }
 
 /// Serves the Raft port when one is configured and returns its address. A one-node cluster
@@ -217,7 +149,7 @@ async fn report_short_partition_logs(applied: crate::raft::applied::AppliedView,
 /// exist), so many single-node brokers can share a machine.
 async fn serve_raft_port(
     node: &NodeSettings,
-    opened: &Opened,
+    (opened, groups): (&Opened, &NodeGroups),
     identity: &Identity,
     forward: &crate::raft::transport::envelope::ForwardSlot,
     removal: &Arc<crate::raft::transport::removal::RemovalNotice>,
@@ -233,8 +165,7 @@ async fn serve_raft_port(
         log: opened.log_reader.clone(),
         forward: forward.clone(),
         removal: removal.clone(),
-        // One group: the node runs group 0 alone (issue 32's runtime registers the others).
-        groups: Default::default(),
+        groups: groups.served(),
     };
     tokio::spawn(crate::raft::transport::serve_raft(listener, service));
     Ok(addr.to_string())
@@ -242,7 +173,7 @@ async fn serve_raft_port(
 
 async fn start_admin(
     node: &NodeSettings,
-    opened: &Opened,
+    (opened, groups): (&Opened, &NodeGroups),
     identity: &Identity,
     serving: &Arc<std::sync::OnceLock<crate::ctx::SharedCtx>>,
 ) -> anyhow::Result<()> {
@@ -258,6 +189,7 @@ async fn start_admin(
         serving: serving.clone(),
         leader_changes: crate::admin_api::leader_changes::watch(raft.clone()),
         token: node.admin_token.clone(),
+        groups: groups.clone(),
     };
     crate::admin_api::start(node.admin_listen, node.admin_tls.clone(), admin).await?;
     Ok(())
@@ -277,10 +209,12 @@ async fn join_cluster(
     let catching_up = match opened.start {
         rejoin::Start::Normal => None,
         rejoin::Start::CatchingUp(target) => Some(target),
-        rejoin::Start::Ask => match rejoin::decide(identity, peers, &node.data_dir, &opened.votes).await? {
-            rejoin::Decision::NewCluster => None,
-            rejoin::Decision::Existing { target } => Some(target),
-        },
+        rejoin::Start::Ask => {
+            match rejoin::decide(identity, peers, (&node.data_dir, 0), &opened.votes).await? {
+                rejoin::Decision::NewCluster => None,
+                rejoin::Decision::Existing { target } => Some(target),
+            }
+        }
     };
     if let Some(target) = catching_up {
         let votes = opened.votes.clone();
@@ -301,7 +235,7 @@ async fn join_cluster(
 async fn serving_ctx(
     node: &NodeSettings,
     config: &Arc<BrokerConfig>,
-    opened: &Opened,
+    (opened, connections): (&Opened, &Arc<Peers>),
     removal: Arc<crate::raft::transport::removal::RemovalNotice>,
 ) -> crate::ctx::SharedCtx {
     let (raft, applied) = (&opened.raft, &opened.applied);
@@ -312,7 +246,7 @@ async fn serving_ctx(
         opened.transfer.clone(),
         node.advertised.clone(),
         &inter_broker_listener(node),
-        opened.peers.clone(),
+        connections.clone(),
     ));
     let proposer = Proposer::start(ProposerOptions {
         leadership: leadership.clone(),
@@ -338,7 +272,7 @@ async fn serving_ctx(
         txns: Arc::new(TxnCoordinator::new(leadership.clone(), applied.clone(), proposer.clone())),
         authorizer: Authorizer::new(config.settings.authz.clone(), applied.clone()),
         quotas: Default::default(),
-        peers: opened.peers.clone(),
+        peers: connections.clone(),
     });
     let duty = Arc::new(duties::DutyCtx {
         node_id: node.node_id,
@@ -347,7 +281,7 @@ async fn serving_ctx(
         proposer,
         config: config.clone(),
         removal,
-        peers: opened.peers.clone(),
+        peers: connections.clone(),
     });
     duties::start(duty.clone(), raft.clone());
     crate::coord::group::duties::start(duty.clone(), ctx.groups.clone());
@@ -371,68 +305,6 @@ async fn bind_kafka(
         bound.push((socket, kafka_listener));
     }
     Ok(bound)
-}
-
-/// A checkpoint of everything applied, so the next start replays nothing it has already
-/// applied (a restart after kill -9 replays everything since the last periodic checkpoint).
-/// Waits at most `SHUTDOWN_CHECKPOINT_MS_MAX`; a node that cannot write one still stops.
-async fn checkpoint_before_exit(raft: &Raft) {
-    let started = std::time::Instant::now();
-    apply_what_the_log_holds(raft).await;
-    let mut metrics = raft.metrics();
-    let applied = metrics.borrow().last_applied.map(|l| l.index);
-    if applied.is_none() || metrics.borrow().snapshot.map(|l| l.index) >= applied {
-        tracing::info!(index = ?applied, "the checkpoint at shutdown is current");
-        return;
-    }
-    if raft.trigger().snapshot().await.is_err() {
-        return;
-    }
-    let wait = Duration::from_millis(limits::SHUTDOWN_CHECKPOINT_MS_MAX);
-    let written = tokio::time::timeout(wait, async {
-        loop {
-            if metrics.borrow().snapshot.map(|l| l.index) >= applied {
-                return true;
-            }
-            if metrics.changed().await.is_err() {
-                return false;
-            }
-        }
-    })
-    .await;
-    match written {
-        Ok(true) => tracing::info!(
-            index = ?applied,
-            ms = started.elapsed().as_millis() as u64,
-            "checkpoint written at shutdown"
-        ),
-        _ => {
-            tracing::warn!(index = ?applied, "stopping without a checkpoint; the next start replays the log since the last one")
-        }
-    }
-}
-
-/// Waits (at most `SHUTDOWN_APPLY_WAIT_MS`) until everything the log holds is applied. A
-/// follower learns that its last entries committed only with the leader's next AppendEntries
-/// (held back up to `RAFT_COMMIT_NOTIFY_DELAY_US` when the leader has nothing else to send):
-/// a checkpoint written before that would leave them to replay at the next start. The log's
-/// end is read again at each change: entries still arriving (a follower that was behind, the
-/// next leader's first entry) are waited for too.
-/// Regression: `harness/tests/graceful_shutdown.rs` ("replayed 1 entries after SIGTERM").
-async fn apply_what_the_log_holds(raft: &Raft) {
-    let mut metrics = raft.metrics();
-    let wait = Duration::from_millis(limits::SHUTDOWN_APPLY_WAIT_MS);
-    let behind = |m: &openraft::RaftMetrics<u64, crate::raft::NodeAddr>| {
-        m.last_applied.map(|l| l.index) < m.last_log_index
-    };
-    let _ = tokio::time::timeout(wait, async {
-        while behind(&metrics.borrow()) {
-            if metrics.changed().await.is_err() {
-                return;
-            }
-        }
-    })
-    .await;
 }
 
 /// Parses `--peers id=raft_host:port@kafka_host:port,...`.

@@ -72,6 +72,10 @@ pub struct Status {
     /// (its build's) and `epoch`.
     #[serde(default)]
     pub features: Value,
+    /// The Raft groups this node runs: `{"count", "groups": [{"group", "leader", "term",
+    /// "role", "voters", "preferred_leader", "last_log_index", "last_applied"}]}`.
+    #[serde(default)]
+    pub raft_groups: Value,
 }
 
 impl Status {

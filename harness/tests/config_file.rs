@@ -222,6 +222,14 @@ fn bad_configuration_stops_start_up_and_says_what_to_fix() {
     let printed = start_fails(cwd, &["--config-file", "absent.toml"], &[]).expect("run");
     assert_mentions(&printed, &["absent.toml", "no such file"]);
 
+    // A Raft group placement that cannot be: the setting and the problem (issue 32).
+    let args = ["--config", "onelog.raft.groups=2", "--config", "onelog.raft.replication.factor=2"];
+    let printed = start_fails(cwd, &args, &[]).expect("run");
+    assert_mentions(&printed, &["onelog.raft.replication.factor 2 must be between 1 and the 1 nodes"]);
+    let args = ["--config", "onelog.raft.groups=2", "--config", "onelog.raft.group.3.voters=1"];
+    let printed = start_fails(cwd, &args, &[]).expect("run");
+    assert_mentions(&printed, &["onelog.raft.group.3.voters names group 3", "the cluster has 2 groups"]);
+
     // A listener whose port is taken: the listener and the port.
     let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = taken.local_addr().expect("addr").port().to_string();

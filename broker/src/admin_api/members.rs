@@ -165,17 +165,27 @@ pub async fn remove(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError
     Ok(Response::json(200, membership))
 }
 
-/// `POST /leader/transfer?to=N`: moves leadership from this node, the leader, to voter N
-/// (`raft::transport::transfer`); answers once a new leader is elected, naming it (another
-/// up-to-date voter may win instead of N).
+/// `POST /leader/transfer?to=N[&group=G]`: moves leadership of Raft group G (default 0) from
+/// this node, its leader, to voter N (`raft::transport::transfer`); answers once a new leader
+/// is elected, naming it (another up-to-date voter may win instead of N). 404 for a group this
+/// node does not run.
 pub async fn transfer(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
-    query.allow_only(&["to"])?;
+    query.allow_only(&["to", "group"])?;
     let to: u64 = query
         .required("to")?
         .parse()
         .map_err(|_| HttpError::new(400, format!("to {:?} is not a node id (u64)", query.get("to"))))?;
+    let group: u32 = match query.get("group") {
+        None => 0,
+        Some(g) => {
+            g.parse().map_err(|_| HttpError::new(400, format!("group {g:?} is not a group number")))?
+        }
+    };
+    let Some(handle) = ctx.groups.get(group) else {
+        return Ok(Response::error(404, format!("node {} does not run Raft group {group}", ctx.node_id)));
+    };
     use crate::raft::transport::transfer::{self, TransferError};
-    Ok(match transfer::transfer(&ctx.raft, &ctx.identity, &ctx.transfer, to).await {
+    Ok(match transfer::transfer((&handle.raft, &handle.transfer, group), &ctx.identity, to).await {
         Ok((leader, term)) => {
             Response::json(200, json!({ "node_id": ctx.node_id, "leader": leader, "term": term }))
         }

@@ -31,6 +31,8 @@ pub struct Sources<'a> {
     pub votes: &'a VoteGate,
     /// The serving node's context, once it has caught up (the group coordinator lives there).
     pub serving: Option<SharedCtx>,
+    /// Every Raft group the node runs.
+    pub groups: &'a crate::raft::groups::NodeGroups,
 }
 
 #[derive(Debug, Clone)]
@@ -77,6 +79,8 @@ pub struct Snapshot {
     pub connections_open: u64,
     pub request_memory_bytes: u64,
     pub listener_incidents: Vec<(&'static str, u64)>,
+    /// Each Raft group this node runs (`raft_groups`).
+    pub raft_groups: Vec<super::raft_groups::GroupRow>,
 }
 
 /// Reads the node for one scrape. Each part of the [`Snapshot`] comes from where it lives:
@@ -118,6 +122,7 @@ pub async fn gather(sources: Sources<'_>) -> Snapshot {
         connections_open: STATS.connections_open.load(Ordering::Relaxed),
         request_memory_bytes: STATS.request_memory_bytes.load(Ordering::Relaxed),
         listener_incidents: listener_incidents(),
+        raft_groups: super::raft_groups::rows(sources.groups, sources.node_id),
     }
 }
 
@@ -271,6 +276,7 @@ impl Collector for Snapshot {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
         let e = &mut encoder;
         self.encode_role(e)?;
+        self.encode_raft_groups(e)?;
         self.encode_indexes(e)?;
         self.encode_membership(e)?;
         self.encode_partitions(e)?;
@@ -523,6 +529,30 @@ pub(super) mod tests {
             connections_open: 5,
             request_memory_bytes: 4096,
             listener_incidents: vec![("malformed_request", 2), ("accept_error", 0)],
+            raft_groups: vec![
+                super::super::raft_groups::GroupRow {
+                    group: 0,
+                    term: 7,
+                    leader: 1,
+                    is_leader: true,
+                    role: "leader",
+                    voters: vec![1, 2],
+                    preferred_leader: Some(1),
+                    last_log_index: Some(120),
+                    applied_index: None,
+                },
+                super::super::raft_groups::GroupRow {
+                    group: 1,
+                    term: 3,
+                    leader: 3,
+                    is_leader: false,
+                    role: "follower",
+                    voters: vec![1, 2],
+                    preferred_leader: Some(2),
+                    last_log_index: Some(9),
+                    applied_index: Some(9),
+                },
+            ],
         }
     }
 

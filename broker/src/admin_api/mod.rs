@@ -12,7 +12,10 @@
 //! - `GET /status` → 200 `{"node_id", "leader" (id or null), "term", "role"
 //!   ("leader"|"follower"|"candidate"|"learner"|"shutdown"), "last_log_index" (or null),
 //!   "last_applied" (index or null), "voters": [ids], "learners": [ids],
-//!   "nodes": [{"id","raft","kafka"}], "membership_log_index" (or null), "kafka": "host:port"}`.
+//!   "nodes": [{"id","raft","kafka"}], "membership_log_index" (or null), "kafka": "host:port",
+//!   "raft_groups": {"count", "groups": [{"group", "leader", "term", "role", "voters",
+//!   "preferred_leader", "last_log_index", "last_applied"}]}}`: the node-wide fields are group
+//!   0's; `raft_groups` lists every group this node runs.
 //! - `GET /metrics` → 200, Prometheus' text format (`crate::metrics`).
 //! - `GET /digest` → 200 `{"node_id", "last_applied" (index or null), "partitions":
 //!   [{"topic", "topic_id" (32 hex), "partition", "log_start_offset", "log_end_offset",
@@ -23,7 +26,8 @@
 //! - `POST /members/promote?id=N` → 200 membership with the learner made a voter.
 //! - `POST /members/remove?id=N` → 200 membership without node N (voter or learner);
 //!   404 if N is not a member.
-//! - `POST /leader/transfer?to=N` → 200 `{"node_id", "leader", "term"}` once a new leader is
+//! - `POST /leader/transfer?to=N[&group=G]` → 200 `{"node_id", "leader", "term"}` once group
+//!   G's (default 0) new leader is
 //!   elected (N, or another up-to-date voter); leader only (421 elsewhere), 409 if N is not a
 //!   voter or does not catch up, or a transfer is under way, 504 without an election in time.
 //! - `POST /leader/elect` → 200 `{"node_id", "triggered": bool, "leader"}`: `triggered` is
@@ -49,6 +53,7 @@ pub mod leader_changes;
 mod members;
 pub mod metrics;
 mod query;
+mod raft_groups;
 mod routes;
 mod server;
 mod share_groups;
@@ -99,6 +104,8 @@ pub struct AdminCtx {
     /// `onelog.admin.token.file`'s token: every POST must carry it (`access`); `None`: POSTs
     /// from loopback addresses only.
     pub token: Option<Arc<[u8]>>,
+    /// Every Raft group the node runs, group 0 first (`/status`, `/metrics`, transfers).
+    pub groups: crate::raft::groups::NodeGroups,
 }
 
 impl AdminCtx {
@@ -109,6 +116,7 @@ impl AdminCtx {
             applied: &self.applied,
             votes: &self.votes,
             serving: self.serving.get().cloned(),
+            groups: &self.groups,
         }
     }
 }

@@ -35,12 +35,22 @@ async fn node(dir: &tempfile::TempDir, id: u64) -> AdminCtx {
     let config = Arc::new(config.validate().expect("raft config"));
     let log_store =
         LogStore::open(&dir.path().join("raft-log"), LogStoreOptions::default()).expect("log store");
+    let log_reader = log_store.reader();
     let broker_config = Arc::new(BrokerConfig::from_overrides(&[]).expect("config"));
     let (state_machine, applied) =
         sm_store::open(dir.path().join("state"), broker_config, None).expect("state machine");
     let transfer = Arc::new(LeaderTransfer::default());
     let network = Network::new(Identity::new(id, None), transfer.clone());
     let raft = Raft::new(id, config, network, log_store, state_machine).await.expect("raft");
+    let votes = Arc::new(VoteGate::new(Votes::Open));
+    let group = crate::raft::groups::GroupHandle {
+        group: 0,
+        raft: raft.clone(),
+        transfer: transfer.clone(),
+        votes: votes.clone(),
+        log: log_reader,
+        placed: vec![id],
+    };
     AdminCtx {
         node_id: id,
         identity: Identity::new(id, None),
@@ -48,10 +58,11 @@ async fn node(dir: &tempfile::TempDir, id: u64) -> AdminCtx {
         transfer,
         applied,
         kafka: KAFKA.to_string(),
-        votes: Arc::new(VoteGate::new(Votes::Open)),
+        votes,
         serving: Default::default(),
         leader_changes: Default::default(),
         token: None,
+        groups: crate::raft::groups::NodeGroups::new(1, vec![group]),
     }
 }
 

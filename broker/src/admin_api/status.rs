@@ -76,5 +76,6 @@ pub fn status(ctx: &AdminCtx) -> Value {
         "votes": ctx.votes.describe(),
         "kafka": ctx.kafka,
         "kafka_listener": crate::net::incidents::STATS.to_json(),
+        "raft_groups": super::raft_groups::status_json(&ctx.groups, ctx.node_id),
     })
 }

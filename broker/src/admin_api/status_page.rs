@@ -250,6 +250,10 @@ pub fn render(data: &PageData) -> String {
                 (cluster(data))
                 h2 { "Nodes" }
                 (nodes_table(&data.nodes, s.leader))
+                @if s.raft_groups.len() > 1 {
+                    h2 { "Raft groups" }
+                    (super::raft_groups::table(&s.raft_groups))
+                }
                 h2 { "Topics" }
                 (topics(&s.partitions))
                 h2 { "Groups" }

@@ -76,13 +76,15 @@ pub async fn remove_node(admin: &AdminApi, id: u64) -> Result<Report> {
     Ok(Report::new(membership_text(&head, &membership), membership))
 }
 
-pub async fn transfer_leader(admin: &AdminApi, to: u64) -> Result<Report> {
-    let answer = admin.post_to_leader(&format!("/leader/transfer?to={to}")).await?;
+pub async fn transfer_leader(admin: &AdminApi, to: u64, group: u32) -> Result<Report> {
+    let answer = admin.post_to_leader(&format!("/leader/transfer?to={to}&group={group}")).await?;
     let leader = answer["leader"].as_u64();
     let term = answer["term"].as_u64();
-    let json = json!({ "from": answer["node_id"], "leader": leader, "term": term, "asked_for": to });
+    let json =
+        json!({ "from": answer["node_id"], "leader": leader, "term": term, "asked_for": to, "group": group });
+    let of_group = if group == 0 { String::new() } else { format!("group {group}'s ") };
     let mut text = format!(
-        "leadership moved from node {} to node {} (term {})",
+        "{of_group}leadership moved from node {} to node {} (term {})",
         cell(answer["node_id"].as_u64()),
         cell(leader),
         cell(term)

@@ -78,10 +78,13 @@ pub enum AdminCommand {
         /// The node id.
         id: u64,
     },
-    /// Hand leadership to another voter (admin API).
+    /// Hand leadership of a Raft group to another of its voters (admin API).
     TransferLeader {
         /// The voter to lead.
         to: u64,
+        /// The Raft group (`onelog.raft.groups`); 0, the metadata group, by default.
+        #[arg(long, default_value_t = 0)]
+        group: u32,
     },
     /// Transactions: list, describe, abort (Kafka API).
     #[command(subcommand)]
@@ -143,7 +146,7 @@ async fn dispatch(args: &AdminArgs) -> anyhow::Result<Report> {
         AdminCommand::Status => status::status(&admin).await,
         AdminCommand::AddNode(add) => members::add_node(&admin, add).await,
         AdminCommand::RemoveNode { id } => members::remove_node(&admin, *id).await,
-        AdminCommand::TransferLeader { to } => members::transfer_leader(&admin, *to).await,
+        AdminCommand::TransferLeader { to, group } => members::transfer_leader(&admin, *to, *group).await,
         AdminCommand::Transactions(command) => transactions::run(&args.bootstrap, command).await,
         AdminCommand::Groups(command) => groups::run(&args.bootstrap, command).await,
         AdminCommand::Topics(command) => topics::run(&args.bootstrap, command).await,

@@ -71,6 +71,7 @@ pub async fn status(admin: &AdminApi) -> Result<Report> {
         "learners": ids(&first, "learners"),
         "nodes": nodes,
         "features": first["features"]["finalized"],
+        "raft_groups": raft_groups(&statuses),
     });
     let mut table =
         Table::new(&["NODE", "MEMBERSHIP", "ROLE", "RAFT", "KAFKA", "LAST LOG INDEX", "APPLIED", "RELEASE"]);
@@ -88,5 +89,39 @@ pub async fn status(admin: &AdminApi) -> Result<Report> {
         id_list(&ids(&first, "learners")),
         finalized(&first["features"]["finalized"]),
     );
-    Ok(Report::new(format!("{head}\n\n{}", table.render()), json))
+    let mut report = format!("{head}\n\n{}", table.render());
+    if json["raft_groups"].as_array().is_some_and(|g| g.len() > 1) {
+        report.push_str(&format!("\n\n{}", groups_table(&json["raft_groups"])));
+    }
+    Ok(Report::new(report, json))
+}
+
+/// Every Raft group any asked node runs, as the node that knows the highest term for it sees
+/// it (a node that missed an election reports an older leader): group, leader, term, voters,
+/// preferred leader. Empty from a build without groups.
+fn raft_groups(statuses: &[(String, Value)]) -> Vec<Value> {
+    let mut newest: BTreeMap<u64, &Value> = BTreeMap::new();
+    let rows = statuses.iter().filter_map(|(_, s)| s["raft_groups"]["groups"].as_array()).flatten();
+    for row in rows {
+        let Some(group) = row["group"].as_u64() else { continue };
+        let known = newest.get(&group).and_then(|r| r["term"].as_u64());
+        if known.is_none_or(|term| row["term"].as_u64() > Some(term)) {
+            newest.insert(group, row);
+        }
+    }
+    newest.into_values().cloned().collect()
+}
+
+fn groups_table(groups: &Value) -> String {
+    let mut table = Table::new(&["GROUP", "LEADER", "TERM", "VOTERS", "PREFERRED LEADER"]);
+    for g in groups.as_array().into_iter().flatten() {
+        let voters: Vec<u64> =
+            g["voters"].as_array().into_iter().flatten().filter_map(Value::as_u64).collect();
+        let fields = [&g["group"], &g["leader"], &g["term"]];
+        let mut row: Vec<String> = fields.iter().map(|v| cell(text(v))).collect();
+        row.push(id_list(&voters));
+        row.push(cell(text(&g["preferred_leader"])));
+        table.row(row);
+    }
+    table.render()
 }

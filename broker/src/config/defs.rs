@@ -133,6 +133,20 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // file. Purged segments are recycled (raft-store's prealloc.rs); tests use small ones to
     // roll and recycle segments in seconds.
     at_least("onelog.raft.segment.bytes", "67108864", Long, raft_store::limits::SEGMENT_BYTES_MIN as i64),
+    // onelog's own: the Raft groups (docs/SCALING.md §2, `config::raft_groups`). Cluster-wide:
+    // every node must be given the same values. `onelog.raft.group.<g>.voters` names a group's
+    // voters, preferred leader first.
+    between("onelog.raft.groups", "1", Int, 1, onelog_state::xgroup::placement::RAFT_GROUPS_MAX as i64),
+    between(
+        "onelog.raft.replication.factor",
+        "-1",
+        Int,
+        -1,
+        onelog_state::xgroup::placement::RAFT_GROUPS_MAX as i64,
+    ),
+    // Kafka's names for moving leadership back to the preferred replica; here a Raft group's.
+    def("auto.leader.rebalance.enable", "true", Boolean),
+    at_least("leader.imbalance.check.interval.seconds", "30", Long, 1),
     at_least("log.retention.check.interval.ms", "300000", Long, 1),
     def("delete.topic.enable", "true", Boolean),
     // KIP-98: how long an idle producer id keeps its state, and how often the leader looks.

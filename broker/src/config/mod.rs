@@ -16,6 +16,7 @@ mod defs;
 mod jaas;
 pub mod listeners;
 mod node_settings;
+pub mod raft_groups;
 pub mod security;
 #[cfg(test)]
 mod security_tests;
@@ -175,6 +176,8 @@ pub struct Settings {
     pub listener: ListenerSettings,
     /// `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
     pub authz: authz::AuthzSettings,
+    /// `onelog.raft.groups` and the settings of its groups (`config::raft_groups`).
+    pub raft_groups: raft_groups::RaftGroupSettings,
 }
 
 /// The Kafka listener's settings (besides `socket.request.max.bytes`).
@@ -299,6 +302,7 @@ impl Settings {
             streams_group: streams_group::parse(|key| c.int(key))?,
             share_group: share_group::parse(|key| c.int(key), c.text("group.share.assignors")?)?,
             listener: ListenerSettings::parse(c, socket_request_max_bytes)?,
+            raft_groups: raft_groups::RaftGroupSettings::parse(c)?,
             authz: authz::AuthzSettings::parse(
                 c.text("authorizer.class.name")?,
                 c.text("super.users")?,
@@ -349,7 +353,7 @@ impl BrokerConfig {
             values.insert(key.to_string(), (default.to_string(), Origin::Default, ty));
         }
         for Given { key, value, origin } in given {
-            if security::is_listener_override(&key) {
+            if security::is_listener_override(&key) || raft_groups::is_group_voters_key(&key) {
                 values.insert(key, (value, origin, ConfigType::String));
                 continue;
             }
@@ -516,6 +520,14 @@ impl Values {
 
     fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).map(|(v, _, _)| v.as_str())
+    }
+
+    /// Every set key starting with `prefix`, with its value.
+    fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.0
+            .range(prefix.to_string()..)
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .map(|(k, (v, _, _))| (k.as_str(), v.as_str()))
     }
 
     fn text(&self, key: &str) -> anyhow::Result<&str> {

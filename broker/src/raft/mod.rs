@@ -2,11 +2,14 @@
 
 pub mod applied;
 pub mod checkpoint;
+pub mod groups;
 pub mod network;
+pub mod open;
 pub mod rejoin;
 pub mod sm_log;
 pub mod sm_store;
 pub mod snapshot_archive;
+pub mod stop;
 pub mod transport;
 
 use std::fmt;

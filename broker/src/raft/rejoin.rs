@@ -134,12 +134,13 @@ pub fn judge(me: u64, configured: usize, answers: &BTreeMap<u64, LogState>) -> O
     (heard > voters.len() / 2).then_some(Decision::Existing { target })
 }
 
-/// Asks every peer, again and again, until the answers allow a decision; records it in the
-/// marker and the vote gate.
+/// Asks every peer, again and again, how much of Raft group `group`'s log it holds, until the
+/// answers allow a decision; records it in the marker (in `data_dir`, the group's directory)
+/// and the vote gate. `peers`: the group's other voters as configured.
 pub async fn decide(
     identity: &Identity,
     peers: &BTreeMap<u64, NodeAddr>,
-    data_dir: &Path,
+    (data_dir, group): (&Path, u32),
     gate: &VoteGate,
 ) -> anyhow::Result<Decision> {
     let ttl = Duration::from_millis(limits::REJOIN_QUERY_TIMEOUT_MS);
@@ -151,7 +152,7 @@ pub async fn decide(
         for (&id, addr) in peers.iter() {
             let addr = addr.raft.clone();
             let identity = identity.clone();
-            asks.spawn(async move { (id, log_state::ask(&identity, id, &addr, ttl).await) });
+            asks.spawn(async move { (id, log_state::ask(&identity, (id, &addr), ttl, group).await) });
         }
         while let Some(answer) = asks.join_next().await {
             if let Ok((id, Some(state))) = answer {
@@ -169,6 +170,7 @@ pub async fn decide(
         }
         if rounds.is_multiple_of(limits::REJOIN_LOG_EVERY_ROUNDS) {
             tracing::warn!(
+                group,
                 heard_from = ?answers.keys().collect::<Vec<_>>(),
                 peers = peers.len(),
                 "empty log: waiting for peers to say whether a cluster exists before initializing or voting"
@@ -181,13 +183,14 @@ pub async fn decide(
         Decision::NewCluster => {
             remove_marker(data_dir)?;
             gate.set(Votes::Open);
-            tracing::info!(heard_from = ?answers.keys().collect::<Vec<_>>(), "no peer holds data: a new cluster");
+            tracing::info!(group, heard_from = ?answers.keys().collect::<Vec<_>>(), "no peer holds data: a new cluster");
         }
         Decision::Existing { target } => {
             write_marker(data_dir, Marker::CatchingUp { target })?;
             gate.set(Votes::ForLogsFrom(target));
             tracing::warn!(
                 %target,
+                group,
                 "this node's log is empty but the cluster exists: it rejoins, and votes only for \
                  candidates at least as up to date as its peers until it has caught up"
             );

@@ -41,9 +41,9 @@ pub fn on_timeout_now(raft: &Raft, req: TimeoutNow) -> Result<(), String> {
     Ok(())
 }
 
-/// Leader side: hands leadership to the most caught-up voter, waiting at most `wait` for one
-/// to match the last log index. Returns the chosen node, if any.
-pub async fn hand_over(raft: &Raft, identity: &Identity, wait: Duration) -> Option<u64> {
+/// Leader side: hands leadership of Raft group `group` to the most caught-up voter, waiting at
+/// most `wait` for one to match the last log index. Returns the chosen node, if any.
+pub async fn hand_over(raft: &Raft, identity: &Identity, wait: Duration, group: u32) -> Option<u64> {
     let node_id = identity.node_id;
     let mut metrics = raft.metrics();
     let deadline = tokio::time::Instant::now() + wait;
@@ -72,9 +72,9 @@ pub async fn hand_over(raft: &Raft, identity: &Identity, wait: Duration) -> Opti
             return None;
         }
     };
-    match send_timeout_now(identity, target, addr, term).await {
+    match send_timeout_now(identity, (target, addr), term, group).await {
         Ok(()) => {
-            tracing::info!(to = target, "leadership handed over");
+            tracing::info!(to = target, group, "leadership handed over");
             Some(target)
         }
         Err(e) => {
@@ -84,13 +84,20 @@ pub async fn hand_over(raft: &Raft, identity: &Identity, wait: Duration) -> Opti
     }
 }
 
-/// Tells `target` (at `addr`) to stand for election once the current leader's lease is over.
-pub async fn send_timeout_now(from: &Identity, target: u64, addr: String, term: u64) -> anyhow::Result<()> {
+/// Tells `target` (at `addr`) to stand for election in Raft group `group` once the current
+/// leader's lease is over.
+pub async fn send_timeout_now(
+    from: &Identity,
+    (target, addr): (u64, String),
+    term: u64,
+    group: u32,
+) -> anyhow::Result<()> {
     let addr = crate::fault::raft_dial(target).unwrap_or(addr);
     let peer = Peer::new(from.clone(), target, addr);
     let from = from.node_id;
     let request_id = peer.next_request_id();
-    let frame = codec::encode(
+    let frame = codec::encode_for(
+        group,
         Kind::TimeoutNow,
         request_id,
         &TimeoutNow { from, term },

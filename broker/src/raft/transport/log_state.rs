@@ -53,15 +53,26 @@ pub async fn on_log_state(raft: &Raft, log: &LogReader<TypeConfig>) -> Result<Lo
     Ok(LogState { last_log_id: last, voters, membership_index })
 }
 
-/// Asks `target` at `addr` once, waiting at most `ttl`. `None` if it did not answer.
-pub async fn ask(identity: &Identity, target: u64, addr: &str, ttl: Duration) -> Option<LogState> {
+/// Asks `target` at `addr` once how much of Raft group `group`'s log it holds, waiting at most
+/// `ttl`. `None` if it did not answer.
+pub async fn ask(
+    identity: &Identity,
+    (target, addr): (u64, &str),
+    ttl: Duration,
+    group: u32,
+) -> Option<LogState> {
     let from = identity.node_id;
     let addr = crate::fault::raft_dial(target).unwrap_or_else(|| addr.to_string());
     let peer = Peer::new(identity.clone(), target, addr);
     let request_id = peer.next_request_id();
-    let frame =
-        codec::encode(Kind::LogState, request_id, &LogStateQuery { from }, limits::RAFT_FRAME_BYTES_MAX)
-            .ok()?;
+    let frame = codec::encode_for(
+        group,
+        Kind::LogState,
+        request_id,
+        &LogStateQuery { from },
+        limits::RAFT_FRAME_BYTES_MAX,
+    )
+    .ok()?;
     let response = peer.call(request_id, frame, ttl).await.ok()?;
     match response.decode_body::<Result<LogState, String>>() {
         Ok(Ok(state)) => Some(state),

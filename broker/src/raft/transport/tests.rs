@@ -184,7 +184,7 @@ async fn leadership_transfer_sets_only_the_leaders_flags() -> anyhow::Result<()>
     assert_applied_everywhere(&nodes.iter().collect::<Vec<_>>(), index).await?;
 
     let identity = Identity::new(leader_id, None);
-    let moving = transfer::transfer(&leader.raft, &identity, &leader.transfer, target.id);
+    let moving = transfer::transfer((&leader.raft, &leader.transfer, 0), &identity, target.id);
     let observe = async {
         let deadline = Instant::now() + Duration::from_secs(5);
         while !leader.transfer.heartbeats_withheld() && Instant::now() < deadline {

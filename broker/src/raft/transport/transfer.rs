@@ -94,12 +94,11 @@ fn target(m: &Metrics, me: u64, to: u64) -> Result<(String, u64), TransferError>
     Ok((addr, m.current_term))
 }
 
-/// Moves leadership from this node to `to`; returns the new leader and its term. `state` is
-/// this node's [`LeaderTransfer`].
+/// Moves leadership of Raft group `group` from this node to `to`; returns the new leader and
+/// its term. `raft` and `state` are that group's Raft and [`LeaderTransfer`].
 pub async fn transfer(
-    raft: &Raft,
+    (raft, state, group): (&Raft, &LeaderTransfer, u32),
     identity: &Identity,
-    state: &LeaderTransfer,
     to: u64,
 ) -> Result<(u64, u64), TransferError> {
     let mut metrics = raft.metrics();
@@ -109,7 +108,7 @@ pub async fn transfer(
     }
     let _resume = Resume(state);
     state.writes_paused.store(true, Ordering::SeqCst);
-    tracing::info!(to, term, "leadership transfer: writes paused until the target has caught up");
+    tracing::info!(to, term, group, "leadership transfer: writes paused until the target has caught up");
 
     let catch_up = Duration::from_millis(limits::LEADER_TRANSFER_CATCH_UP_MS);
     let caught_up = tokio::time::timeout(catch_up, async {
@@ -131,7 +130,9 @@ pub async fn transfer(
     }
 
     state.heartbeats_withheld.store(true, Ordering::SeqCst);
-    send_timeout_now(identity, to, addr, term).await.map_err(|e| TransferError::Failed(format!("{e:#}")))?;
+    send_timeout_now(identity, (to, addr), term, group)
+        .await
+        .map_err(|e| TransferError::Failed(format!("{e:#}")))?;
     let wait = Duration::from_millis(limits::LEADER_TRANSFER_ELECTION_MS);
     let elected = tokio::time::timeout(wait, async {
         loop {
