@@ -45,6 +45,9 @@ pub struct Ctx {
     /// This node's connections to its peers, which its Raft node uses too: forwarding to the
     /// leader goes over the authenticated Raft transport (`net::forward`).
     pub peers: Arc<Peers>,
+    /// The leadership, applied state and proposer of each Raft group other than 0 this node
+    /// runs (`leader::groups`). Requests reach none of them yet (issue 32's routing is next).
+    pub group_leaders: Vec<crate::leader::groups::GroupLeader>,
 }
 
 impl Ctx {

@@ -17,6 +17,7 @@ use crate::coord::group::Coordinator as GroupCoordinator;
 use crate::coord::txn::TxnCoordinator;
 use crate::ctx::Ctx;
 use crate::leader::duties;
+use crate::leader::groups::{GroupLeader, GroupLeaderWith};
 use crate::leader::leadership::Leadership;
 use crate::leader::proposer::{Proposer, ProposerOptions};
 use crate::net::listener;
@@ -78,7 +79,8 @@ pub async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let members = peers.clone().into_iter().chain([(node.node_id, me.clone())]).collect();
     crate::raft::groups::join_others(&identity, &members, &others, &groups);
     join_cluster(&node, &identity, &peers, &opened, me).await?;
-    let ctx = serving_ctx(&node, &config, (&opened, &connections), removal).await;
+    let group_leaders = start_group_leaders(&node, &config, (&opened, &connections), &groups);
+    let ctx = serving_ctx(&node, &config, (&opened, &connections), (removal, group_leaders)).await;
     crate::leader::rebalance::start(&config, &connections, &groups);
     let _ = serving.set(ctx.clone());
     let _ = forward_slot.set(Arc::new(crate::pipeline::forwarded::Forwarded { ctx: ctx.clone() }));
@@ -236,7 +238,7 @@ async fn serving_ctx(
     node: &NodeSettings,
     config: &Arc<BrokerConfig>,
     (opened, connections): (&Opened, &Arc<Peers>),
-    removal: Arc<crate::raft::transport::removal::RemovalNotice>,
+    (removal, group_leaders): (Arc<crate::raft::transport::removal::RemovalNotice>, Vec<GroupLeader>),
 ) -> crate::ctx::SharedCtx {
     let (raft, applied) = (&opened.raft, &opened.applied);
     let leadership = Arc::new(Leadership::new(
@@ -273,6 +275,7 @@ async fn serving_ctx(
         authorizer: Authorizer::new(config.settings.authz.clone(), applied.clone()),
         quotas: Default::default(),
         peers: connections.clone(),
+        group_leaders,
     });
     let duty = Arc::new(duties::DutyCtx {
         node_id: node.node_id,
@@ -290,6 +293,25 @@ async fn serving_ctx(
     crate::coord::share::duties::start(duty.clone(), ctx.share_groups.clone());
     crate::coord::txn::duties::start(duty, ctx.txns.clone());
     ctx
+}
+
+/// The leadership and proposer of each group other than 0 this node runs, with their duties.
+fn start_group_leaders(
+    node: &NodeSettings,
+    config: &Arc<BrokerConfig>,
+    (opened, connections): (&Opened, &Arc<Peers>),
+    groups: &NodeGroups,
+) -> Vec<GroupLeader> {
+    let inter_broker = inter_broker_listener(node);
+    let with = GroupLeaderWith {
+        node_id: node.node_id,
+        config,
+        peers: connections,
+        advertised: &node.advertised,
+        inter_broker: &inter_broker,
+        group0: &opened.applied,
+    };
+    groups.handles.iter().filter(|h| h.group != 0).map(|h| crate::leader::groups::start(&with, h)).collect()
 }
 
 /// Binds every Kafka listener, now that the node can serve.

@@ -3,6 +3,8 @@
 //!
 //! 1. every node runs every group (three voters each, placed (g + i) mod 3), keeps groups 1 and
 //!    2 under `groups/<g>/`, and each group is led by its preferred leader: each node leads one;
+//!    each group's leader takes writes and has put group 0's cluster id and feature levels in
+//!    its group's log;
 //! 2. node 2, group 1's preferred leader, is killed (-9): group 1 elects another leader while
 //!    groups 0 and 2 keep theirs; once node 2 is back, the rebalance duty hands group 1 back;
 //! 3. the admin API moves group 2's leadership by hand (`/leader/transfer?group=2`), refuses it
@@ -53,6 +55,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     let settled = settle(cluster, &[1, 2, 3]).await?;
     println!("3 groups on 3 nodes, each led by its preferred leader after {:.1} s", settled.as_secs_f64());
     placed_on_disk(cluster)?;
+    follow_group0(cluster).await?;
     create_topics(&cluster.bootstrap(), &[(TOPIC, PARTITIONS)]).await?;
     let options =
         LoadOptions { topic: TOPIC.to_owned(), partitions: PARTITIONS, senders: SENDERS, idempotence: true };
@@ -104,6 +107,42 @@ async fn settle(cluster: &mut Cluster, nodes: &[u64]) -> Result<Duration> {
         }
         let Some(problem) = problem else { return Ok(started.elapsed()) };
         ensure!(started.elapsed() < SETTLE_TIMEOUT, "groups not on their preferred leaders: {problem}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Waits until each group's leader serves (it applied an entry of its term) and every node
+/// holds group 0's cluster id and finalized levels in each group's state.
+async fn follow_group0(cluster: &mut Cluster) -> Result<()> {
+    let started = Instant::now();
+    let group0 = group_row(cluster, 1, 0)?;
+    ensure!(
+        group0["cluster_id"].is_string() && group0["finalized"]["onelog.version"].as_i64() >= Some(7),
+        "group 0: {group0}"
+    );
+    loop {
+        let mut behind = Vec::new();
+        for g in 1..GROUPS {
+            let leader = group_row(cluster, preferred(g), g)?;
+            if leader["serving"] != true {
+                behind.push(leader.clone());
+            }
+            for id in cluster.ids() {
+                let row = group_row(cluster, id, g)?;
+                if row["cluster_id"] != group0["cluster_id"] || row["finalized"] != group0["finalized"] {
+                    behind.push(row);
+                }
+            }
+        }
+        if behind.is_empty() {
+            println!(
+                "groups 1 and 2 serve with group 0's cluster id and levels {} after {:.1} s",
+                group0["finalized"],
+                started.elapsed().as_secs_f64()
+            );
+            return Ok(());
+        }
+        ensure!(started.elapsed() < SETTLE_TIMEOUT, "groups do not follow group 0 ({group0}): {behind:?}");
         tokio::time::sleep(POLL).await;
     }
 }

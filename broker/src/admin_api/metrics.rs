@@ -540,6 +540,7 @@ pub(super) mod tests {
                     preferred_leader: Some(1),
                     last_log_index: Some(120),
                     applied_index: None,
+                    ..Default::default()
                 },
                 super::super::raft_groups::GroupRow {
                     group: 1,
@@ -551,6 +552,7 @@ pub(super) mod tests {
                     preferred_leader: Some(2),
                     last_log_index: Some(9),
                     applied_index: Some(9),
+                    ..Default::default()
                 },
             ],
         }

@@ -23,6 +23,11 @@ pub struct GroupRow {
     pub preferred_leader: Option<u64>,
     pub last_log_index: Option<u64>,
     pub applied_index: Option<u64>,
+    /// Whether this node leads the group and applied an entry of its term (takes writes).
+    pub serving: bool,
+    /// The group's own cluster id and finalized levels (group 0's, once its leader followed).
+    pub cluster_id: Option<String>,
+    pub finalized: Vec<(String, i16)>,
 }
 
 /// Every group's reading on this node (`me`), group 0 first.
@@ -40,13 +45,17 @@ pub fn rows(groups: &NodeGroups, me: u64) -> Vec<GroupRow> {
             preferred_leader: h.preferred_leader(),
             last_log_index: m.last_log_index,
             applied_index: m.last_applied.map(|l| l.index),
+            serving: crate::raft::leads_with_own_term_applied(&m),
+            cluster_id: h.applied.state(|s| s.cluster_id.clone()),
+            finalized: h.applied.state(|s| s.features.finalized()),
         }
     };
     groups.handles.iter().map(read).collect()
 }
 
 /// `/status`'s `"raft_groups"`: `{"count", "groups": [{"group", "leader", "term", "role",
-/// "voters", "preferred_leader", "last_log_index", "last_applied"}]}`.
+/// "serving", "voters", "preferred_leader", "last_log_index", "last_applied", "cluster_id",
+/// "finalized": {name: level}}]}`.
 pub fn status_json(groups: &NodeGroups, me: u64) -> Value {
     let rows: Vec<Value> = rows(groups, me)
         .into_iter()
@@ -56,10 +65,13 @@ pub fn status_json(groups: &NodeGroups, me: u64) -> Value {
                 "leader": (r.leader >= 0).then_some(r.leader),
                 "term": r.term,
                 "role": r.role,
+                "serving": r.serving,
                 "voters": r.voters,
                 "preferred_leader": r.preferred_leader,
                 "last_log_index": r.last_log_index,
                 "last_applied": r.applied_index,
+                "cluster_id": r.cluster_id,
+                "finalized": r.finalized.into_iter().map(|(n, l)| (n, json!(l))).collect::<serde_json::Map<_, _>>(),
             })
         })
         .collect();

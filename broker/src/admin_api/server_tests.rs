@@ -49,6 +49,7 @@ async fn node(dir: &tempfile::TempDir, id: u64) -> AdminCtx {
         transfer: transfer.clone(),
         votes: votes.clone(),
         log: log_reader,
+        applied: applied.clone(),
         placed: vec![id],
     };
     AdminCtx {

@@ -61,6 +61,38 @@ pub fn start(ctx: SharedCtx, raft: Raft) {
     tokio::spawn(expire_producers(ctx));
 }
 
+/// The duties of a Raft group other than 0 (`leader::groups`), which has no members to judge,
+/// no cluster to name and no removal to act on: its lease, pauses, byte-driven checkpoints,
+/// retention and producer expiry. Its Raft stopping is `raft::groups`'s to act on.
+pub fn start_for_group(ctx: SharedCtx, raft: Raft) {
+    tokio::spawn(follow_lease(ctx.clone()));
+    tokio::spawn(watch_pauses(ctx.clone(), raft.clone()));
+    tokio::spawn(checkpoint_by_bytes(ctx.clone(), raft));
+    tokio::spawn(retention(ctx.clone()));
+    tokio::spawn(expire_producers(ctx));
+}
+
+/// Refreshes the leader lease from openraft's metrics, until the Raft node stops.
+async fn follow_lease(ctx: SharedCtx) {
+    let mut metrics = ctx.leadership.metrics();
+    loop {
+        refresh_lease(&ctx.leadership, &metrics.borrow_and_update(), ctx.node_id);
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The lease's view of one metrics reading: whether this node leads, and its last quorum
+/// acknowledgement.
+fn refresh_lease(leadership: &Leadership, m: &crate::raft::Metrics, node_id: u64) {
+    let leading = m.current_leader == Some(node_id) && m.state == openraft::ServerState::Leader;
+    leadership.lease().set_leading(leading);
+    if m.current_leader == Some(node_id) {
+        leadership.lease().observe(m.millis_since_quorum_ack);
+    }
+}
+
 /// Follows openraft's metrics: refreshes the leader lease, and stops the process when the
 /// Raft node has stopped on a fatal error (a failed fsync, DESIGN §3) — a node that cannot
 /// write must not keep answering.
@@ -77,11 +109,7 @@ async fn watch_raft(ctx: SharedCtx) {
                 }
                 fatal::stop("Raft node stopped on a fatal error", error);
             }
-            let leading = m.current_leader == Some(ctx.node_id) && m.state == openraft::ServerState::Leader;
-            leadership.lease().set_leading(leading);
-            if m.current_leader == Some(ctx.node_id) {
-                leadership.lease().observe(m.millis_since_quorum_ack);
-            }
+            refresh_lease(leadership, &m, ctx.node_id);
             // Removed from the cluster (a membership that named this node no longer does): it
             // will hear from no leader again and could only mislead clients, so it stops, as a
             // decommissioned Kafka broker would. A joining node is not yet named (it may even

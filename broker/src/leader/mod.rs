@@ -7,6 +7,7 @@
 #[cfg(feature = "fault-injection")]
 pub mod bugs;
 pub mod duties;
+pub mod groups;
 pub mod leadership;
 pub mod lease;
 pub mod proposer;

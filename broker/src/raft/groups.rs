@@ -9,9 +9,10 @@
 //! preferred leader (first voter) initializes it with the voters' addresses.
 //!
 //! Groups 1 … hold no partitions yet: topic placement and routing are the next steps of issue
-//! 32. What runs today is their election, replication, checkpoints, the preferred-leader duty
-//! (`leader::rebalance`), `/status` and `/metrics` per group, and the admin API's leadership
-//! transfer per group.
+//! 32. What runs today is their election, replication, checkpoints, a leadership and proposer
+//! each that keep the group's cluster id and levels group 0's (`leader::groups`), the
+//! preferred-leader duty (`leader::rebalance`), `/status` and `/metrics` per group, and the
+//! admin API's leadership transfer per group.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,6 +38,8 @@ pub struct GroupHandle {
     pub transfer: Arc<LeaderTransfer>,
     pub votes: Arc<VoteGate>,
     pub log: raft_store::LogReader<super::TypeConfig>,
+    /// The group's applied state.
+    pub applied: super::applied::AppliedView,
     /// The group's voters as placed, preferred leader first.
     pub placed: Vec<u64>,
 }
@@ -49,6 +52,7 @@ impl GroupHandle {
             transfer: opened.transfer.clone(),
             votes: opened.votes.clone(),
             log: opened.log_reader.clone(),
+            applied: opened.applied.clone(),
             placed,
         }
     }

@@ -1,0 +1,126 @@
+//! Leading a Raft group other than 0 (issue 32): each such group a node runs gets its own
+//! [`Leadership`] (lease, term, whether it may propose) and [`Proposer`], exactly as group 0's,
+//! so its leader can put entries in its log; and its leader keeps the group's cluster id and
+//! feature levels those of group 0, which holds the cluster's metadata (docs/SCALING.md §2).
+//! A group's log is read with the levels its own state finalized, so an op that a level
+//! gates may go into a group's log only once every member of it can read it: group 0's leader
+//! checked that before it finalized them (`watch_member_builds`), and a group's voters are
+//! members.
+//!
+//! Nothing routes Kafka requests here yet: the groups' partitions, producers and transactions
+//! are the next steps.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use onelog_state::command::InitClusterOp;
+use onelog_state::features::{FeatureUpdate, UpdateFeaturesOp, UpgradeType};
+
+use super::duties::{self, DutyCtx};
+use super::leadership::Leadership;
+use super::proposer::{Proposer, ProposerOptions};
+use crate::config::BrokerConfig;
+use crate::raft::applied::AppliedView;
+use crate::raft::groups::GroupHandle;
+use crate::raft::transport::peers::Peers;
+
+/// What leads one group on this node.
+#[derive(Clone)]
+pub struct GroupLeader {
+    pub group: u32,
+    pub leadership: Arc<Leadership>,
+    pub applied: AppliedView,
+    pub proposer: Proposer,
+}
+
+/// What starting a group's leader needs from the node.
+pub struct GroupLeaderWith<'a> {
+    pub node_id: u64,
+    pub config: &'a Arc<BrokerConfig>,
+    pub peers: &'a Arc<Peers>,
+    /// The node's advertised listeners and the inter-broker listener's name.
+    pub advertised: &'a [crate::config::listeners::Endpoint],
+    pub inter_broker: &'a str,
+    /// Group 0's applied state: the cluster id and levels the group follows.
+    pub group0: &'a AppliedView,
+}
+
+/// Starts the leadership, the proposer and the duties of `handle`'s group.
+pub fn start(with: &GroupLeaderWith<'_>, handle: &GroupHandle) -> GroupLeader {
+    let leadership = Arc::new(Leadership::new(
+        with.node_id,
+        handle.raft.clone(),
+        handle.applied.clone(),
+        handle.transfer.clone(),
+        with.advertised.to_vec(),
+        with.inter_broker,
+        with.peers.clone(),
+    ));
+    let settings = &with.config.settings;
+    let proposer = Proposer::start(ProposerOptions {
+        leadership: leadership.clone(),
+        node_id: with.node_id,
+        raft: handle.raft.clone(),
+        applied: handle.applied.clone(),
+        limits: settings.replicated_limits(),
+        entry: settings.entry_options(with.node_id),
+        entries_in_flight: settings.entries_in_flight,
+    });
+    let duty = Arc::new(DutyCtx {
+        node_id: with.node_id,
+        leadership: leadership.clone(),
+        applied: handle.applied.clone(),
+        proposer: proposer.clone(),
+        config: with.config.clone(),
+        // A group has no removal notice of its own: the node's is group 0's.
+        removal: Default::default(),
+        peers: with.peers.clone(),
+    });
+    duties::start_for_group(duty.clone(), handle.raft.clone());
+    tokio::spawn(follow_group0(duty, with.group0.clone(), handle.group));
+    GroupLeader { group: handle.group, leadership, applied: handle.applied.clone(), proposer }
+}
+
+/// While this node leads the group: names it with group 0's cluster id, and raises its levels
+/// to group 0's, each time group 0 applies something or a second passes.
+async fn follow_group0(ctx: Arc<DutyCtx>, group0: AppliedView, group: u32) {
+    let mut group0_applied = group0.applied_index();
+    loop {
+        if ctx.leadership.may_propose() {
+            follow_once(&ctx, &group0, group).await;
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), group0_applied.changed()).await;
+    }
+}
+
+async fn follow_once(ctx: &DutyCtx, group0: &AppliedView, group: u32) {
+    let (cluster_id, levels) = group0.state(|s| (s.cluster_id.clone(), s.features.finalized()));
+    let named = ctx.applied.state(|s| s.cluster_id.is_some());
+    if let (Some(cluster_id), false) = (cluster_id, named) {
+        if let Err(e) = ctx.proposer.propose(InitClusterOp { cluster_id }).await {
+            tracing::warn!(group, error = %e, "naming the Raft group did not commit");
+            return;
+        }
+    }
+    let updates: Vec<FeatureUpdate> = ctx.applied.state(|s| {
+        let behind = levels.iter().filter(|(name, level)| s.features.level(name) < *level);
+        behind
+            .map(|(name, level)| FeatureUpdate {
+                name: name.clone(),
+                level: *level,
+                upgrade_type: UpgradeType::Upgrade,
+            })
+            .collect()
+    });
+    if updates.is_empty() {
+        return;
+    }
+    tracing::info!(group, ?updates, "raising the Raft group's feature levels to group 0's");
+    match ctx.proposer.propose(UpdateFeaturesOp { updates }).await {
+        Ok(Ok(())) => {}
+        Ok(Err(refusal)) => {
+            tracing::warn!(group, message = %refusal.message, "the group's feature levels refused")
+        }
+        Err(e) => tracing::warn!(group, error = %e, "the group's feature levels did not commit"),
+    }
+}
