@@ -3,6 +3,7 @@
 //!   chaos --workload queue --seconds 600 --seed 42
 //!   chaos --workload bank --seconds 60 --faults kill-leader,pause-leader
 //!   chaos --workload copier --seconds 90 --seed 7
+//!   chaos --workload bank --seconds 120 --groups 3      (three Raft groups under the faults)
 //!   chaos --workload share --seconds 120 --seed 1
 //!   chaos --workload share --seconds 60 --share-bug keep-unacquired    (its checker must catch it)
 //!   chaos --workload copier --seconds 60 --copier-bug skip-rewind      (its checker must catch it)
@@ -40,6 +41,10 @@ struct Args {
     /// 3 or 5.
     #[arg(long, default_value_t = 3)]
     nodes: u64,
+    /// Raft groups (`onelog.raft.groups`); the workload runs in group 0, and after the faults
+    /// every group must agree on every node (`chaos::raft_groups`).
+    #[arg(long, default_value_t = 1)]
+    groups: u32,
     /// Comma-separated fault kinds; all when absent.
     #[arg(long, value_delimiter = ',')]
     faults: Option<Vec<FaultKind>>,
@@ -127,6 +132,9 @@ fn main() -> anyhow::Result<()> {
         args.partitions,
         args.max_committed
     );
+    if args.groups > 1 {
+        command.push_str(&format!(" --groups {}", args.groups));
+    }
     if let Some(ms) = args.txn_write_delay_ms {
         command.push_str(&format!(" --txn-write-delay-ms {ms}"));
     }
@@ -154,6 +162,7 @@ fn main() -> anyhow::Result<()> {
         seed,
         length: Duration::from_secs(args.seconds),
         nodes: args.nodes,
+        groups: args.groups,
         workload,
         faults,
         writers: args.writers,

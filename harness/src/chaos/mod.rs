@@ -21,6 +21,7 @@ pub mod faults;
 pub mod group_protocol;
 pub mod history;
 pub mod queue;
+pub mod raft_groups;
 pub mod report;
 pub mod run;
 pub mod schedule;

@@ -49,6 +49,8 @@ pub struct RunOptions {
     pub seed: u64,
     pub length: Duration,
     pub nodes: u64,
+    /// `onelog.raft.groups`: Raft groups beside group 0, which holds the workload (issue 32).
+    pub groups: u32,
     pub workload: Workload,
     pub faults: Vec<FaultKind>,
     pub writers: usize,
@@ -171,6 +173,12 @@ pub fn run(options: &RunOptions) -> Result<Report> {
         .config("log.segment.bytes", 1 << 20)
         .config("group.initial.rebalance.delay.ms", 0)
         .link_proxies();
+    if options.groups > 1 {
+        // Groups go back to their preferred leaders between faults, not once a run is over.
+        cluster_options = cluster_options
+            .config("onelog.raft.groups", options.groups)
+            .config("leader.imbalance.check.interval.seconds", 2);
+    }
     if !options.broker_flags.is_empty() {
         cluster_options.env.push(("ONELOG_FAULT_FLAGS".into(), options.broker_flags.join(",")));
     }
@@ -235,6 +243,7 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
     cluster.wait_for_leader(faults::RECOVERY_TIMEOUT)?;
     let mut checked = check_run(cluster, options, &topic, (&history, &share), draining)?;
     checked.violations.merge(replicas_agree(cluster));
+    checked.violations.merge(super::raft_groups::groups_agree(cluster, options.groups));
     let mut report =
         Report::new(options, &plan, history.snapshot(), checked.counts, checked.violations, checked.allowed);
     report.copier = checked.copier;
