@@ -17,9 +17,7 @@ use crate::coord::group::Coordinator as GroupCoordinator;
 use crate::coord::txn::TxnCoordinator;
 use crate::ctx::Ctx;
 use crate::leader::duties;
-use crate::leader::groups::{GroupLeader, GroupLeaderWith};
-use crate::leader::leadership::Leadership;
-use crate::leader::proposer::{Proposer, ProposerOptions};
+use crate::leader::groups::GroupLeaderWith;
 use crate::net::listener;
 use crate::raft::groups::{GroupHandle, NodeGroups};
 use crate::raft::open::{self, OpenWith, Opened};
@@ -79,8 +77,7 @@ pub async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let members = peers.clone().into_iter().chain([(node.node_id, me.clone())]).collect();
     crate::raft::groups::join_others(&identity, &members, &others, &groups);
     join_cluster(&node, &identity, &peers, &opened, me).await?;
-    let group_leaders = start_group_leaders(&node, &config, (&opened, &connections), &groups);
-    let ctx = serving_ctx(&node, &config, (&opened, &connections), (removal, group_leaders)).await;
+    let ctx = serving_ctx(&node, &config, (&opened, &connections), (removal, &groups)).await;
     crate::leader::rebalance::start(&config, &connections, &groups);
     let _ = serving.set(ctx.clone());
     let _ = forward_slot.set(Arc::new(crate::pipeline::forwarded::Forwarded { ctx: ctx.clone() }));
@@ -238,27 +235,22 @@ async fn serving_ctx(
     node: &NodeSettings,
     config: &Arc<BrokerConfig>,
     (opened, connections): (&Opened, &Arc<Peers>),
-    (removal, group_leaders): (Arc<crate::raft::transport::removal::RemovalNotice>, Vec<GroupLeader>),
+    (removal, groups): (Arc<crate::raft::transport::removal::RemovalNotice>, &NodeGroups),
 ) -> crate::ctx::SharedCtx {
     let (raft, applied) = (&opened.raft, &opened.applied);
-    let leadership = Arc::new(Leadership::new(
-        node.node_id,
-        raft.clone(),
-        applied.clone(),
-        opened.transfer.clone(),
-        node.advertised.clone(),
-        &inter_broker_listener(node),
-        connections.clone(),
-    ));
-    let proposer = Proposer::start(ProposerOptions {
-        leadership: leadership.clone(),
+    let inter_broker = inter_broker_listener(node);
+    let with = GroupLeaderWith {
         node_id: node.node_id,
-        raft: raft.clone(),
-        applied: applied.clone(),
-        limits: config.settings.replicated_limits(),
-        entry: config.settings.entry_options(node.node_id),
-        entries_in_flight: config.settings.entries_in_flight,
-    });
+        config,
+        peers: connections,
+        advertised: &node.advertised,
+        inter_broker: &inter_broker,
+        group0: applied,
+    };
+    let (leadership, proposer) = crate::leader::groups::lead(&with, (raft, applied, &opened.transfer));
+    // The other groups' leaderships, proposers and duties (`leader::groups`).
+    let others = groups.handles.iter().filter(|h| h.group != 0);
+    let group_leaders = others.map(|h| crate::leader::groups::start(&with, h)).collect();
     wait_until_caught_up(raft, node.node_id).await;
     let ctx = Arc::new(Ctx {
         node_id: node.node_id,
@@ -293,25 +285,6 @@ async fn serving_ctx(
     crate::coord::share::duties::start(duty.clone(), ctx.share_groups.clone());
     crate::coord::txn::duties::start(duty, ctx.txns.clone());
     ctx
-}
-
-/// The leadership and proposer of each group other than 0 this node runs, with their duties.
-fn start_group_leaders(
-    node: &NodeSettings,
-    config: &Arc<BrokerConfig>,
-    (opened, connections): (&Opened, &Arc<Peers>),
-    groups: &NodeGroups,
-) -> Vec<GroupLeader> {
-    let inter_broker = inter_broker_listener(node);
-    let with = GroupLeaderWith {
-        node_id: node.node_id,
-        config,
-        peers: connections,
-        advertised: &node.advertised,
-        inter_broker: &inter_broker,
-        group0: &opened.applied,
-    };
-    groups.handles.iter().filter(|h| h.group != 0).map(|h| crate::leader::groups::start(&with, h)).collect()
 }
 
 /// Binds every Kafka listener, now that the node can serve.

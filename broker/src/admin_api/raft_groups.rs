@@ -33,6 +33,7 @@ pub struct GroupRow {
 /// Every group's reading on this node (`me`), group 0 first.
 pub fn rows(groups: &NodeGroups, me: u64) -> Vec<GroupRow> {
     let read = |h: &crate::raft::groups::GroupHandle| {
+        let (cluster_id, finalized) = h.applied.state(|s| (s.cluster_id.clone(), s.features.finalized()));
         let metrics = h.raft.metrics();
         let m = metrics.borrow();
         GroupRow {
@@ -46,8 +47,8 @@ pub fn rows(groups: &NodeGroups, me: u64) -> Vec<GroupRow> {
             last_log_index: m.last_log_index,
             applied_index: m.last_applied.map(|l| l.index),
             serving: crate::raft::leads_with_own_term_applied(&m),
-            cluster_id: h.applied.state(|s| s.cluster_id.clone()),
-            finalized: h.applied.state(|s| s.features.finalized()),
+            cluster_id,
+            finalized,
         }
     };
     groups.handles.iter().map(read).collect()

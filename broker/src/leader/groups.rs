@@ -23,6 +23,8 @@ use crate::config::BrokerConfig;
 use crate::raft::applied::AppliedView;
 use crate::raft::groups::GroupHandle;
 use crate::raft::transport::peers::Peers;
+use crate::raft::transport::transfer::LeaderTransfer;
+use crate::raft::Raft;
 
 /// What leads one group on this node.
 #[derive(Clone)]
@@ -41,17 +43,21 @@ pub struct GroupLeaderWith<'a> {
     /// The node's advertised listeners and the inter-broker listener's name.
     pub advertised: &'a [crate::config::listeners::Endpoint],
     pub inter_broker: &'a str,
-    /// Group 0's applied state: the cluster id and levels the group follows.
+    /// Group 0's applied state: the cluster id and levels the group follows (unused by `lead`).
     pub group0: &'a AppliedView,
 }
 
-/// Starts the leadership, the proposer and the duties of `handle`'s group.
-pub fn start(with: &GroupLeaderWith<'_>, handle: &GroupHandle) -> GroupLeader {
+/// The leadership and the proposer of one group (group 0's too, `node.rs`): over its Raft,
+/// applied state and leadership transfer.
+pub fn lead(
+    with: &GroupLeaderWith<'_>,
+    (raft, applied, transfer): (&Raft, &AppliedView, &Arc<LeaderTransfer>),
+) -> (Arc<Leadership>, Proposer) {
     let leadership = Arc::new(Leadership::new(
         with.node_id,
-        handle.raft.clone(),
-        handle.applied.clone(),
-        handle.transfer.clone(),
+        raft.clone(),
+        applied.clone(),
+        transfer.clone(),
         with.advertised.to_vec(),
         with.inter_broker,
         with.peers.clone(),
@@ -60,12 +66,18 @@ pub fn start(with: &GroupLeaderWith<'_>, handle: &GroupHandle) -> GroupLeader {
     let proposer = Proposer::start(ProposerOptions {
         leadership: leadership.clone(),
         node_id: with.node_id,
-        raft: handle.raft.clone(),
-        applied: handle.applied.clone(),
+        raft: raft.clone(),
+        applied: applied.clone(),
         limits: settings.replicated_limits(),
         entry: settings.entry_options(with.node_id),
         entries_in_flight: settings.entries_in_flight,
     });
+    (leadership, proposer)
+}
+
+/// Starts the leadership, the proposer and the duties of `handle`'s group.
+pub fn start(with: &GroupLeaderWith<'_>, handle: &GroupHandle) -> GroupLeader {
+    let (leadership, proposer) = lead(with, (&handle.raft, &handle.applied, &handle.transfer));
     let duty = Arc::new(DutyCtx {
         node_id: with.node_id,
         leadership: leadership.clone(),
