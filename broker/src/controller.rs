@@ -12,6 +12,7 @@ use crate::internal_topic;
 use crate::limits;
 use onelog_state::command::{CreatePartitionsOp, CreateTopicsOp, DeleteTopicsOp, NewPartitions, NewTopic};
 use onelog_state::topic_config::topic_configs_problem;
+use onelog_state::xgroup::placement::{recorded_topic_group, Placement, TOPIC_GROUP_CONFIG};
 
 use crate::errors::{propose_error_code, Addressed};
 use crate::leader::proposer::ProposeError;
@@ -96,19 +97,37 @@ pub fn validate_topics(ctx: &Ctx, requests: &[TopicRequest]) -> (Vec<NewTopic>, 
         } else {
             topic_configs_problem(&req.configs).map(|p| (error_code::INVALID_CONFIG, p))
         };
-        if problem.is_none() {
+        let placed = placed_configs(ctx, req);
+        let problem = problem.or_else(|| placed.as_ref().err().cloned());
+        if let (None, Ok(configs)) = (&problem, placed) {
             let topic_id = *uuid::Uuid::new_v4().as_bytes();
             valid.push(NewTopic {
                 name: req.name.clone(),
                 topic_id,
                 partitions,
                 replication_factor: rf,
-                configs: req.configs.clone(),
+                configs,
             });
         }
         errors.push(problem);
     }
     (valid, errors)
+}
+
+/// The configs a new topic is recorded with: as asked, plus, on a cluster of several Raft
+/// groups, the group it is placed in (`onelog.raft.group`, docs/SCALING.md §2), decided here
+/// once and never recomputed. A one-group cluster records nothing more (its topics all live in
+/// group 0, the state as before) and refuses a placement naming another group.
+fn placed_configs(ctx: &Ctx, req: &TopicRequest) -> Result<BTreeMap<String, String>, (i16, String)> {
+    let groups = ctx.config.settings.raft_groups.groups;
+    let placement =
+        Placement::new(groups, "", BTreeMap::new()).map_err(|e| (error_code::INVALID_CONFIG, e.0))?;
+    let group = placement.topic(&req.name, &req.configs).map_err(|e| (error_code::INVALID_CONFIG, e.0))?;
+    let mut configs = req.configs.clone();
+    if groups > 1 {
+        configs.insert(TOPIC_GROUP_CONFIG.to_string(), group.to_string());
+    }
+    Ok(configs)
 }
 
 /// Creates topics in one Raft entry; per-topic results in request order.
@@ -117,7 +136,10 @@ pub async fn create_topics(ctx: &Ctx, requests: &[TopicRequest], validate_only: 
     let mut applied: std::vec::IntoIter<(i16, Option<String>)> = Vec::new().into_iter();
     if !valid.is_empty() && !validate_only {
         applied = match ctx.proposer.propose(CreateTopicsOp { topics: valid.clone() }).await {
-            Ok(items) => items.into_iter(),
+            Ok(items) => {
+                wait_placed(ctx, &valid).await;
+                items.into_iter()
+            }
             Err(e) => failed(&e, valid.len()).into_iter(),
         };
     } else if validate_only {
@@ -146,6 +168,29 @@ pub async fn create_topics(ctx: &Ctx, requests: &[TopicRequest], validate_only: 
             None => applied.next().unwrap_or((error_code::NONE, None)),
         })
         .collect()
+}
+
+/// Waits, at most `TOPIC_PLACED_WAIT_MS`, until each topic placed in another group than 0 is
+/// held by that group too where this node runs it (docs/SCALING.md §2: CreateTopics is
+/// answered once both are applied), so a client's first Produce finds it.
+async fn wait_placed(ctx: &Ctx, topics: &[NewTopic]) {
+    let deadline =
+        tokio::time::Instant::now() + std::time::Duration::from_millis(limits::TOPIC_PLACED_WAIT_MS);
+    for topic in topics {
+        let Some(lane) = ctx.lane(recorded_topic_group(&topic.configs)).filter(|l| l.group != 0) else {
+            continue;
+        };
+        let mut applied = lane.applied.applied_index();
+        let held = |s: &onelog_state::BrokerState| {
+            s.topics.get(&topic.name).is_some_and(|t| t.topic_id == topic.topic_id)
+        };
+        while !lane.applied.state(held) {
+            if !matches!(tokio::time::timeout_at(deadline, applied.changed()).await, Ok(Ok(()))) {
+                tracing::warn!(topic = %topic.name, group = lane.group, "the topic's Raft group does not hold it yet");
+                break;
+            }
+        }
+    }
 }
 
 pub async fn delete_topics(ctx: &Ctx, names: Vec<String>) -> ItemResults {

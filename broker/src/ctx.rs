@@ -18,6 +18,7 @@ use crate::raft::applied::AppliedView;
 use crate::raft::transport::peers::Peers;
 use crate::security::authz::Authorizer;
 use crate::security::quotas::QuotaManager;
+use onelog_state::xgroup::placement::recorded_topic_group;
 
 pub struct Ctx {
     pub node_id: u64,
@@ -46,8 +47,19 @@ pub struct Ctx {
     /// leader goes over the authenticated Raft transport (`net::forward`).
     pub peers: Arc<Peers>,
     /// The leadership, applied state and proposer of each Raft group other than 0 this node
-    /// runs (`leader::groups`). Requests reach none of them yet (issue 32's routing is next).
+    /// runs (`leader::groups`): requests on a topic placed in one reach it through [`Ctx::lane`].
     pub group_leaders: Vec<crate::leader::groups::GroupLeader>,
+}
+
+/// One Raft group as a request on its partitions sees it (issue 32): whether this node leads
+/// it, its applied state (the partitions' data and offsets) and its proposer. Group 0's is the
+/// context's own `leadership`, `applied` and `proposer`.
+#[derive(Clone, Copy)]
+pub struct Lane<'a> {
+    pub group: u32,
+    pub leadership: &'a Arc<Leadership>,
+    pub applied: &'a AppliedView,
+    pub proposer: &'a Proposer,
 }
 
 impl Ctx {
@@ -66,6 +78,49 @@ impl Ctx {
     pub fn leader_id(&self) -> Option<u64> {
         self.leadership.leader_id()
     }
+
+    /// Group `group` as this node runs it; `None` for a group it is not a voter of.
+    pub fn lane(&self, group: u32) -> Option<Lane<'_>> {
+        if group == 0 {
+            let (leadership, applied, proposer) = (&self.leadership, &self.applied, &self.proposer);
+            return Some(Lane { group, leadership, applied, proposer });
+        }
+        let leader = self.group_leaders.iter().find(|l| l.group == group)?;
+        Some(Lane {
+            group,
+            leadership: &leader.leadership,
+            applied: &leader.applied,
+            proposer: &leader.proposer,
+        })
+    }
+
+    /// Whether this node serves reads of each of `groups` now (`Leadership::serves_reads`):
+    /// false for a group it does not run.
+    pub async fn serves_reads_of(&self, groups: &[u32]) -> std::collections::BTreeMap<u32, bool> {
+        let mut serving = std::collections::BTreeMap::new();
+        for group in distinct(groups) {
+            let serves = match self.lane(group) {
+                Some(lane) => lane.leadership.serves_reads().await,
+                None => false,
+            };
+            serving.insert(group, serves);
+        }
+        serving
+    }
+
+    /// The group holding `topic`'s data, as group 0 recorded it at creation (0 for a topic it
+    /// does not know: its requests are answered as today's).
+    pub fn topic_group(&self, topic: &str) -> u32 {
+        if self.group_leaders.is_empty() && self.config.settings.raft_groups.groups <= 1 {
+            return 0;
+        }
+        self.applied.state(|s| s.topics.get(topic).map_or(0, |t| recorded_topic_group(&t.configs)))
+    }
 }
 
 pub type SharedCtx = Arc<Ctx>;
+
+/// The distinct groups of `groups`, ascending.
+pub fn distinct(groups: &[u32]) -> impl Iterator<Item = u32> {
+    groups.iter().copied().collect::<std::collections::BTreeSet<u32>>().into_iter()
+}

@@ -246,6 +246,12 @@ const _: () = assert!(CHECK_QUORUM_MS > LEADER_LEASE_MS);
 /// change (ms).
 pub const FORWARD_TIMEOUT_MS: u64 = 5_000;
 
+/// Longest CreateTopics waits, once group 0 applied a topic placed in another Raft group, for
+/// that group to hold it too (issue 32: its leader puts it in its log within a pass of
+/// `leader::mirror`). A topic not there by then is answered created anyway: it is, and Produce
+/// gets UNKNOWN_TOPIC_OR_PARTITION, which clients retry, until the group holds it.
+pub const TOPIC_PLACED_WAIT_MS: u64 = 5_000;
+
 /// Largest response a forwarded request may return.
 pub const FORWARD_RESPONSE_BYTES_MAX: usize = 1024 * 1024;
 

@@ -33,10 +33,22 @@ pub fn client_config(bootstrap: &str) -> ClientConfig {
 
 /// Creates topics with replication factor 1; fails if any creation fails.
 pub async fn create_topics(bootstrap: &str, topics: &[(&str, i32)]) -> Result<()> {
+    create_topics_with(bootstrap, topics, &[]).await
+}
+
+/// Creates topics with replication factor 1, each with `configs`; fails if any creation fails.
+pub async fn create_topics_with<'a>(
+    bootstrap: &str,
+    topics: &[(&'a str, i32)],
+    configs: &[(&'a str, &'a str)],
+) -> Result<()> {
     let admin: AdminClient<DefaultClientContext> = client_config(bootstrap).create()?;
-    let new_topics: Vec<NewTopic<'_>> = topics
+    let new_topics: Vec<NewTopic<'a>> = topics
         .iter()
-        .map(|(name, partitions)| NewTopic::new(name, *partitions, TopicReplication::Fixed(1)))
+        .map(|(name, partitions)| {
+            let topic = NewTopic::new(name, *partitions, TopicReplication::Fixed(1));
+            configs.iter().fold(topic, |t, (k, v)| t.set(k, v))
+        })
         .collect();
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
     let started = Instant::now();

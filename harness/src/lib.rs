@@ -26,6 +26,7 @@ pub mod load;
 pub mod netproxy;
 pub mod probe;
 pub mod process;
+pub mod raft_groups;
 pub mod raw_client;
 pub mod raw_ops;
 pub mod scrape;

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 use harness::admin_api::{self, STATUS_MISDIRECTED};
-use harness::cluster::ClusterOptions;
 use harness::kafka::{create_topics, read_partitions, PartitionRecords};
 use harness::load::{check_acked_exactly_once, LoadOptions, ProduceLoad};
+use harness::raft_groups::{group_row, preferred_of_three as preferred};
 use harness::Cluster;
 use serde_json::Value;
 
@@ -42,16 +42,12 @@ const POLL: Duration = Duration::from_millis(100);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_groups_each_led_by_its_preferred_leader() {
-    let options = ClusterOptions::new(3)
-        .config("onelog.raft.groups", GROUPS)
-        .config("leader.imbalance.check.interval.seconds", 1);
-    let mut cluster = Cluster::start_with(options).expect("starting 3 nodes with 3 groups");
+    let mut cluster = harness::raft_groups::start_three_groups().expect("starting 3 nodes with 3 groups");
     let result = scenario(&mut cluster).await;
     cluster.unwrap_or_dump(result);
 }
 
 async fn scenario(cluster: &mut Cluster) -> Result<()> {
-    ensure!(cluster.has_admin_api(), "the broker has no --admin-listen: groups cannot be seen");
     let settled = settle(cluster, &[1, 2, 3]).await?;
     println!("3 groups on 3 nodes, each led by its preferred leader after {:.1} s", settled.as_secs_f64());
     placed_on_disk(cluster)?;
@@ -68,47 +64,9 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     stop_and_read_back(cluster, load).await
 }
 
-/// Group `g`'s row in node `id`'s `/status`.
-fn group_row(cluster: &Cluster, id: u64, g: u64) -> Result<Value> {
-    let status = cluster.status(id)?;
-    let rows = status.raft_groups["groups"].as_array().context("raft_groups.groups")?;
-    rows.iter()
-        .find(|r| r["group"].as_u64() == Some(g))
-        .cloned()
-        .with_context(|| format!("node {id} runs no group {g}"))
-}
-
-/// The preferred leader of group `g` on nodes 1–3: `(g mod 3) + 1`.
-fn preferred(g: u64) -> u64 {
-    g % 3 + 1
-}
-
-/// Waits until every node in `nodes` sees each group led by its preferred leader, in one term
-/// for all of them; checks the voters and the preferred leader each node reports.
+/// Waits until every node in `nodes` sees each group on its preferred leader.
 async fn settle(cluster: &mut Cluster, nodes: &[u64]) -> Result<Duration> {
-    let started = Instant::now();
-    loop {
-        let mut problem = None;
-        for g in 0..GROUPS {
-            let rows: Vec<Value> =
-                nodes.iter().map(|id| group_row(cluster, *id, g)).collect::<Result<_>>()?;
-            for row in &rows {
-                ensure!(row["preferred_leader"].as_u64() == Some(preferred(g)), "group {g}: {row}");
-                let mut voters: Vec<u64> = serde_json::from_value(row["voters"].clone())?;
-                voters.sort_unstable();
-                ensure!(voters == [1, 2, 3] || voters.is_empty(), "group {g}'s voters: {row}");
-            }
-            let agreed = rows
-                .iter()
-                .all(|r| r["leader"].as_u64() == Some(preferred(g)) && r["term"] == rows[0]["term"]);
-            if !agreed {
-                problem = Some(format!("group {g}: {rows:?}"));
-            }
-        }
-        let Some(problem) = problem else { return Ok(started.elapsed()) };
-        ensure!(started.elapsed() < SETTLE_TIMEOUT, "groups not on their preferred leaders: {problem}");
-        tokio::time::sleep(POLL).await;
-    }
+    harness::raft_groups::settle(cluster, nodes, GROUPS, SETTLE_TIMEOUT).await
 }
 
 /// Waits until each group's leader serves (it applied an entry of its term) and every node

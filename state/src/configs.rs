@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::group_config::{group_config_def, value_problem as group_value_problem, GroupConfigDef};
 use crate::topic_config::{topic_config_def, value_problem, ConfigType, TOPIC_CONFIGS};
+use crate::xgroup::placement::is_topic_placement_config;
 
 /// Config overrides of one resource: name → value.
 pub type Overrides = BTreeMap<String, String>;
@@ -160,8 +161,9 @@ pub fn altered(current: &Overrides, change: &ResourceAlteration) -> Result<Overr
     if names.windows(2).any(|w| w[0] == w[1]) {
         return Err((error_code::INVALID_REQUEST, "Error due to duplicate config keys".into()));
     }
-    let mut next = if change.replace { Overrides::new() } else { current.clone() };
+    let mut next = if change.replace { kept_placement(current, &change.resource) } else { current.clone() };
     for alteration in &change.alterations {
+        placement_unchanged(&change.resource, &alteration.name)?;
         let def = definition(&change.resource, &alteration.name)?;
         let value = match (alteration.kind, alteration.value.as_deref()) {
             (AlterKind::Delete, _) => {
@@ -189,6 +191,27 @@ pub fn altered(current: &Overrides, change: &ResourceAlteration) -> Result<Overr
         next.insert(alteration.name.clone(), value);
     }
     Ok(next)
+}
+
+/// What a replacing AlterConfigs keeps of a topic's configs: its placement, decided at
+/// creation (`placement`), which the request cannot name.
+fn kept_placement(current: &Overrides, resource: &ConfigResource) -> Overrides {
+    let placed =
+        |name: &&String| matches!(resource, ConfigResource::Topic(_)) && is_topic_placement_config(name);
+    current.iter().filter(|(name, _)| placed(name)).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// Refuses an alteration of a topic's placement: moving a topic between Raft groups is not
+/// supported (docs/SCALING.md §2).
+fn placement_unchanged(resource: &ConfigResource, name: &str) -> Result<(), AlterError> {
+    if matches!(resource, ConfigResource::Topic(_)) && is_topic_placement_config(name) {
+        let message = format!(
+            "{name} is set when a topic is created and cannot be changed: moving a topic between Raft groups \
+             is not supported"
+        );
+        return Err((error_code::INVALID_CONFIG, message));
+    }
+    Ok(())
 }
 
 /// Kafka's answer to a bad value: INVALID_CONFIG for topics, groups and client metrics;

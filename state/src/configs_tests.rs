@@ -186,3 +186,25 @@ fn delete_records_stops_at_an_open_transaction() {
     assert_eq!(marks, vec![(error_code::NONE, 6)], "the answer is the low watermark reached");
     state.topics["t"].partitions[0].assert_invariants("t", 0);
 }
+
+/// Issue 32: a topic's Raft group is decided at creation; AlterConfigs can neither set nor
+/// delete it, and a replacing AlterConfigs (legacy, every config at once) keeps it.
+#[test]
+fn a_topics_placement_cannot_be_altered_and_survives_a_replace() {
+    use crate::xgroup::placement::{TOPIC_GROUP_CONFIG as RAFT_GROUP, TOPIC_KEY_CONFIG as PLACEMENT_KEY};
+    let placed: Overrides = [(RAFT_GROUP.to_string(), "2".to_string())].into();
+    for (name, kind, value) in [
+        (RAFT_GROUP, AlterKind::Set, Some("1")),
+        (RAFT_GROUP, AlterKind::Delete, None),
+        (PLACEMENT_KEY, AlterKind::Set, Some("k")),
+    ] {
+        let (code, message) = altered(&placed, &change(topic("t"), &[(name, kind, value)])).unwrap_err();
+        assert_eq!(code, error_code::INVALID_CONFIG);
+        assert!(message.contains("between Raft groups"), "{message}");
+    }
+    let mut replace = change(topic("t"), &[("retention.ms", AlterKind::Set, Some("1000"))]);
+    replace.replace = true;
+    let next = altered(&placed, &replace).unwrap();
+    assert_eq!(next.get(RAFT_GROUP).map(String::as_str), Some("2"));
+    assert_eq!(next.get("retention.ms").map(String::as_str), Some("1000"));
+}

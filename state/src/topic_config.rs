@@ -88,6 +88,9 @@ pub fn topic_config_def(name: &str) -> Option<&'static TopicConfigDef> {
 
 /// Returns why `value` is not acceptable for topic config `name`, or `None`.
 pub fn topic_config_problem(name: &str, value: &str) -> Option<String> {
+    if crate::xgroup::placement::is_topic_placement_config(name) {
+        return crate::xgroup::placement::topic_config_value_problem(name, value);
+    }
     let Some(def) = topic_config_def(name) else {
         return Some(format!("Unknown topic config name: {name}"));
     };

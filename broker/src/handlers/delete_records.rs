@@ -10,7 +10,7 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{ApiKey, DeleteRecordsResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
 use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::command::{DeleteRecordsOp, LowWatermark, TrimLog};
@@ -64,12 +64,32 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     Ok(Some(ResponseKind::DeleteRecords(DeleteRecordsResponse::default().with_topics(topics))))
 }
 
-/// One result per partition, in request order. Kafka refuses a topic whose cleanup policy
-/// does not include `delete` (POLICY_VIOLATION); everything else apply decides.
+/// One result per partition, in request order: each Raft group's partitions trimmed by one
+/// entry in that group's log, where this node leads it (issue 32).
 async fn delete(ctx: &Ctx, requested: Vec<TrimLog>) -> Vec<LowWatermark> {
-    if !ctx.may_propose() {
-        return vec![(error_code::NOT_LEADER_OR_FOLLOWER, -1); requested.len()];
+    let groups: Vec<u32> = requested.iter().map(|r| ctx.topic_group(&r.topic)).collect();
+    let mut results = vec![(error_code::UNKNOWN_SERVER_ERROR, -1); requested.len()];
+    for group in crate::ctx::distinct(&groups) {
+        let (indexes, part): (Vec<usize>, Vec<TrimLog>) = requested
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| groups[*i] == group)
+            .map(|(i, r)| (i, r.clone()))
+            .unzip();
+        let answered = delete_in(ctx, ctx.lane(group), part).await;
+        for (i, answer) in indexes.into_iter().zip(answered) {
+            results[i] = answer;
+        }
     }
+    results
+}
+
+/// One group's part. Kafka refuses a topic whose cleanup policy does not include `delete`
+/// (POLICY_VIOLATION); everything else apply decides.
+async fn delete_in(ctx: &Ctx, lane: Option<Lane<'_>>, requested: Vec<TrimLog>) -> Vec<LowWatermark> {
+    let Some(lane) = lane.filter(|l| l.leadership.may_propose()) else {
+        return vec![(error_code::NOT_LEADER_OR_FOLLOWER, -1); requested.len()];
+    };
     let refused: Vec<Option<i16>> = ctx.applied.state(|state| {
         requested
             .iter()
@@ -82,7 +102,7 @@ async fn delete(ctx: &Ctx, requested: Vec<TrimLog>) -> Vec<LowWatermark> {
     let mut applied = if n == 0 {
         Vec::new()
     } else {
-        ctx.proposer
+        lane.proposer
             .propose(DeleteRecordsOp { partitions: allowed })
             .await
             .unwrap_or_else(|e| vec![(propose_error_code(&e, Addressed::PartitionLeader), -1); n])

@@ -31,6 +31,7 @@ use onelog_state::configs::{
 };
 use onelog_state::group_config::{is_internal, GroupConfigDef, GROUP_CONFIGS};
 use onelog_state::topic_config::TOPIC_CONFIGS;
+use onelog_state::xgroup::placement::{is_topic_placement_config, TOPIC_GROUP_CONFIG};
 use onelog_state::BrokerState;
 
 pub const KEY: ApiKey = ApiKey::DescribeConfigs;
@@ -106,8 +107,31 @@ fn broker_synonyms(
     synonyms
 }
 
-/// Every topic config of a topic: set on the topic, else from the broker, else the default.
+/// Every topic config of a topic: set on the topic, else from the broker, else the default;
+/// then its placement in a cluster of several Raft groups (issue 32), read-only, only where
+/// it was recorded.
 pub fn topic_entries(
+    config: &BrokerConfig,
+    state: &BrokerState,
+    topic_configs: &BTreeMap<String, String>,
+) -> Vec<ConfigEntry> {
+    let mut entries = configured_topic_entries(config, state, topic_configs);
+    let placed = topic_configs.iter().filter(|(name, _)| is_topic_placement_config(name));
+    entries.extend(placed.map(|(name, value)| {
+        let synonyms = vec![(name.clone(), value.clone(), SOURCE_DYNAMIC_TOPIC)];
+        let mut entry = ConfigEntry::of(name, onelog_state::topic_config::ConfigType::String as i8, synonyms);
+        entry.read_only = true;
+        entry.documentation = Some(if name == TOPIC_GROUP_CONFIG {
+            "The Raft group holding the topic, decided when it was created."
+        } else {
+            "The placement key that picked the topic's Raft group when it was created."
+        });
+        entry
+    }));
+    entries
+}
+
+fn configured_topic_entries(
     config: &BrokerConfig,
     state: &BrokerState,
     topic_configs: &BTreeMap<String, String>,

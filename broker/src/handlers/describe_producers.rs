@@ -32,31 +32,42 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     // KafkaApis: READ on each topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
     let readable =
         ctx.authorizer.allowed_each(&who, rt::TOPIC, body.topics.iter().map(|t| t.name.0.as_str()), op::READ);
-    let topics = ctx.applied.state(|state| {
-        body.topics
-            .into_iter()
-            .zip(readable)
-            .map(|(topic, readable)| {
-                let partitions = topic
+    // Each topic from the state of the Raft group holding it (issue 32), where this node runs it.
+    let topics = body
+        .topics
+        .into_iter()
+        .zip(readable)
+        .map(|(topic, readable)| {
+            let lane = ctx.lane(ctx.topic_group(&topic.name.0));
+            let answer = |state: &onelog_state::BrokerState, index: i32| {
+                let out = PartitionResponse::default().with_partition_index(index);
+                if !readable {
+                    return out.with_error_code(code::TOPIC_AUTHORIZATION_FAILED);
+                }
+                match views::active_producers(state, &topic.name.0, index) {
+                    Some(producers) => out
+                        .with_error_code(error_code::NONE)
+                        .with_active_producers(producers.into_iter().map(producer_state).collect()),
+                    None => out.with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION),
+                }
+            };
+            let partitions = match lane {
+                Some(lane) => lane
+                    .applied
+                    .state(|state| topic.partition_indexes.iter().map(|&i| answer(state, i)).collect()),
+                None => topic
                     .partition_indexes
                     .iter()
-                    .map(|&index| {
-                        let out = PartitionResponse::default().with_partition_index(index);
-                        if !readable {
-                            return out.with_error_code(code::TOPIC_AUTHORIZATION_FAILED);
-                        }
-                        match views::active_producers(state, &topic.name.0, index) {
-                            Some(producers) => out
-                                .with_error_code(error_code::NONE)
-                                .with_active_producers(producers.into_iter().map(producer_state).collect()),
-                            None => out.with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION),
-                        }
+                    .map(|&i| {
+                        PartitionResponse::default()
+                            .with_partition_index(i)
+                            .with_error_code(error_code::NOT_LEADER_OR_FOLLOWER)
                     })
-                    .collect();
-                TopicResponse::default().with_name(topic.name).with_partitions(partitions)
-            })
-            .collect()
-    });
+                    .collect(),
+            };
+            TopicResponse::default().with_name(topic.name).with_partitions(partitions)
+        })
+        .collect();
     Ok(Some(ResponseKind::DescribeProducers(DescribeProducersResponse::default().with_topics(topics))))
 }
 

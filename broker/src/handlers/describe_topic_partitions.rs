@@ -11,6 +11,9 @@
 //! are empty. DESCRIBE on each topic (a listing of all leaves the others out); authorized operations are always returned (see `authorized`).
 //! The virtual `__consumer_offsets` is described as internal (`internal_topic`).
 
+use onelog_state::xgroup::placement::recorded_topic_group;
+
+use super::partition_leaders::PartitionLeaders;
 use std::collections::BTreeSet;
 
 use kafka_compat::codec::Request;
@@ -120,16 +123,17 @@ fn describe_topic(
     first: i32,
     budget: usize,
 ) -> (DescribeTopicPartitionsResponseTopic, i32) {
-    let leader = ctx.leader_id().map_or(-1, |l| l as i32);
-    let epoch = ctx.leadership.leader_epoch();
-    let ids = |v: Vec<i32>| v.into_iter().map(BrokerId).collect::<Vec<_>>();
-    let voters = ids(ctx.leadership.voter_ids());
-    let in_sync = ids(ctx.leadership.in_sync_voter_ids());
-    // (id, replicas per partition: empty for every voter, internal)
+    // (id, replicas per partition: empty for every voter, internal), and its group
     let found = ctx.applied.state(|s| {
         let replicas = |t: &onelog_state::Topic| t.partitions.iter().map(|p| p.replicas.clone()).collect();
-        s.topics.get(name).map(|t| (t.topic_id, replicas(t), false))
+        s.topics.get(name).map(|t| ((t.topic_id, replicas(t), false), recorded_topic_group(&t.configs)))
     });
+    let by = PartitionLeaders::of(ctx).group(found.as_ref().map_or(0, |(_, g)| *g)).clone();
+    let found = found.map(|(topic, _)| topic);
+    let (leader, epoch) = (by.leader, by.epoch);
+    let ids = |v: Vec<i32>| v.into_iter().map(BrokerId).collect::<Vec<_>>();
+    let voters = ids(by.voters);
+    let in_sync = ids(by.in_sync);
     let internal = || {
         let replicas = vec![Vec::new(); internal_topic::PARTITIONS as usize];
         internal_topic::is_internal(name).then_some((internal_topic::TOPIC_ID, replicas, true))

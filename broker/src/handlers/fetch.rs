@@ -3,7 +3,9 @@
 //!
 //! Fetch sessions (KIP-227) are declined with session id 0, so clients send full requests.
 //! The first batch is always returned whole even if larger than the limits (KIP-74).
+//! Each topic is read from the Raft group holding it (issue 32), by that group's leader.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kafka_compat::codec::Request;
@@ -37,18 +39,24 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let cap = quota.as_ref().map_or(usize::MAX, Governing::max_bytes_in_window);
     let wait_ms = i64::from(body.max_wait_ms).clamp(0, limits::FETCH_WAIT_MS_MAX) as u64;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
-    let mut applied = ctx.applied.applied_index();
+    let routes = routes(&ctx, &body, req.api_version);
+    let mut applied: Vec<_> = crate::ctx::distinct(&routes)
+        .filter_map(|g| ctx.lane(g))
+        .map(|l| l.applied.applied_index())
+        .collect();
     let (response, bytes) = loop {
-        applied.mark_unchanged();
-        let serving = ctx.leadership.serves_reads().await;
-        let (response, bytes, errors) = read_all(&ctx, &body, req.api_version, cap, serving, &readable)?;
+        applied.iter_mut().for_each(|a| a.mark_unchanged());
+        let serves = ctx.serves_reads_of(&routes).await;
+        let (response, bytes, errors) =
+            read_all(&ctx, &body, req.api_version, cap, (&routes, &serves), &readable)?;
         let satisfied = bytes >= body.min_bytes.max(0) as usize || errors;
         if satisfied || tokio::time::Instant::now() >= deadline {
             break (response, bytes);
         }
-        if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
-            let serving = ctx.leadership.serves_reads().await;
-            let (response, bytes, _) = read_all(&ctx, &body, req.api_version, cap, serving, &readable)?;
+        if tokio::time::timeout_at(deadline, any_changed(&mut applied)).await.is_err() {
+            let serves = ctx.serves_reads_of(&routes).await;
+            let (response, bytes, _) =
+                read_all(&ctx, &body, req.api_version, cap, (&routes, &serves), &readable)?;
             break (response, bytes);
         }
     };
@@ -90,21 +98,46 @@ fn readable_topics(ctx: &Ctx, who: &Subject, body: &FetchRequest, version: i16) 
     ctx.authorizer.allowed_each(who, rt::TOPIC, names.iter().map(String::as_str), op::READ)
 }
 
+/// The Raft group holding each requested topic, in request order (issue 32; all 0 with one
+/// group): its leader serves the topic's reads, from its applied state.
+fn routes(ctx: &Ctx, body: &FetchRequest, version: i16) -> Vec<u32> {
+    let name = |t: &kafka_protocol::messages::fetch_request::FetchTopic| {
+        if version >= 13 {
+            resolve_name(ctx, &uuid_bytes(&t.topic_id))
+        } else {
+            Some(t.topic.0.to_string())
+        }
+    };
+    body.topics.iter().map(|t| name(t).map_or(0, |n| ctx.topic_group(&n))).collect()
+}
+
+/// Until one of the groups applies something (a long poll's wake-up).
+async fn any_changed(applied: &mut [tokio::sync::watch::Receiver<u64>]) {
+    if applied.is_empty() {
+        return std::future::pending().await;
+    }
+    let changes = applied.iter_mut().map(|a| Box::pin(a.changed()));
+    let _ = futures_util::future::select_all(changes).await;
+}
+
 /// One pass over every requested partition: (response, record bytes, any partition error).
 fn read_all(
     ctx: &Ctx,
     body: &FetchRequest,
     version: i16,
     cap: usize,
-    is_leader: bool,
+    (routes, serving): (&[u32], &BTreeMap<u32, bool>),
     readable: &[bool],
 ) -> anyhow::Result<(FetchResponse, usize, bool)> {
     let mut budget = (body.max_bytes.max(0) as usize).min(limits::FETCH_RESPONSE_BYTES_MAX).min(cap);
     let mut total = 0usize;
     let mut errors = false;
-    let epoch = ctx.leadership.leader_epoch();
     let mut topics = Vec::with_capacity(body.topics.len());
     for (index, topic) in body.topics.iter().enumerate() {
+        let group = routes.get(index).copied().unwrap_or(0);
+        let is_leader = serving.get(&group).copied().unwrap_or(false);
+        let lane = ctx.lane(group).filter(|_| is_leader);
+        let epoch = lane.map_or(-1, |l| l.leadership.leader_epoch());
         let denied = !readable.get(index).copied().unwrap_or(false);
         // KIP-516: v13+ names topics by id only.
         let name = if version >= 13 {
@@ -127,7 +160,7 @@ fn read_all(
                     let max = (p.partition_max_bytes.max(0) as usize).min(budget);
                     let first = total == 0;
                     read_partition(
-                        ctx,
+                        lane.map_or(&ctx.applied, |l| l.applied),
                         n,
                         p.partition,
                         p.fetch_offset,
@@ -179,7 +212,7 @@ fn read_internal(partition: i32, offset: i64, isolation_level: i8, data: &mut Pa
 
 #[allow(clippy::too_many_arguments)]
 fn read_partition(
-    ctx: &Ctx,
+    applied: &crate::raft::applied::AppliedView,
     topic: &str,
     partition: i32,
     offset: i64,
@@ -190,7 +223,7 @@ fn read_partition(
 ) -> anyhow::Result<i16> {
     // Only the three offsets are copied out under the lock (not the whole partition state):
     // this runs for every partition of every fetch.
-    let read = ctx.applied.with_partitions(|applied, partitions| {
+    let read = applied.with_partitions(|applied, partitions| {
         let t = applied.state.topics.get(topic)?;
         let ps = usize::try_from(partition).ok().and_then(|i| t.partitions.get(i))?;
         let log = partitions.get(&t.topic_id, partition);

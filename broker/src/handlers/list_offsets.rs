@@ -18,8 +18,9 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ApiKey, ListOffsetsResponse, RequestKind, ResponseKind};
 
 use super::HandlerResult;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::SharedCtx;
 use crate::limits;
+use crate::raft::applied::AppliedView;
 use crate::security::authz::{code, op, rt, Subject};
 use crate::storage::partitions::SharedLog;
 use onelog_state::PartitionState;
@@ -46,12 +47,16 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         body.topics.iter().map(|t| t.name.0.as_str()),
         op::DESCRIBE,
     );
-    let is_leader = ctx.leadership.serves_reads().await;
-    let epoch = ctx.leadership.leader_epoch();
-    let answered_epoch = if req.api_version >= LEADER_EPOCH_FROM_VERSION { epoch } else { -1 };
+    // Each topic is answered by the leader of the Raft group holding it (issue 32).
+    let groups: Vec<u32> = body.topics.iter().map(|t| ctx.topic_group(t.name.0.as_str())).collect();
+    let serves = ctx.serves_reads_of(&groups).await;
     let mut topics = Vec::with_capacity(body.topics.len());
     let mut inflate_left = limits::LIST_OFFSETS_INFLATED_BYTES_MAX;
-    for (topic, described) in body.topics.into_iter().zip(described) {
+    for ((topic, described), group) in body.topics.into_iter().zip(described).zip(groups) {
+        let lane = ctx.lane(group).filter(|_| serves.get(&group).copied().unwrap_or(false));
+        let is_leader = lane.is_some();
+        let epoch = lane.map_or(-1, |l| l.leadership.leader_epoch());
+        let answered_epoch = if req.api_version >= LEADER_EPOCH_FROM_VERSION { epoch } else { -1 };
         let name = topic.name.0.to_string();
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
@@ -68,7 +73,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 (error_code::FENCED_LEADER_EPOCH, -1, -1)
             } else {
                 let at = (p.partition_index, p.timestamp);
-                lookup(&ctx, &name, at, body.isolation_level, &mut inflate_left)?
+                let applied = lane.map_or(&ctx.applied, |l| l.applied);
+                lookup(applied, &name, at, body.isolation_level, &mut inflate_left)?
             };
             partitions.push(out.with_error_code(code).with_timestamp(timestamp).with_offset(offset));
         }
@@ -79,13 +85,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 
 /// (error code, timestamp, offset) for one partition at (partition, asked timestamp).
 fn lookup(
-    ctx: &Ctx,
+    applied: &AppliedView,
     topic: &str,
     (partition, timestamp): (i32, i64),
     isolation: i8,
     inflate_left: &mut usize,
 ) -> anyhow::Result<(i16, i64, i64)> {
-    let Some((ps, log)) = partition_of(ctx, topic, partition) else {
+    let Some((ps, log)) = partition_of(applied, topic, partition) else {
         // The virtual `__consumer_offsets` (`internal_topic`): empty, every offset is 0.
         if crate::internal_topic::is_internal(topic)
             && (0..crate::internal_topic::PARTITIONS).contains(&partition)
@@ -105,8 +111,8 @@ fn lookup(
     Ok((error_code::NONE, found.0, found.1))
 }
 
-fn partition_of(ctx: &Ctx, topic: &str, partition: i32) -> Option<(PartitionState, SharedLog)> {
-    ctx.applied.with_partitions(|applied, partitions| {
+fn partition_of(applied: &AppliedView, topic: &str, partition: i32) -> Option<(PartitionState, SharedLog)> {
+    applied.with_partitions(|applied, partitions| {
         let t = applied.state.topics.get(topic)?;
         let ps = t.partitions.get(usize::try_from(partition).ok()?)?.clone();
         let log = partitions.get(&t.topic_id, partition)?;

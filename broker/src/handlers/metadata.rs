@@ -18,6 +18,7 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{ApiKey, MetadataResponse, RequestKind, ResponseKind};
 
+use super::partition_leaders::{PartitionLeader, PartitionLeaders};
 use super::util::{str_bytes, topic_name, uuid, uuid_bytes};
 use super::{authorized, HandlerResult};
 use crate::controller::{self, TopicRequest};
@@ -163,28 +164,26 @@ fn brokers(ctx: &SharedCtx, listener: Option<&str>) -> Vec<MetadataResponseBroke
 
 fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -> Vec<MetadataResponseTopic> {
     let operations = authorized::OMITTED;
-    let leader = ctx.leader_id().map_or(-1, |l| l as i32);
-    let epoch = ctx.leadership.leader_epoch();
-    let voters = ctx.leadership.voter_ids();
-    let in_sync = ctx.leadership.in_sync_voter_ids();
+    let leaders = PartitionLeaders::of(ctx);
     ctx.applied.read(|applied| {
         let state = &applied.state;
-        let partition = |p: i32, replicas: &[i32]| {
-            let isr = in_sync.iter().filter(|v| replicas.contains(v));
+        let partition = |p: i32, replicas: &[i32], by: &PartitionLeader| {
+            let isr = by.in_sync.iter().filter(|v| replicas.contains(v));
             MetadataResponsePartition::default()
-                .with_error_code(if leader < 0 { error_code::LEADER_NOT_AVAILABLE } else { error_code::NONE })
+                .with_error_code(by.error_code())
                 .with_partition_index(p)
-                .with_leader_id(leader.into())
-                .with_leader_epoch(epoch)
+                .with_leader_id(by.leader.into())
+                .with_leader_epoch(by.epoch)
                 .with_replica_nodes(replicas.iter().map(|v| (*v).into()).collect())
                 .with_isr_nodes(isr.map(|v| (*v).into()).collect())
         };
         let describe = |name: &str, t: &onelog_state::Topic| {
-            // An explicit CreatePartitions assignment names the replicas; else every voter
-            // holds the partition.
+            let by = leaders.of_topic(&t.configs);
             let partitions = (0..t.partitions.len() as i32)
                 .zip(&t.partitions)
-                .map(|(p, ps)| partition(p, if ps.replicas.is_empty() { &voters } else { &ps.replicas }))
+                .map(|(p, ps)| {
+                    partition(p, if ps.replicas.is_empty() { &by.voters } else { &ps.replicas }, by)
+                })
                 .collect();
             MetadataResponseTopic::default()
                 .with_name(Some(topic_name(name)))
@@ -192,12 +191,15 @@ fn topics(ctx: &SharedCtx, requested: Option<Vec<(Option<String>, [u8; 16])>>) -
                 .with_partitions(partitions)
                 .with_topic_authorized_operations(operations)
         };
+        let group0 = leaders.group(0);
         let internal = || {
             MetadataResponseTopic::default()
                 .with_name(Some(topic_name(internal_topic::NAME)))
                 .with_topic_id(uuid(&internal_topic::TOPIC_ID))
                 .with_is_internal(true)
-                .with_partitions((0..internal_topic::PARTITIONS).map(|p| partition(p, &voters)).collect())
+                .with_partitions(
+                    (0..internal_topic::PARTITIONS).map(|p| partition(p, &group0.voters, group0)).collect(),
+                )
                 .with_topic_authorized_operations(operations)
         };
         let shadowed = state.topics.contains_key(internal_topic::NAME);

@@ -64,6 +64,7 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
+mod partition_leaders;
 pub mod policy;
 pub mod produce;
 pub mod push_telemetry;

@@ -7,8 +7,9 @@
 //! checked that before it finalized them (`watch_member_builds`), and a group's voters are
 //! members.
 //!
-//! Nothing routes Kafka requests here yet: the groups' partitions, producers and transactions
-//! are the next steps.
+//! Requests on a topic placed in the group reach its leadership, applied state and proposer
+//! through `Ctx::lane`; its leader keeps the group's topics those group 0 placed in it
+//! (`leader::mirror`). Its transactions are the next step.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,8 +94,9 @@ pub fn start(with: &GroupLeaderWith<'_>, handle: &GroupHandle) -> GroupLeader {
     GroupLeader { group: handle.group, leadership, applied: handle.applied.clone(), proposer }
 }
 
-/// While this node leads the group: names it with group 0's cluster id, and raises its levels
-/// to group 0's, each time group 0 applies something or a second passes.
+/// While this node leads the group: names it with group 0's cluster id, raises its levels to
+/// group 0's and mirrors the topics placed in it, each time group 0 applies something or a
+/// second passes.
 async fn follow_group0(ctx: Arc<DutyCtx>, group0: AppliedView, group: u32) {
     let mut group0_applied = group0.applied_index();
     loop {
@@ -106,6 +108,12 @@ async fn follow_group0(ctx: Arc<DutyCtx>, group0: AppliedView, group: u32) {
 }
 
 async fn follow_once(ctx: &DutyCtx, group0: &AppliedView, group: u32) {
+    follow_cluster(ctx, group0, group).await;
+    super::mirror::mirror_once(ctx, group0, group).await;
+}
+
+/// Group 0's cluster id and feature levels, put in the group's log where it lacks them.
+async fn follow_cluster(ctx: &DutyCtx, group0: &AppliedView, group: u32) {
     let (cluster_id, levels) = group0.state(|s| (s.cluster_id.clone(), s.features.finalized()));
     let named = ctx.applied.state(|s| s.cluster_id.is_some());
     if let (Some(cluster_id), false) = (cluster_id, named) {

@@ -10,6 +10,7 @@ pub mod duties;
 pub mod groups;
 pub mod leadership;
 pub mod lease;
+pub mod mirror;
 pub mod proposer;
 pub mod rebalance;
 mod sequencer;

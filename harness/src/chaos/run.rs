@@ -21,7 +21,7 @@ use super::schedule::{self, FaultKind};
 use super::share::{self, ShareBug, ShareConfig, ShareWorkload};
 use super::share_check::{self, ShareCounts};
 use super::share_history::{self, ShareHistory};
-use crate::kafka::create_topics;
+use crate::kafka::create_topics_with;
 use crate::{Cluster, ClusterOptions};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,15 +214,16 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
     let topic = format!("chaos-{}", options.workload.name());
     let bootstrap = cluster.bootstrap();
     let p = options.partitions;
+    // The workloads are transactional, and transactions are coordinated in group 0 (the
+    // cross-group protocol is not built yet): their topics are pinned there.
+    let configs: &[(&str, &str)] = if options.groups > 1 { &[("onelog.raft.group", "0")] } else { &[] };
     match options.workload {
         Workload::Copier => {
             let names = CopierNames::CHAOS;
-            rt.block_on(create_topics(
-                &bootstrap,
-                &[(names.input, p), (names.output, p), (names.observer, 1)],
-            ))?
+            let topics = [(names.input, p), (names.output, p), (names.observer, 1)];
+            rt.block_on(create_topics_with(&bootstrap, &topics, configs))?
         }
-        _ => rt.block_on(create_topics(&bootstrap, &[(&topic, p)]))?,
+        _ => rt.block_on(create_topics_with(&bootstrap, &[(&topic, p)], configs))?,
     }
     let history = History::new();
     let share = ShareHistory::default();

@@ -30,6 +30,38 @@ pub const TOPIC_GROUP_CONFIG: &str = "onelog.raft.group";
 /// The topic config that places a topic with its placement key.
 pub const TOPIC_KEY_CONFIG: &str = "onelog.placement.key";
 
+/// Whether `name` is one of the topic configs that place a topic. Neither is in
+/// `topic_config::TOPIC_CONFIGS`: they are taken at creation only, where group 0's leader
+/// decides the group and records it as [`TOPIC_GROUP_CONFIG`] (`Placement::topic`); a later
+/// change is refused and a replacing AlterConfigs keeps them (`configs::altered`), since moving
+/// a topic between groups is not supported.
+pub fn is_topic_placement_config(name: &str) -> bool {
+    name == TOPIC_GROUP_CONFIG || name == TOPIC_KEY_CONFIG
+}
+
+/// The group a topic was placed in, as recorded in its configs in group 0's state: 0 without
+/// [`TOPIC_GROUP_CONFIG`], as for every topic of a one-group cluster.
+pub fn recorded_topic_group(configs: &BTreeMap<String, String>) -> GroupId {
+    configs.get(TOPIC_GROUP_CONFIG).and_then(|g| g.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Why a placement config's value cannot be, whatever the group count; the count itself is
+/// checked by `Placement::topic`.
+pub fn topic_config_value_problem(name: &str, value: &str) -> Option<String> {
+    let bad = |why: &str| Some(format!("Invalid value {value} for configuration {name}: {why}"));
+    match name {
+        TOPIC_GROUP_CONFIG if value.trim().parse::<GroupId>().is_err() => bad("not a Raft group number"),
+        TOPIC_KEY_CONFIG if value.trim().is_empty() => bad("a placement key must name a key"),
+        TOPIC_KEY_CONFIG if value.chars().count() > TOPIC_KEY_CHARS_MAX => {
+            bad(&format!("longer than {TOPIC_KEY_CHARS_MAX} characters"))
+        }
+        _ => None,
+    }
+}
+
+/// Longest placement key accepted: a topic name's limit.
+pub const TOPIC_KEY_CHARS_MAX: usize = 249;
+
 /// A placement setting refused, with the reason in the words an operator reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacementError(pub String);

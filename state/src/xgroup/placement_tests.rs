@@ -174,3 +174,15 @@ fn the_hash_is_pinned() {
     assert_eq!(hash_group("orders", 3), 2);
     assert_eq!(hash_group("payments", 3), 1);
 }
+
+#[test]
+fn a_recorded_topic_group_is_read_back_and_bad_values_are_named() {
+    let configs = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
+    assert_eq!(recorded_topic_group(&configs(TOPIC_GROUP_CONFIG, "2")), 2);
+    assert_eq!(recorded_topic_group(&BTreeMap::new()), 0);
+    assert!(topic_config_value_problem(TOPIC_GROUP_CONFIG, "x").unwrap().contains(TOPIC_GROUP_CONFIG));
+    assert!(topic_config_value_problem(TOPIC_KEY_CONFIG, " ").is_some());
+    assert!(topic_config_value_problem(TOPIC_KEY_CONFIG, &"k".repeat(250)).is_some());
+    assert!(topic_config_value_problem(TOPIC_KEY_CONFIG, "payments").is_none());
+    assert!(is_topic_placement_config(TOPIC_KEY_CONFIG) && !is_topic_placement_config("retention.ms"));
+}

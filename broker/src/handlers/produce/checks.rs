@@ -48,11 +48,18 @@ struct Request<'a> {
     snapshot: &'a Snapshot,
     acks: i16,
     version: i16,
+    /// Whether this node leads group 0, for topics not known here.
     not_leader: bool,
     disk_full: Option<String>,
     /// Inflating compressed batches to validate them is bounded per request (DESIGN §8).
     inflated_bytes_left: usize,
 }
+
+/// Why a transactional batch to a topic placed in another Raft group than 0 is refused:
+/// transactions are coordinated in group 0, and the cross-group protocol of docs/SCALING.md §3
+/// is not built yet.
+const NOT_IN_GROUP_0: &str =
+    "transactions on topics placed outside Raft group 0 are not supported yet (onelog.raft.group)";
 
 /// Validates every partition of a request.
 pub fn check_request(
@@ -63,7 +70,8 @@ pub fn check_request(
     version: i16,
 ) -> Checks {
     let not_leader = !ctx.may_propose();
-    let disk_full = if not_leader { None } else { disk_refusal(ctx, snapshot) };
+    let leads_any = !not_leader || snapshot.topics.values().any(|f| f.leads);
+    let disk_full = if leads_any { disk_refusal(ctx, snapshot) } else { None };
     let inflated_bytes_left = limits::PRODUCE_INFLATED_BYTES_MAX;
     let mut request = Request { ctx, snapshot, acks, version, not_leader, disk_full, inflated_bytes_left };
     let mut checks = Checks { slots: Vec::new(), appends: Vec::new(), owners: Vec::new() };
@@ -105,7 +113,7 @@ impl Request<'_> {
         if let Some(refused) = internal_refusal(topic, facts.is_some()) {
             return Err(refused);
         }
-        if self.not_leader {
+        if facts.map_or(self.not_leader, |f| !f.leads) {
             return Err(Refused::from((error_code::NOT_LEADER_OR_FOLLOWER, None)));
         }
         if !(self.acks == 0 || self.acks == 1 || self.acks == -1) {
@@ -137,6 +145,9 @@ impl Request<'_> {
             check_keys(&batches, topic, partition)?;
         }
         check_idempotent(&batches)?;
+        if facts.group != 0 && batches.iter().any(|b| b.header.is_transactional()) {
+            return Err(Refused::from((error_code::POLICY_VIOLATION, Some(NOT_IN_GROUP_0.to_string()))));
+        }
         check_transactional(self.ctx, topic, partition, &batches, self.version)?;
         Ok(batches)
     }

@@ -2,7 +2,7 @@
 //!
 //! Partitions that fail validation (unknown topic, bad CRC, too large) get their own error and
 //! are left out; the rest of the request is one `Produce` op, so a request spanning several
-//! topics applies all-or-nothing (DRMQ's atomic write). acks=0 gets no response; acks=1 and
+//! topics applies all-or-nothing (DRMQ's atomic write) within a Raft group. acks=0 gets no response; acks=1 and
 //! acks=all both reply after the entry is committed and applied — stronger than Kafka's acks=1.
 //!
 //! Transactional batches too are answered once their entry is committed (issue 17: a leader
@@ -13,12 +13,17 @@
 //! Idempotent batches (KIP-98) are sequence-checked by the proposer; each partition's answer
 //! (its error, its offset, or a duplicate's original offset) comes back per partition.
 //!
+//! With several Raft groups (issue 32) each topic's batches go to the group it is placed in:
+//! one entry per group, proposed where this node leads that group (NOT_LEADER_OR_FOLLOWER
+//! elsewhere), so such a request is all-or-nothing per group only.
+//!
 //! While the data directory has less free space than `log.dir.free.bytes.min`, every partition
 //! gets KAFKA_STORAGE_ERROR, which clients retry (see `storage::free_space`).
 
 mod checks;
 mod snapshot;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kafka_compat::codec::Request;
@@ -107,26 +112,31 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     let Checks { mut slots, appends, owners } =
         off_the_worker_if(heavy, || check_request(&ctx, &snapshot, topic_data, acks, req.api_version));
     let timeout = Duration::from_millis(body.timeout_ms.max(0) as u64).max(Duration::from_millis(1));
-    // A request whose every batch is transactional is one proposal whatever its size
-    // (`Proposer::submit_produce`); every request is answered once its entry commits.
-    let transactional = appends.iter().all(|a| a.batches.iter().all(|b| b.header.is_transactional()));
-    let (appends, owners) = refuse_oversized(&mut slots, appends, owners, transactional);
-    let append_time: Vec<bool> =
-        appends.iter().map(|a| snapshot.topics.get(&a.topic).is_some_and(|t| t.log_append_time)).collect();
-    let pending = if appends.is_empty() {
-        None
-    } else {
-        Some(ctx.proposer.submit_produce(appends, transactional).await)
-    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut pending = Vec::new();
+    for (group, (appends, owners)) in by_group(&snapshot, appends, owners) {
+        // A request whose every batch is transactional is one proposal whatever its size
+        // (`Proposer::submit_produce`); every request is answered once its entry commits.
+        let transactional = appends.iter().all(|a| a.batches.iter().all(|b| b.header.is_transactional()));
+        let (appends, owners) = refuse_oversized(&mut slots, appends, owners, transactional);
+        let append_time: Vec<bool> = appends
+            .iter()
+            .map(|a| snapshot.topics.get(&a.topic).is_some_and(|t| t.log_append_time))
+            .collect();
+        // The checks found this node leading the group, so it runs it.
+        let Some(lane) = ctx.lane(group).filter(|_| !appends.is_empty()) else { continue };
+        let result = lane.proposer.submit_produce(appends, transactional).await;
+        pending.push((group, result, owners, append_time));
+    }
     if acks == 0 && throttle_ms > 0 {
         tokio::time::sleep(Duration::from_millis(throttle_ms as u64)).await;
     }
     // Stage two, spawned: wait for the commit and answer.
     let ctx = ctx.clone();
     Ok(Box::pin(async move {
-        if let Some(pending) = pending {
-            let outcome = match pending {
-                Ok(result) => wait_committed(&ctx, result, timeout).await,
+        for (group, result, owners, append_time) in pending {
+            let outcome = match result {
+                Ok(result) => wait_committed(&ctx, group, result, deadline).await,
                 Err(e) => Some(Err(e)),
             };
             record_outcome(&mut slots, &owners, outcome, &append_time);
@@ -136,6 +146,24 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
         }
         Ok(Some(ResponseKind::Produce(response(slots).with_throttle_time_ms(throttle_ms))))
     }))
+}
+
+/// The checked appends (and the slots they answer) split by the Raft group holding their topic
+/// (issue 32): each group's part is its own entry in its own log, so a request naming topics
+/// of several groups is atomic per group only (docs/SCALING.md §7). With one group, one part.
+fn by_group(
+    snapshot: &Snapshot,
+    appends: Vec<UnstampedAppend>,
+    owners: Vec<usize>,
+) -> BTreeMap<u32, (Vec<UnstampedAppend>, Vec<usize>)> {
+    let mut parts: BTreeMap<u32, (Vec<UnstampedAppend>, Vec<usize>)> = BTreeMap::new();
+    for (append, owner) in appends.into_iter().zip(owners) {
+        let group = snapshot.topics.get(&append.topic).map_or(0, |t| t.group);
+        let part = parts.entry(group).or_default();
+        part.0.push(append);
+        part.1.push(owner);
+    }
+    parts
 }
 
 /// Every partition of the request refused with `code` (Kafka's error response).
@@ -214,7 +242,7 @@ fn record_quota(ctx: &Ctx, snapshot: &Snapshot, topic_data: &[TopicProduceData])
 /// `None`: no outcome within `timeout_ms`, or this node was cut off meanwhile.
 type Outcome = Option<Produced>;
 
-/// Waits for the commit at most `timeout_ms` (Kafka's produce timeout), and no longer than
+/// Waits for the commit of one group's part until `timeout_ms` (Kafka's produce timeout) is up, and no longer than
 /// this node stays in contact with a quorum: a leader cut off (check-quorum, see
 /// `Leadership::is_cut_off`), e.g. resumed after a SIGSTOP or isolated, answers every waiting
 /// write at once with REQUEST_TIMED_OUT (its outcome is unknown: the entry may still commit)
@@ -222,16 +250,18 @@ type Outcome = Option<Produced>;
 /// of the leader kept clients waiting on the frozen connection.
 async fn wait_committed(
     ctx: &SharedCtx,
+    group: u32,
     result: impl std::future::Future<Output = Produced>,
-    timeout: Duration,
+    deadline: tokio::time::Instant,
 ) -> Outcome {
+    let lane = ctx.lane(group)?;
     let cut_off = async {
-        while !ctx.leadership.is_cut_off() {
+        while !lane.leadership.is_cut_off() {
             tokio::time::sleep(Duration::from_millis(limits::PAUSE_CHECK_INTERVAL_MS)).await;
         }
     };
     tokio::select! {
-        produced = tokio::time::timeout(timeout, result) => produced.ok(),
+        produced = tokio::time::timeout_at(deadline, result) => produced.ok(),
         () = cut_off => None,
     }
 }

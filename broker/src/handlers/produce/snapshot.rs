@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use kafka_protocol::messages::produce_request::TopicProduceData;
 use onelog_state::entry::is_log_append_time;
+use onelog_state::xgroup::placement::recorded_topic_group;
 use onelog_state::BrokerState;
 
 use crate::ctx::Ctx;
@@ -21,8 +22,10 @@ pub struct Snapshot {
     pub transactional_id_writable: bool,
     /// Whether the principal may WRITE each topic of the request, in request order.
     pub writable: Vec<bool>,
-    /// The request's topics that exist.
+    /// The request's topics that exist (in the Raft group holding them, too).
     pub topics: HashMap<String, TopicFacts>,
+    /// Their ids in group 0, which a group's copy must match.
+    topic_ids: HashMap<String, [u8; 16]>,
     /// This node's `log.dir.free.bytes.min` (dynamic, else the cluster default or static).
     pub disk_reserve: i64,
     /// The `producer_byte_rate` quota the request counts against, if one applies.
@@ -37,6 +40,10 @@ pub struct TopicFacts {
     pub compacted: bool,
     /// The response carries the time the leader stamped (`message.timestamp.type`).
     pub log_append_time: bool,
+    /// The Raft group holding the topic's data (issue 32; 0 with one group), and whether this
+    /// node may propose in it now.
+    pub group: u32,
+    pub leads: bool,
 }
 
 /// Whom the request is from and what it names.
@@ -49,7 +56,10 @@ pub struct Asked<'a> {
 
 impl Snapshot {
     pub fn read(ctx: &Ctx, asked: &Asked) -> Snapshot {
-        ctx.applied.state(|state| Snapshot::of(ctx, state, asked))
+        let mut snapshot = ctx.applied.state(|state| Snapshot::of(ctx, state, asked));
+        let ids = &snapshot.topic_ids;
+        snapshot.topics.retain(|name, facts| held_by_group(ctx, (name, ids.get(name)), facts));
+        snapshot
     }
 
     fn of(ctx: &Ctx, state: &BrokerState, asked: &Asked) -> Snapshot {
@@ -72,6 +82,8 @@ impl Snapshot {
                 ),
                 compacted: policy.split(',').any(|p| p.trim() == "compact"),
                 log_append_time: is_log_append_time(state, &options, name),
+                group: recorded_topic_group(&topic.configs),
+                leads: ctx.may_propose(),
             })
         };
         let names = || asked.topics.iter().map(|t| t.name.0.as_str());
@@ -88,6 +100,7 @@ impl Snapshot {
             )
         };
         Snapshot {
+            topic_ids: names().filter_map(|n| Some((n.to_string(), state.topics.get(n)?.topic_id))).collect(),
             transactional_id_writable: asked.transactional_id.is_some_and(tid_writable),
             writable: names().map(may_write).collect(),
             topics: names().filter_map(|n| Some((n.to_string(), facts(n)?))).collect(),
@@ -98,5 +111,30 @@ impl Snapshot {
             ),
             byte_quota: QuotaManager::governing(&state.client_quotas, QuotaKind::Produce, user, client_id),
         }
+    }
+}
+
+/// Whether the Raft group holding a topic placed outside group 0 holds it here: a topic its
+/// leader has not put in the group's log yet (`leader::mirror`), or partitions it has not added
+/// yet, are unknown to Produce, which clients retry. On a node that does not run the group, or
+/// does not lead it, the topic stays, refused NOT_LEADER_OR_FOLLOWER by the checks.
+fn held_by_group(ctx: &Ctx, (name, topic_id): (&str, Option<&[u8; 16]>), facts: &mut TopicFacts) -> bool {
+    if facts.group == 0 {
+        return true;
+    }
+    let Some(lane) = ctx.lane(facts.group) else {
+        facts.leads = false;
+        return true;
+    };
+    facts.leads = lane.leadership.may_propose();
+    let held = lane
+        .applied
+        .state(|s| s.topics.get(name).filter(|t| Some(&t.topic_id) == topic_id).map(|t| t.partitions.len()));
+    match held {
+        Some(partitions) => {
+            facts.partitions = facts.partitions.min(partitions);
+            true
+        }
+        None => !facts.leads,
     }
 }

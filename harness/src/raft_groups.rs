@@ -1,0 +1,71 @@
+//! What the tests of a cluster running several Raft groups (issue 32) read from `/status`:
+//! one group's row on one node, and the wait until every group is led by its preferred leader.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use serde_json::Value;
+
+use crate::cluster::ClusterOptions;
+use crate::Cluster;
+
+const POLL: Duration = Duration::from_millis(100);
+
+/// Three nodes running three groups, each checking its groups' preferred leaders every second.
+pub fn start_three_groups() -> Result<Cluster> {
+    let options = ClusterOptions::new(3)
+        .config("onelog.raft.groups", 3)
+        .config("leader.imbalance.check.interval.seconds", 1);
+    let cluster = Cluster::start_with(options).context("starting 3 nodes with 3 groups")?;
+    ensure!(cluster.has_admin_api(), "the broker has no --admin-listen: groups cannot be seen");
+    Ok(cluster)
+}
+
+/// Group `g`'s row in node `id`'s `/status`.
+pub fn group_row(cluster: &Cluster, id: u64, g: u64) -> Result<Value> {
+    let status = cluster.status(id)?;
+    let rows = status.raft_groups["groups"].as_array().context("raft_groups.groups")?;
+    rows.iter()
+        .find(|r| r["group"].as_u64() == Some(g))
+        .cloned()
+        .with_context(|| format!("node {id} runs no group {g}"))
+}
+
+/// The preferred leader of group `g` on nodes 1–3 with the default layout: `(g mod 3) + 1`.
+pub fn preferred_of_three(g: u64) -> u64 {
+    g % 3 + 1
+}
+
+/// Waits, at most `timeout`, until every node in `nodes` sees each of `groups` groups led by its
+/// preferred leader on nodes 1–3, in one term for all of them; checks the voters (all three)
+/// and the preferred leader each node reports.
+pub async fn settle(
+    cluster: &mut Cluster,
+    nodes: &[u64],
+    groups: u64,
+    timeout: Duration,
+) -> Result<Duration> {
+    let started = Instant::now();
+    loop {
+        let mut problem = None;
+        for g in 0..groups {
+            let rows: Vec<Value> =
+                nodes.iter().map(|id| group_row(cluster, *id, g)).collect::<Result<_>>()?;
+            for row in &rows {
+                ensure!(row["preferred_leader"].as_u64() == Some(preferred_of_three(g)), "group {g}: {row}");
+                let mut voters: Vec<u64> = serde_json::from_value(row["voters"].clone())?;
+                voters.sort_unstable();
+                ensure!(voters == [1, 2, 3] || voters.is_empty(), "group {g}'s voters: {row}");
+            }
+            let agreed = rows
+                .iter()
+                .all(|r| r["leader"].as_u64() == Some(preferred_of_three(g)) && r["term"] == rows[0]["term"]);
+            if !agreed {
+                problem = Some(format!("group {g}: {rows:?}"));
+            }
+        }
+        let Some(problem) = problem else { return Ok(started.elapsed()) };
+        ensure!(started.elapsed() < timeout, "groups not on their preferred leaders: {problem}");
+        tokio::time::sleep(POLL).await;
+    }
+}
