@@ -49,6 +49,9 @@ pub struct Ctx {
     /// The leadership, applied state and proposer of each Raft group other than 0 this node
     /// runs (`leader::groups`): requests on a topic placed in one reach it through [`Ctx::lane`].
     pub group_leaders: Vec<crate::leader::groups::GroupLeader>,
+    /// Who leads each Raft group this node is not a voter of, as its voters last said
+    /// (`raft::remote_leaders`), for Metadata.
+    pub remote_leaders: crate::raft::remote_leaders::RemoteLeaders,
 }
 
 /// One Raft group as a request on its partitions sees it (issue 32): whether this node leads

@@ -246,6 +246,11 @@ const _: () = assert!(CHECK_QUORUM_MS > LEADER_LEASE_MS);
 /// change (ms).
 pub const FORWARD_TIMEOUT_MS: u64 = 5_000;
 
+/// How often a node asks the voters of each Raft group it does not run who leads it, for its
+/// Metadata (`raft::remote_leaders`), and how long it waits for one voter's answer (ms).
+pub const REMOTE_LEADER_CHECK_INTERVAL_MS: u64 = 1_000;
+pub const REMOTE_LEADER_ASK_TIMEOUT_MS: u64 = 500;
+
 /// Longest CreateTopics waits, once group 0 applied a topic placed in another Raft group, for
 /// that group to hold it too (issue 32: its leader puts it in its log within a pass of
 /// `leader::mirror`). A topic not there by then is answered created anyway: it is, and Produce

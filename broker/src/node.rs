@@ -77,7 +77,8 @@ pub async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let members = peers.clone().into_iter().chain([(node.node_id, me.clone())]).collect();
     crate::raft::groups::join_others(&identity, &members, &others, &groups);
     join_cluster(&node, &identity, &peers, &opened, me).await?;
-    let ctx = serving_ctx(&node, &config, (&opened, &connections), (removal, &groups)).await;
+    let remote_leaders = crate::raft::remote_leaders::start(&connections, &members, &layout, node.node_id);
+    let ctx = serving_ctx(&node, &config, (&opened, &connections), (removal, &groups, remote_leaders)).await;
     crate::leader::rebalance::start(&config, &connections, &groups);
     let _ = serving.set(ctx.clone());
     let _ = forward_slot.set(Arc::new(crate::pipeline::forwarded::Forwarded { ctx: ctx.clone() }));
@@ -235,7 +236,11 @@ async fn serving_ctx(
     node: &NodeSettings,
     config: &Arc<BrokerConfig>,
     (opened, connections): (&Opened, &Arc<Peers>),
-    (removal, groups): (Arc<crate::raft::transport::removal::RemovalNotice>, &NodeGroups),
+    (removal, groups, remote_leaders): (
+        Arc<crate::raft::transport::removal::RemovalNotice>,
+        &NodeGroups,
+        crate::raft::remote_leaders::RemoteLeaders,
+    ),
 ) -> crate::ctx::SharedCtx {
     let (raft, applied) = (&opened.raft, &opened.applied);
     let inter_broker = inter_broker_listener(node);
@@ -268,6 +273,7 @@ async fn serving_ctx(
         quotas: Default::default(),
         peers: connections.clone(),
         group_leaders,
+        remote_leaders,
     });
     let duty = Arc::new(duties::DutyCtx {
         node_id: node.node_id,

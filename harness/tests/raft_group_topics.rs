@@ -12,12 +12,15 @@
 //! 4. the leader of group 1 is killed: writes to group 1's topic carry on through the new
 //!    leader, and groups 0 and 2 keep theirs;
 //! 5. a transactional write to a topic outside group 0 is refused (POLICY_VIOLATION: the
-//!    cross-group protocol is not built yet), and a deleted topic leaves its group.
+//!    cross-group protocol is not built yet), and a deleted topic leaves its group;
+//! 6. on five nodes, a node that is not a voter of a group names that group's leader in its
+//!    Metadata (learnt from the group's voters), also after the leader is killed.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
+use harness::cluster::ClusterOptions;
 use harness::kafka::{client_config, read_partitions};
 use harness::raft_groups::{group_row, preferred_of_three, settle};
 use harness::Cluster;
@@ -308,12 +311,14 @@ async fn transactions_refused_outside_group_0(cluster: &mut Cluster) -> Result<(
         .create()?;
     producer.init_transactions(Duration::from_secs(30))?;
     producer.begin_transaction()?;
+    // librdkafka adds the partition first (AddPartitionsToTxn), which is refused; the record
+    // fails with it and the transaction cannot commit.
     let delivery =
         producer.send(FutureRecord::to(&placed(1)).key("k").payload("v"), Duration::from_secs(10)).await;
-    match delivery {
-        Err((e, _)) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::PolicyViolation) => {}
-        other => bail!("a transactional write to group 1's topic: {other:?}"),
-    }
+    let commit = producer.commit_transaction(Duration::from_secs(10));
+    let seen = format!("{delivery:?} {commit:?}");
+    ensure!(delivery.is_err() && commit.is_err(), "a transactional write to group 1's topic: {seen}");
+    ensure!(seen.contains("Policy violation"), "refused without POLICY_VIOLATION: {seen}");
     println!("a transactional write to a topic of group 1 refused with POLICY_VIOLATION");
     Ok(())
 }
@@ -332,4 +337,64 @@ async fn deleted_topic_leaves_its_group(
     }
     println!("{} deleted: group 2's copy dropped ({held} bytes before)", placed(2));
     Ok(())
+}
+
+/// Five nodes, three groups of three voters each (group g on nodes g+1 … g+3): node 1 runs
+/// group 0 only, yet its Metadata names group 2's leader, learnt from group 2's voters, and a
+/// client that knows only node 1 writes to a topic of group 2, before and after that leader
+/// is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_outside_a_group_names_its_leader() {
+    let options = ClusterOptions::new(5)
+        .config("onelog.raft.groups", GROUPS)
+        .config("leader.imbalance.check.interval.seconds", 1);
+    let mut cluster = Cluster::start_with(options).expect("starting 5 nodes with 3 groups");
+    let result = outside_scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+async fn outside_scenario(cluster: &mut Cluster) -> Result<()> {
+    let node1 = cluster.kafka_addr(1).to_string();
+    let row = group_row(cluster, 1, 2);
+    ensure!(row.is_err(), "node 1 runs group 2: {row:?}");
+    let admin: AdminClient<DefaultClientContext> = client_config(&node1).create()?;
+    ensure!(create(&admin, "far", &[("onelog.raft.group", "2")]).await?.is_none(), "creating far");
+    let leader = named_leader(cluster, &node1, None).await?;
+    println!("node 1 (outside group 2) names node {leader} as far's leader");
+    produce(&node1, "far", 0..RECORDS).await?;
+    cluster.kill9(leader)?;
+    let started = Instant::now();
+    let next = named_leader(cluster, &node1, Some(leader)).await?;
+    println!(
+        "group 2's leader node {leader} killed: node 1 names node {next} after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    produce(&node1, "far", RECORDS..2 * RECORDS).await?;
+    let partitions: Vec<(String, i32)> = (0..PARTITIONS).map(|p| ("far".to_string(), p)).collect();
+    let records = read_partitions(&node1, &partitions, READ_TIMEOUT)?;
+    let read: usize = records.values().map(Vec::len).sum();
+    ensure!(read == 2 * RECORDS, "read {read} records of far, wanted {}", 2 * RECORDS);
+    println!("{read} records written to far through node 1 and read back");
+    Ok(())
+}
+
+/// Waits until node 1's Metadata names, for every partition of `far`, the leader group 2's
+/// voters report (other than `not`); returns it.
+async fn named_leader(cluster: &mut Cluster, node1: &str, not: Option<u64>) -> Result<u64> {
+    let deadline = Instant::now() + SETTLE_TIMEOUT;
+    loop {
+        let voter = *[3u64, 4, 5].iter().find(|v| Some(**v) != not).context("a live voter")?;
+        let leader = group_row(cluster, voter, 2)?["leader"].as_u64().filter(|l| Some(*l) != not);
+        let consumer: BaseConsumer = client_config(node1).create()?;
+        let metadata = consumer.fetch_metadata(Some("far"), Duration::from_secs(10))?;
+        let named: Vec<i32> =
+            metadata.topics().iter().flat_map(|t| t.partitions()).map(|p| p.leader()).collect();
+        if let Some(leader) =
+            leader.filter(|l| !named.is_empty() && named.iter().all(|n| i64::from(*n) == *l as i64))
+        {
+            return Ok(leader);
+        }
+        ensure!(Instant::now() < deadline, "node 1 names {named:?} for far, group 2's voters {leader:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -14,13 +14,35 @@ use kafka_protocol::messages::{AddPartitionsToTxnResponse, ApiKey, RequestKind, 
 
 use super::util::producer;
 use super::HandlerResult;
-use crate::ctx::SharedCtx;
+use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::txn_failure_code;
 use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::AddPartitionsToTxn;
 pub const VERSIONS: (i16, i16) = (0, 3);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
+
+/// KafkaApis: WRITE on the transactional id, then on each topic; with any topic refused
+/// nothing is added (OPERATION_NOT_ATTEMPTED for the rest). Then onelog's own rule: a topic
+/// placed outside Raft group 0 cannot join a transaction yet (issue 32), and nothing is added.
+fn admissible(ctx: &Ctx, who: &Subject, tid: &str, wanted: &[(String, i32)]) -> Result<(), Vec<i16>> {
+    let writable =
+        ctx.authorizer.allowed_each(who, rt::TOPIC, wanted.iter().map(|(t, _)| t.as_str()), op::WRITE);
+    let outside: Vec<bool> = wanted.iter().map(|(t, _)| ctx.topic_group(t) != 0).collect();
+    let each = |refused: &[bool], code: i16| {
+        refused.iter().map(|r| if *r { code } else { error_code::OPERATION_NOT_ATTEMPTED }).collect()
+    };
+    if !ctx.authorizer.allowed(who, rt::TRANSACTIONAL_ID, tid, op::WRITE) {
+        Err(vec![code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED; wanted.len()])
+    } else if writable.iter().any(|w| !w) {
+        let denied: Vec<bool> = writable.iter().map(|w| !w).collect();
+        Err(each(&denied, code::TOPIC_AUTHORIZATION_FAILED))
+    } else if outside.iter().any(|o| *o) {
+        Err(each(&outside, error_code::POLICY_VIOLATION))
+    } else {
+        Ok(())
+    }
+}
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
@@ -36,21 +58,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         .collect();
     // One code for every partition unless only some are unknown (Kafka: those get
     // UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED).
-    // KafkaApis: WRITE on the transactional id, then on each topic; with any topic refused
-    // nothing is added (OPERATION_NOT_ATTEMPTED for the rest).
-    let writable =
-        ctx.authorizer.allowed_each(&who, rt::TOPIC, wanted.iter().map(|(t, _)| t.as_str()), op::WRITE);
-    let authorized = if !ctx.authorizer.allowed(&who, rt::TRANSACTIONAL_ID, tid, op::WRITE) {
-        Err(vec![code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED; wanted.len()])
-    } else if writable.iter().any(|w| !w) {
-        let codes = writable
-            .iter()
-            .map(|w| if *w { error_code::OPERATION_NOT_ATTEMPTED } else { code::TOPIC_AUTHORIZATION_FAILED })
-            .collect();
-        Err(codes)
-    } else {
-        Ok(())
-    };
+    let authorized = admissible(&ctx, &who, tid, &wanted);
     let codes: Vec<i16> = match authorized.map(|()| ctx.txns.add_partitions(tid, id, &wanted)) {
         Err(codes) => codes,
         Ok(Err(failure)) => {

@@ -19,7 +19,8 @@ use kafka_protocol::messages::{ApiKey, DescribeLogDirsResponse, RequestKind, Res
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Ctx, Lane, SharedCtx};
+use onelog_state::xgroup::placement::recorded_topic_group;
 
 pub const KEY: ApiKey = ApiKey::DescribeLogDirs;
 pub const VERSIONS: (i16, i16) = (1, 4);
@@ -52,12 +53,22 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     Ok(Some(ResponseKind::DescribeLogDirs(DescribeLogDirsResponse::default().with_results(vec![result]))))
 }
 
+/// The replicas this node holds: those of each Raft group it runs (issue 32), each from its
+/// group's state; group 0's empty copies of other groups' topics are not replicas.
 fn topics(ctx: &Ctx, wanted: Option<&BTreeMap<String, Vec<i32>>>) -> Vec<DescribeLogDirsTopic> {
-    ctx.applied.with_partitions(|applied, logs| {
+    let groups = std::iter::once(0).chain(ctx.group_leaders.iter().map(|l| l.group));
+    groups.filter_map(|g| ctx.lane(g)).flat_map(|lane| group_topics(lane, wanted)).collect()
+}
+
+fn group_topics(lane: Lane<'_>, wanted: Option<&BTreeMap<String, Vec<i32>>>) -> Vec<DescribeLogDirsTopic> {
+    let held_here =
+        |topic: &onelog_state::Topic| lane.group != 0 || recorded_topic_group(&topic.configs) == 0;
+    lane.applied.with_partitions(|applied, logs| {
         applied
             .state
             .topics
             .iter()
+            .filter(|(_, topic)| held_here(topic))
             .filter_map(|(name, topic)| {
                 let indexes: Vec<i32> = match wanted {
                     None => (0..topic.partitions.len() as i32).collect(),

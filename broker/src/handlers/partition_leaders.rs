@@ -3,9 +3,10 @@
 //! leader epoch and its voters as the replicas. With one group that is group 0's leader for
 //! every partition, as before.
 //!
-//! A node knows the leader of the groups it runs; for a group it is not a voter of (more
-//! nodes than the replication factor) it answers LEADER_NOT_AVAILABLE, which clients retry,
-//! most often against another node.
+//! A node knows the leader of the groups it runs from their Raft; for a group it is not a voter
+//! of (more nodes than the replication factor) it names the leader the group's voters last
+//! reported (`raft::remote_leaders`, the group's voters as replicas and in-sync replicas), and
+//! answers LEADER_NOT_AVAILABLE, which clients retry, until it has heard from one.
 
 use kafka_compat::error_code;
 
@@ -36,6 +37,18 @@ impl PartitionLeader {
     }
 }
 
+/// A group this node does not run, as its voters last reported it.
+fn remote(ctx: &Ctx, group: u32) -> PartitionLeader {
+    let Some(heard) = ctx.remote_leaders.get(group) else { return PartitionLeader::unknown() };
+    let voters: Vec<i32> = heard.voters.iter().map(|v| *v as i32).collect();
+    PartitionLeader {
+        leader: heard.leader as i32,
+        epoch: i32::try_from(heard.term).unwrap_or(i32::MAX),
+        voters: voters.clone(),
+        in_sync: voters,
+    }
+}
+
 /// Each group's leader as this node sees it, by group number.
 pub struct PartitionLeaders(Vec<PartitionLeader>);
 
@@ -43,7 +56,7 @@ impl PartitionLeaders {
     pub fn of(ctx: &Ctx) -> Self {
         let groups = ctx.config.settings.raft_groups.groups.max(1);
         let view = |group| {
-            let Some(lane) = ctx.lane(group) else { return PartitionLeader::unknown() };
+            let Some(lane) = ctx.lane(group) else { return remote(ctx, group) };
             let leadership = lane.leadership;
             PartitionLeader {
                 leader: leadership.leader_id().map_or(-1, |l| l as i32),

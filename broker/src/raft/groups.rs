@@ -8,11 +8,12 @@
 //! lost its data never starts a second copy of a group that has one; for a new group its
 //! preferred leader (first voter) initializes it with the voters' addresses.
 //!
-//! Groups 1 … hold no partitions yet: topic placement and routing are the next steps of issue
-//! 32. What runs today is their election, replication, checkpoints, a leadership and proposer
-//! each that keep the group's cluster id and levels group 0's (`leader::groups`), the
-//! preferred-leader duty (`leader::rebalance`), `/status` and `/metrics` per group, and the
-//! admin API's leadership transfer per group.
+//! What runs on them: their election, replication, checkpoints, a leadership and proposer
+//! each that keep the group's cluster id and levels group 0's and its topics those group 0
+//! placed in it (`leader::groups`, `leader::mirror`), the preferred-leader duty
+//! (`leader::rebalance`), `/status` and `/metrics` per group, and the admin API's leadership
+//! transfer per group. Requests on a topic's data go to its group (`Ctx::lane`); a node that
+//! runs only some groups learns the others' leaders from their voters (`raft::remote_leaders`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

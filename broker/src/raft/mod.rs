@@ -6,6 +6,7 @@ pub mod groups;
 pub mod network;
 pub mod open;
 pub mod rejoin;
+pub mod remote_leaders;
 pub mod sm_log;
 pub mod sm_store;
 pub mod snapshot_archive;

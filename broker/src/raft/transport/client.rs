@@ -98,6 +98,11 @@ impl Peer {
         &self.addr
     }
 
+    /// The node this peer is.
+    pub fn target(&self) -> u64 {
+        self.target
+    }
+
     pub fn next_request_id(&self) -> u64 {
         self.next_request_id.fetch_add(1, Ordering::Relaxed)
     }

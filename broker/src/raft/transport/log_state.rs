@@ -61,9 +61,14 @@ pub async fn ask(
     ttl: Duration,
     group: u32,
 ) -> Option<LogState> {
-    let from = identity.node_id;
     let addr = crate::fault::raft_dial(target).unwrap_or_else(|| addr.to_string());
-    let peer = Peer::new(identity.clone(), target, addr);
+    ask_peer(&Peer::new(identity.clone(), target, addr), identity.node_id, ttl, group).await
+}
+
+/// [`ask`] over `peer`'s connection, kept for the next call (`Peers::get`); `from` is this
+/// node's id.
+pub async fn ask_peer(peer: &Peer, from: u64, ttl: Duration, group: u32) -> Option<LogState> {
+    let target = peer.target();
     let request_id = peer.next_request_id();
     let frame = codec::encode_for(
         group,
