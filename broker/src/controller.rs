@@ -12,7 +12,7 @@ use crate::internal_topic;
 use crate::limits;
 use onelog_state::command::{CreatePartitionsOp, CreateTopicsOp, DeleteTopicsOp, NewPartitions, NewTopic};
 use onelog_state::topic_config::topic_configs_problem;
-use onelog_state::xgroup::placement::{recorded_topic_group, Placement, TOPIC_GROUP_CONFIG};
+use onelog_state::xgroup::placement::{recorded_topic_group, TOPIC_GROUP_CONFIG};
 
 use crate::errors::{propose_error_code, Addressed};
 use crate::leader::proposer::ProposeError;
@@ -115,16 +115,17 @@ pub fn validate_topics(ctx: &Ctx, requests: &[TopicRequest]) -> (Vec<NewTopic>, 
 }
 
 /// The configs a new topic is recorded with: as asked, plus, on a cluster of several Raft
-/// groups, the group it is placed in (`onelog.raft.group`, docs/SCALING.md §2), decided here
-/// once and never recomputed. A one-group cluster records nothing more (its topics all live in
-/// group 0, the state as before) and refuses a placement naming another group.
+/// groups, the group it is placed in (`onelog.raft.group`, docs/SCALING.md §2: its own config,
+/// its placement key's group, a `topic:` rule of `onelog.placement.rules`, else the hash of
+/// its name), decided here once and never recomputed. A one-group cluster records nothing
+/// more (its topics all live in group 0, the state as before) and refuses a placement naming
+/// another group.
 fn placed_configs(ctx: &Ctx, req: &TopicRequest) -> Result<BTreeMap<String, String>, (i16, String)> {
-    let groups = ctx.config.settings.raft_groups.groups;
-    let placement =
-        Placement::new(groups, "", BTreeMap::new()).map_err(|e| (error_code::INVALID_CONFIG, e.0))?;
-    let group = placement.topic(&req.name, &req.configs).map_err(|e| (error_code::INVALID_CONFIG, e.0))?;
+    let settings = &ctx.config.settings.raft_groups;
+    let group =
+        settings.placement.topic(&req.name, &req.configs).map_err(|e| (error_code::INVALID_CONFIG, e.0))?;
     let mut configs = req.configs.clone();
-    if groups > 1 {
+    if settings.groups > 1 {
         configs.insert(TOPIC_GROUP_CONFIG.to_string(), group.to_string());
     }
     Ok(configs)

@@ -251,6 +251,11 @@ pub const FORWARD_TIMEOUT_MS: u64 = 5_000;
 pub const REMOTE_LEADER_CHECK_INTERVAL_MS: u64 = 1_000;
 pub const REMOTE_LEADER_ASK_TIMEOUT_MS: u64 = 500;
 
+/// Shortest time between two passes of a Raft group's leader over group 0's topics and levels
+/// (`leader::groups::follow_group0`): what a new topic may wait beyond its entry before its
+/// group holds it (ms).
+pub const FOLLOW_GROUP0_INTERVAL_MS_MIN: u64 = 50;
+
 /// Longest CreateTopics waits, once group 0 applied a topic placed in another Raft group, for
 /// that group to hold it too (issue 32: its leader puts it in its log within a pass of
 /// `leader::mirror`). A topic not there by then is answered created anyway: it is, and Produce

@@ -2,7 +2,8 @@
 //! its preferred leader (group g by node g + 1), with librdkafka clients:
 //!
 //! 1. placement is decided at creation and shown by DescribeConfigs: `onelog.raft.group` pins a
-//!    topic, topics sharing an `onelog.placement.key` land together; a group that does not
+//!    topic, topics sharing an `onelog.placement.key` land together, a `topic:` rule of
+//!    `onelog.placement.rules` places a topic created without configs; a group that does not
 //!    exist is refused INVALID_CONFIG naming it, and so is any later change of the placement;
 //! 2. Metadata names each partition's leader as the leader of its topic's group;
 //! 3. a topic's records are written through its group's log only: on every node its group's
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use harness::cluster::ClusterOptions;
 use harness::kafka::{client_config, read_partitions};
-use harness::raft_groups::{group_row, preferred_of_three, settle};
+use harness::raft_groups::{group_row, preferred_of_three, settle, RULED_PREFIX};
 use harness::Cluster;
 use harness::RawClient;
 use kafka_compat::error_code::INVALID_CONFIG;
@@ -136,12 +137,18 @@ async fn placement_decided_at_creation(
     }
     let (input, output) = (described_group(admin, "app-in").await?, described_group(admin, "app-out").await?);
     ensure!(input == output, "one placement key, two groups: {input} and {output}");
+    let ruled = format!("{RULED_PREFIX}in");
+    ensure!(create(admin, &ruled, &[]).await?.is_none(), "creating {ruled}");
+    ensure!(described_group(admin, &ruled).await? == "2", "{ruled} not placed by the topic: rule");
     let refused = create(admin, "nowhere", &[("onelog.raft.group", "3")]).await?;
     ensure!(refused == Some(RDKafkaErrorCode::InvalidConfig), "a topic in group 3 of 3: {refused:?}");
     let refusal = move_topic(bootstrap, "placed-1", "2").await?;
     ensure!(refusal.0 == INVALID_CONFIG, "moving placed-1 to group 2: {refusal:?}");
     ensure!(described_group(admin, "placed-1").await? == "1", "placed-1 moved");
-    println!("placement: placed-g in group g, app-in and app-out together in group {input}; group 3 and a move refused");
+    println!(
+        "placement: placed-g in group g, app-in and app-out together in group {input}, {ruled} in group 2 by \
+         rule; group 3 and a move refused"
+    );
     Ok(())
 }
 

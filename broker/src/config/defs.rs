@@ -144,6 +144,9 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
         -1,
         onelog_state::xgroup::placement::RAFT_GROUPS_MAX as i64,
     ),
+    // onelog's own: where new topics, transactional ids and groups go (`topic:`, `txn:`,
+    // `group:` prefix rules; `onelog.placement.key.<key>` pins a placement key to a group).
+    def("onelog.placement.rules", "", STRING),
     // Kafka's names for moving leadership back to the preferred replica; here a Raft group's.
     def("auto.leader.rebalance.enable", "true", Boolean),
     at_least("leader.imbalance.check.interval.seconds", "30", Long, 1),

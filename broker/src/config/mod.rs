@@ -353,7 +353,7 @@ impl BrokerConfig {
             values.insert(key.to_string(), (default.to_string(), Origin::Default, ty));
         }
         for Given { key, value, origin } in given {
-            if security::is_listener_override(&key) || raft_groups::is_group_voters_key(&key) {
+            if security::is_listener_override(&key) || raft_groups::is_prefixed_key(&key) {
                 values.insert(key, (value, origin, ConfigType::String));
                 continue;
             }

@@ -5,6 +5,9 @@
 //! - `onelog.raft.groups` (1–64, default 1: one group, today's cluster);
 //! - `onelog.raft.replication.factor` (-1, the default, is min(3, nodes));
 //! - `onelog.raft.group.<g>.voters` (node ids, preferred leader first), one key per group;
+//! - `onelog.placement.rules` (`topic:PREFIX=TARGET`, `txn:…`, `group:…`, TARGET a group or
+//!   `key:NAME`) and `onelog.placement.key.<key>` (the group a placement key is pinned to):
+//!   where new topics and ids go (`Placement`), refused at start if a rule or pin cannot be;
 //! - Kafka's `auto.leader.rebalance.enable` and `leader.imbalance.check.interval.seconds`,
 //!   which move a Raft group's leadership back as Kafka's move a partition's. onelog checks every
 //!   30 s by default (Kafka: 300 s): a group's leader carries all of its partitions' writes, so
@@ -16,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Context;
-use onelog_state::xgroup::placement::{Layout, LayoutSettings, PlacementError};
+use onelog_state::xgroup::placement::{Layout, LayoutSettings, Placement, PlacementError};
 
 use super::Values;
 
@@ -28,9 +31,13 @@ const VOTERS_SUFFIX: &str = ".voters";
 /// a smaller cluster.
 const DEFAULT_REPLICATION_FACTOR: usize = 3;
 
-/// Whether `key` is a `onelog.raft.group.<g>.voters` key (g a decimal group number).
-pub fn is_group_voters_key(key: &str) -> bool {
-    voters_key_group(key).is_some()
+/// `onelog.placement.key.<key>`: the prefix of a placement key's pin.
+const KEY_PIN_PREFIX: &str = "onelog.placement.key.";
+
+/// Whether `key` is one of the keys named by a prefix: `onelog.raft.group.<g>.voters` (g a
+/// decimal group number) or `onelog.placement.key.<key>`.
+pub fn is_prefixed_key(key: &str) -> bool {
+    voters_key_group(key).is_some() || key.strip_prefix(KEY_PIN_PREFIX).is_some_and(|k| !k.is_empty())
 }
 
 fn voters_key_group(key: &str) -> Option<u32> {
@@ -52,6 +59,19 @@ pub struct RaftGroupSettings {
     pub rebalance: bool,
     /// `leader.imbalance.check.interval.seconds`, in ms.
     pub rebalance_interval_ms: u64,
+    /// Where new topics and ids go: `onelog.placement.rules` and the key pins.
+    pub placement: Placement,
+}
+
+/// `onelog.placement.rules` and the `onelog.placement.key.<key>` pins over `groups` groups.
+fn placement(c: &Values, groups: u32) -> anyhow::Result<Placement> {
+    let mut keys = BTreeMap::new();
+    for (key, value) in c.with_prefix(KEY_PIN_PREFIX) {
+        let name = &key[KEY_PIN_PREFIX.len()..];
+        let g = value.trim().parse::<u32>().with_context(|| format!("{key}={value}: not a group number"))?;
+        keys.insert(name.to_string(), g);
+    }
+    Placement::new(groups, c.text("onelog.placement.rules")?, keys).map_err(anyhow::Error::new)
 }
 
 impl RaftGroupSettings {
@@ -70,8 +90,10 @@ impl RaftGroupSettings {
             voters.insert(g, ids);
         }
         let rf = c.int("onelog.raft.replication.factor")?;
+        let groups = c.int("onelog.raft.groups")? as u32;
         Ok(RaftGroupSettings {
-            groups: c.int("onelog.raft.groups")? as u32,
+            groups,
+            placement: placement(c, groups)?,
             replication_factor: (rf > 0).then_some(rf as usize),
             voters,
             rebalance: c.bool("auto.leader.rebalance.enable")?,
@@ -134,6 +156,22 @@ mod tests {
         .unwrap();
         assert_eq!(s.rebalance_interval_ms, 2_000);
         assert_eq!(s.layout(BTreeSet::from([1, 2, 3])).unwrap().voters, vec![vec![1, 2], vec![3, 1]]);
+    }
+
+    #[test]
+    fn placement_rules_and_key_pins_are_read_and_bad_ones_refused() {
+        let s = settings(&[
+            "onelog.raft.groups=3",
+            "onelog.placement.rules=topic:orders-=2,topic:app-=key:app",
+            "onelog.placement.key.app=1",
+        ])
+        .unwrap();
+        assert_eq!(s.placement.topic("orders-in", &BTreeMap::new()), Ok(2));
+        assert_eq!(s.placement.topic("app-out", &BTreeMap::new()), Ok(1));
+        let rule = refusal(&["onelog.raft.groups=3", "onelog.placement.rules=topic:x=3"], &[1, 2, 3]);
+        assert!(rule.contains("onelog.placement.rules") && rule.contains("does not exist"), "{rule}");
+        let pin = refusal(&["onelog.raft.groups=3", "onelog.placement.key.app=one"], &[1, 2, 3]);
+        assert!(pin.contains("onelog.placement.key.app=one"), "{pin}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use super::duties::{self, DutyCtx};
 use super::leadership::Leadership;
 use super::proposer::{Proposer, ProposerOptions};
 use crate::config::BrokerConfig;
+use crate::limits;
 use crate::raft::applied::AppliedView;
 use crate::raft::groups::GroupHandle;
 use crate::raft::transport::peers::Peers;
@@ -96,13 +97,16 @@ pub fn start(with: &GroupLeaderWith<'_>, handle: &GroupHandle) -> GroupLeader {
 
 /// While this node leads the group: names it with group 0's cluster id, raises its levels to
 /// group 0's and mirrors the topics placed in it, each time group 0 applies something or a
-/// second passes.
+/// second passes, and at most every `FOLLOW_GROUP0_INTERVAL_MS_MIN`: group 0 applies hundreds
+/// of entries a second when it holds busy partitions, and a pass per entry would cost every
+/// other group's leader CPU for changes that are rare (a topic created, a level raised).
 async fn follow_group0(ctx: Arc<DutyCtx>, group0: AppliedView, group: u32) {
     let mut group0_applied = group0.applied_index();
     loop {
         if ctx.leadership.may_propose() {
             follow_once(&ctx, &group0, group).await;
         }
+        tokio::time::sleep(Duration::from_millis(limits::FOLLOW_GROUP0_INTERVAL_MS_MIN)).await;
         let _ = tokio::time::timeout(Duration::from_secs(1), group0_applied.changed()).await;
     }
 }

@@ -167,6 +167,10 @@ pub enum IdKind {
     Txn,
     /// Consumer, Streams and share group ids (`group:`).
     Group,
+    /// Names of new topics that name neither a group nor a placement key (`topic:`): so a
+    /// topic created by a tool that sends only Kafka's own configs (`kafka-topics.sh` refuses
+    /// any other name before it asks the broker) can be placed too.
+    Topic,
 }
 
 /// Where a rule sends the ids it matches.
@@ -192,8 +196,8 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// `rules` is `onelog.placement.rules` (comma-separated `txn:PREFIX=TARGET` or
-    /// `group:PREFIX=TARGET`, TARGET a group number or `key:NAME`); `keys` the
+    /// `rules` is `onelog.placement.rules` (comma-separated `txn:PREFIX=TARGET`,
+    /// `group:PREFIX=TARGET` or `topic:PREFIX=TARGET`, TARGET a group number or `key:NAME`); `keys` the
     /// `onelog.placement.key.<key>` pins.
     pub fn new(
         groups: u32,
@@ -233,7 +237,7 @@ impl Placement {
         match configs.get(TOPIC_KEY_CONFIG).map(|key| key.trim()) {
             Some("") => refuse(format!("{TOPIC_KEY_CONFIG} must name a key")),
             Some(key) => Ok(self.key(key)),
-            None => Ok(hash_group(name, self.groups)),
+            None => Ok(self.id(IdKind::Topic, name)),
         }
     }
 
@@ -259,11 +263,12 @@ fn no_such_group(g: GroupId, groups: u32) -> String {
 
 fn parse_rule(rule: &str, groups: u32) -> Result<Rule, PlacementError> {
     let bad = |why: &str| PlacementError(format!("onelog.placement.rules: {rule:?} {why}"));
-    let (kind, rest) = rule.split_once(':').ok_or_else(|| bad("has no kind (txn: or group:)"))?;
+    let (kind, rest) = rule.split_once(':').ok_or_else(|| bad("has no kind (txn:, group: or topic:)"))?;
     let kind = match kind.trim() {
         "txn" => IdKind::Txn,
         "group" => IdKind::Group,
-        _ => return Err(bad("has a kind other than txn or group")),
+        "topic" => IdKind::Topic,
+        _ => return Err(bad("has a kind other than txn, group or topic")),
     };
     let (prefix, target) = rest.split_once('=').ok_or_else(|| bad("has no =TARGET"))?;
     let target = match target.trim().strip_prefix("key:") {

@@ -139,8 +139,8 @@ fn ids_follow_the_first_matching_rule_of_their_kind() {
 fn bad_rules_and_keys_are_refused_by_name() {
     let none = BTreeMap::new;
     let cases = [
-        ("payments=1", "onelog.placement.rules: \"payments=1\" has no kind (txn: or group:)"),
-        ("topic:x=1", "onelog.placement.rules: \"topic:x=1\" has a kind other than txn or group"),
+        ("payments=1", "onelog.placement.rules: \"payments=1\" has no kind (txn:, group: or topic:)"),
+        ("queue:x=1", "onelog.placement.rules: \"queue:x=1\" has a kind other than txn, group or topic"),
         ("txn:x", "onelog.placement.rules: \"txn:x\" has no =TARGET"),
         ("txn:x=key:", "onelog.placement.rules: \"txn:x=key:\" names an empty key"),
         ("txn:x=one", "onelog.placement.rules: \"txn:x=one\" targets neither a group number nor key:NAME"),
@@ -185,4 +185,15 @@ fn a_recorded_topic_group_is_read_back_and_bad_values_are_named() {
     assert!(topic_config_value_problem(TOPIC_KEY_CONFIG, &"k".repeat(250)).is_some());
     assert!(topic_config_value_problem(TOPIC_KEY_CONFIG, "payments").is_none());
     assert!(is_topic_placement_config(TOPIC_KEY_CONFIG) && !is_topic_placement_config("retention.ms"));
+}
+
+#[test]
+fn topic_rules_place_names_that_give_no_group_or_key() {
+    let placement = Placement::new(3, "topic:payments-=2, topic:shared-=key:app", BTreeMap::new()).unwrap();
+    assert_eq!(placement.topic("payments-in", &BTreeMap::new()), Ok(2));
+    assert_eq!(placement.topic("shared-out", &BTreeMap::new()), Ok(placement.key("app")));
+    let given = BTreeMap::from([(TOPIC_GROUP_CONFIG.to_string(), "1".to_string())]);
+    assert_eq!(placement.topic("payments-in", &given), Ok(1), "a topic's own config wins");
+    assert_eq!(placement.topic("other", &BTreeMap::new()), Ok(hash_group("other", 3)));
+    assert!(refused(Placement::new(3, "topic:x=3", BTreeMap::new())).contains("does not exist"));
 }
