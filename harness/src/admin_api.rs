@@ -141,6 +141,11 @@ pub fn digest_via(addr: SocketAddr, ca: Option<&Path>) -> Result<Digest> {
     get_json(addr, "/digest", ca)
 }
 
+/// `GET /digest?group=G`: the partitions of Raft group G (issue 32).
+pub fn group_digest(addr: SocketAddr, group: u64) -> Result<Digest> {
+    get_json(addr, &format!("/digest?group={group}"), None)
+}
+
 /// `POST /checkpoint`, then waits (at most `timeout`) until the node has purged its Raft log
 /// past `index` (it keeps `LOG_ENTRIES_KEPT_BELOW_CHECKPOINT` entries below a checkpoint, so
 /// enough must have been written after `index`); returns its status then.

@@ -74,3 +74,30 @@ pub async fn settle(
         tokio::time::sleep(POLL).await;
     }
 }
+
+/// Waits, at most `timeout`, until every node in `nodes` reports the same digest of group `g`
+/// (`GET /digest?group=G`: the same applied index and the same bytes in every partition);
+/// returns the highest log end offset summed over the group's partitions.
+pub async fn digests_agree(cluster: &Cluster, nodes: &[u64], g: u64, timeout: Duration) -> Result<u64> {
+    let started = Instant::now();
+    loop {
+        let digests: Vec<crate::admin_api::Digest> = nodes
+            .iter()
+            .map(|id| {
+                crate::admin_api::group_digest(cluster.admin_addr(*id), g)
+                    .with_context(|| format!("node {id}"))
+            })
+            .collect::<Result<_>>()?;
+        let same = digests
+            .windows(2)
+            .all(|w| w[0].last_applied == w[1].last_applied && w[0].partitions == w[1].partitions);
+        if same {
+            return Ok(digests[0].partitions.iter().map(|p| p.log_end_offset.max(0) as u64).sum());
+        }
+        ensure!(
+            started.elapsed() < timeout,
+            "group {g}'s digests differ between nodes {nodes:?}: {digests:?}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}

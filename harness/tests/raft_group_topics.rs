@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use harness::cluster::ClusterOptions;
 use harness::kafka::{client_config, read_partitions};
-use harness::raft_groups::{group_row, preferred_of_three, settle, RULED_PREFIX};
+use harness::raft_groups::{digests_agree, group_row, preferred_of_three, settle, RULED_PREFIX};
 use harness::Cluster;
 use harness::RawClient;
 use kafka_compat::error_code::INVALID_CONFIG;
@@ -247,7 +247,10 @@ async fn writes_go_through_their_group(cluster: &mut Cluster, g: u64, first: usi
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    read_back(cluster, g, first + RECORDS)
+    read_back(cluster, g, first + RECORDS)?;
+    let records = digests_agree(cluster, &ids, g, Duration::from_secs(30)).await?;
+    println!("group {g}'s digest is the same on nodes {ids:?} ({records} records in its partitions)");
+    Ok(())
 }
 
 /// Idempotent, acks=all; each value `VALUE_BYTES` long and keyed by its number.

@@ -73,11 +73,16 @@ async fn settle(cluster: &mut Cluster, nodes: &[u64]) -> Result<Duration> {
 /// holds group 0's cluster id and finalized levels in each group's state.
 async fn follow_group0(cluster: &mut Cluster) -> Result<()> {
     let started = Instant::now();
-    let group0 = group_row(cluster, 1, 0)?;
-    ensure!(
-        group0["cluster_id"].is_string() && group0["finalized"]["onelog.version"].as_i64() >= Some(7),
-        "group 0: {group0}"
-    );
+    // Regression (CI of fda13fb): group 0's leader can be elected, and the groups settled, a
+    // moment before it applied the cluster id and the new cluster's levels.
+    let group0 = loop {
+        let group0 = group_row(cluster, 1, 0)?;
+        if group0["cluster_id"].is_string() && group0["finalized"]["onelog.version"].as_i64() >= Some(7) {
+            break group0;
+        }
+        ensure!(started.elapsed() < SETTLE_TIMEOUT, "group 0 has no cluster id or levels: {group0}");
+        tokio::time::sleep(POLL).await;
+    };
     loop {
         let mut behind = Vec::new();
         for g in 1..GROUPS {

@@ -21,6 +21,8 @@ use crate::storage::partitions::Partitions;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Digest {
     pub node_id: u64,
+    /// The Raft group whose partitions these are (0 unless `?group=` names another).
+    pub group: u32,
     /// Index of the last applied Raft entry the digest reflects (null before the first).
     pub last_applied: Option<u64>,
     pub partitions: Vec<PartitionDigest>,
@@ -51,11 +53,11 @@ pub fn hex(bytes: &[u8]) -> String {
 /// `last_applied` all describe the same applied entry. Apply waits meanwhile (it takes the
 /// write lock); the digest is a test and operations tool, not on any client path. Blocking:
 /// call it from `spawn_blocking`.
-pub fn compute(node_id: u64, view: &AppliedView) -> io::Result<Digest> {
-    view.with_partitions(|applied, partitions| digest_of(node_id, applied, partitions))
+pub fn compute((node_id, group): (u64, u32), view: &AppliedView) -> io::Result<Digest> {
+    view.with_partitions(|applied, partitions| digest_of((node_id, group), applied, partitions))
 }
 
-fn digest_of(node_id: u64, applied: &Applied, partitions: &Partitions) -> io::Result<Digest> {
+fn digest_of((node_id, group): (u64, u32), applied: &Applied, partitions: &Partitions) -> io::Result<Digest> {
     let mut out = Vec::new();
     for (name, topic) in &applied.state.topics {
         for (p, ps) in topic.partitions.iter().enumerate() {
@@ -85,5 +87,5 @@ fn digest_of(node_id: u64, applied: &Applied, partitions: &Partitions) -> io::Re
             out.push(digest);
         }
     }
-    Ok(Digest { node_id, last_applied: applied.last_applied.map(|l| l.index), partitions: out })
+    Ok(Digest { node_id, group, last_applied: applied.last_applied.map(|l| l.index), partitions: out })
 }

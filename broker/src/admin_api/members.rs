@@ -175,12 +175,7 @@ pub async fn transfer(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpErr
         .required("to")?
         .parse()
         .map_err(|_| HttpError::new(400, format!("to {:?} is not a node id (u64)", query.get("to"))))?;
-    let group: u32 = match query.get("group") {
-        None => 0,
-        Some(g) => {
-            g.parse().map_err(|_| HttpError::new(400, format!("group {g:?} is not a group number")))?
-        }
-    };
+    let group = query.group()?;
     let Some(handle) = ctx.groups.get(group) else {
         return Ok(Response::error(404, format!("node {} does not run Raft group {group}", ctx.node_id)));
     };

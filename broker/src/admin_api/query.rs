@@ -60,6 +60,14 @@ impl Query {
         self.get(name).ok_or_else(|| HttpError::bad(format!("missing query parameter {name:?}")))
     }
 
+    /// The `group` parameter: a Raft group number, 0 when absent.
+    pub fn group(&self) -> Result<u32, HttpError> {
+        match self.get("group") {
+            None => Ok(0),
+            Some(g) => g.parse().map_err(|_| HttpError::bad(format!("group {g:?} is not a group number"))),
+        }
+    }
+
     /// Refuses parameters the endpoint does not know, so a typo is an error, not ignored.
     pub fn allow_only(&self, names: &[&str]) -> Result<(), HttpError> {
         match self.0.keys().find(|k| !names.contains(&k.as_str())) {

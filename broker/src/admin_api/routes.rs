@@ -110,11 +110,16 @@ async fn get_metrics(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpErro
     Ok(Response::text(200, crate::metrics::CONTENT_TYPE, crate::metrics::render(Box::new(snapshot))))
 }
 
+/// `GET /digest[?group=G]`: Raft group G's (default 0); 404 for a group this node does not run.
 async fn get_digest(ctx: &AdminCtx, query: &Query) -> Result<Response, HttpError> {
-    query.allow_only(&[])?;
-    let (node_id, applied) = (ctx.node_id, ctx.applied.clone());
+    query.allow_only(&["group"])?;
+    let group = query.group()?;
+    let Some(handle) = ctx.groups.get(group) else {
+        return Ok(Response::error(404, format!("node {} does not run Raft group {group}", ctx.node_id)));
+    };
+    let (node_id, applied) = (ctx.node_id, handle.applied.clone());
     // File reads under std locks: off the async workers.
-    let computed = tokio::task::spawn_blocking(move || digest::compute(node_id, &applied)).await;
+    let computed = tokio::task::spawn_blocking(move || digest::compute((node_id, group), &applied)).await;
     Ok(match computed {
         Ok(Ok(digest)) => Response::json(200, serde_json::to_value(digest).expect("digest serializes")),
         Ok(Err(e)) => Response::error(500, format!("reading partition files: {e}")),

@@ -130,6 +130,12 @@ async fn status_and_digest_of_a_leader() {
     assert_eq!(body, expected);
     assert_eq!(body["partitions"][0]["log_end_offset"], 6);
     assert_eq!(body["partitions"][1]["batches"], 1);
+    let (status, same) = call(addr, "GET", "/digest?group=0").await;
+    assert_eq!((status, &same), (200, &body));
+    let (status, body) = call(addr, "GET", "/digest?group=7").await;
+    assert_eq!(status, 404, "a group the node does not run: {body}");
+    let (status, body) = call(addr, "GET", "/digest?group=x").await;
+    assert_eq!(status, 400, "not a group number: {body}");
     ctx.raft.shutdown().await.expect("shutdown");
 }
 

@@ -97,7 +97,7 @@ fn segment_files(dir: &tempfile::TempDir) -> usize {
 }
 
 pub(super) fn digest_of(applied: &AppliedView) -> Digest {
-    digest::compute(1, applied).expect("digest")
+    digest::compute((1, 0), applied).expect("digest")
 }
 
 #[tokio::test]
