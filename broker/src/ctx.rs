@@ -111,10 +111,15 @@ impl Ctx {
         serving
     }
 
+    /// Whether the cluster runs one Raft group: every topic's data is in group 0.
+    pub fn single_group(&self) -> bool {
+        self.config.settings.raft_groups.groups <= 1
+    }
+
     /// The group holding `topic`'s data, as group 0 recorded it at creation (0 for a topic it
     /// does not know: its requests are answered as today's).
     pub fn topic_group(&self, topic: &str) -> u32 {
-        if self.group_leaders.is_empty() && self.config.settings.raft_groups.groups <= 1 {
+        if self.single_group() {
             return 0;
         }
         self.applied.state(|s| s.topics.get(topic).map_or(0, |t| recorded_topic_group(&t.configs)))

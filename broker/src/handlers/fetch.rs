@@ -101,6 +101,10 @@ fn readable_topics(ctx: &Ctx, who: &Subject, body: &FetchRequest, version: i16) 
 /// The Raft group holding each requested topic, in request order (issue 32; all 0 with one
 /// group): its leader serves the topic's reads, from its applied state.
 fn routes(ctx: &Ctx, body: &FetchRequest, version: i16) -> Vec<u32> {
+    if ctx.single_group() {
+        // No name to resolve (v13+ names topics by id, a lookup under the state's lock).
+        return vec![0; body.topics.len()];
+    }
     let name = |t: &kafka_protocol::messages::fetch_request::FetchTopic| {
         if version >= 13 {
             resolve_name(ctx, &uuid_bytes(&t.topic_id))

@@ -24,8 +24,6 @@ pub struct Snapshot {
     pub writable: Vec<bool>,
     /// The request's topics that exist (in the Raft group holding them, too).
     pub topics: HashMap<String, TopicFacts>,
-    /// Their ids in group 0, which a group's copy must match.
-    topic_ids: HashMap<String, [u8; 16]>,
     /// This node's `log.dir.free.bytes.min` (dynamic, else the cluster default or static).
     pub disk_reserve: i64,
     /// The `producer_byte_rate` quota the request counts against, if one applies.
@@ -44,6 +42,8 @@ pub struct TopicFacts {
     /// node may propose in it now.
     pub group: u32,
     pub leads: bool,
+    /// Its id in group 0, which the group's copy must match.
+    topic_id: [u8; 16],
 }
 
 /// Whom the request is from and what it names.
@@ -57,8 +57,7 @@ pub struct Asked<'a> {
 impl Snapshot {
     pub fn read(ctx: &Ctx, asked: &Asked) -> Snapshot {
         let mut snapshot = ctx.applied.state(|state| Snapshot::of(ctx, state, asked));
-        let ids = &snapshot.topic_ids;
-        snapshot.topics.retain(|name, facts| held_by_group(ctx, (name, ids.get(name)), facts));
+        snapshot.topics.retain(|name, facts| held_by_group(ctx, name, facts));
         snapshot
     }
 
@@ -84,6 +83,7 @@ impl Snapshot {
                 log_append_time: is_log_append_time(state, &options, name),
                 group: recorded_topic_group(&topic.configs),
                 leads: ctx.may_propose(),
+                topic_id: topic.topic_id,
             })
         };
         let names = || asked.topics.iter().map(|t| t.name.0.as_str());
@@ -100,7 +100,6 @@ impl Snapshot {
             )
         };
         Snapshot {
-            topic_ids: names().filter_map(|n| Some((n.to_string(), state.topics.get(n)?.topic_id))).collect(),
             transactional_id_writable: asked.transactional_id.is_some_and(tid_writable),
             writable: names().map(may_write).collect(),
             topics: names().filter_map(|n| Some((n.to_string(), facts(n)?))).collect(),
@@ -118,7 +117,7 @@ impl Snapshot {
 /// leader has not put in the group's log yet (`leader::mirror`), or partitions it has not added
 /// yet, are unknown to Produce, which clients retry. On a node that does not run the group, or
 /// does not lead it, the topic stays, refused NOT_LEADER_OR_FOLLOWER by the checks.
-fn held_by_group(ctx: &Ctx, (name, topic_id): (&str, Option<&[u8; 16]>), facts: &mut TopicFacts) -> bool {
+fn held_by_group(ctx: &Ctx, name: &str, facts: &mut TopicFacts) -> bool {
     if facts.group == 0 {
         return true;
     }
@@ -129,7 +128,7 @@ fn held_by_group(ctx: &Ctx, (name, topic_id): (&str, Option<&[u8; 16]>), facts: 
     facts.leads = lane.leadership.may_propose();
     let held = lane
         .applied
-        .state(|s| s.topics.get(name).filter(|t| Some(&t.topic_id) == topic_id).map(|t| t.partitions.len()));
+        .state(|s| s.topics.get(name).filter(|t| t.topic_id == facts.topic_id).map(|t| t.partitions.len()));
     match held {
         Some(partitions) => {
             facts.partitions = facts.partitions.min(partitions);
