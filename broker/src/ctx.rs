@@ -12,13 +12,15 @@ use crate::config::BrokerConfig;
 use crate::coord::consumer::ConsumerCoordinator;
 use crate::coord::group::Coordinator as GroupCoordinator;
 use crate::coord::txn::TxnCoordinator;
+use crate::errors::{ProposeError, TxnFailure};
 use crate::leader::leadership::Leadership;
 use crate::leader::proposer::Proposer;
 use crate::raft::applied::AppliedView;
 use crate::raft::transport::peers::Peers;
 use crate::security::authz::Authorizer;
 use crate::security::quotas::QuotaManager;
-use onelog_state::xgroup::placement::recorded_topic_group;
+use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_GROUP_COORDINATORS};
+use onelog_state::xgroup::placement::{recorded_topic_group, IdKind};
 
 pub struct Ctx {
     pub node_id: u64,
@@ -48,10 +50,17 @@ pub struct Ctx {
     pub peers: Arc<Peers>,
     /// The leadership, applied state and proposer of each Raft group other than 0 this node
     /// runs (`leader::groups`): requests on a topic placed in one reach it through [`Ctx::lane`].
-    pub group_leaders: Vec<crate::leader::groups::GroupLeader>,
+    pub group_leaders: Vec<GroupLane>,
     /// Who leads each Raft group this node is not a voter of, as its voters last said
     /// (`raft::remote_leaders`), for Metadata.
     pub remote_leaders: crate::raft::remote_leaders::RemoteLeaders,
+}
+
+/// A Raft group other than 0 that this node runs: its leadership, applied state and proposer,
+/// and the coordinator of the transactional ids placed in it.
+pub struct GroupLane {
+    pub leader: crate::leader::groups::GroupLeader,
+    pub txns: Arc<TxnCoordinator>,
 }
 
 /// One Raft group as a request on its partitions sees it (issue 32): whether this node leads
@@ -63,6 +72,8 @@ pub struct Lane<'a> {
     pub leadership: &'a Arc<Leadership>,
     pub applied: &'a AppliedView,
     pub proposer: &'a Proposer,
+    /// The coordinator of the transactional ids placed in the group.
+    pub txns: &'a Arc<TxnCoordinator>,
 }
 
 impl Ctx {
@@ -86,15 +97,55 @@ impl Ctx {
     pub fn lane(&self, group: u32) -> Option<Lane<'_>> {
         if group == 0 {
             let (leadership, applied, proposer) = (&self.leadership, &self.applied, &self.proposer);
-            return Some(Lane { group, leadership, applied, proposer });
+            return Some(Lane { group, leadership, applied, proposer, txns: &self.txns });
         }
-        let leader = self.group_leaders.iter().find(|l| l.group == group)?;
+        let lane = self.group_leaders.iter().find(|l| l.leader.group == group)?;
         Some(Lane {
             group,
-            leadership: &leader.leadership,
-            applied: &leader.applied,
-            proposer: &leader.proposer,
+            leadership: &lane.leader.leadership,
+            applied: &lane.leader.applied,
+            proposer: &lane.leader.proposer,
+            txns: &lane.txns,
         })
+    }
+
+    /// Every group this node runs, group 0 first.
+    pub fn lanes(&self) -> impl Iterator<Item = Lane<'_>> {
+        let others = self.group_leaders.iter().map(|l| l.leader.group);
+        std::iter::once(0).chain(others).filter_map(|g| self.lane(g))
+    }
+
+    /// The node leading `group` as this node knows it: from the group's Raft where this node
+    /// is a voter, else as its voters last said (`raft::remote_leaders`).
+    pub fn group_leader_id(&self, group: u32) -> Option<u64> {
+        match self.lane(group) {
+            Some(lane) => lane.leadership.leader_id(),
+            None => self.remote_leaders.get(group).map(|heard| heard.leader),
+        }
+    }
+
+    /// Whether transactional ids are coordinated in the group they are placed in: a cluster of
+    /// several groups at `onelog.version` 8 (docs/SCALING.md §2). Below that level every
+    /// transaction is group 0's, as it was when the cluster was made.
+    pub fn placed_coordinators(&self) -> bool {
+        !self.single_group()
+            && self.applied.state(|s| s.features.level(ONELOG_VERSION) >= ONELOG_VERSION_GROUP_COORDINATORS)
+    }
+
+    /// The group coordinating `transactional_id`: its `txn:` rule, else its hash
+    /// (`Placement::id`); 0 while coordinators are not placed.
+    pub fn txn_group(&self, transactional_id: &str) -> u32 {
+        if !self.placed_coordinators() {
+            return 0;
+        }
+        self.config.settings.raft_groups.placement.id(IdKind::Txn, transactional_id)
+    }
+
+    /// The coordinator of `transactional_id` on this node; NOT_COORDINATOR (as not leading)
+    /// where this node does not run its group.
+    pub fn txn_coordinator(&self, transactional_id: &str) -> Result<&Arc<TxnCoordinator>, TxnFailure> {
+        let lane = self.lane(self.txn_group(transactional_id));
+        lane.map(|l| l.txns).ok_or(TxnFailure::Propose(ProposeError::NotLeader))
     }
 
     /// Whether this node serves reads of each of `groups` now (`Leadership::serves_reads`):

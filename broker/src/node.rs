@@ -255,7 +255,7 @@ async fn serving_ctx(
     let (leadership, proposer) = crate::leader::groups::lead(&with, (raft, applied, &opened.transfer));
     // The other groups' leaderships, proposers and duties (`leader::groups`).
     let others = groups.handles.iter().filter(|h| h.group != 0);
-    let group_leaders = others.map(|h| crate::leader::groups::start(&with, h)).collect();
+    let group_leaders = others.map(|h| group_lane(crate::leader::groups::start(&with, h))).collect();
     wait_until_caught_up(raft, node.node_id).await;
     let ctx = Arc::new(Ctx {
         node_id: node.node_id,
@@ -268,7 +268,7 @@ async fn serving_ctx(
         consumer_groups: Default::default(),
         streams_groups: Default::default(),
         share_groups: Default::default(),
-        txns: Arc::new(TxnCoordinator::new(leadership.clone(), applied.clone(), proposer.clone())),
+        txns: Arc::new(TxnCoordinator::new(0, leadership.clone(), applied.clone(), proposer.clone())),
         authorizer: Authorizer::new(config.settings.authz.clone(), applied.clone()),
         quotas: Default::default(),
         peers: connections.clone(),
@@ -291,6 +291,16 @@ async fn serving_ctx(
     crate::coord::share::duties::start(duty.clone(), ctx.share_groups.clone());
     crate::coord::txn::duties::start(duty, ctx.txns.clone());
     ctx
+}
+
+/// A group's lane: its leader and the coordinator of the transactional ids placed in it,
+/// whose duties (timeouts, expiry) run while this node leads the group.
+fn group_lane(leader: crate::leader::groups::GroupLeader) -> crate::ctx::GroupLane {
+    let (leadership, applied, proposer) = (&leader.leadership, &leader.applied, &leader.proposer);
+    let txns =
+        Arc::new(TxnCoordinator::new(leader.group, leadership.clone(), applied.clone(), proposer.clone()));
+    crate::coord::txn::duties::start(leader.duty.clone(), txns.clone());
+    crate::ctx::GroupLane { leader, txns }
 }
 
 /// Binds every Kafka listener, now that the node can serve.

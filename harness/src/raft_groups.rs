@@ -11,16 +11,22 @@ use crate::Cluster;
 
 const POLL: Duration = Duration::from_millis(100);
 
-/// Topics whose name starts so are placed in group 2 by [`start_three_groups`]'s rule.
+/// Topics and transactional ids whose name starts so are placed in group 2 by
+/// [`start_three_groups`]'s rules.
 pub const RULED_PREFIX: &str = "ruled-";
 
+/// The rules of [`start_three_groups`]: topics and transactional ids named `ruled-…` in group 2.
+pub fn three_group_rules() -> String {
+    format!("topic:{RULED_PREFIX}=2,txn:{RULED_PREFIX}=2")
+}
+
 /// Three nodes running three groups, each checking its groups' preferred leaders every second,
-/// and placing topics named `ruled-…` in group 2 ([`RULED_PREFIX`]).
+/// and placing topics and transactional ids named `ruled-…` in group 2 ([`RULED_PREFIX`]).
 pub fn start_three_groups() -> Result<Cluster> {
     let options = ClusterOptions::new(3)
         .config("onelog.raft.groups", 3)
         .config("leader.imbalance.check.interval.seconds", 1)
-        .config("onelog.placement.rules", format!("topic:{RULED_PREFIX}=2"));
+        .config("onelog.placement.rules", three_group_rules());
     let cluster = Cluster::start_with(options).context("starting 3 nodes with 3 groups")?;
     ensure!(cluster.has_admin_api(), "the broker has no --admin-listen: groups cannot be seen");
     Ok(cluster)

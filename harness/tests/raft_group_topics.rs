@@ -12,8 +12,9 @@
 //!    record is read back exactly once;
 //! 4. the leader of group 1 is killed: writes to group 1's topic carry on through the new
 //!    leader, and groups 0 and 2 keep theirs;
-//! 5. a transactional write to a topic outside group 0 is refused (POLICY_VIOLATION: the
-//!    cross-group protocol is not built yet), and a deleted topic leaves its group;
+//! 5. a transactional write to a topic outside its transaction's group is refused
+//!    (POLICY_VIOLATION: the cross-group protocol is not built yet), and a deleted topic leaves
+//!    its group;
 //! 6. on five nodes, a node that is not a voter of a group names that group's leader in its
 //!    Metadata (learnt from the group's voters), also after the leader is killed.
 
@@ -60,7 +61,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
         writes_go_through_their_group(cluster, g, 0).await?;
     }
     leader_of_group_1_killed(cluster).await?;
-    transactions_refused_outside_group_0(cluster).await?;
+    transactions_refused_outside_their_group(cluster).await?;
     deleted_topic_leaves_its_group(cluster, &admin).await
 }
 
@@ -314,9 +315,10 @@ async fn leader_of_group_1_killed(cluster: &mut Cluster) -> Result<()> {
     Ok(())
 }
 
-async fn transactions_refused_outside_group_0(cluster: &mut Cluster) -> Result<()> {
+async fn transactions_refused_outside_their_group(cluster: &mut Cluster) -> Result<()> {
+    // Coordinated in group 2 by the `txn:ruled-` rule; the topic is group 1's.
     let producer: FutureProducer = client_config(&cluster.bootstrap())
-        .set("transactional.id", "outside-group-0")
+        .set("transactional.id", format!("{RULED_PREFIX}elsewhere"))
         .set("message.timeout.ms", "10000")
         .create()?;
     producer.init_transactions(Duration::from_secs(30))?;
@@ -329,7 +331,9 @@ async fn transactions_refused_outside_group_0(cluster: &mut Cluster) -> Result<(
     let seen = format!("{delivery:?} {commit:?}");
     ensure!(delivery.is_err() && commit.is_err(), "a transactional write to group 1's topic: {seen}");
     ensure!(seen.contains("Policy violation"), "refused without POLICY_VIOLATION: {seen}");
-    println!("a transactional write to a topic of group 1 refused with POLICY_VIOLATION");
+    println!(
+        "a transactional write of group 2's transaction to a topic of group 1 refused with POLICY_VIOLATION"
+    );
     Ok(())
 }
 

@@ -197,7 +197,7 @@ impl Op {
             | Op::RecordShareLiveness(_)
             | Op::ShareResetOffsets(_)
             | Op::ShareDeleteOffsets(_) => crate::features::ONELOG_VERSION_SHARE_GROUPS,
-            Op::CrossGroup(_) => crate::features::ONELOG_VERSION_RAFT_GROUPS,
+            Op::CrossGroup(op) => op.onelog_version(),
         }
     }
 

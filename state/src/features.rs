@@ -32,7 +32,9 @@ use crate::command::Refusal;
 /// 5: KIP-932 share groups in the log (checkpoint format 11). 6: partition segments may
 /// leave their batches in the Raft log (journaled segments; checkpoint format 12). 7: the
 /// cross-group transaction entries (`Op::CrossGroup`) and their state in checkpoints
-/// (format 13), what a cluster of more than one Raft group needs.
+/// (format 13), what a cluster of more than one Raft group needs. 8: a group of several
+/// identifies itself in its log (`XOp::Identify`) and allocates producer ids from its own
+/// range, so transactional ids are coordinated in the group they are placed in.
 pub const ONELOG_VERSION: &str = "onelog.version";
 /// KIP-890's transactions v2 (Produce v12, TxnOffsetCommit v5, EndTxn v5 epoch bumps).
 pub const TRANSACTION_VERSION: &str = "transaction.version";
@@ -63,6 +65,10 @@ pub const ONELOG_VERSION_JOURNALED_SEGMENTS: i16 = 6;
 /// The level of `onelog.version` whose ops and checkpoint carry transactions across Raft
 /// groups (issue 32, docs/SCALING.md): a cluster runs more than one group only from it.
 pub const ONELOG_VERSION_RAFT_GROUPS: i16 = 7;
+/// The level of `onelog.version` from which each Raft group of a cluster of several knows its
+/// number (`XOp::Identify`) and coordinates the transactional ids placed in it with producer
+/// ids from its own range (issue 32). Below it every transaction is coordinated in group 0.
+pub const ONELOG_VERSION_GROUP_COORDINATORS: i16 = 8;
 
 /// What a client feature's level needs of `onelog.version` (Kafka's `metadata.version`
 /// dependencies, `FeatureVersion.dependencies`): (feature, from level, onelog.version).

@@ -24,11 +24,13 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 /// KafkaApis: WRITE on the transactional id, then on each topic; with any topic refused
 /// nothing is added (OPERATION_NOT_ATTEMPTED for the rest). Then onelog's own rule: a topic
-/// placed outside Raft group 0 cannot join a transaction yet (issue 32), and nothing is added.
+/// placed in another Raft group than the one coordinating the transaction cannot join it yet
+/// (issue 32: the cross-group protocol is not built), and nothing is added.
 fn admissible(ctx: &Ctx, who: &Subject, tid: &str, wanted: &[(String, i32)]) -> Result<(), Vec<i16>> {
     let writable =
         ctx.authorizer.allowed_each(who, rt::TOPIC, wanted.iter().map(|(t, _)| t.as_str()), op::WRITE);
-    let outside: Vec<bool> = wanted.iter().map(|(t, _)| ctx.topic_group(t) != 0).collect();
+    let coordinating = ctx.txn_group(tid);
+    let outside: Vec<bool> = wanted.iter().map(|(t, _)| ctx.topic_group(t) != coordinating).collect();
     let each = |refused: &[bool], code: i16| {
         refused.iter().map(|r| if *r { code } else { error_code::OPERATION_NOT_ATTEMPTED }).collect()
     };
@@ -59,7 +61,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     // One code for every partition unless only some are unknown (Kafka: those get
     // UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED).
     let authorized = admissible(&ctx, &who, tid, &wanted);
-    let codes: Vec<i16> = match authorized.map(|()| ctx.txns.add_partitions(tid, id, &wanted)) {
+    let added = |()| ctx.txn_coordinator(tid).and_then(|txns| txns.add_partitions(tid, id, &wanted));
+    let codes: Vec<i16> = match authorized.map(added) {
         Err(codes) => codes,
         Ok(Err(failure)) => {
             tracing::debug!(transactional_id = %tid, ?failure, "AddPartitionsToTxn refused");

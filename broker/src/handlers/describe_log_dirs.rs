@@ -56,8 +56,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 /// The replicas this node holds: those of each Raft group it runs (issue 32), each from its
 /// group's state; group 0's empty copies of other groups' topics are not replicas.
 fn topics(ctx: &Ctx, wanted: Option<&BTreeMap<String, Vec<i32>>>) -> Vec<DescribeLogDirsTopic> {
-    let groups = std::iter::once(0).chain(ctx.group_leaders.iter().map(|l| l.group));
-    groups.filter_map(|g| ctx.lane(g)).flat_map(|lane| group_topics(lane, wanted)).collect()
+    ctx.lanes().flat_map(|lane| group_topics(lane, wanted)).collect()
 }
 
 fn group_topics(lane: Lane<'_>, wanted: Option<&BTreeMap<String, Vec<i32>>>) -> Vec<DescribeLogDirsTopic> {

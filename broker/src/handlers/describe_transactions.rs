@@ -38,25 +38,21 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     // KafkaApis: DESCRIBE on each transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
     let ids = body.transactional_ids.iter().map(|id| id.0.as_str());
     let described = ctx.authorizer.allowed_each(&who, rt::TRANSACTIONAL_ID, ids, op::DESCRIBE);
-    let states = if ctx.is_leader() {
-        let ids = body.transactional_ids;
-        ctx.txns.view(|txns, added| {
-            ids.into_iter()
-                .zip(&described)
-                .map(|(id, described)| match described {
-                    true => describe(txns, added, id),
-                    false => TransactionState::default()
-                        .with_transactional_id(id)
-                        .with_error_code(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
-                })
-                .collect()
+    // Each id by the coordinator of its Raft group, where this node leads that group.
+    let states = body
+        .transactional_ids
+        .into_iter()
+        .zip(&described)
+        .map(|(id, described)| match ctx.txn_coordinator(&id.0) {
+            _ if !described => TransactionState::default()
+                .with_transactional_id(id)
+                .with_error_code(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+            Ok(txns) if txns.leads() => txns.view(|txns, added| describe(txns, added, id)),
+            _ => TransactionState::default()
+                .with_transactional_id(id)
+                .with_error_code(error_code::NOT_COORDINATOR),
         })
-    } else {
-        let not_coordinator = |id| {
-            TransactionState::default().with_transactional_id(id).with_error_code(error_code::NOT_COORDINATOR)
-        };
-        body.transactional_ids.into_iter().map(not_coordinator).collect()
-    };
+        .collect();
     let response = DescribeTransactionsResponse::default().with_transaction_states(states);
     Ok(Some(ResponseKind::DescribeTransactions(response)))
 }

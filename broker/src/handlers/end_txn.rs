@@ -27,7 +27,11 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let tid = body.transactional_id.0.as_str();
     let id = producer(body.producer_id, body.producer_epoch);
     let bump_epoch = req.api_version >= BUMPS_EPOCH_FROM_VERSION;
-    let response = match ctx.txns.end_txn(tid, id, body.committed, bump_epoch).await {
+    let ended = match ctx.txn_coordinator(tid) {
+        Ok(txns) => txns.end_txn(tid, id, body.committed, bump_epoch).await,
+        Err(failure) => Err(failure),
+    };
+    let response = match ended {
         Ok(next) => EndTxnResponse::default()
             .with_error_code(error_code::NONE)
             .with_producer_id(ProducerId(next.producer_id))

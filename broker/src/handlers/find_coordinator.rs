@@ -1,9 +1,11 @@
-//! FindCoordinator (key 10), v0–v4: the group and transaction coordinator is the Raft leader.
+//! FindCoordinator (key 10), v0–v4: the group and transaction coordinator is a Raft leader.
 //!
 //! Every group's committed offsets are entries in the one log, so one node coordinates every
 //! group and transactional id: the leader, wherever the request lands (followers answer from
-//! their view of the leader). v4+ (KIP-699) batches keys in `coordinator_keys` and answers
-//! one `Coordinator` each; librdkafka asks with v≤2, Java 4.x with v4+.
+//! their view of the leader). With several Raft groups at `onelog.version` 8 a transactional
+//! id is coordinated by the leader of the group it is placed in (`Ctx::txn_group`; issue 32);
+//! consumer groups are still group 0's. v4+ (KIP-699) batches keys in `coordinator_keys` and
+//! answers one `Coordinator` each; librdkafka asks with v≤2, Java 4.x with v4+.
 //!
 //! Errors as Kafka's `KafkaApis.getCoordinator`: a key type other than GROUP or TRANSACTION
 //! is INVALID_REQUEST; no known leader is COORDINATOR_NOT_AVAILABLE, which clients retry after
@@ -84,7 +86,8 @@ fn authorized(ctx: &Ctx, who: &Subject, key_type: i8, key: &str) -> Result<(), (
     }
 }
 
-/// The coordinator (the Raft leader) at its address on `listener`, the one the request came in on.
+/// The coordinator (the leader of the key's Raft group) at its address on `listener`, the one
+/// the request came in on.
 fn find(ctx: &Ctx, listener: Option<&str>, key_type: i8, key: &str) -> Found {
     if key_type != KEY_TYPE_GROUP && key_type != KEY_TYPE_TRANSACTION {
         return Err((error_code::INVALID_REQUEST, format!("Unknown coordinator type {key_type}")));
@@ -94,7 +97,8 @@ fn find(ctx: &Ctx, listener: Option<&str>, key_type: i8, key: &str) -> Found {
         return Err((error_code::INVALID_REQUEST, message));
     }
     let unavailable = |why: &str| (error_code::COORDINATOR_NOT_AVAILABLE, why.to_string());
-    let leader = ctx.leader_id().ok_or_else(|| unavailable("No Raft leader is known"))?;
+    let group = if key_type == KEY_TYPE_TRANSACTION { ctx.txn_group(key) } else { 0 };
+    let leader = ctx.group_leader_id(group).ok_or_else(|| unavailable("No Raft leader is known"))?;
     ctx.leadership
         .brokers_on(listener)
         .into_iter()

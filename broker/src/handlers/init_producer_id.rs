@@ -37,8 +37,9 @@ pub const KEY: ApiKey = ApiKey::InitProducerId;
 pub const VERSIONS: (i16, i16) = (0, 5);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
-/// An idempotent producer's request (no transactional id); a transactional one is answered
-/// here (the transaction coordinator is the leader: FindCoordinator sends clients there).
+/// An idempotent producer's request (no transactional id), whose id comes from group 0's
+/// range; a transactional one is answered here by the coordinator of its id's Raft group
+/// (FindCoordinator sends clients to that group's leader).
 pub const FORWARDED: Forwarded = Forwarded {
     when: |body| matches!(body, RequestKind::InitProducerId(b) if b.transactional_id.is_none()),
     settled: |_, _, _| true,
@@ -93,7 +94,12 @@ async fn init_transactional(
 ) -> InitProducerIdResponse {
     let expected = (body.producer_id.0 >= 0)
         .then_some(ProducerIdEpoch { producer_id: body.producer_id.0, producer_epoch: body.producer_epoch });
-    match ctx.txns.init_producer(transactional_id, body.transaction_timeout_ms, expected).await {
+    let coordinator = ctx.txn_coordinator(transactional_id);
+    let initialized = match coordinator {
+        Ok(txns) => txns.init_producer(transactional_id, body.transaction_timeout_ms, expected).await,
+        Err(failure) => Err(failure),
+    };
+    match initialized {
         Ok(id) => InitProducerIdResponse::default()
             .with_error_code(error_code::NONE)
             .with_producer_id(ProducerId(id.producer_id))

@@ -42,25 +42,21 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         let response = response.with_error_code(error_code::COORDINATOR_LOAD_IN_PROGRESS);
         return Ok(Some(ResponseKind::ListTransactions(response)));
     }
-    let listed = if leader == Some(ctx.node_id) {
-        ctx.txns
-            .view(views::all)
-            .into_iter()
-            .filter(|view| filter.accepts(view))
-            // KafkaApis: only the transactional ids the principal may DESCRIBE.
-            .filter(|view| {
-                ctx.authorizer.allowed(&who, rt::TRANSACTIONAL_ID, &view.transactional_id, op::DESCRIBE)
-            })
-            .map(|view| {
-                TransactionState::default()
-                    .with_transactional_id(TransactionalId(str_bytes(view.transactional_id)))
-                    .with_producer_id(ProducerId(view.producer_id))
-                    .with_transaction_state(str_bytes(view.state.kafka_name()))
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    // Kafka's admin client asks every broker: each lists the ids of the groups it leads.
+    let views = ctx.lanes().filter(|lane| lane.txns.leads()).flat_map(|lane| lane.txns.view(views::all));
+    let listed = views
+        .filter(|view| filter.accepts(view))
+        // KafkaApis: only the transactional ids the principal may DESCRIBE.
+        .filter(|view| {
+            ctx.authorizer.allowed(&who, rt::TRANSACTIONAL_ID, &view.transactional_id, op::DESCRIBE)
+        })
+        .map(|view| {
+            TransactionState::default()
+                .with_transactional_id(TransactionalId(str_bytes(view.transactional_id)))
+                .with_producer_id(ProducerId(view.producer_id))
+                .with_transaction_state(str_bytes(view.state.kafka_name()))
+        })
+        .collect();
     let response = response.with_error_code(error_code::NONE).with_transaction_states(listed);
     Ok(Some(ResponseKind::ListTransactions(response)))
 }

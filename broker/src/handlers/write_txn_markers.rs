@@ -9,8 +9,9 @@
 //! `AbortTxns` op with reason `BrokerAbort::Admin`, which writes the abort markers into every
 //! partition the transaction wrote and bumps the epoch; the producer's next EndTxn(commit) gets
 //! the abortable error of any broker abort (`onelog_state::txn_errors`). Per partition:
-//! - a follower answers NOT_LEADER_OR_FOLLOWER (every partition is led by the Raft leader), and
-//!   the admin client looks the leader up again;
+//! - a node not leading the partition's Raft group answers NOT_LEADER_OR_FOLLOWER, and the
+//!   admin client looks the leader up again (the group's leader aborts it: with several groups
+//!   a transaction's partitions are in the group coordinating it, issue 32);
 //! - a commit marker (transaction_result = true) is refused with INVALID_REQUEST: only the
 //!   producer's own EndTxn commits, and the admin client never sends one;
 //! - a marker epoch older than the producer's gets INVALID_PRODUCER_EPOCH, as from Kafka's
@@ -24,6 +25,8 @@
 //!
 //! Access: CLUSTER CLUSTER_ACTION, checked by the pipeline (`handlers::HANDLERS`): refused,
 //! every partition is answered CLUSTER_AUTHORIZATION_FAILED and nothing is aborted.
+
+use std::collections::BTreeMap;
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -50,7 +53,8 @@ pub const ACCEPTED_MIN_VERSION: i16 = 1;
 /// What one requested partition comes to before the abort is proposed.
 enum Decided {
     Code(i16),
-    Abort(String, ProducerIdEpoch),
+    /// Abort the transaction in this Raft group (the partition's, which coordinates it).
+    Abort(u32, String, ProducerIdEpoch),
 }
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
@@ -59,29 +63,29 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let aborted = abort(&ctx, &decided).await;
     let codes = decided.into_iter().map(|d| match d {
         Decided::Code(code) => code,
-        Decided::Abort(..) => aborted,
+        Decided::Abort(group, ..) => aborted.get(&group).copied().unwrap_or(error_code::NONE),
     });
     Ok(Some(ResponseKind::WriteTxnMarkers(response(&body, codes))))
 }
 
-/// One decision per requested partition, in request order.
+/// One decision per requested partition, in request order, each by the Raft group holding the
+/// partition: where this node leads it, from that group's applied state.
 fn decide(ctx: &Ctx, body: &WriteTxnMarkersRequest) -> Vec<Decided> {
-    let leader = ctx.is_leader();
-    ctx.applied.state(|state| decide_in(state, leader, body))
-}
-
-fn decide_in(state: &onelog_state::BrokerState, leader: bool, body: &WriteTxnMarkersRequest) -> Vec<Decided> {
     let mut decided = Vec::new();
     for marker in &body.markers {
         let id = producer(marker.producer_id, marker.producer_epoch);
         for topic in &marker.topics {
+            let group = ctx.topic_group(&topic.name.0);
+            let lane = ctx.lane(group).filter(|lane| lane.leadership.is_leader());
             for &partition in &topic.partition_indexes {
-                decided.push(if !leader {
-                    Decided::Code(error_code::NOT_LEADER_OR_FOLLOWER)
-                } else if marker.transaction_result {
-                    Decided::Code(error_code::INVALID_REQUEST)
-                } else {
-                    target(views::abort_target(state, id, &topic.name.0, partition))
+                decided.push(match lane {
+                    None => Decided::Code(error_code::NOT_LEADER_OR_FOLLOWER),
+                    Some(_) if marker.transaction_result => Decided::Code(error_code::INVALID_REQUEST),
+                    Some(lane) => {
+                        let found =
+                            lane.applied.state(|s| views::abort_target(s, id, &topic.name.0, partition));
+                        target(group, found)
+                    }
                 });
             }
         }
@@ -90,37 +94,41 @@ fn decide_in(state: &onelog_state::BrokerState, leader: bool, body: &WriteTxnMar
 }
 
 /// The one mapping from an abort target to the partition's answer.
-fn target(target: AbortTarget) -> Decided {
+fn target(group: u32, target: AbortTarget) -> Decided {
     match target {
-        AbortTarget::Open(transactional_id, id) => Decided::Abort(transactional_id, id),
+        AbortTarget::Open(transactional_id, id) => Decided::Abort(group, transactional_id, id),
         AbortTarget::NothingOpen => Decided::Code(error_code::NONE),
         AbortTarget::StaleEpoch { .. } => Decided::Code(error_code::INVALID_PRODUCER_EPOCH),
         AbortTarget::UnknownPartition => Decided::Code(error_code::UNKNOWN_TOPIC_OR_PARTITION),
     }
 }
 
-/// Proposes one `AbortTxns` op for every transaction named; returns the code of the partitions
-/// that named one.
-async fn abort(ctx: &Ctx, decided: &[Decided]) -> i16 {
-    let mut transactions: Vec<(String, ProducerIdEpoch)> = Vec::new();
+/// Proposes, in each group, one `AbortTxns` op for every transaction named there; returns the
+/// code of each group's partitions that named one.
+async fn abort(ctx: &Ctx, decided: &[Decided]) -> BTreeMap<u32, i16> {
+    let mut by_group: BTreeMap<u32, Vec<(String, ProducerIdEpoch)>> = BTreeMap::new();
     for d in decided {
-        if let Decided::Abort(tid, id) = d {
+        if let Decided::Abort(group, tid, id) = d {
+            let transactions = by_group.entry(*group).or_default();
             if !transactions.iter().any(|(t, _)| t == tid) {
                 transactions.push((tid.clone(), *id));
             }
         }
     }
-    if transactions.is_empty() {
-        return error_code::NONE;
+    let mut codes = BTreeMap::new();
+    for (group, transactions) in by_group {
+        let Some(lane) = ctx.lane(group) else { continue };
+        tracing::info!(group, transactions = ?transactions, "aborting transactions by WriteTxnMarkers (admin)");
+        let code = match lane.txns.abort(BrokerAbort::Admin, transactions).await {
+            Ok(()) => error_code::NONE,
+            Err(e) => {
+                tracing::warn!(error = %e, "WriteTxnMarkers abort not committed");
+                propose_error_code(&e, Addressed::MarkerPartitionLeader)
+            }
+        };
+        codes.insert(group, code);
     }
-    tracing::info!(transactions = ?transactions, "aborting transactions by WriteTxnMarkers (admin)");
-    match ctx.txns.abort(BrokerAbort::Admin, transactions).await {
-        Ok(()) => error_code::NONE,
-        Err(e) => {
-            tracing::warn!(error = %e, "WriteTxnMarkers abort not committed");
-            propose_error_code(&e, Addressed::MarkerPartitionLeader)
-        }
-    }
+    codes
 }
 
 /// One result per requested marker, topic and partition, in request order.

@@ -9,13 +9,18 @@
 //!
 //! Requests on a topic placed in the group reach its leadership, applied state and proposer
 //! through `Ctx::lane`; its leader keeps the group's topics those group 0 placed in it
-//! (`leader::mirror`). Its transactions are the next step.
+//! (`leader::mirror`). At `onelog.version` 8 its leader identifies the group in its log
+//! (`XOp::Identify`), so that the group's transaction coordinator (`coord::txn`, started
+//! beside it by `node`) hands out producer ids of the group's range.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use onelog_state::command::InitClusterOp;
-use onelog_state::features::{FeatureUpdate, UpdateFeaturesOp, UpgradeType};
+use onelog_state::features::{
+    FeatureUpdate, UpdateFeaturesOp, UpgradeType, ONELOG_VERSION, ONELOG_VERSION_GROUP_COORDINATORS,
+};
+use onelog_state::xgroup::XOp;
 
 use super::duties::{self, DutyCtx};
 use super::leadership::Leadership;
@@ -35,6 +40,8 @@ pub struct GroupLeader {
     pub leadership: Arc<Leadership>,
     pub applied: AppliedView,
     pub proposer: Proposer,
+    /// What the group's duties see: node start-up adds the transaction coordinator's.
+    pub duty: Arc<DutyCtx>,
 }
 
 /// What starting a group's leader needs from the node.
@@ -91,8 +98,8 @@ pub fn start(with: &GroupLeaderWith<'_>, handle: &GroupHandle) -> GroupLeader {
         peers: with.peers.clone(),
     });
     duties::start_for_group(duty.clone(), handle.raft.clone());
-    tokio::spawn(follow_group0(duty, with.group0.clone(), handle.group));
-    GroupLeader { group: handle.group, leadership, applied: handle.applied.clone(), proposer }
+    tokio::spawn(follow_group0(duty.clone(), with.group0.clone(), handle.group));
+    GroupLeader { group: handle.group, leadership, applied: handle.applied.clone(), proposer, duty }
 }
 
 /// While this node leads the group: names it with group 0's cluster id, raises its levels to
@@ -113,7 +120,27 @@ async fn follow_group0(ctx: Arc<DutyCtx>, group0: AppliedView, group: u32) {
 
 async fn follow_once(ctx: &DutyCtx, group0: &AppliedView, group: u32) {
     follow_cluster(ctx, group0, group).await;
+    identify(ctx, group).await;
     super::mirror::mirror_once(ctx, group0, group).await;
+}
+
+/// Once the group's levels allow it (`onelog.version` 8), its log says which group it is, so
+/// the transactional ids placed in it get producer ids from its own range (`XOp::Identify`).
+async fn identify(ctx: &DutyCtx, group: u32) {
+    let groups = ctx.config.settings.raft_groups.groups;
+    let (level, known) = ctx.applied.state(|s| (s.features.level(ONELOG_VERSION), s.xgroup.groups));
+    if level < ONELOG_VERSION_GROUP_COORDINATORS || known == groups {
+        return;
+    }
+    let op = Box::new(XOp::Identify { group, groups });
+    match ctx.proposer.propose(op).await {
+        Ok(_) => tracing::info!(
+            group,
+            groups,
+            "the Raft group identified itself: it coordinates its transactional ids"
+        ),
+        Err(e) => tracing::warn!(group, error = %e, "identifying the Raft group did not commit"),
+    }
 }
 
 /// Group 0's cluster id and feature levels, put in the group's log where it lacks them.

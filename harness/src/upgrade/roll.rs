@@ -297,7 +297,8 @@ fn drive(
             let share = rt.block_on(finalize_share_groups(cluster))?;
             let journaled = finalize_journaled_segments(cluster)?;
             let cross_group = finalize_cross_group_state(cluster)?;
-            format!("{finalized}; {gated}; {streams}; {share}; {journaled}; {cross_group}")
+            let coordinators = finalize_group_coordinators(cluster)?;
+            format!("{finalized}; {gated}; {streams}; {share}; {journaled}; {cross_group}; {coordinators}")
         }
         Some(_) => "not reached".to_string(),
     };
@@ -452,16 +453,7 @@ fn finalize_journaled_segments(cluster: &mut Cluster) -> Result<String> {
 /// state in checkpoints (format 13). Finalized under load; a follower restarted with SIGTERM
 /// writes a format-13 checkpoint and comes back from it.
 fn finalize_cross_group_state(cluster: &mut Cluster) -> Result<String> {
-    let upgrade = ["upgrade", "--feature", "onelog.version=7"];
-    let (ok, text) = java::feature_command(&cluster.bootstrap(), &upgrade)?;
-    ensure!(ok && text.contains("onelog.version was upgraded to 7."), "kafka-features upgrade: {text}");
-    for id in cluster.ids() {
-        let deadline = Instant::now() + CATCH_UP_TIMEOUT;
-        while java::described_feature(&cluster.kafka_addr(id).to_string(), "onelog.version")?.2 != 7 {
-            ensure!(Instant::now() < deadline, "node {id} does not describe onelog.version 7");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
+    finalize_onelog_version(cluster, 7)?;
     let follower = cluster.followers()?[0];
     let status = cluster.terminate(follower)?;
     ensure!(status.success(), "node {follower} exited with {status} on SIGTERM");
@@ -473,6 +465,32 @@ fn finalize_cross_group_state(cluster: &mut Cluster) -> Result<String> {
         "roll: onelog.version 7 finalized; node {follower}'s checkpoint is format 13 and it restarts from it"
     );
     Ok(format!("onelog.version 7 finalized; node {follower} restarted from a format-13 checkpoint"))
+}
+
+/// The level onelog.version 8 gates (issue 32): a Raft group of several identifies itself and
+/// coordinates its transactional ids. A one-group cluster writes nothing new for it; finalized
+/// under load, every node describes it and the workload carries on.
+fn finalize_group_coordinators(cluster: &mut Cluster) -> Result<String> {
+    finalize_onelog_version(cluster, 8)?;
+    println!("roll: onelog.version 8 finalized on every node");
+    Ok("onelog.version 8 finalized".into())
+}
+
+/// `kafka-features.sh upgrade --feature onelog.version=LEVEL`, then waits until every node
+/// describes it.
+fn finalize_onelog_version(cluster: &Cluster, level: i16) -> Result<()> {
+    let upgrade = ["upgrade".to_string(), "--feature".to_string(), format!("onelog.version={level}")];
+    let (ok, text) = java::feature_command(&cluster.bootstrap(), &upgrade.each_ref().map(String::as_str))?;
+    let done = format!("onelog.version was upgraded to {level}.");
+    ensure!(ok && text.contains(&done), "kafka-features upgrade: {text}");
+    for id in cluster.ids() {
+        let deadline = Instant::now() + CATCH_UP_TIMEOUT;
+        while java::described_feature(&cluster.kafka_addr(id).to_string(), "onelog.version")?.2 != level {
+            ensure!(Instant::now() < deadline, "node {id} does not describe onelog.version {level}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    Ok(())
 }
 
 /// The format number of a node's current checkpoint (`state/CURRENT` names the generation;

@@ -33,6 +33,21 @@ use serde::{Deserialize, Serialize};
 /// A Raft group's number: 0 holds the cluster's metadata (SCALING.md §2).
 pub type GroupId = u32;
 
+/// How many producer ids each group's range holds: group g allocates from `g << 48`, so ids
+/// never collide across coordinator groups and a batch's producer id names its coordinator
+/// (SCALING.md §8). 64 groups of 2^48 ids stay far below `i64::MAX`.
+const PRODUCER_ID_RANGE_BITS: u32 = 48;
+
+/// The first producer id of `group`'s range.
+pub fn producer_id_base(group: GroupId) -> i64 {
+    i64::from(group) << PRODUCER_ID_RANGE_BITS
+}
+
+/// The group whose range holds `producer_id`: the group that allocated it.
+pub fn producer_id_group(producer_id: i64) -> GroupId {
+    GroupId::try_from(producer_id.max(0) >> PRODUCER_ID_RANGE_BITS).unwrap_or(GroupId::MAX)
+}
+
 /// One transaction of one producer, as the coordinator group numbers it. `n` counts the
 /// decisions C recorded for the producer id before this one, so it moves at every transaction
 /// also for transactions-v1 clients, whose epoch stays. Ordered within a producer id.
@@ -112,6 +127,17 @@ impl CrossGroup {
     /// Whether the cluster has more than one group, so that the protocol's state is kept.
     pub fn enabled(&self) -> bool {
         self.groups > 1
+    }
+
+    /// Apply of `XOp::Identify`: this log is group `group`'s of a cluster of `groups`, so its
+    /// producer ids come from the group's range from now on. Raising the counter only, so a
+    /// repeated or late identification never hands out an id twice.
+    pub fn identify(state: &mut crate::BrokerState, group: GroupId, groups: u32) {
+        state.xgroup.groups = groups;
+        let base = producer_id_base(group);
+        if state.producers.next_producer_id < base {
+            state.producers.next_producer_id = base;
+        }
     }
 
     /// A deleted topic leaves the open instances: their markers would have nowhere to go, and

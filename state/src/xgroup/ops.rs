@@ -28,6 +28,10 @@ pub enum XOp {
     TxnOffsetCommit(XTxnOffsetCommitOp),
     /// In P: decisions of `coordinator`'s instances.
     Decisions { coordinator: GroupId, decisions: Vec<Decision> },
+    /// In any group of a cluster of several, once, before it coordinates a transactional id
+    /// (`onelog.version` 8): its number and the group count, so that it allocates producer ids
+    /// from its own range (`producer_id_base`).
+    Identify { group: GroupId, groups: u32 },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,6 +71,15 @@ impl XOp {
             XOp::Produce(op) => op.prior.is_some(),
             XOp::TxnOffsetCommit(op) => op.prior.is_some(),
             XOp::Decisions { .. } => true,
+            XOp::Identify { .. } => false,
+        }
+    }
+
+    /// The `onelog.version` that brought the step: 7 for the protocol's five, 8 for Identify.
+    pub fn onelog_version(&self) -> i16 {
+        match self {
+            XOp::Identify { .. } => crate::features::ONELOG_VERSION_GROUP_COORDINATORS,
+            _ => crate::features::ONELOG_VERSION_RAFT_GROUPS,
         }
     }
 
@@ -99,6 +112,10 @@ pub fn apply_xop(
         XOp::Decisions { coordinator, decisions } => XResult::Decisions(
             decisions.iter().map(|d| apply_decision(state, *coordinator, *d, *stamp, effects)).collect(),
         ),
+        XOp::Identify { group, groups } => {
+            super::CrossGroup::identify(state, *group, *groups);
+            XResult::Done
+        }
     }
 }
 

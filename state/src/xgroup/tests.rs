@@ -227,3 +227,27 @@ fn a_deleted_topic_leaves_the_pending_offsets_of_an_open_instance() {
     assert!(p.groups.committed("cg", "in", 0).is_none(), "nothing stored for the deleted topic");
     assert_eq!(p.groups.committed("cg", "out", 0).map(|o| o.offset), Some(3));
 }
+
+/// Identify puts the group's producer ids in its own range, once: a repeated or late one never
+/// moves the counter back, so no id is handed out twice.
+#[test]
+fn identify_allocates_from_the_groups_range_and_never_moves_back() {
+    let mut state = BrokerState::default();
+    let identify = XOp::Identify { group: 2, groups: 3 };
+    assert_eq!(x(&mut state, identify.clone(), &mut Vec::new()), XResult::Done);
+    assert_eq!(state.xgroup.groups, 3);
+    assert_eq!(state.producers.next_producer_id, super::producer_id_base(2));
+    let init = InitTxnProducerOp { transactional_id: "t".into(), timeout_ms: 60_000, expected: None };
+    state.limits.txn_timeout_ms_max = 60_000;
+    state.limits.producer_ids_live_max = 100;
+    state.limits.transactional_ids_max = 10;
+    let OpResult::Txn(Ok(id)) = apply_op(&mut state, &STAMP, &Op::InitTxnProducer(init), &mut Vec::new())
+    else {
+        panic!("init")
+    };
+    assert_eq!(id.producer_id, 2 << 48);
+    assert_eq!(super::producer_id_group(id.producer_id), 2);
+    x(&mut state, identify, &mut Vec::new());
+    assert_eq!(state.producers.next_producer_id, (2 << 48) + 1, "a second Identify keeps the counter");
+    assert_eq!(super::producer_id_group(41), 0, "group 0's range starts at 0");
+}

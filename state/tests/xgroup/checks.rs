@@ -256,7 +256,7 @@ fn deleted_stays_deleted(info: &WriteInfo, state: &BrokerState) -> Check {
 
 /// Producer ids carry their coordinator group (each group allocates from its own range).
 pub(crate) fn coordinator_of(producer_id: i64) -> GroupId {
-    (producer_id >> 40) as GroupId
+    onelog_state::xgroup::producer_id_group(producer_id)
 }
 
 fn partition_of(w: &WriteInfo) -> PartitionKey {

@@ -124,9 +124,9 @@ pub(crate) fn topics_of(g: GroupId) -> [String; 2] {
 impl Group {
     pub fn new(id: GroupId, groups: u32) -> Group {
         let mut state = BrokerState::default();
-        state.xgroup.groups = groups;
-        // Producer ids are allocated by each coordinator group from its own range.
-        state.producers.next_producer_id = i64::from(id) << 40;
+        // Each group identifies itself, as its first leader does (`XOp::Identify`): producer
+        // ids come from its own range.
+        onelog_state::xgroup::CrossGroup::identify(&mut state, id, groups);
         let topics = topics_of(id)
             .iter()
             .enumerate()

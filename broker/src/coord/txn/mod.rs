@@ -1,6 +1,11 @@
 //! The transaction coordinator (KIP-98): every transaction API's one domain call, on the
 //! leader, which coordinates every transactional id (FindCoordinator names it).
 //!
+//! With several Raft groups at `onelog.version` 8 each group has one, on its leader, for the
+//! transactional ids placed in it (`Ctx::txn_coordinator`, docs/SCALING.md §2); it serves only
+//! once its group's log says which group it is (`XOp::Identify`), so the producer ids it hands
+//! out come from the group's own range and never collide with another group's.
+//!
 //! It owns the leader memory of what open transactions added (`memory`, reset when the term
 //! changes), checks requests against the applied state, proposes the transaction ops and keeps
 //! the memory in step with what they decide: a transaction that ends by EndTxn, by fencing in
@@ -36,6 +41,8 @@ use crate::limits;
 use crate::raft::applied::AppliedView;
 
 pub struct TxnCoordinator {
+    /// The Raft group whose transactional ids it coordinates.
+    group: u32,
     leadership: Arc<Leadership>,
     applied: AppliedView,
     proposer: Proposer,
@@ -43,8 +50,14 @@ pub struct TxnCoordinator {
 }
 
 impl TxnCoordinator {
-    pub fn new(leadership: Arc<Leadership>, applied: AppliedView, proposer: Proposer) -> Self {
-        TxnCoordinator { leadership, applied, proposer, memory: TxnMemory::default() }
+    pub fn new(group: u32, leadership: Arc<Leadership>, applied: AppliedView, proposer: Proposer) -> Self {
+        TxnCoordinator { group, leadership, applied, proposer, memory: TxnMemory::default() }
+    }
+
+    /// Whether it coordinates now: this node leads its group, and a group other than 0 knows
+    /// its number (`ensure_coordinator`).
+    pub fn leads(&self) -> bool {
+        self.ensure_coordinator().is_ok()
     }
 
     fn term(&self) -> u64 {
@@ -52,10 +65,14 @@ impl TxnCoordinator {
     }
 
     fn ensure_coordinator(&self) -> Result<(), TxnFailure> {
-        if self.leadership.is_leader() {
-            Ok(())
-        } else {
+        if !self.leadership.is_leader() {
             Err(TxnFailure::Propose(ProposeError::NotLeader))
+        } else if self.group != 0 && !self.applied.state(|s| s.xgroup.enabled()) {
+            // Its leader identifies the group within a pass (`leader::groups`); until then
+            // the ids it would allocate are group 0's range. Clients retry this code.
+            Err(TxnFailure::Invalid(error_code::COORDINATOR_LOAD_IN_PROGRESS))
+        } else {
+            Ok(())
         }
     }
 

@@ -4,11 +4,12 @@
 //! [`Snapshot`] of the applied state. What fails here gets its own error and stays out of the
 //! log entry.
 
-use kafka_compat::batch::{parse_header, validate, Budget, ValidBatch};
+use kafka_compat::batch::{parse_header, validate, BatchHeader, Budget, ValidBatch};
 use kafka_compat::error_code;
 use kafka_protocol::messages::produce_request::TopicProduceData;
 use onelog_state::entry::UnstampedAppend;
 use onelog_state::txns::ProducerIdEpoch;
+use onelog_state::xgroup::producer_id_group;
 
 use super::snapshot::{Snapshot, TopicFacts};
 use super::{Slot, IMPLICIT_ADD_FROM_VERSION};
@@ -55,11 +56,15 @@ struct Request<'a> {
     inflated_bytes_left: usize,
 }
 
-/// Why a transactional batch to a topic placed in another Raft group than 0 is refused:
-/// transactions are coordinated in group 0, and the cross-group protocol of docs/SCALING.md §3
-/// is not built yet.
-const NOT_IN_GROUP_0: &str =
-    "transactions on topics placed outside Raft group 0 are not supported yet (onelog.raft.group)";
+/// Why a transactional batch to a topic placed in another Raft group than the one coordinating
+/// its transaction is refused: the cross-group protocol of docs/SCALING.md §3 is not built
+/// yet. A producer id names its coordinator group (`xgroup::producer_id_group`).
+fn not_in_coordinator_group(producer_id: i64, topic_group: u32) -> String {
+    format!(
+        "transactions across Raft groups are not supported yet: producer {producer_id} is coordinated in group {}, the topic is placed in group {topic_group} (onelog.raft.group, onelog.placement.rules)",
+        producer_id_group(producer_id)
+    )
+}
 
 /// Validates every partition of a request.
 pub fn check_request(
@@ -145,10 +150,13 @@ impl Request<'_> {
             check_keys(&batches, topic, partition)?;
         }
         check_idempotent(&batches)?;
-        if facts.group != 0 && batches.iter().any(|b| b.header.is_transactional()) {
-            return Err(Refused::from((error_code::POLICY_VIOLATION, Some(NOT_IN_GROUP_0.to_string()))));
+        let transactional = batches.iter().map(|b| &b.header).find(|h| h.is_transactional());
+        let elsewhere = |h: &&BatchHeader| producer_id_group(h.producer_id) != facts.group;
+        if let Some(h) = transactional.filter(|h| !self.ctx.single_group() && elsewhere(h)) {
+            let why = not_in_coordinator_group(h.producer_id, facts.group);
+            return Err(Refused::from((error_code::POLICY_VIOLATION, Some(why))));
         }
-        check_transactional(self.ctx, topic, partition, &batches, self.version)?;
+        check_transactional(self.ctx, facts.group, (topic, partition), &batches, self.version)?;
         Ok(batches)
     }
 }
@@ -225,8 +233,8 @@ fn check_keys(batches: &[ValidBatch], topic: &str, partition: i32) -> Result<(),
 /// a partition the transaction added (KIP-890 part 1); the transaction coordinator decides.
 fn check_transactional(
     ctx: &Ctx,
-    topic: &str,
-    partition: i32,
+    group: u32,
+    (topic, partition): (&str, i32),
     batches: &[ValidBatch],
     version: i16,
 ) -> Result<(), (i16, Option<String>)> {
@@ -237,7 +245,12 @@ fn check_transactional(
     // leadership is needed (`may_propose`, checked in `check_request`), not the read lease.
     let id = ProducerIdEpoch { producer_id: header.producer_id, producer_epoch: header.producer_epoch };
     let implicit_add = version >= IMPLICIT_ADD_FROM_VERSION;
-    ctx.txns.admit_write(id, topic, partition, implicit_add).map_err(|refusal| {
+    // The snapshot found this node leading the topic's group, so it runs it; its coordinator
+    // decides (the batch's producer id is of that group's range, checked above).
+    let Some(lane) = ctx.lane(group) else {
+        return Err((error_code::NOT_LEADER_OR_FOLLOWER, None));
+    };
+    lane.txns.admit_write(id, topic, partition, implicit_add).map_err(|refusal| {
         let message = match &refusal {
             WriteRefusal::Txn(e) => format!("transactional batch of producer {}: {e:?}", id.producer_id),
             WriteRefusal::NotAdded { transactional_id } => {

@@ -1,0 +1,312 @@
+//! Transactions coordinated in the Raft group their transactional id is placed in (issue 32),
+//! on three nodes running three groups (group g led by node g + 1), with librdkafka clients:
+//!
+//! 1. FindCoordinator(TRANSACTION) names, on every node, the leader of the id's group: ids
+//!    named `ruled-…` (rule `txn:ruled-=2`) group 2's leader, other ids the group of their hash;
+//! 2. a producer whose id is placed in group 2 runs transactions on group 2's topic, one in four
+//!    aborted: its producer id is of group 2's range, group 2's leader describes it, group 0's
+//!    log takes none of its entries, and read_committed shows each committed transaction
+//!    exactly once and no aborted one;
+//! 3. group 2's leader is killed -9 in the middle of more transactions: the producer follows
+//!    its coordinator to the new leader, no transaction is lost or torn, and each group's
+//!    replicas end with equal digests.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use harness::kafka::create_topics;
+use harness::raft_groups::{
+    digests_agree, group_row, preferred_of_three, settle, three_group_rules, RULED_PREFIX,
+};
+use harness::txn::{describe_transactions, read_values, transactional_config, READ_COMMITTED};
+use harness::{Cluster, RawClient};
+use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
+use kafka_protocol::protocol::StrBytes;
+use onelog_state::xgroup::placement::{IdKind, Placement};
+use onelog_state::xgroup::{producer_id_base, producer_id_group};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+
+const GROUPS: u64 = 3;
+const PARTS: i32 = 2;
+/// Transactions before the kill, and in the run with the kill.
+const TXNS: usize = 200;
+const KILL_AFTER: usize = 60;
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(40);
+const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Group 0's applied index may move by this much while group 2 takes `TXNS` transactions: its
+/// own duties (liveness, limits), never one entry per transaction.
+const GROUP0_ENTRIES_MAX: u64 = TXNS as u64 / 10;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn transactions_run_in_the_raft_group_of_their_transactional_id() {
+    let mut cluster = harness::raft_groups::start_three_groups().expect("starting 3 nodes with 3 groups");
+    let result = scenario(&mut cluster).await;
+    cluster.unwrap_or_dump(result);
+}
+
+fn topic() -> String {
+    format!("{RULED_PREFIX}txn-out")
+}
+
+fn transactional_id() -> String {
+    format!("{RULED_PREFIX}app")
+}
+
+async fn scenario(cluster: &mut Cluster) -> Result<()> {
+    settle(cluster, &[1, 2, 3], GROUPS, SETTLE_TIMEOUT).await?;
+    create_topics(&cluster.bootstrap(), &[(&topic(), PARTS)]).await?;
+    coordinators_are_the_groups_leaders(cluster).await?;
+    let run = Arc::new(Run::default());
+    transactions_in_group_2(cluster, &run).await?;
+    leader_kill_mid_transactions(cluster, &run).await?;
+    for g in 0..GROUPS {
+        digests_agree(cluster, &[1, 2, 3], g, Duration::from_secs(30)).await?;
+    }
+    Ok(())
+}
+
+/// FindCoordinator v3 (one key) and v4 (a batch) on every node, for ids of every group.
+async fn coordinators_are_the_groups_leaders(cluster: &Cluster) -> Result<()> {
+    let placement = Placement::new(GROUPS as u32, &three_group_rules(), BTreeMap::new())?;
+    let ids: Vec<String> = (0..12).map(|i| format!("app-{i}")).chain([transactional_id()]).collect();
+    let expected: Vec<i32> =
+        ids.iter().map(|id| preferred_of_three(u64::from(placement.id(IdKind::Txn, id))) as i32).collect();
+    for g in 0..GROUPS as u32 {
+        ensure!(ids.iter().any(|id| placement.id(IdKind::Txn, id) == g), "no id of group {g} in {ids:?}");
+    }
+    ensure!(placement.id(IdKind::Txn, &transactional_id()) == 2, "the rule places ruled- ids in group 2");
+    for node in 1..=3 {
+        let mut client = RawClient::connect_negotiated(cluster.kafka_addr(node)).await?;
+        let keys: Vec<StrBytes> = ids.iter().map(|id| StrBytes::from_string(id.clone())).collect();
+        let batch: FindCoordinatorResponse = client
+            .request(4, &FindCoordinatorRequest::default().with_key_type(1).with_coordinator_keys(keys))
+            .await?;
+        let found: Vec<i32> = batch.coordinators.iter().map(|c| c.node_id.0).collect();
+        ensure!(
+            found == expected,
+            "node {node}: coordinators {found:?}, the ids' groups' leaders {expected:?}"
+        );
+        for (id, want) in ids.iter().zip(&expected) {
+            let one = FindCoordinatorRequest::default()
+                .with_key_type(1)
+                .with_key(StrBytes::from_string(id.clone()));
+            let answer: FindCoordinatorResponse = client.request(3, &one).await?;
+            ensure!(answer.error_code == 0 && answer.node_id.0 == *want, "node {node}, {id}: {answer:?}");
+        }
+    }
+    println!(
+        "FindCoordinator on every node names the leader of each transactional id's group ({} ids)",
+        ids.len()
+    );
+    Ok(())
+}
+
+/// Transactions 0 … `TXNS` of one producer coordinated in group 2.
+async fn transactions_in_group_2(cluster: &Cluster, run: &Run) -> Result<()> {
+    let leader2 = preferred_of_three(2);
+    let applied =
+        |g| -> Result<u64> { Ok(group_row(cluster, leader2, g)?["last_applied"].as_u64().unwrap_or(0)) };
+    let (group0_before, group2_before) = (applied(0)?, applied(2)?);
+    let started = Instant::now();
+    let producer = init(&cluster.bootstrap())?;
+    for txn in 0..TXNS {
+        run.attempt(&producer, txn, txn % 4 == 3)?;
+    }
+    let elapsed = started.elapsed();
+    let (group0_grew, group2_grew) = (applied(0)? - group0_before, applied(2)? - group2_before);
+    ensure!(
+        group0_grew <= GROUP0_ENTRIES_MAX && group2_grew >= TXNS as u64,
+        "{TXNS} transactions of group 2: group 0 applied {group0_grew} entries, group 2 {group2_grew}"
+    );
+    let mut client = RawClient::connect_negotiated(cluster.kafka_addr(leader2)).await?;
+    let described = describe_transactions(&mut client, &[&transactional_id()]).await?;
+    let pid = described.first().context("no answer")?.producer_id.0;
+    ensure!(described[0].error_code == 0, "DescribeTransactions on group 2's leader: {described:?}");
+    ensure!(
+        producer_id_group(pid) == 2 && pid >= producer_id_base(2),
+        "producer id {pid} is not of group 2's range"
+    );
+    let committed = run.verify(&cluster.bootstrap(), TXNS)?;
+    println!(
+        "{TXNS} transactions coordinated in group 2 ({committed} committed) in {:.1} s, producer id {pid} \
+         (group 2's range); group 0 applied {group0_grew} entries meanwhile, group 2 {group2_grew}",
+        elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Group 2's leader killed -9 after `KILL_AFTER` of transactions `TXNS` … 2 × `TXNS`;
+/// restarted once they are done.
+async fn leader_kill_mid_transactions(cluster: &mut Cluster, run: &Arc<Run>) -> Result<()> {
+    let bootstrap = cluster.bootstrap();
+    let first = TXNS;
+    let before_kill = run.committed.load(Ordering::SeqCst);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (thread_run, thread_stop) = (run.clone(), stop.clone());
+    let producer = std::thread::spawn(move || -> Result<()> {
+        let mut p = init(&bootstrap)?;
+        for txn in first..first + TXNS {
+            while !thread_stop.load(Ordering::SeqCst) {
+                match thread_run.attempt(&p, txn, false) {
+                    Ok(true) => break,
+                    Ok(false) => {}
+                    // A fatal error: a new instance fences the old one and aborts what it left.
+                    Err(_) => p = reinit(&bootstrap, &thread_stop)?,
+                }
+            }
+        }
+        Ok(())
+    });
+    let started = Instant::now();
+    while run.committed.load(Ordering::SeqCst) < before_kill + KILL_AFTER && !producer.is_finished() {
+        ensure!(started.elapsed() < RUN_TIMEOUT, "{KILL_AFTER} commits not reached");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let victim = preferred_of_three(2);
+    cluster.kill9(victim)?;
+    let killed_at = Instant::now();
+    let at_kill = run.committed.load(Ordering::SeqCst) - before_kill;
+    while run.committed.load(Ordering::SeqCst) == before_kill + at_kill && !producer.is_finished() {
+        ensure!(killed_at.elapsed() < RUN_TIMEOUT, "no transaction committed after the kill");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let resumed = killed_at.elapsed();
+    let new_leader = group_row(cluster, preferred_of_three(0), 2)?["leader"].clone();
+    while !producer.is_finished() {
+        if started.elapsed() > RUN_TIMEOUT {
+            stop.store(true, Ordering::SeqCst);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    producer.join().expect("producer thread panicked")?;
+    ensure!(!stop.load(Ordering::SeqCst), "{TXNS} transactions not done within {RUN_TIMEOUT:?}");
+    cluster.start_node(victim)?;
+    settle(cluster, &[1, 2, 3], GROUPS, SETTLE_TIMEOUT).await?;
+    let committed = run.verify(&cluster.bootstrap(), first + TXNS)?;
+    println!(
+        "group 2's leader killed after {at_kill} commits: the next commit through node {new_leader} {:.1} s \
+         later; {committed} transactions committed, each visible once, {} aborted or unknown",
+        resumed.as_secs_f64(),
+        run.outcomes.lock().unwrap().values().filter(|o| **o != Outcome::Committed).count()
+    );
+    Ok(())
+}
+
+/// A new producer instance, retried while its coordinator moves (until `stop`).
+fn reinit(bootstrap: &str, stop: &AtomicBool) -> Result<FutureProducer> {
+    loop {
+        match init(bootstrap) {
+            Ok(p) => return Ok(p),
+            Err(e) if stop.load(Ordering::SeqCst) => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+fn init(bootstrap: &str) -> Result<FutureProducer> {
+    let producer: FutureProducer = transactional_config(bootstrap, &transactional_id()).create()?;
+    producer.init_transactions(CALL_TIMEOUT).context("init_transactions")?;
+    Ok(producer)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Committed,
+    Aborted,
+    /// The commit failed without a verdict: read_committed may show it whole or not at all.
+    Unknown,
+}
+
+/// Every attempt of every transaction, as the client saw it end: (transaction, attempt).
+#[derive(Default)]
+struct Run {
+    outcomes: std::sync::Mutex<BTreeMap<(usize, usize), Outcome>>,
+    committed: AtomicUsize,
+}
+
+impl Run {
+    /// One attempt of transaction `txn`: a record to each partition, then commit (or abort when
+    /// asked). Ok(whether it committed); Err when the producer cannot go on.
+    fn attempt(&self, p: &FutureProducer, txn: usize, abort: bool) -> Result<bool> {
+        let key = {
+            let outcomes = self.outcomes.lock().unwrap();
+            (txn, outcomes.range((txn, 0)..(txn + 1, 0)).count())
+        };
+        let outcome = attempt_once(p, key, abort);
+        let recorded = match &outcome {
+            Ok(o) => *o,
+            Err(_) => Outcome::Unknown,
+        };
+        self.outcomes.lock().unwrap().insert(key, recorded);
+        if recorded == Outcome::Committed {
+            self.committed.fetch_add(1, Ordering::SeqCst);
+        }
+        outcome.map(|o| o == Outcome::Committed)
+    }
+
+    /// read_committed, for the transactions below `txns`: every attempt the client saw commit
+    /// is there exactly once with both records, none it aborted is there, and one of unknown
+    /// outcome is there whole or not at all. Returns how many committed.
+    fn verify(&self, bootstrap: &str, txns: usize) -> Result<usize> {
+        let mut seen: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+        for value in read_values(bootstrap, &topic(), PARTS, READ_COMMITTED)? {
+            *seen
+                .entry(parse(&value).with_context(|| format!("unrecognised value {value:?}"))?)
+                .or_default() += 1;
+        }
+        let outcomes = self.outcomes.lock().unwrap();
+        for (key, records) in &seen {
+            let outcome =
+                outcomes.get(key).with_context(|| format!("{key:?} visible but never attempted"))?;
+            ensure!(*records == PARTS as usize, "{key:?} ({outcome:?}) visible as {records} records");
+            ensure!(*outcome != Outcome::Aborted, "{key:?} visible, and the client aborted it");
+        }
+        let committed: Vec<_> = outcomes
+            .iter()
+            .filter(|(k, o)| **o == Outcome::Committed && k.0 < txns)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in &committed {
+            ensure!(seen.contains_key(key), "{key:?} committed but not visible");
+        }
+        Ok(committed.len())
+    }
+}
+
+/// One attempt, whose records name it: `t{txn}-a{attempt}-p{partition}`.
+fn attempt_once(p: &FutureProducer, (txn, attempt): (usize, usize), abort: bool) -> Result<Outcome> {
+    p.begin_transaction()?;
+    let topic = topic();
+    for part in 0..PARTS {
+        let value = format!("t{txn}-a{attempt}-p{part}");
+        let record = FutureRecord::to(&topic).partition(part).key("k").payload(&value);
+        if let Err((e, _)) = p.send_result(record) {
+            p.abort_transaction(CALL_TIMEOUT)?;
+            anyhow::bail!("send: {e}");
+        }
+    }
+    if abort {
+        p.abort_transaction(CALL_TIMEOUT)?;
+        return Ok(Outcome::Aborted);
+    }
+    match p.commit_transaction(CALL_TIMEOUT) {
+        Ok(()) => Ok(Outcome::Committed),
+        Err(KafkaError::Transaction(e)) if e.txn_requires_abort() => {
+            p.abort_transaction(CALL_TIMEOUT)?;
+            Ok(Outcome::Aborted)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn parse(value: &str) -> Option<(usize, usize)> {
+    let mut fields = value.split('-');
+    let txn = fields.next()?.strip_prefix('t')?.parse().ok()?;
+    let attempt = fields.next()?.strip_prefix('a')?.parse().ok()?;
+    Some((txn, attempt))
+}
