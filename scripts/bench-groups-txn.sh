@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Issue 32's "TxWritesBench within one group unchanged against groups=1", side by side in one
-# run: txbench's TxWritesBench (librdkafka; each transaction one record to topic1 and one to
-# topic2, then commit) with 1 and 10 producers on three local release nodes, first with one
-# Raft group, then with three and the bench's topics and transactional ids placed in group 2
-# (`onelog.placement.rules=topic:topic=2,txn:tx-writes-bench=2`), so its transactions are
-# coordinated and written by group 2's leader alone. ROUNDS times (default 2) each. One line per
-# run: TPS, p50/p99, and each node's CPU per transaction (utime + stime of /proc/PID/stat over
-# the run, warm-up included), the leader of the transactions' group marked with *.
+# Issue 32's transaction figures, side by side in one run, on three local release nodes with
+# txbench's TxWritesBench (librdkafka; each transaction one record to each of two topics, then
+# commit), first with one Raft group, then with three; ROUNDS times (default 2) each.
 #
-#   scripts/bench-groups-txn.sh [ROUNDS]
+# - "one": one bench with 1 and 10 producers. With three groups its topics and transactional ids
+#   are placed in group 2 (`onelog.placement.rules=topic:topic=2,txn:tx-writes-bench=2`), so
+#   its transactions are coordinated and written by group 2's leader alone: TxWritesBench
+#   within one group against groups=1.
+# - "spread": three bench processes at once, SPREAD_PRODUCERS producers each (default 4),
+#   process g on topics sg<g>a/sg<g>b with transactional ids txg<g>-…; with three groups both
+#   are placed in group g, so each node leads one process's transactions.
+#
+# One line per run: TPS (summed over the processes), p50/p99 (of each process), and each node's
+# CPU per transaction (utime + stime of /proc/PID/stat over the run, warm-up included), the
+# node leading the transactions' group marked with *; then, for "spread", the busiest node's
+# CPU per transaction with three groups as a share of one group's leader.
+#
+#   scripts/bench-groups-txn.sh [ROUNDS]      BENCH_PARTS="one spread" (default) or either
 #
 # Binaries: ONELOG_BIN (else $CARGO_TARGET_DIR/release/onelog) and TXBENCH_BIN (else
 # $CARGO_TARGET_DIR/release/txbench), built first when missing. Ports from ONELOG_BASE_PORT
@@ -32,6 +40,14 @@ cpu_ticks() {
     for n in 1 2 3; do
         awk '{ printf "%d ", $14 + $15 }' "/proc/$(cat "$ONELOG_CLUSTER_DIR/node-$n/onelog.pid")/stat"
     done
+}
+
+# Entries applied so far, summed over every Raft group node 1 runs (its /status).
+applied_entries() {
+    curl -s --max-time 2 "http://127.0.0.1:$((ONELOG_BASE_PORT + 200))/status" |
+        python3 -c 'import json,sys; s=json.load(sys.stdin)
+rows=s.get("raft_groups",{}).get("groups",[])
+print(sum(r.get("last_applied") or 0 for r in rows) if rows else s.get("last_applied") or 0)'
 }
 
 # The node leading group $1, from node 1's /status.
@@ -68,8 +84,54 @@ print("{:22} producers={:2}  tps {:7.1f}  p50 {:5.2f}  p99 {:6.2f} ms  cpu us/tx
     rm -rf "$ONELOG_CLUSTER_DIR"
 }
 
+# Three bench processes at once, each on its own topics and transactional ids: $1 label, then
+# broker configs. Prints one line and appends "label busiest-us-per-tx" to $work/spread.
+spread() {
+    local label="$1" per="${SPREAD_PRODUCERS:-4}" g before pids=()
+    shift
+    ONELOG_CONFIGS="log.segment.bytes=1048576 $*" "$repo/scripts/cluster.sh" up 3 >/dev/null
+    sleep 3
+    for g in 0 1 2; do
+        TOPICS="sg${g}a,sg${g}b" WARMUP=10 TXES=10 "$txbench" CreateTopics >/dev/null 2>&1
+    done
+    before="$(cpu_ticks)"
+    local entries; entries="$(applied_entries)"
+    for g in 0 1 2; do
+        TOPICS="sg${g}a,sg${g}b" TX_ID="txg$g" PRODUCERS=$per WARMUP=200 TXES=2000 \
+            SUMMARY_FILE="$work/spread-$g.json" "$txbench" TxWritesBench >/dev/null 2>&1 &
+        pids+=($!)
+    done
+    for g in "${pids[@]}"; do wait "$g" || echo "$label: a bench process failed"; done
+    entries=$(($(applied_entries) - entries))
+    python3 -c 'import json,sys,os
+ds=[json.load(open(f)) for f in sys.argv[4:7]]
+n=sum(d["count"]+d["warmup"]*d["producers"] for d in ds)
+before=list(map(int, sys.argv[2].split())); after=list(map(int, sys.argv[3].split()))
+tick=os.sysconf("SC_CLK_TCK"); us=[(a-b)/tick*1e6/n for b,a in zip(before,after)]
+p50=" ".join("{:5.2f}".format(d["p50_ms"]) for d in ds); p99=" ".join("{:6.2f}".format(d["p99_ms"]) for d in ds)
+print("{:22} spread 3x{:2}  tps {:7.1f}  p50 {} p99 {} ms  cpu us/tx: {}  busiest {:4.0f}  entries/tx {:4.2f}".format(sys.argv[1], ds[0]["producers"], sum(d["tps"] for d in ds), p50, p99, " ".join("n{} {:4.0f}".format(i+1,u) for i,u in enumerate(us)), max(us), int(sys.argv[8])/n))
+open(sys.argv[7], "a").write("{} {}\n".format(sys.argv[1].split(",")[0], max(us)))' \
+        "$label" "$before" "$(cpu_ticks)" "$work"/spread-{0,1,2}.json "$work/spread" "$entries"
+    "$repo/scripts/cluster.sh" down >/dev/null
+    rm -rf "$ONELOG_CLUSTER_DIR"
+}
+
+rules_spread="topic:sg0=0,topic:sg1=1,topic:sg2=2,txn:txg0=0,txn:txg1=1,txn:txg2=2"
+parts="${BENCH_PARTS:-one spread}"
 for r in $(seq "$rounds"); do
+    [[ " $parts " == *" one "* ]] || continue
     one "groups=1" 0
     one "groups=3, bench in g2" 2 onelog.raft.groups=3 leader.imbalance.check.interval.seconds=1 \
         onelog.placement.rules=topic:topic=2,txn:tx-writes-bench=2
 done
+for r in $(seq "$rounds"); do
+    [[ " $parts " == *" spread "* ]] || continue
+    spread "groups=1"
+    spread "groups=3, one per group" onelog.raft.groups=3 leader.imbalance.check.interval.seconds=1 \
+        onelog.placement.rules="$rules_spread"
+done
+python3 -c 'import sys
+rows=[l.split() for l in open(sys.argv[1])]
+one=[float(v) for k,v in rows if k=="groups=1"]; three=[float(v) for k,v in rows if k=="groups=3"]
+if one and three:
+    print("spread: busiest node with 3 groups {:.0f} us/tx, 1-group leader {:.0f} us/tx: {:.0f} %".format(sum(three)/len(three), sum(one)/len(one), 100*sum(three)/len(three)/(sum(one)/len(one))))' "$work/spread"

@@ -251,6 +251,25 @@ async fn writes_go_through_their_group(cluster: &mut Cluster, g: u64, first: usi
     read_back(cluster, g, first + RECORDS)?;
     let records = digests_agree(cluster, &ids, g, Duration::from_secs(30)).await?;
     println!("group {g}'s digest is the same on nodes {ids:?} ({records} records in its partitions)");
+    metrics_show_the_groups_copy(cluster, &ids, g, first + RECORDS)
+}
+
+/// Every node's `/metrics` shows the topic's partitions once each, as its group holds them:
+/// `written` records in all, and bytes (not group 0's empty copy). Regression: /metrics read
+/// group 0 only, and showed 0 for every topic placed in another group.
+fn metrics_show_the_groups_copy(cluster: &Cluster, ids: &[u64], g: u64, written: usize) -> Result<()> {
+    let topic = placed(g);
+    for id in ids {
+        let scrape = harness::scrape::Scrape::of(cluster.admin_addr(*id))?;
+        let labels = [("topic", topic.as_str())];
+        let series = scrape.matching("onelog_partition_log_end_offset", &labels).count();
+        let end = scrape.sum("onelog_partition_log_end_offset", &labels);
+        let bytes = scrape.sum("onelog_partition_size_bytes", &labels);
+        ensure!(
+            series == PARTITIONS as usize && end == written as f64 && bytes > 0.0,
+            "node {id}'s /metrics for {topic}: {series} partitions, log end {end} (written {written}), {bytes} bytes"
+        );
+    }
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 //! as a collector beside the recorded metrics (`crate::metrics`). Nothing here is kept between
 //! scrapes.
 
+use onelog_state::xgroup::placement::holds_topic_data;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
@@ -93,7 +94,14 @@ pub async fn gather(sources: Sources<'_>) -> Snapshot {
     // core has stopped.
     let commit_index = sources.raft.with_raft_state(|st| st.committed.map(|l| l.index)).await.ok().flatten();
     let membership = metrics.membership_config.membership();
-    let applied = sources.applied.with_partitions(|applied, logs| AppliedReading::of(&applied.state, logs));
+    let mut applied =
+        sources.applied.with_partitions(|applied, logs| AppliedReading::of(&applied.state, logs, 0));
+    // Each other Raft group this node runs holds its topics' data and transactions (issue 32).
+    for handle in sources.groups.handles.iter().filter(|h| h.group != 0) {
+        let g = handle.group;
+        applied
+            .add(handle.applied.with_partitions(|applied, logs| AppliedReading::of(&applied.state, logs, g)));
+    }
     let is_leader = metrics.current_leader == Some(sources.node_id);
     let groups = match &sources.serving {
         Some(ctx) if is_leader => GroupReading::of(ctx),
@@ -151,21 +159,31 @@ struct AppliedReading {
 }
 
 impl AppliedReading {
-    fn of(state: &BrokerState, logs: &Partitions) -> AppliedReading {
+    /// Raft group `group`'s reading. Group 0 holds an empty copy of each topic placed in
+    /// another group (its metadata), which is not a replica: only its own topics count.
+    fn of(state: &BrokerState, logs: &Partitions, group: u32) -> AppliedReading {
         let transactions_open =
             state.txns.by_id.values().filter(|m| m.state == onelog_state::txns::TxnState::Ongoing).count();
         AppliedReading {
-            partitions: partition_rows(state, logs),
+            partitions: partition_rows(state, logs, group),
             transactions_open,
             transactional_ids: state.txns.by_id.len(),
         }
     }
+
+    /// Another group's reading added: partitions in topic-name order again, counts summed.
+    fn add(&mut self, other: AppliedReading) {
+        self.partitions.extend(other.partitions);
+        self.partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        self.transactions_open += other.transactions_open;
+        self.transactional_ids += other.transactional_ids;
+    }
 }
 
 /// One row per partition, in topic-name order, with the bytes its segment files hold.
-fn partition_rows(state: &BrokerState, logs: &Partitions) -> Vec<PartitionRow> {
+fn partition_rows(state: &BrokerState, logs: &Partitions, group: u32) -> Vec<PartitionRow> {
     let mut rows = Vec::new();
-    for (name, topic) in &state.topics {
+    for (name, topic) in state.topics.iter().filter(|(_, t)| holds_topic_data(group, &t.configs)) {
         for (index, p) in topic.partitions.iter().enumerate() {
             let partition = index as i32;
             let size_bytes = logs.get(&topic.topic_id, partition).map_or(0, |log| log.lock().total_bytes());

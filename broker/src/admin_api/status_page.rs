@@ -62,18 +62,23 @@ pub struct PageData {
 }
 
 /// Reads what the page shows: the metrics' [`Snapshot`] (role, indexes, partitions), the
-/// membership's nodes, and the groups and open transactions from one read of the applied state.
+/// membership's nodes, and the groups and open transactions from one read of the applied state
+/// (and of each other Raft group's, for the transactions coordinated there).
 pub async fn gather(ctx: &AdminCtx) -> PageData {
     let snapshot = metrics::gather(ctx.metric_sources()).await;
     let m = ctx.raft.metrics().borrow().clone();
     let nodes = nodes(&m, &snapshot);
     let serving_ctx = ctx.serving.get().cloned();
     let now_ms = wall_clock_ms();
-    let (groups, transactions) = ctx.applied.read(|applied| {
+    let (groups, mut transactions) = ctx.applied.read(|applied| {
         let state = &applied.state;
         let groups = groups(state, serving_ctx.as_ref(), snapshot.is_leader, &snapshot.share_group_rows);
         (groups, open_transactions(state, now_ms))
     });
+    // The transactions coordinated in the other Raft groups this node runs (issue 32).
+    for handle in ctx.groups.handles.iter().filter(|h| h.group != 0) {
+        transactions.extend(handle.applied.state(|s| open_transactions(s, now_ms)));
+    }
     PageData {
         role: super::status::role(m.state),
         serving: crate::raft::leads_with_own_term_applied(&m),

@@ -20,7 +20,7 @@ use kafka_protocol::messages::{ApiKey, DescribeLogDirsResponse, RequestKind, Res
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
 use crate::ctx::{Ctx, Lane, SharedCtx};
-use onelog_state::xgroup::placement::recorded_topic_group;
+use onelog_state::xgroup::placement::holds_topic_data;
 
 pub const KEY: ApiKey = ApiKey::DescribeLogDirs;
 pub const VERSIONS: (i16, i16) = (1, 4);
@@ -60,8 +60,7 @@ fn topics(ctx: &Ctx, wanted: Option<&BTreeMap<String, Vec<i32>>>) -> Vec<Describ
 }
 
 fn group_topics(lane: Lane<'_>, wanted: Option<&BTreeMap<String, Vec<i32>>>) -> Vec<DescribeLogDirsTopic> {
-    let held_here =
-        |topic: &onelog_state::Topic| lane.group != 0 || recorded_topic_group(&topic.configs) == 0;
+    let held_here = |topic: &onelog_state::Topic| holds_topic_data(lane.group, &topic.configs);
     lane.applied.with_partitions(|applied, logs| {
         applied
             .state

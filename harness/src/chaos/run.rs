@@ -175,9 +175,12 @@ pub fn run(options: &RunOptions) -> Result<Report> {
         .link_proxies();
     if options.groups > 1 {
         // Groups go back to their preferred leaders between faults, not once a run is over.
+        // The workloads' topics (`create_topics_with` below) and transactional ids are group
+        // 0's: a transaction cannot span groups yet, and consumer groups live in group 0.
         cluster_options = cluster_options
             .config("onelog.raft.groups", options.groups)
-            .config("leader.imbalance.check.interval.seconds", 2);
+            .config("leader.imbalance.check.interval.seconds", 2)
+            .config("onelog.placement.rules", "txn:=0");
     }
     if !options.broker_flags.is_empty() {
         cluster_options.env.push(("ONELOG_FAULT_FLAGS".into(), options.broker_flags.join(",")));

@@ -6,7 +6,9 @@
 //! - `PRODUCERS` concurrent workers (worker i uses `TX_ID-<i>` and `GROUP-<i>`);
 //!   `PAYLOAD_BYTES` record value size (else the iteration number as text); `SUMMARY=json`,
 //!   `SUMMARY_FILE` for the one-line JSON summary (implied by the previous two and by
-//!   `SUMMARY_FILE`); `TX_ID`, `GROUP` (defaults per bench);
+//!   `SUMMARY_FILE`); `TX_ID`, `GROUP` (defaults per bench); `TOPICS`, the two topics written
+//!   (default `topic1,topic2`, the names `CreateTopics` reads too: a onelog addition, so
+//!   several bench processes can each use topics of their own Raft group);
 //! - `CLIENT_CONFIG` extra client properties "k=v,k=v", applied last — librdkafka's names
 //!   here, which agree with Java's for the usual ones (e.g. `enable.idempotence=false`).
 //!
@@ -17,8 +19,7 @@ use rdkafka::ClientConfig;
 
 use crate::kafka::client_config;
 
-pub const TOPIC1: &str = "topic1";
-pub const TOPIC2: &str = "topic2";
+const TOPICS_DEFAULT: &str = "topic1,topic2";
 /// Room for the batch and request headers around one record of `PAYLOAD_BYTES`.
 const REQUEST_OVERHEAD_BYTES: usize = 64 * 1024;
 /// kafka-clients' default `max.request.size` (librdkafka's `message.max.bytes` is 1,000,000).
@@ -39,6 +40,9 @@ pub struct BenchConfig {
     pub summary_file: Option<String>,
     pub tx_id: String,
     pub group: String,
+    /// The benches' topic1 and topic2 (`TOPICS`).
+    pub topic1: String,
+    pub topic2: String,
     extra: Vec<(String, String)>,
 }
 
@@ -47,6 +51,10 @@ impl BenchConfig {
         let producers_env = var("PRODUCERS");
         let payload_env = var("PAYLOAD_BYTES");
         let summary_file = var("SUMMARY_FILE");
+        let topics = var("TOPICS").unwrap_or_else(|| TOPICS_DEFAULT.to_owned());
+        let Some((topic1, topic2)) = topics.split_once(',') else {
+            bail!("TOPICS={topics}: need two topics, comma-separated");
+        };
         let cfg = Self {
             bootstrap: required("KAFKA_CONNECTION")?,
             warmup: parse("WARMUP", &required("WARMUP")?)?,
@@ -62,6 +70,8 @@ impl BenchConfig {
             summary_file,
             tx_id: var("TX_ID").unwrap_or_else(|| default_tx_id.to_owned()),
             group: var("GROUP").unwrap_or_else(|| default_group.to_owned()),
+            topic1: topic1.trim().to_owned(),
+            topic2: topic2.split(',').next().unwrap_or_default().trim().to_owned(),
             extra: pairs("CLIENT_CONFIG", &var("CLIENT_CONFIG").unwrap_or_default())?,
         };
         if cfg.txes == 0 || cfg.producers == 0 {

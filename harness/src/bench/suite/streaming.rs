@@ -16,7 +16,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use tokio::runtime::Handle;
 
 use super::clients::BenchProducer;
-use super::config::{value, BenchConfig, TOPIC1, TOPIC2};
+use super::config::{value, BenchConfig};
 use super::runner::Worker;
 use crate::kafka::CLIENT_REQUEST_TIMEOUT;
 
@@ -27,6 +27,8 @@ pub struct Streaming {
     consumer: BaseConsumer,
     producer: BenchProducer,
     group: ConsumerGroupMetadata,
+    /// topic1 (the source) and topic2 (`TOPICS`).
+    topics: (String, String),
 }
 
 impl Streaming {
@@ -40,10 +42,11 @@ impl Streaming {
         runtime: Handle,
     ) -> Result<Self> {
         let consumer: BaseConsumer = cfg.consumer(Some(group)).create().context("creating consumer")?;
-        consumer.assign(&source_at(from_offset)?).context("assigning the source")?;
+        consumer.assign(&source_at(&cfg.topic1, from_offset)?).context("assigning the source")?;
         let group = consumer.group_metadata().context("the consumer's group metadata")?;
         let producer = BenchProducer::open(cfg, transactional_id, runtime)?;
-        Ok(Self { consumer, producer, group })
+        let topics = (cfg.topic1.clone(), cfg.topic2.clone());
+        Ok(Self { consumer, producer, group, topics })
     }
 
     /// The next source record's offset and value; polls until there is one.
@@ -64,11 +67,11 @@ impl Streaming {
 impl Worker for Streaming {
     fn iteration(&mut self, _: u64) -> Result<Duration> {
         let (offset, value) = self.next()?;
-        let offsets = source_at(offset + 1)?;
+        let offsets = source_at(&self.topics.0, offset + 1)?;
         let p = &self.producer;
         let start = Instant::now();
         p.begin()?;
-        let sent = p.send(TOPIC2, None, &value)?;
+        let sent = p.send(&self.topics.1, None, &value)?;
         if p.transactional() {
             p.send_offsets(&offsets, &self.group)?;
             p.commit()?;
@@ -80,10 +83,10 @@ impl Worker for Streaming {
     }
 }
 
-/// topic1's partition 0 at `offset`.
-fn source_at(offset: i64) -> Result<TopicPartitionList> {
+/// The source's (topic1's) partition 0 at `offset`.
+fn source_at(topic1: &str, offset: i64) -> Result<TopicPartitionList> {
     let mut list = TopicPartitionList::new();
-    list.add_partition_offset(TOPIC1, SOURCE_PARTITION, Offset::Offset(offset))?;
+    list.add_partition_offset(topic1, SOURCE_PARTITION, Offset::Offset(offset))?;
     Ok(list)
 }
 
@@ -92,7 +95,7 @@ fn source_at(offset: i64) -> Result<TopicPartitionList> {
 pub fn fill_source(cfg: &BenchConfig, count: u64, runtime: Handle) -> Result<i64> {
     let probe: BaseConsumer = cfg.consumer(None).create().context("creating consumer")?;
     let (_, first) = probe
-        .fetch_watermarks(TOPIC1, SOURCE_PARTITION, CLIENT_REQUEST_TIMEOUT)
+        .fetch_watermarks(&cfg.topic1, SOURCE_PARTITION, CLIENT_REQUEST_TIMEOUT)
         .context("end offset of topic1/0")?;
     let producer = BenchProducer::open(cfg, None, runtime)?;
     let fixed = cfg.fixed_payload();
@@ -100,7 +103,7 @@ pub fn fill_source(cfg: &BenchConfig, count: u64, runtime: Handle) -> Result<i64
     for i in 0..count {
         let value = value(fixed.as_deref(), i);
         loop {
-            match producer.send(TOPIC1, Some(SOURCE_PARTITION), &value) {
+            match producer.send(&cfg.topic1, Some(SOURCE_PARTITION), &value) {
                 Ok(delivery) => break pending.push_back(delivery),
                 // As Java's send blocks while its buffer is full: wait for the oldest.
                 Err(e) if BenchProducer::queue_full(&e) && !pending.is_empty() => {

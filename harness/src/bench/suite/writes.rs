@@ -1,5 +1,5 @@
 //! The write loop of BaseWritesBench and TxWritesBench (Java `BaseWritesBench.Writes`): each
-//! iteration sends one record to topic1 and one to topic2, then waits for both deliveries;
+//! iteration sends one record to topic1 and one to topic2 (`TOPICS`), then waits for both deliveries;
 //! with a transactional id it is wrapped in begin_transaction … commit_transaction (the commit
 //! before the waits, as in Java). The recorded latency is the whole iteration.
 
@@ -9,12 +9,13 @@ use anyhow::Result;
 use tokio::runtime::Handle;
 
 use super::clients::BenchProducer;
-use super::config::{value, BenchConfig, TOPIC1, TOPIC2};
+use super::config::{value, BenchConfig};
 use super::runner::Worker;
 
 pub struct Writes {
     producer: BenchProducer,
     fixed: Option<Vec<u8>>,
+    topics: (String, String),
 }
 
 impl Writes {
@@ -23,6 +24,7 @@ impl Writes {
         Ok(Self {
             producer: BenchProducer::open(cfg, transactional_id, runtime)?,
             fixed: cfg.fixed_payload(),
+            topics: (cfg.topic1.clone(), cfg.topic2.clone()),
         })
     }
 }
@@ -33,8 +35,8 @@ impl Worker for Writes {
         let p = &self.producer;
         let start = Instant::now();
         p.begin()?;
-        let first = p.send(TOPIC1, None, &value)?;
-        let second = p.send(TOPIC2, None, &value)?;
+        let first = p.send(&self.topics.0, None, &value)?;
+        let second = p.send(&self.topics.1, None, &value)?;
         p.commit()?;
         p.delivered(first)?;
         p.delivered(second)?;
