@@ -9,7 +9,10 @@
 //!    exactly once and no aborted one;
 //! 3. group 2's leader is killed -9 in the middle of more transactions: the producer follows
 //!    its coordinator to the new leader, no transaction is lost or torn, and each group's
-//!    replicas end with equal digests.
+//!    replicas end with equal digests;
+//! 4. the Java client's "13 physical, 10 logical" run (`TxnLiveRun`) in group 2, with
+//!    kafka-clients 4.x (transactions v2: implicit adds in Produce v12, EndTxn v5) and 3.9
+//!    (v1: AddPartitionsToTxn): read_committed reads the 10 committed records.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
+use harness::java::Clients;
 use harness::kafka::create_topics;
 use harness::raft_groups::{
     digests_agree, group_row, preferred_of_three, settle, three_group_rules, RULED_PREFIX,
@@ -64,6 +68,9 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     let run = Arc::new(Run::default());
     transactions_in_group_2(cluster, &run).await?;
     leader_kill_mid_transactions(cluster, &run).await?;
+    for clients in [Clients::Kafka4, Clients::Kafka3] {
+        java_live_run_in_group_2(cluster, clients).await?;
+    }
     for g in 0..GROUPS {
         digests_agree(cluster, &[1, 2, 3], g, Duration::from_secs(30)).await?;
     }
@@ -206,6 +213,25 @@ fn reinit(bootstrap: &str, stop: &AtomicBool) -> Result<FutureProducer> {
             Err(_) => std::thread::sleep(Duration::from_millis(100)),
         }
     }
+}
+
+/// `TxnLiveRun` (harness/java) on a topic and transactional id of group 2.
+async fn java_live_run_in_group_2(cluster: &Cluster, clients: Clients) -> Result<()> {
+    let topic = format!("{RULED_PREFIX}java-{clients:?}");
+    create_topics(&cluster.bootstrap(), &[(&topic, 1)]).await?;
+    let args = [
+        cluster.bootstrap(),
+        format!("--topic={topic}"),
+        format!("--transactional-id={RULED_PREFIX}java-{clients:?}"),
+    ];
+    let summary = tokio::task::spawn_blocking(move || clients.run("TxnLiveRun", &args)).await??;
+    let committed: Vec<String> =
+        (0..5).map(|i| format!("batchA-{i}")).chain((0..5).map(|i| format!("batchB-{i}"))).collect();
+    ensure!(summary["physical"] == 13 && summary["logical"] == 10, "{clients:?}: {summary}");
+    let read = &summary["read_committed"]["values"];
+    ensure!(*read == serde_json::json!(committed), "{clients:?} read_committed: {read}");
+    println!("TxnLiveRun ({clients:?}) in group 2: 13 physical, 10 logical, read_committed reads the 10");
+    Ok(())
 }
 
 fn init(bootstrap: &str) -> Result<FutureProducer> {
