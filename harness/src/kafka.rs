@@ -122,7 +122,8 @@ pub struct ConsumedRecord {
 pub type PartitionRecords = BTreeMap<(String, i32), Vec<ConsumedRecord>>;
 
 /// Reads every listed partition from its start up to the high watermark it has when the read
-/// begins, with CRC checks on. Fails on any consumer error or after `timeout`.
+/// begins, with CRC checks on. Fails on any consumer error but a lost broker connection, or
+/// after `timeout`.
 pub fn read_partitions(
     bootstrap: &str,
     partitions: &[(String, i32)],
@@ -169,6 +170,19 @@ pub(crate) fn high_watermark(consumer: &BaseConsumer, topic: &str, partition: i3
     }
 }
 
+/// A broker connection that failed: librdkafka reports it through `poll` as an error, but
+/// reconnects (or uses another broker) by itself, as Java's consumer does without telling.
+/// A node killed while a reader starts made `follower_kill_9` fail on it in CI.
+pub fn is_connection_lost(e: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+    matches!(
+        e,
+        KafkaError::MessageConsumption(
+            RDKafkaErrorCode::BrokerTransportFailure | RDKafkaErrorCode::AllBrokersDown
+        )
+    )
+}
+
 fn poll_until(
     consumer: &BaseConsumer,
     targets: &BTreeMap<(String, i32), i64>,
@@ -190,6 +204,9 @@ fn poll_until(
         let Some(message) = consumer.poll(Duration::from_millis(200)) else {
             continue;
         };
+        if message.as_ref().is_err_and(is_connection_lost) {
+            continue;
+        }
         let message = message.map_err(|e| anyhow::anyhow!("consumer error: {e:?}"))?;
         let key = (message.topic().to_owned(), message.partition());
         let records = out.get_mut(&key).with_context(|| format!("message from unassigned {key:?}"))?;

@@ -72,6 +72,9 @@ pub fn read_values(bootstrap: &str, topic: &str, partitions: i32, isolation: &st
     let deadline = Instant::now() + TXN_CALL_TIMEOUT;
     loop {
         if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+            if message.as_ref().is_err_and(crate::kafka::is_connection_lost) {
+                continue;
+            }
             let message = message.map_err(|e| anyhow::anyhow!("consumer error: {e}"))?;
             values.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
             continue;

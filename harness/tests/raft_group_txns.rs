@@ -12,7 +12,11 @@
 //!    replicas end with equal digests;
 //! 4. the Java client's "13 physical, 10 logical" run (`TxnLiveRun`) in group 2, with
 //!    kafka-clients 4.x (transactions v2: implicit adds in Produce v12, EndTxn v5) and 3.9
-//!    (v1: AddPartitionsToTxn): read_committed reads the 10 committed records.
+//!    (v1: AddPartitionsToTxn): read_committed reads the 10 committed records;
+//! 5. `kafka-transactions.sh` on a transaction held open in group 2: `describe` names group 2's
+//!    leader as its coordinator, `list` (every node asked) shows it once, `describe-producers`
+//!    its first offset, and `abort` (WriteTxnMarkers to group 2's leader) aborts it through
+//!    group 2's log: read_committed skips it, nothing hangs, and the producer carries on.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -25,7 +29,9 @@ use harness::kafka::create_topics;
 use harness::raft_groups::{
     digests_agree, group_row, preferred_of_three, settle, three_group_rules, RULED_PREFIX,
 };
-use harness::txn::{describe_transactions, read_values, transactional_config, READ_COMMITTED};
+use harness::txn::{
+    describe_transactions, open_after_commit, read_values, send_sync, transactional_config, READ_COMMITTED,
+};
 use harness::{Cluster, RawClient};
 use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -71,6 +77,7 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     for clients in [Clients::Kafka4, Clients::Kafka3] {
         java_live_run_in_group_2(cluster, clients).await?;
     }
+    transactions_tool_in_group_2(cluster).await?;
     for g in 0..GROUPS {
         digests_agree(cluster, &[1, 2, 3], g, Duration::from_secs(30)).await?;
     }
@@ -232,6 +239,53 @@ async fn java_live_run_in_group_2(cluster: &Cluster, clients: Clients) -> Result
     ensure!(*read == serde_json::json!(committed), "{clients:?} read_committed: {read}");
     println!("TxnLiveRun ({clients:?}) in group 2: 13 physical, 10 logical, read_committed reads the 10");
     Ok(())
+}
+
+/// `kafka-transactions.sh` describe, list, describe-producers, abort and find-hanging on a
+/// transaction of group 2 (the one-group version: `java_transactions.rs`).
+async fn transactions_tool_in_group_2(cluster: &Cluster) -> Result<()> {
+    let (bootstrap, topic, id) =
+        (cluster.bootstrap(), format!("{RULED_PREFIX}tools"), format!("{RULED_PREFIX}tools-app"));
+    create_topics(&bootstrap, &[(&topic, 2)]).await?;
+    let (producer, [first_0, _]) = open_after_commit(&bootstrap, &topic, &id).await?;
+    let leader2 = group_row(cluster, preferred_of_three(0), 2)?["leader"].to_string();
+    let described = tool(&bootstrap, &["describe", "--transactional-id", &id], "CoordinatorId")?;
+    let row = described.first().with_context(|| format!("describe: {described:?}"))?;
+    ensure!(row["CoordinatorId"] == leader2 && row["TransactionState"] == "Ongoing", "describe: {row:?}");
+    let pid = row["ProducerId"].clone();
+    ensure!(pid.parse::<i64>().is_ok_and(|p| producer_id_group(p) == 2), "describe: {row:?}");
+    let listed = tool(&bootstrap, &["list"], "TransactionalId")?;
+    let ours: Vec<_> = listed.iter().filter(|r| r["TransactionalId"] == id).collect();
+    ensure!(ours.len() == 1 && ours[0]["ProducerId"] == pid, "list: {listed:?}");
+    let producers =
+        tool(&bootstrap, &["describe-producers", "--topic", &topic, "--partition", "0"], "ProducerId")?;
+    let open = producers.iter().find(|r| r["ProducerId"] == pid).context("describe-producers")?;
+    ensure!(open["CurrentTransactionStartOffset"] == first_0.to_string(), "describe-producers: {open:?}");
+
+    let start = first_0.to_string();
+    tool(&bootstrap, &["abort", "--topic", &topic, "--partition", "0", "--start-offset", &start], "-")?;
+    let described = tool(&bootstrap, &["describe", "--transactional-id", &id], "CoordinatorId")?;
+    ensure!(described.first().is_some_and(|r| r["TransactionState"] == "CompleteAbort"), "{described:?}");
+    let args = ["find-hanging", "--topic", &topic, "--max-transaction-timeout", "0"];
+    ensure!(tool(&bootstrap, &args, "Topic")?.is_empty(), "find-hanging after the abort");
+    let committed = tokio::task::block_in_place(|| read_values(&bootstrap, &topic, 2, READ_COMMITTED))?;
+    ensure!(committed == ["earlier"], "read_committed after the abort: {committed:?}");
+    match producer.commit_transaction(CALL_TIMEOUT) {
+        Err(KafkaError::Transaction(e)) if e.txn_requires_abort() => {}
+        other => anyhow::bail!("commit after the admin abort: {other:?}"),
+    }
+    producer.abort_transaction(CALL_TIMEOUT)?;
+    producer.begin_transaction()?;
+    send_sync(&producer, &topic, Some(1), "k3", "after").await?;
+    producer.commit_transaction(CALL_TIMEOUT).context("a new transaction after the abort")?;
+    println!("kafka-transactions.sh in group 2: coordinator node {leader2}, listed once, aborted through group 2, then a new commit");
+    Ok(())
+}
+
+/// Runs `kafka-transactions.sh args` and parses its table (from the `first_column` header).
+fn tool(bootstrap: &str, args: &[&str], first_column: &str) -> Result<Vec<BTreeMap<String, String>>> {
+    let out = tokio::task::block_in_place(|| harness::java::transactions(bootstrap, args))?;
+    Ok(harness::java::table(&out.stdout, first_column))
 }
 
 fn init(bootstrap: &str) -> Result<FutureProducer> {
