@@ -4,15 +4,16 @@
 
 use crate::effect::Effect;
 use crate::features::{
-    ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS, ONELOG_VERSION_RAFT_GROUPS, ONELOG_VERSION_STREAMS_GROUPS,
+    ONELOG_VERSION, ONELOG_VERSION_CONSUMER_GROUPS, ONELOG_VERSION_RAFT_GROUPS, ONELOG_VERSION_SHARE_GROUPS,
+    ONELOG_VERSION_STREAMS_GROUPS,
 };
 use crate::BrokerState;
 
 /// CRC32C of the state's serialized form. `BrokerState` holds only ordered collections, so
 /// equal states serialize to equal bytes. The finalized features, which serde skips, count
 /// once recorded; before that the digest is the one onelog 0.1.0 computes for the same state.
-/// Consumer and Streams groups and the cross-group state, skipped too, count from the
-/// `onelog.version` that brought them.
+/// Consumer, Streams and share groups (with their share-partition states) and the cross-group
+/// state, skipped too, count from the `onelog.version` that brought them.
 pub fn state_digest(state: &BrokerState) -> u32 {
     let bytes = bincode::serialize(state).expect("the broker state serializes");
     let mut crc = crc32c::crc32c(&bytes);
@@ -28,6 +29,11 @@ pub fn state_digest(state: &BrokerState) -> u32 {
     if state.features.level(ONELOG_VERSION) >= ONELOG_VERSION_STREAMS_GROUPS {
         let groups = bincode::serialize(&state.streams_groups).expect("the Streams groups serialize");
         crc = crc32c::crc32c_append(crc, &groups);
+    }
+    if state.features.level(ONELOG_VERSION) >= ONELOG_VERSION_SHARE_GROUPS {
+        let groups = bincode::serialize(&state.share_groups).expect("the share groups serialize");
+        let states = bincode::serialize(&state.share_states).expect("the share states serialize");
+        crc = crc32c::crc32c_append(crc32c::crc32c_append(crc, &groups), &states);
     }
     if state.features.level(ONELOG_VERSION) >= ONELOG_VERSION_RAFT_GROUPS {
         let xgroup = bincode::serialize(&state.xgroup).expect("the cross-group state serializes");

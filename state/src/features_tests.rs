@@ -131,3 +131,27 @@ fn the_state_digest_is_0_1_0_s_until_a_level_is_recorded() {
         .unwrap();
     assert_ne!(crate::digest::state_digest(&state), plain, "recorded levels count in the digest");
 }
+
+/// Share groups and their share-partition states count in the digest from `onelog.version` 5,
+/// which brought them: two replicas that differ there only must not agree. Regression: the
+/// digest skipped them.
+#[test]
+fn share_state_counts_in_the_digest_from_the_level_that_brought_it() {
+    let at = |level: i16| {
+        let mut state = crate::BrokerState::default();
+        let op = UpdateFeaturesOp { updates: vec![update(ONELOG_VERSION, level, UpgradeType::Upgrade)] };
+        state.features.apply(&op).unwrap();
+        state
+    };
+    for level in [4, 5] {
+        let plain = at(level);
+        let mut grouped = at(level);
+        grouped.share_groups.groups.insert("g".into(), Default::default());
+        let mut acquired = at(level);
+        acquired.share_states.groups.insert("g".into(), Default::default());
+        let digest = crate::digest::state_digest;
+        let counted = |other: &crate::BrokerState| digest(other) != digest(&plain);
+        assert_eq!(counted(&grouped), level >= 5, "share groups at level {level}");
+        assert_eq!(counted(&acquired), level >= 5, "share states at level {level}");
+    }
+}
