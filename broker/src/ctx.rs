@@ -102,9 +102,9 @@ impl Ctx {
         let lane = self.group_leaders.iter().find(|l| l.leader.group == group)?;
         Some(Lane {
             group,
-            leadership: &lane.leader.leadership,
-            applied: &lane.leader.applied,
-            proposer: &lane.leader.proposer,
+            leadership: &lane.leader.duty.leadership,
+            applied: &lane.leader.duty.applied,
+            proposer: &lane.leader.duty.proposer,
             txns: &lane.txns,
         })
     }

@@ -296,7 +296,8 @@ async fn serving_ctx(
 /// A group's lane: its leader and the coordinator of the transactional ids placed in it,
 /// whose duties (timeouts, expiry) run while this node leads the group.
 fn group_lane(leader: crate::leader::groups::GroupLeader) -> crate::ctx::GroupLane {
-    let (leadership, applied, proposer) = (&leader.leadership, &leader.applied, &leader.proposer);
+    let (leadership, applied, proposer) =
+        (&leader.duty.leadership, &leader.duty.applied, &leader.duty.proposer);
     let txns =
         Arc::new(TxnCoordinator::new(leader.group, leadership.clone(), applied.clone(), proposer.clone()));
     crate::coord::txn::duties::start(leader.duty.clone(), txns.clone());

@@ -37,10 +37,8 @@ use crate::raft::Raft;
 #[derive(Clone)]
 pub struct GroupLeader {
     pub group: u32,
-    pub leadership: Arc<Leadership>,
-    pub applied: AppliedView,
-    pub proposer: Proposer,
-    /// What the group's duties see: node start-up adds the transaction coordinator's.
+    /// Its leadership, applied state and proposer, as its duties see them: requests reach
+    /// them through `Ctx::lane`, and node start-up adds the transaction coordinator's duties.
     pub duty: Arc<DutyCtx>,
 }
 
@@ -89,9 +87,9 @@ pub fn start(with: &GroupLeaderWith<'_>, handle: &GroupHandle) -> GroupLeader {
     let (leadership, proposer) = lead(with, (&handle.raft, &handle.applied, &handle.transfer));
     let duty = Arc::new(DutyCtx {
         node_id: with.node_id,
-        leadership: leadership.clone(),
+        leadership,
         applied: handle.applied.clone(),
-        proposer: proposer.clone(),
+        proposer,
         config: with.config.clone(),
         // A group has no removal notice of its own: the node's is group 0's.
         removal: Default::default(),
@@ -99,7 +97,7 @@ pub fn start(with: &GroupLeaderWith<'_>, handle: &GroupHandle) -> GroupLeader {
     });
     duties::start_for_group(duty.clone(), handle.raft.clone());
     tokio::spawn(follow_group0(duty.clone(), with.group0.clone(), handle.group));
-    GroupLeader { group: handle.group, leadership, applied: handle.applied.clone(), proposer, duty }
+    GroupLeader { group: handle.group, duty }
 }
 
 /// While this node leads the group: names it with group 0's cluster id, raises its levels to
