@@ -7,6 +7,10 @@
 #   are placed in group 2 (`onelog.placement.rules=topic:topic=2,txn:tx-writes-bench=2`), so
 #   its transactions are coordinated and written by group 2's leader alone: TxWritesBench
 #   within one group against groups=1.
+# - "cross": with three groups, the same bench within group 2 and then with its second topic
+#   placed in group 1 (`topic:topic1=2,topic:topic2=1,txn:tx-writes-bench=2`), so every
+#   transaction spans groups 2 and 1: its commit is one decision entry in group 2 delivered to
+#   group 1 (docs/SCALING.md §3). Issue 32: a cross-group p50 at most 1.5x a single-group one.
 # - "spread": three bench processes at once, SPREAD_PRODUCERS producers each (default 4),
 #   process g on topics sg<g>a/sg<g>b with transactional ids txg<g>-…; with three groups both
 #   are placed in group g, so each node leads one process's transactions.
@@ -16,7 +20,7 @@
 # node leading the transactions' group marked with *; then, for "spread", the busiest node's
 # CPU per transaction with three groups as a share of one group's leader.
 #
-#   scripts/bench-groups-txn.sh [ROUNDS]      BENCH_PARTS="one spread" (default) or either
+#   scripts/bench-groups-txn.sh [ROUNDS]      BENCH_PARTS="one spread" (default), any of one, cross, spread
 #
 # Binaries: ONELOG_BIN (else $CARGO_TARGET_DIR/release/onelog) and TXBENCH_BIN (else
 # $CARGO_TARGET_DIR/release/txbench), built first when missing. Ports from ONELOG_BASE_PORT
@@ -123,6 +127,13 @@ for r in $(seq "$rounds"); do
     one "groups=1" 0
     one "groups=3, bench in g2" 2 onelog.raft.groups=3 leader.imbalance.check.interval.seconds=1 \
         onelog.placement.rules=topic:topic=2,txn:tx-writes-bench=2
+done
+for r in $(seq "$rounds"); do
+    [[ " $parts " == *" cross "* ]] || continue
+    one "groups=3, within g2" 2 onelog.raft.groups=3 leader.imbalance.check.interval.seconds=1 \
+        onelog.placement.rules=topic:topic=2,txn:tx-writes-bench=2
+    one "groups=3, across g2+g1" 2 onelog.raft.groups=3 leader.imbalance.check.interval.seconds=1 \
+        onelog.placement.rules=topic:topic1=2,topic:topic2=1,txn:tx-writes-bench=2
 done
 for r in $(seq "$rounds"); do
     [[ " $parts " == *" spread "* ]] || continue

@@ -256,6 +256,28 @@ pub const REMOTE_LEADER_ASK_TIMEOUT_MS: u64 = 500;
 /// group holds it (ms).
 pub const FOLLOW_GROUP0_INTERVAL_MS_MIN: u64 = 50;
 
+/// Longest a Raft group's leader keeps asking another group's leader for a message of a
+/// transaction across groups (JoinTxn, a registration, a decision's delivery), across leader
+/// changes of that group (docs/SCALING.md §3, ms). A client's write then gets
+/// NOT_ENOUGH_REPLICAS, which it retries.
+pub const XGROUP_ASK_PATIENCE_MS: u64 = 5_000;
+
+/// Longest one such message waits for its answer before it is asked again (ms): a
+/// registration is one commit in the coordinator's group.
+pub const XGROUP_CALL_TTL_MS: u64 = 2_000;
+
+/// Pause between two tries of such a message while the other group has no leader (ms).
+pub const XGROUP_RETRY_BACKOFF_MS: u64 = 50;
+
+/// How long a coordinator's leader waits for a participant to confirm a decision before it
+/// sends it again (§3.2 step 5, ms).
+pub const XGROUP_DECISION_RESEND_MS: u64 = 1_000;
+
+/// Age of an instance a participant holds open with no decision after which its leader asks
+/// the coordinator what became of it (§3.3, ms): bounds how long data nobody will decide for,
+/// or a lost delivery, holds a partition's last stable offset back.
+pub const XGROUP_DECISION_PULL_MS: u64 = 3_000;
+
 /// Longest CreateTopics waits, once group 0 applied a topic placed in another Raft group, for
 /// that group to hold it too (issue 32: its leader puts it in its log within a pass of
 /// `leader::mirror`). A topic not there by then is answered created anyway: it is, and Produce

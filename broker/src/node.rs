@@ -290,6 +290,7 @@ async fn serving_ctx(
     crate::coord::streams::duties::start(duty.clone(), ctx.streams_groups.clone());
     crate::coord::share::duties::start(duty.clone(), ctx.share_groups.clone());
     crate::coord::txn::duties::start(duty, ctx.txns.clone());
+    crate::coord::xgroup::duties::start(&ctx);
     ctx
 }
 

@@ -15,13 +15,19 @@ const POLL: Duration = Duration::from_millis(100);
 /// [`start_three_groups`]'s rules.
 pub const RULED_PREFIX: &str = "ruled-";
 
-/// The rules of [`start_three_groups`]: topics and transactional ids named `ruled-…` in group 2.
+/// Topics and transactional ids named `xg0-…` are placed in group 0, `xg1-…` in group 1.
+pub const GROUP0_PREFIX: &str = "xg0-";
+pub const GROUP1_PREFIX: &str = "xg1-";
+
+/// The rules of [`start_three_groups`]: topics and transactional ids named `ruled-…` in group 2,
+/// `xg1-…` in group 1 and `xg0-…` in group 0.
 pub fn three_group_rules() -> String {
-    format!("topic:{RULED_PREFIX}=2,txn:{RULED_PREFIX}=2")
+    let (g0, g1, g2) = (GROUP0_PREFIX, GROUP1_PREFIX, RULED_PREFIX);
+    format!("topic:{g2}=2,txn:{g2}=2,topic:{g1}=1,txn:{g1}=1,topic:{g0}=0,txn:{g0}=0")
 }
 
 /// Three nodes running three groups, each checking its groups' preferred leaders every second,
-/// and placing topics and transactional ids named `ruled-…` in group 2 ([`RULED_PREFIX`]).
+/// and placing topics and transactional ids by [`three_group_rules`].
 pub fn start_three_groups() -> Result<Cluster> {
     let options = ClusterOptions::new(3)
         .config("onelog.raft.groups", 3)
@@ -106,4 +112,25 @@ pub async fn digests_agree(cluster: &Cluster, nodes: &[u64], g: u64, timeout: Du
         );
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// The Java client's "13 physical, 10 logical" run (`TxnLiveRun`, harness/java) on `topic`
+/// with `transactional_id`: its summary must show 13 physical and 10 logical transactions, and
+/// read_committed must read exactly the 10 committed records.
+pub async fn java_live_run(
+    cluster: &Cluster,
+    clients: crate::java::Clients,
+    topic: &str,
+    transactional_id: &str,
+) -> Result<()> {
+    crate::kafka::create_topics(&cluster.bootstrap(), &[(topic, 1)]).await?;
+    let args =
+        [cluster.bootstrap(), format!("--topic={topic}"), format!("--transactional-id={transactional_id}")];
+    let summary = tokio::task::spawn_blocking(move || clients.run("TxnLiveRun", &args)).await??;
+    let committed: Vec<String> =
+        (0..5).map(|i| format!("batchA-{i}")).chain((0..5).map(|i| format!("batchB-{i}"))).collect();
+    ensure!(summary["physical"] == 13 && summary["logical"] == 10, "{clients:?}: {summary}");
+    let read = &summary["read_committed"]["values"];
+    ensure!(*read == serde_json::json!(committed), "{clients:?} read_committed: {read}");
+    Ok(())
 }

@@ -27,7 +27,7 @@ use anyhow::{ensure, Context, Result};
 use harness::java::Clients;
 use harness::kafka::create_topics;
 use harness::raft_groups::{
-    digests_agree, group_row, preferred_of_three, settle, three_group_rules, RULED_PREFIX,
+    digests_agree, group_row, java_live_run, preferred_of_three, settle, three_group_rules, RULED_PREFIX,
 };
 use harness::txn::{
     describe_transactions, open_after_commit, read_values, send_sync, transactional_config, READ_COMMITTED,
@@ -224,19 +224,8 @@ fn reinit(bootstrap: &str, stop: &AtomicBool) -> Result<FutureProducer> {
 
 /// `TxnLiveRun` (harness/java) on a topic and transactional id of group 2.
 async fn java_live_run_in_group_2(cluster: &Cluster, clients: Clients) -> Result<()> {
-    let topic = format!("{RULED_PREFIX}java-{clients:?}");
-    create_topics(&cluster.bootstrap(), &[(&topic, 1)]).await?;
-    let args = [
-        cluster.bootstrap(),
-        format!("--topic={topic}"),
-        format!("--transactional-id={RULED_PREFIX}java-{clients:?}"),
-    ];
-    let summary = tokio::task::spawn_blocking(move || clients.run("TxnLiveRun", &args)).await??;
-    let committed: Vec<String> =
-        (0..5).map(|i| format!("batchA-{i}")).chain((0..5).map(|i| format!("batchB-{i}"))).collect();
-    ensure!(summary["physical"] == 13 && summary["logical"] == 10, "{clients:?}: {summary}");
-    let read = &summary["read_committed"]["values"];
-    ensure!(*read == serde_json::json!(committed), "{clients:?} read_committed: {read}");
+    let (topic, id) = (format!("{RULED_PREFIX}java-{clients:?}"), format!("{RULED_PREFIX}java-{clients:?}"));
+    java_live_run(cluster, clients, &topic, &id).await?;
     println!("TxnLiveRun ({clients:?}) in group 2: 13 physical, 10 logical, read_committed reads the 10");
     Ok(())
 }

@@ -27,7 +27,12 @@ pub use crate::in_flight::InFlight;
 use crate::producers::{BatchMeta, BatchSeq, Verdict};
 use crate::txn_errors;
 use crate::txns::{ProducerIdEpoch, TxnState};
+use crate::xgroup::{XOp, XResult};
 use crate::BrokerState;
+pub use remote::RemoteAppends;
+
+#[path = "entry_remote.rs"]
+mod remote;
 
 /// A produce op before the leader has stamped it.
 #[derive(Debug)]
@@ -93,6 +98,10 @@ pub enum Proposal {
     /// for the chaos checker's own test (the broker's `leader::bugs`, fault-injection build
     /// only, answers those of an open transaction once stamped).
     ProduceTransactional(Vec<UnstampedAppend>),
+    /// Transactional batches of an instance another Raft group coordinates (docs/SCALING.md
+    /// §3.1): stamped like `ProduceTransactional`, proposed as the cross-group step
+    /// `XOp::Produce` (`remote`).
+    ProduceRemote(RemoteAppends),
 }
 
 impl Proposal {
@@ -101,6 +110,7 @@ impl Proposal {
     pub fn size_bytes(&self) -> usize {
         match self {
             Proposal::Produce(appends) | Proposal::ProduceTransactional(appends) => produce_op_bytes(appends),
+            Proposal::ProduceRemote(remote) => remote::REMOTE_OP_BYTES + produce_op_bytes(&remote.appends),
             Proposal::Op(op) => bincode::serialized_size(op).map_or(usize::MAX, |n| n as usize),
         }
     }
@@ -109,6 +119,7 @@ impl Proposal {
     pub fn produce_partitions(&self) -> usize {
         match self {
             Proposal::Produce(appends) | Proposal::ProduceTransactional(appends) => appends.len(),
+            Proposal::ProduceRemote(remote) => remote.appends.len(),
             Proposal::Op(_) => 0,
         }
     }
@@ -208,6 +219,9 @@ pub fn build_entry_in_flight(
     // apply as stamped.) The proposals
     // were queued together, unanswered, so either order is one the clients could have seen.
     let mut deferred = Vec::new();
+    // Writes of instances coordinated elsewhere go after the entry's produce ops and before
+    // its other deferred ops, which may write markers (`remote`).
+    let mut remote = Vec::new();
     for proposal in proposals {
         let decision = match proposal {
             Proposal::Op(op) => {
@@ -223,14 +237,7 @@ pub fn build_entry_in_flight(
                     Decision::Waiting(Waiting::Op(entry.ops.len() - 1))
                 }
             }
-            Proposal::Produce(appends) => {
-                let slots = entry.add_produce(appends);
-                if slots.iter().all(|s| matches!(s, Slot::Decided(_))) {
-                    Decision::Answered(Answer::Produced(slots.into_iter().map(|s| s.answer(&[])).collect()))
-                } else {
-                    Decision::Waiting(Waiting::Produce(slots))
-                }
-            }
+            Proposal::Produce(appends) => produce_decision(entry.add_produce(appends)),
             Proposal::ProduceTransactional(appends) => {
                 let open = writes_open_txn(state, &appends);
                 let slots = entry.add_produce(appends);
@@ -242,8 +249,15 @@ pub fn build_entry_in_flight(
                     Decision::Waiting(Waiting::Produce(slots))
                 }
             }
+            Proposal::ProduceRemote(appends) => {
+                remote.push((decisions.len(), appends));
+                Decision::Waiting(Waiting::Op(usize::MAX))
+            }
         };
         decisions.push(decision);
+    }
+    for (index, appends) in remote {
+        decisions[index] = produce_decision(entry.add_remote_produce(appends));
     }
     for (index, op) in deferred {
         entry.ops.push(op);
@@ -252,6 +266,16 @@ pub fn build_entry_in_flight(
     let number = entry.in_flight.building();
     entry.in_flight.batches.extend(entry.entry_batches.into_keys().map(|key| (key, number)));
     Entry { command: Command { stamp, ops: entry.ops }, decisions, open_txn_writes }
+}
+
+/// A produce proposal's answer: now when stamping decided every partition, else once the
+/// entry applies.
+fn produce_decision(slots: Vec<Slot>) -> Decision {
+    if slots.iter().all(|s| matches!(s, Slot::Decided(_))) {
+        Decision::Answered(Answer::Produced(slots.into_iter().map(|s| s.answer(&[])).collect()))
+    } else {
+        Decision::Waiting(Waiting::Produce(slots))
+    }
 }
 
 /// What a new leader proposes, as its own entry, before anything else in its term: its limits
@@ -352,13 +376,13 @@ impl Slot {
     fn answer(self, results: &[OpResult]) -> PartitionProduced {
         match self {
             Slot::Decided(result) => result,
-            Slot::Appended { op, index } => match results.get(op) {
-                Some(OpResult::Produced(Ok(parts))) => parts[index].clone(),
-                other => refusal(other),
+            Slot::Appended { op, index } => match produced(results.get(op)) {
+                Ok(parts) => parts[index].clone(),
+                Err(refused) => refused,
             },
-            Slot::DuplicateInEntry { op, result } => match results.get(op) {
-                Some(OpResult::Produced(Ok(_))) => result,
-                other => refusal(other),
+            Slot::DuplicateInEntry { op, result } => match produced(results.get(op)) {
+                Ok(_) => result,
+                Err(refused) => refused,
             },
         }
     }
@@ -367,7 +391,14 @@ impl Slot {
 /// One partition's answer if `command` applies as stamped (see [`Waiting::as_stamped`]).
 fn stamped_answer(state: &BrokerState, command: &Command, slot: Slot) -> PartitionProduced {
     let Slot::Appended { op, index } = slot else { return slot.answer(&[]) };
-    let Op::Produce(produce) = &command.ops[op] else { unreachable!("a produce slot names a produce op") };
+    let produce = match &command.ops[op] {
+        Op::Produce(produce) => produce,
+        Op::CrossGroup(x) => match x.as_ref() {
+            XOp::Produce(remote) => &remote.produce,
+            _ => unreachable!("a produce slot names a produce op"),
+        },
+        _ => unreachable!("a produce slot names a produce op"),
+    };
     let append = &produce.partitions[index];
     let header = parse_header(&append.batches[0]).expect("stamped by the builder");
     let log_start_offset = state.partition(&append.topic, append.partition).map_or(0, |p| p.log_start_offset);
@@ -380,14 +411,16 @@ fn stamped_answer(state: &BrokerState, command: &Command, slot: Slot) -> Partiti
     }
 }
 
-fn refusal(result: Option<&OpResult>) -> PartitionProduced {
-    match result {
-        Some(OpResult::Produced(Err(refusal))) => {
-            PartitionProduced::error(refusal.error_code, &refusal.message)
-        }
+/// A produce op's partitions as applied, or the refusal every partition of it gets. A
+/// cross-group write (`XOp::Produce`) is answered like a produce op.
+fn produced(result: Option<&OpResult>) -> Result<&[PartitionProduced], PartitionProduced> {
+    let result = match result {
+        Some(OpResult::Produced(result)) => result,
+        Some(OpResult::CrossGroup(XResult::Produced(result))) => result,
         // Apply answers a produce op with `Produced`, always; anything else is a broken apply.
         other => panic!("a produce op was answered with {other:?}"),
-    }
+    };
+    result.as_deref().map_err(|refusal| PartitionProduced::error(refusal.error_code, &refusal.message))
 }
 
 /// The entry being built: its ops; the offsets and producer state they will leave go into
@@ -400,6 +433,8 @@ struct EntryBuilder<'a> {
     ops: Vec<Op>,
     /// (topic, partition, base offset) of each idempotent batch this entry appends → its op.
     entry_batches: BTreeMap<(String, i32, i64), usize>,
+    /// Prior decisions of remote writes whose markers are counted already (`remote`).
+    priors: std::collections::BTreeSet<crate::xgroup::Instance>,
 }
 
 impl<'a> EntryBuilder<'a> {
@@ -409,7 +444,8 @@ impl<'a> EntryBuilder<'a> {
         stamp: LeaderStamp,
         options: &'a EntryOptions,
     ) -> Self {
-        EntryBuilder { state, in_flight, stamp, options, ops: Vec::new(), entry_batches: BTreeMap::new() }
+        let (ops, entry_batches, priors) = (Vec::new(), BTreeMap::new(), Default::default());
+        EntryBuilder { state, in_flight, stamp, options, ops, entry_batches, priors }
     }
 
     /// Adds one produce request: the partitions that pass become one op.
@@ -418,7 +454,7 @@ impl<'a> EntryBuilder<'a> {
         let mut partitions = Vec::new();
         let mut slots = Vec::with_capacity(appends.len());
         for append in appends {
-            match self.check(&append) {
+            match self.check(&append, None) {
                 Ok(seq) => {
                     slots.push(Slot::Appended { op, index: partitions.len() });
                     partitions.push(self.stamp_append(append, seq, op));
@@ -434,7 +470,11 @@ impl<'a> EntryBuilder<'a> {
 
     /// Whether `append` goes into the entry (with its idempotent batch, if any); if not, its
     /// answer.
-    fn check(&self, append: &UnstampedAppend) -> Result<Option<BatchSeq>, Slot> {
+    fn check(
+        &self,
+        append: &UnstampedAppend,
+        remote: Option<&RemoteAppends>,
+    ) -> Result<Option<BatchSeq>, Slot> {
         let (topic, p) = (&append.topic, append.partition);
         let decided = |code, message: String| Slot::Decided(PartitionProduced::error(code, message));
         let Some(partition) = self.state.partition(topic, p) else {
@@ -443,17 +483,7 @@ impl<'a> EntryBuilder<'a> {
                 format!("{topic}-{p} does not exist"),
             ));
         };
-        // Apply refuses a transactional batch of a fenced or unknown producer, and with it the
-        // whole op; decided here, only this partition is refused (as the produce handler
-        // would have refused it had the fencing entry applied before it looked).
-        for header in append.batches.iter().map(|b| &b.header).filter(|h| h.is_transactional()) {
-            let id =
-                ProducerIdEpoch { producer_id: header.producer_id, producer_epoch: header.producer_epoch };
-            if let Err(e) = self.state.txns.check_write(id) {
-                let message = format!("{topic}-{p}: transactional write refused: {e:?}");
-                return Err(decided(txn_errors::code(&e, ApiKey::Produce, 0), message));
-            }
-        }
+        self.check_txn(append, remote)?;
         let seqs: Vec<BatchSeq> = append.batches.iter().filter_map(|b| BatchSeq::of(&b.header)).collect();
         let seq = match (seqs.as_slice(), append.batches.len()) {
             ([], _) => return Ok(None),
@@ -499,6 +529,27 @@ impl<'a> EntryBuilder<'a> {
             }
         }
         Ok(Some(seq))
+    }
+
+    /// Apply refuses a transactional batch of a fenced or unknown producer, and with it the
+    /// whole op; decided here, only this partition is refused (as the produce handler would
+    /// have refused it had the fencing entry applied before it looked).
+    fn check_txn(&self, append: &UnstampedAppend, remote: Option<&RemoteAppends>) -> Result<(), Slot> {
+        let (topic, p) = (&append.topic, append.partition);
+        for header in append.batches.iter().map(|b| &b.header).filter(|h| h.is_transactional()) {
+            let id =
+                ProducerIdEpoch { producer_id: header.producer_id, producer_epoch: header.producer_epoch };
+            let checked = match remote {
+                None => self.state.txns.check_write(id).map(|_| ()),
+                Some(remote) => remote.admits(self.state, id),
+            };
+            if let Err(e) = checked {
+                let message = format!("{topic}-{p}: transactional write refused: {e:?}");
+                let code = txn_errors::code(&e, ApiKey::Produce, 0);
+                return Err(Slot::Decided(PartitionProduced::error(code, message)));
+            }
+        }
+        Ok(())
     }
 
     /// The answer for a slot from its stamp alone (transactional produce, see `Proposal`).

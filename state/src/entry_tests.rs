@@ -335,7 +335,7 @@ fn a_fenced_transactional_write_is_refused_at_stamping_alone() {
 fn appends_of(proposal: Proposal) -> Vec<UnstampedAppend> {
     match proposal {
         Proposal::Produce(appends) | Proposal::ProduceTransactional(appends) => appends,
-        Proposal::Op(_) => unreachable!("a produce"),
+        Proposal::Op(_) | Proposal::ProduceRemote(_) => unreachable!("a local produce"),
     }
 }
 

@@ -9,3 +9,4 @@ pub mod liveness;
 pub mod share;
 pub mod streams;
 pub mod txn;
+pub mod xgroup;

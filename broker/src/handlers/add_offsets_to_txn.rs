@@ -1,10 +1,9 @@
 //! AddOffsetsToTxn (key 25), v0–v4: the transaction will commit offsets for a group.
 //!
 //! No log entry (DESIGN §1): checked against the applied state and recorded in the leader's
-//! memory. The offsets themselves come with TxnOffsetCommit, sent to the group coordinator —
-//! the same leader. With several Raft groups, consumer groups are still coordinated in group
-//! 0, so a transaction coordinated in another group is refused POLICY_VIOLATION here (issue
-//! 32) rather than committing offsets it could not make atomic with its writes.
+//! memory. The offsets themselves come with TxnOffsetCommit, sent to the group coordinator.
+//! With several Raft groups that is group 0's leader, which joins a transaction another group
+//! coordinates through the cross-group protocol (docs/SCALING.md §3.1, `coord::xgroup`).
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -42,13 +41,7 @@ fn added(
     version: i16,
 ) -> i16 {
     let tid = body.transactional_id.0.as_str();
-    if ctx.txn_group(tid) != 0 {
-        // Consumer groups are coordinated in group 0 (issue 32): their offsets cannot join a
-        // transaction of another group until the cross-group protocol is built.
-        tracing::info!(transactional_id = tid, group = %body.group_id.0, "AddOffsetsToTxn refused: the transaction is coordinated outside Raft group 0");
-        return error_code::POLICY_VIOLATION;
-    }
-    match ctx.txns.add_offsets(tid, id, &body.group_id.0) {
+    match ctx.txn_coordinator(tid).and_then(|txns| txns.add_offsets(tid, id, &body.group_id.0)) {
         Ok(()) => error_code::NONE,
         Err(failure) => txn_failure_code(&failure, KEY, version),
     }

@@ -23,14 +23,15 @@ pub const VERSIONS: (i16, i16) = (0, 3);
 pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 /// KafkaApis: WRITE on the transactional id, then on each topic; with any topic refused
-/// nothing is added (OPERATION_NOT_ATTEMPTED for the rest). Then onelog's own rule: a topic
-/// placed in another Raft group than the one coordinating the transaction cannot join it yet
-/// (issue 32: the cross-group protocol is not built), and nothing is added.
+/// nothing is added (OPERATION_NOT_ATTEMPTED for the rest). Then onelog's own rule: below
+/// `onelog.version` 8 a cluster of several Raft groups cannot run a transaction across them
+/// (docs/SCALING.md §3 needs each group to know its number), so a topic placed outside group 0
+/// is refused and nothing is added.
 fn admissible(ctx: &Ctx, who: &Subject, tid: &str, wanted: &[(String, i32)]) -> Result<(), Vec<i16>> {
     let writable =
         ctx.authorizer.allowed_each(who, rt::TOPIC, wanted.iter().map(|(t, _)| t.as_str()), op::WRITE);
-    let coordinating = ctx.txn_group(tid);
-    let outside: Vec<bool> = wanted.iter().map(|(t, _)| ctx.topic_group(t) != coordinating).collect();
+    let across = !ctx.single_group() && !ctx.placed_coordinators();
+    let outside: Vec<bool> = wanted.iter().map(|(t, _)| across && ctx.topic_group(t) != 0).collect();
     let each = |refused: &[bool], code: i16| {
         refused.iter().map(|r| if *r { code } else { error_code::OPERATION_NOT_ATTEMPTED }).collect()
     };
@@ -61,7 +62,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     // One code for every partition unless only some are unknown (Kafka: those get
     // UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED).
     let authorized = admissible(&ctx, &who, tid, &wanted);
-    let added = |()| ctx.txn_coordinator(tid).and_then(|txns| txns.add_partitions(tid, id, &wanted));
+    // Group 0 holds every topic's metadata, also of topics placed in other groups.
+    let unknown: Vec<bool> =
+        ctx.applied.state(|s| wanted.iter().map(|(t, p)| s.partition(t, *p).is_none()).collect());
+    let added = |()| ctx.txn_coordinator(tid).and_then(|txns| txns.add_partitions(tid, id, &wanted, unknown));
     let codes: Vec<i16> = match authorized.map(added) {
         Err(codes) => codes,
         Ok(Err(failure)) => {

@@ -15,9 +15,11 @@ use kafka_protocol::messages::{
 };
 
 use onelog_state::command::{OffsetCommitEntry, OffsetCommitOp, TxnOffsetCommitOp};
+use onelog_state::xgroup::producer_id_group;
 
 use super::util::{producer, topic_name};
 use super::{offset_commit, HandlerResult};
+use crate::coord::xgroup::participant::{self, Remote};
 use crate::ctx::SharedCtx;
 use crate::errors::txn_failure_code;
 use crate::limits;
@@ -77,8 +79,15 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     Ok(Some(ResponseKind::TxnOffsetCommit(response(&body, &codes))))
 }
 
-async fn propose(ctx: &crate::ctx::Ctx, op: TxnOffsetCommitOp, version: i16) -> Vec<i16> {
+async fn propose(ctx: &SharedCtx, op: TxnOffsetCommitOp, version: i16) -> Vec<i16> {
     let n = op.commits.len();
+    // Consumer groups are group 0's: a producer another group coordinates joins its
+    // transaction from here (docs/SCALING.md §3.1).
+    let coordinator = producer_id_group(op.producer.producer_id);
+    if coordinator != 0 && !ctx.single_group() {
+        let remote = Remote { participant: 0, coordinator, producer: op.producer };
+        return participant::commit_offsets(ctx, remote, op, version).await;
+    }
     match ctx.txns.txn_offset_commit(op).await {
         Ok(results) => results.into_iter().map(|(code, _)| code).collect(),
         Err(failure) => {

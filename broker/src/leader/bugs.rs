@@ -32,7 +32,8 @@ pub fn build_entry_in_flight(
     let early: Vec<bool> = proposals
         .iter()
         .map(|proposal| match proposal {
-            Proposal::Op(_) => false,
+            // A cross-group write is answered once its registration is applied too.
+            Proposal::Op(_) | Proposal::ProduceRemote(_) => false,
             Proposal::Produce(_) => ack_before_commit,
             Proposal::ProduceTransactional(appends) => {
                 ack_txn_before_commit && entry::writes_open_txn(state, appends)

@@ -167,6 +167,21 @@ impl Proposer {
         })
     }
 
+    /// Queues a write of a transaction another Raft group coordinates (docs/SCALING.md §3.1):
+    /// one proposal, answered per partition once committed, like a transactional request.
+    pub async fn submit_remote_produce(
+        &self,
+        remote: entry::RemoteAppends,
+    ) -> Result<impl std::future::Future<Output = Produced>, ProposeError> {
+        let rx = self.enqueue(Proposal::ProduceRemote(remote)).await?;
+        Ok(async move {
+            match rx.await.map_err(|_| ProposeError::Fatal("proposer dropped the request".into()))?? {
+                Answer::Produced(produced) => Ok(produced),
+                Answer::Op(result) => fatal::invariant(&format!("a produce was answered with {result:?}")),
+            }
+        })
+    }
+
     /// Makes sure this term's takeover entry is in the log, without proposing
     /// anything else.
     pub async fn take_over(&self) -> Result<(), ProposeError> {

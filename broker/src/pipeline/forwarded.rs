@@ -14,6 +14,7 @@ use kafka_compat::principal::KafkaPrincipal;
 use crate::ctx::SharedCtx;
 use crate::handlers::{lookup, Run};
 use crate::raft::transport::envelope::{Envelope, EnvelopeFuture, ForwardHandler};
+use crate::raft::transport::xgroup::{XFuture, XMessage};
 
 pub struct Forwarded {
     pub ctx: SharedCtx,
@@ -23,6 +24,11 @@ impl ForwardHandler for Forwarded {
     fn serve(&self, envelope: Envelope) -> EnvelopeFuture {
         let ctx = self.ctx.clone();
         Box::pin(async move { serve(ctx, envelope).await.map_err(|e| format!("{e:#}")) })
+    }
+
+    fn cross_group(&self, message: XMessage) -> XFuture {
+        let ctx = self.ctx.clone();
+        Box::pin(async move { crate::coord::xgroup::serve(&ctx, message).await })
     }
 }
 

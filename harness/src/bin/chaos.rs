@@ -3,7 +3,8 @@
 //!   chaos --workload queue --seconds 600 --seed 42
 //!   chaos --workload bank --seconds 60 --faults kill-leader,pause-leader
 //!   chaos --workload copier --seconds 90 --seed 7
-//!   chaos --workload bank --seconds 120 --groups 3      (three Raft groups under the faults)
+//!   chaos --workload bank --seconds 120 --groups 3      (accounts in three Raft groups:
+//!                                                        cross-group transactions)
 //!   chaos --workload share --seconds 120 --seed 1
 //!   chaos --workload share --seconds 60 --share-bug keep-unacquired    (its checker must catch it)
 //!   chaos --workload copier --seconds 60 --copier-bug skip-rewind      (its checker must catch it)
@@ -41,8 +42,11 @@ struct Args {
     /// 3 or 5.
     #[arg(long, default_value_t = 3)]
     nodes: u64,
-    /// Raft groups (`onelog.raft.groups`); the workload runs in group 0, and after the faults
-    /// every group must agree on every node (`chaos::raft_groups`).
+    /// Raft groups (`onelog.raft.groups`). With more than one, bank and copier transactions
+    /// span groups (the bank's accounts in one topic per group; the copier's input in group
+    /// N-2, output in N-1, offsets in 0; transactional ids coordinated in every group); queue
+    /// and share stay in group 0 (`chaos::placement`). After the faults every group must agree
+    /// on every node (`chaos::raft_groups`).
     #[arg(long, default_value_t = 1)]
     groups: u32,
     /// Comma-separated fault kinds; all when absent.

@@ -96,13 +96,24 @@ pub struct Unstable {
 
 /// One "hanging transaction" per partition the final read found unstable after waiting `waited`.
 pub fn check_stable(unstable: &[Unstable], waited: std::time::Duration) -> Violations {
+    check_stable_named(unstable, waited, |p| format!("partition {p}"))
+}
+
+/// As [`check_stable`], each partition named by `name` (the bank's accounts span topics).
+pub fn check_stable_named(
+    unstable: &[Unstable],
+    waited: std::time::Duration,
+    name: impl Fn(i32) -> String,
+) -> Violations {
     let mut v = Violations::default();
     for u in unstable {
         v.add(
             "hanging transaction",
             format!(
-                "partition {}: last stable offset {} below the high watermark {} after {waited:?}",
-                u.partition, u.last_stable_offset, u.high_watermark
+                "{}: last stable offset {} below the high watermark {} after {waited:?}",
+                name(u.partition),
+                u.last_stable_offset,
+                u.high_watermark
             ),
         );
     }

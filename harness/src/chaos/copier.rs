@@ -18,6 +18,9 @@
 //!   an instance mid-transaction without abort (its slot's next instance fences it);
 //!   `txn-hijack` initialises a second producer with the instance's transactional.id before
 //!   its commit.
+//! - With `--groups N` the input, the output and the slots' transactional ids are placed in
+//!   different Raft groups while the consumer group stays in group 0 (`placement`), so each
+//!   transaction writes its output in one group and commits its offsets in another.
 //! - At the end the feeder stops, the copiers drain the input (bounded), stop, and the checker
 //!   (`copier_check`) compares: output equals input exactly once (`copier lost`, `copier duplicate`, `copier
 //!   phantom`), in input order per partition (`copier order`), and the group's committed
@@ -73,6 +76,11 @@ impl CopierNames {
         group: "chaos-copier",
         transactional_id_prefix: "chaos-copier",
     };
+
+    /// Slot `slot`'s `transactional.id`.
+    pub fn transactional_id(&self, slot: usize) -> String {
+        format!("{}-{slot}", self.transactional_id_prefix)
+    }
 }
 
 /// The chaos copier copies values unchanged.
@@ -372,7 +380,7 @@ enum End {
 fn run_slot(slot: usize, shared: &Arc<Shared>) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let mut rng = StdRng::seed_from_u64(shared.config.seed.wrapping_add(0xc0 + slot as u64 * 6_151));
-    let tid = format!("{}-{slot}", shared.config.names.transactional_id_prefix);
+    let tid = shared.config.names.transactional_id(slot);
     let (history, stop) = (&shared.history, &shared.stop);
     let mut producer: Option<FutureProducer> = None;
     let mut last = End::Closed;

@@ -11,6 +11,9 @@
 //!   application with its offsets in its transactions, brings its own checker,
 //!   `copier_check`; the share workload, KIP-932 share groups, its writers (`share_writers`),
 //!   history (`share_history`) and checker (`share_check`));
+//! - `placement`: with `--groups N`, which Raft group holds each topic and transactional id
+//!   (the bank's accounts and the copier's topics spread over the groups, so their
+//!   transactions span groups), and `raft_groups`: every group agreeing once the run is over;
 //! - `run`: one run end to end, and its report.
 
 pub mod bank;
@@ -20,6 +23,7 @@ pub mod copier_check;
 pub mod faults;
 pub mod group_protocol;
 pub mod history;
+pub mod placement;
 pub mod queue;
 pub mod raft_groups;
 pub mod report;

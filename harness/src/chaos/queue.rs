@@ -226,6 +226,18 @@ pub fn final_read(
     partitions: i32,
     wait: Duration,
 ) -> anyhow::Result<(FinalRead, Vec<Unstable>)> {
+    let (ends, unstable) = stable_ends(bootstrap, topic, partitions, Instant::now() + wait)?;
+    Ok((read_to(bootstrap, topic, &ends, wait)?, unstable))
+}
+
+/// The ends [`final_read`] reads `topic` to: each partition's last stable offset once it equals
+/// the high watermark everywhere, or at `deadline`, with the partitions still unstable then.
+pub fn stable_ends(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    deadline: Instant,
+) -> anyhow::Result<(Vec<i64>, Vec<Unstable>)> {
     let consumer: BaseConsumer = client_config(bootstrap)
         .set("group.id", "chaos-final-read")
         .set("enable.auto.commit", "false")
@@ -236,8 +248,7 @@ pub fn final_read(
         .set("group.id", "chaos-final-read")
         .set("isolation.level", "read_uncommitted")
         .create()?;
-    let deadline = Instant::now() + wait;
-    let (ends, unstable) = loop {
+    loop {
         let (mut ends, mut unstable) = (Vec::new(), Vec::new());
         for p in 0..partitions {
             let (_, lso) = consumer.fetch_watermarks(topic, p, CALL_TIMEOUT)?;
@@ -248,11 +259,10 @@ pub fn final_read(
             }
         }
         if unstable.is_empty() || Instant::now() >= deadline {
-            break (ends, unstable);
+            return Ok((ends, unstable));
         }
         std::thread::sleep(Duration::from_millis(500));
-    };
-    Ok((read_to(bootstrap, topic, &ends, wait)?, unstable))
+    }
 }
 
 /// An idempotent producer sending a few values at a time, each acknowledged on its own.
@@ -304,10 +314,17 @@ fn plain_writer(w: usize, config: &QueueConfig, history: &History, stop: &Atomic
 
 /// Sends every value and waits for every delivery report; false if any failed.
 pub(crate) async fn send_all(p: &FutureProducer, topic: &str, values: &[(i32, String)]) -> bool {
+    send_records(p, values.iter().map(|(partition, value)| (topic, *partition, value.as_str()))).await
+}
+
+/// Sends every (topic, partition, value) and waits for every delivery report; false if any failed.
+pub(crate) async fn send_records<'a>(
+    p: &FutureProducer,
+    records: impl IntoIterator<Item = (&'a str, i32, &'a str)>,
+) -> bool {
     let mut pending = Vec::new();
-    for (partition, value) in values {
-        let record =
-            FutureRecord::to(topic).partition(*partition).key(value.as_str()).payload(value.as_str());
+    for (topic, partition, value) in records {
+        let record = FutureRecord::to(topic).partition(partition).key(value).payload(value);
         match p.send_result(record) {
             Ok(delivery) => pending.push(delivery),
             Err(_) => return false,

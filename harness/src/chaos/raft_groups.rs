@@ -1,9 +1,11 @@
-//! `--groups N` (issue 32): the cluster runs N Raft groups while the workload runs in group 0,
-//! and every fault hits every group of the node it lands on. Once the cluster is whole again
-//! each group must have come back: every node names the same leader in the same term for each
-//! group it runs, and has applied the same index of it. The workloads' own checks cover what
-//! group 0 holds; this covers the groups beside it (elections, rejoins after a wiped disk,
-//! handovers and preferred-leader moves under faults).
+//! `--groups N` (issue 32): the cluster runs N Raft groups, and every fault hits every group of
+//! the node it lands on. The bank and copier workloads spread their topics and transactional
+//! ids over the groups, so their transactions span groups; the queue and share workloads stay
+//! in group 0 (`placement`). Once the cluster is whole again each group must have come back:
+//! every node names the same leader in the same term for each group it runs, and has applied
+//! the same index of it. The workloads' own checks cover the data they placed; this covers
+//! every group's replicas (elections, rejoins after a wiped disk, handovers and
+//! preferred-leader moves under faults), including groups a workload left empty.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -54,6 +54,9 @@ pub struct Report {
     pub copier: Option<CopierCounts>,
     /// The share workload's own figures (deliveries, fates, consumer instances).
     pub share: Option<ShareCounts>,
+    /// With `--groups N`: the placement rules and what ran where (`placement::describe`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub placement: Vec<String>,
     #[serde(skip)]
     snapshot: Snapshot,
 }
@@ -142,6 +145,7 @@ impl Report {
             recovery_summary,
             copier: None,
             share: None,
+            placement: Vec::new(),
             snapshot,
         }
     }
@@ -160,6 +164,9 @@ impl Report {
         }
         if let Some(ms) = self.txn_write_delay_ms {
             let _ = writeln!(s, "the leader waits {ms} ms before appending writes of an open transaction");
+        }
+        for line in &self.placement {
+            let _ = writeln!(s, "placement: {line}");
         }
         let _ = writeln!(
             s,

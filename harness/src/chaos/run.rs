@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use super::bank::{self, Bank};
 use super::checker::{self, QueueCounts, Violations};
@@ -15,13 +16,14 @@ use super::copier_check;
 use super::faults;
 use super::group_protocol::GroupProtocol;
 use super::history::{History, Snapshot};
+use super::placement::{self, Accounts};
 use super::queue::{self, ClientFaults, Queue, QueueConfig};
 use super::report::Report;
 use super::schedule::{self, FaultKind};
 use super::share::{self, ShareBug, ShareConfig, ShareWorkload};
 use super::share_check::{self, ShareCounts};
 use super::share_history::{self, ShareHistory};
-use crate::kafka::create_topics_with;
+use crate::kafka::{client_config, create_topics_with};
 use crate::{Cluster, ClusterOptions};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +51,10 @@ pub struct RunOptions {
     pub seed: u64,
     pub length: Duration,
     pub nodes: u64,
-    /// `onelog.raft.groups`: Raft groups beside group 0, which holds the workload (issue 32).
+    /// `onelog.raft.groups` (issue 32). With more than one, the bank's accounts and the copier's
+    /// topics are spread over the groups and their transactions coordinated in several of them
+    /// (cross-group transactions); the queue and share workloads stay in group 0
+    /// (`placement`).
     pub groups: u32,
     pub workload: Workload,
     pub faults: Vec<FaultKind>,
@@ -175,12 +180,11 @@ pub fn run(options: &RunOptions) -> Result<Report> {
         .link_proxies();
     if options.groups > 1 {
         // Groups go back to their preferred leaders between faults, not once a run is over.
-        // The workloads' topics (`create_topics_with` below) and transactional ids are group
-        // 0's: a transaction cannot span groups yet, and consumer groups live in group 0.
+        // The workloads' topics and transactional ids are placed by name (`placement`).
         cluster_options = cluster_options
             .config("onelog.raft.groups", options.groups)
             .config("leader.imbalance.check.interval.seconds", 2)
-            .config("onelog.placement.rules", "txn:=0");
+            .config("onelog.placement.rules", placement::run_rules(options));
     }
     if !options.broker_flags.is_empty() {
         cluster_options.env.push(("ONELOG_FAULT_FLAGS".into(), options.broker_flags.join(",")));
@@ -216,17 +220,12 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let topic = format!("chaos-{}", options.workload.name());
     let bootstrap = cluster.bootstrap();
-    let p = options.partitions;
-    // The workloads are transactional, and transactions are coordinated in group 0 (the
-    // cross-group protocol is not built yet): their topics are pinned there.
-    let configs: &[(&str, &str)] = if options.groups > 1 { &[("onelog.raft.group", "0")] } else { &[] };
-    match options.workload {
-        Workload::Copier => {
-            let names = CopierNames::CHAOS;
-            let topics = [(names.input, p), (names.output, p), (names.observer, 1)];
-            rt.block_on(create_topics_with(&bootstrap, &topics, configs))?
-        }
-        _ => rt.block_on(create_topics_with(&bootstrap, &[(&topic, p)], configs))?,
+    // With several groups each topic is placed by the rules the nodes were given.
+    let topics = placement::topics(options.workload, options.groups, options.partitions);
+    let named: Vec<(&str, i32)> = topics.iter().map(|(t, p)| (t.as_str(), *p)).collect();
+    rt.block_on(create_topics_with(&bootstrap, &named, &[]))?;
+    if options.groups > 1 {
+        wait_until_placed(&bootstrap, &topics)?;
     }
     let history = History::new();
     let share = ShareHistory::default();
@@ -252,6 +251,7 @@ fn drive(cluster: &mut Cluster, options: &RunOptions) -> Result<Report> {
         Report::new(options, &plan, history.snapshot(), checked.counts, checked.violations, checked.allowed);
     report.copier = checked.copier;
     report.share = checked.share;
+    report.placement = placement::describe(options, &history.snapshot());
     report.write(&options.out_dir)?;
     Ok(report)
 }
@@ -297,6 +297,9 @@ fn check_run(
             let counts = checker::txn_counts(&snapshot);
             Ok(Checked { share: Some(k), ..none(violations, Violations::default(), counts) })
         }
+        Draining::Stopped if options.workload == Workload::Bank => {
+            check_bank_run(&cluster.bootstrap(), options, &history.snapshot())
+        }
         Draining::Stopped => {
             let bootstrap = &cluster.bootstrap();
             let snapshot = history.snapshot();
@@ -304,12 +307,49 @@ fn check_run(
             let (final_read, unstable) = queue::final_read(bootstrap, topic, p, FINAL_READ_WAIT)?;
             let (mut violations, counts) = checker::check_queue(&snapshot, &final_read);
             violations.merge(checker::check_stable(&unstable, FINAL_READ_WAIT));
-            if options.workload == Workload::Bank {
-                violations.merge(bank::check_bank(&snapshot.cuts, &final_read));
-            }
             Ok(none(violations, checker::write_cycles(&snapshot, &final_read), counts))
         }
     }
+}
+
+/// The bank's final read of every account (over every group's topic with `--groups`), the
+/// queue checker on it (torn, lost, aborted read across the accounts), hanging transactions
+/// named by topic, and the bank sums.
+fn check_bank_run(bootstrap: &str, options: &RunOptions, snapshot: &Snapshot) -> Result<Checked> {
+    let accounts = Accounts::new(options.groups, options.partitions);
+    let (final_read, unstable) = bank::final_read(bootstrap, &accounts, FINAL_READ_WAIT)?;
+    let (mut violations, counts) = checker::check_queue(snapshot, &final_read);
+    violations.merge(checker::check_stable_named(&unstable, FINAL_READ_WAIT, |a| accounts.name(a)));
+    violations.merge(bank::check_bank(&snapshot.cuts, &final_read));
+    let allowed = checker::write_cycles(snapshot, &final_read);
+    Ok(Checked { violations, allowed, counts, copier: None, share: None })
+}
+
+/// How long the topics of a run of several groups may take to reach their groups' logs.
+const PLACED_WAIT: Duration = Duration::from_secs(30);
+
+/// With several groups a new topic reaches its group's log within a pass of group 0's apply
+/// (docs/OPERATIONS.md, "Raft groups"): the workload starts once every partition has an end
+/// in its group, so its first seconds are not spent on partitions nobody leads yet.
+fn wait_until_placed(bootstrap: &str, topics: &[(String, i32)]) -> Result<()> {
+    let consumer: BaseConsumer = client_config(bootstrap).set("group.id", "chaos-placed").create()?;
+    let started = Instant::now();
+    for (topic, partitions) in topics {
+        for p in 0..*partitions {
+            while consumer.fetch_watermarks(topic, p, Duration::from_secs(5)).is_err() {
+                anyhow::ensure!(
+                    started.elapsed() < PLACED_WAIT,
+                    "{topic}/{p} not served after {PLACED_WAIT:?}"
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+    println!(
+        "chaos: every topic served by its group's leader {:.1} s after creation",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 fn start_workload(
@@ -336,14 +376,15 @@ fn start_workload(
             // The bank's cut reader observes the log directly, not through the client links
             // it may cut.
             let kafka_addrs = cluster.ids().into_iter().map(|id| cluster.kafka_listen_addr(id)).collect();
-            Running::Bank(Bank::start(config, kafka_addrs, history.clone()))
+            let accounts = Accounts::new(options.groups, options.partitions);
+            Running::Bank(Bank::start(config, accounts, kafka_addrs, history.clone()))
         }
         Workload::Copier => Running::Copier(Copier::start(
             CopierConfig {
                 bootstrap,
                 names: CopierNames::CHAOS,
                 partitions: options.partitions,
-                instances: options.writers.max(2),
+                instances: placement::copier_slots(options.writers),
                 seed: options.seed,
                 bug: options.copier_bug,
                 churn: true,

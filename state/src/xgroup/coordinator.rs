@@ -11,7 +11,7 @@ use crate::txns::{ProducerIdEpoch, TxnError, TxnState};
 use crate::BrokerState;
 
 /// What C answers about an instance a participant holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Resolution {
     /// The producer's current instance, not decided yet: the participant registers and waits.
     Open,
@@ -21,7 +21,7 @@ pub enum Resolution {
 
 /// C's answer to JoinTxn: the instance a write of the producer belongs to, and the decision
 /// of the instance the participant still holds open, which it must apply before that write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Joined {
     pub instance: Instance,
     pub prior: Option<Decision>,

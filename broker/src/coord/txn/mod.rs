@@ -20,6 +20,7 @@
 
 pub mod duties;
 pub mod memory;
+pub mod remote;
 pub mod views;
 
 use std::collections::HashMap;
@@ -104,21 +105,22 @@ impl TxnCoordinator {
     }
 
     /// AddPartitionsToTxn: checked against the applied state and recorded in leader memory
-    /// (no log entry, DESIGN §1). Ok holds, per partition, whether it is unknown; the
-    /// partitions are recorded only if none is.
+    /// (no log entry, DESIGN §1). `unknown` says, per partition, whether the cluster's metadata
+    /// (group 0's) lacks it; Ok returns it, and the partitions are recorded only if none is.
+    /// A partition of another Raft group joins the transaction when that group's leader asks
+    /// (`remote`).
     pub fn add_partitions(
         &self,
         transactional_id: &str,
         producer: ProducerIdEpoch,
         partitions: &[(String, i32)],
+        unknown: Vec<bool>,
     ) -> Result<Vec<bool>, TxnFailure> {
         self.ensure_coordinator()?;
         self.check_producer(transactional_id, producer)?;
         if partitions.len() > limits::TXN_PARTITIONS_MAX {
             return Err(TxnFailure::Invalid(error_code::INVALID_REQUEST));
         }
-        let unknown: Vec<bool> =
-            self.applied.state(|s| partitions.iter().map(|(t, p)| s.partition(t, *p).is_none()).collect());
         if !unknown.iter().any(|u| *u) {
             self.memory.add_partitions(
                 self.term(),

@@ -57,11 +57,12 @@ struct Request<'a> {
 }
 
 /// Why a transactional batch to a topic placed in another Raft group than the one coordinating
-/// its transaction is refused: the cross-group protocol of docs/SCALING.md §3 is not built
-/// yet. A producer id names its coordinator group (`xgroup::producer_id_group`).
+/// its transaction is refused in a cluster below `onelog.version` 8, whose groups do not know
+/// their numbers and so cannot run the cross-group protocol (docs/SCALING.md §3). A producer
+/// id names its coordinator group (`xgroup::producer_id_group`).
 fn not_in_coordinator_group(producer_id: i64, topic_group: u32) -> String {
     format!(
-        "transactions across Raft groups are not supported yet: producer {producer_id} is coordinated in group {}, the topic is placed in group {topic_group} (onelog.raft.group, onelog.placement.rules)",
+        "transactions across Raft groups need onelog.version 8: producer {producer_id} is coordinated in group {}, the topic is placed in group {topic_group} (onelog.raft.group, onelog.placement.rules)",
         producer_id_group(producer_id)
     )
 }
@@ -153,8 +154,13 @@ impl Request<'_> {
         let transactional = batches.iter().map(|b| &b.header).find(|h| h.is_transactional());
         let elsewhere = |h: &&BatchHeader| producer_id_group(h.producer_id) != facts.group;
         if let Some(h) = transactional.filter(|h| !self.ctx.single_group() && elsewhere(h)) {
-            let why = not_in_coordinator_group(h.producer_id, facts.group);
-            return Err(Refused::from((error_code::POLICY_VIOLATION, Some(why))));
+            if !self.ctx.placed_coordinators() {
+                let why = not_in_coordinator_group(h.producer_id, facts.group);
+                return Err(Refused::from((error_code::POLICY_VIOLATION, Some(why))));
+            }
+            // Its coordinator group checks it when this group's leader joins the transaction
+            // (`coord::xgroup::participant`).
+            return Ok(batches);
         }
         check_transactional(self.ctx, facts.group, (topic, partition), &batches, self.version)?;
         Ok(batches)

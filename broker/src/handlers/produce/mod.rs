@@ -21,6 +21,7 @@
 //! gets KAFKA_STORAGE_ERROR, which clients retry (see `storage::free_space`).
 
 mod checks;
+mod remote;
 mod snapshot;
 
 use std::collections::BTreeMap;
@@ -38,6 +39,7 @@ use onelog_state::entry::{produce_entry_bytes, UnstampedAppend};
 use super::util::{str_bytes, topic_name};
 use super::HandlerFuture;
 use crate::clock::wall_clock_ms;
+use crate::coord::xgroup::participant::ProducedFuture;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
 use crate::leader::proposer::Produced;
@@ -115,18 +117,31 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     let deadline = tokio::time::Instant::now() + timeout;
     let mut pending = Vec::new();
     for (group, (appends, owners)) in by_group(&snapshot, appends, owners) {
+        let (local, remote) = remote::split(&ctx, group, appends, owners);
+        for (producer, (appends, owners)) in remote {
+            let (appends, owners) = refuse_oversized(&mut slots, appends, owners, true);
+            let append_time = append_time(&snapshot, &appends);
+            if appends.is_empty() {
+                continue;
+            }
+            let implicit_add = req.api_version >= IMPLICIT_ADD_FROM_VERSION;
+            let written =
+                remote::submit(&ctx, (group, producer), appends, (implicit_add, req.api_version)).await;
+            pending.push((group, written, owners, append_time));
+        }
         // A request whose every batch is transactional is one proposal whatever its size
         // (`Proposer::submit_produce`); every request is answered once its entry commits.
+        let (appends, owners) = local;
         let transactional = appends.iter().all(|a| a.batches.iter().all(|b| b.header.is_transactional()));
         let (appends, owners) = refuse_oversized(&mut slots, appends, owners, transactional);
-        let append_time: Vec<bool> = appends
-            .iter()
-            .map(|a| snapshot.topics.get(&a.topic).is_some_and(|t| t.log_append_time))
-            .collect();
+        let append_time = append_time(&snapshot, &appends);
         // The checks found this node leading the group, so it runs it.
         let Some(lane) = ctx.lane(group).filter(|_| !appends.is_empty()) else { continue };
-        let result = lane.proposer.submit_produce(appends, transactional).await;
-        pending.push((group, result, owners, append_time));
+        let written: ProducedFuture = match lane.proposer.submit_produce(appends, transactional).await {
+            Ok(future) => Box::pin(future),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        };
+        pending.push((group, written, owners, append_time));
     }
     if acks == 0 && throttle_ms > 0 {
         tokio::time::sleep(Duration::from_millis(throttle_ms as u64)).await;
@@ -134,11 +149,8 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     // Stage two, spawned: wait for the commit and answer.
     let ctx = ctx.clone();
     Ok(Box::pin(async move {
-        for (group, result, owners, append_time) in pending {
-            let outcome = match result {
-                Ok(result) => wait_committed(&ctx, group, result, deadline).await,
-                Err(e) => Some(Err(e)),
-            };
+        for (group, written, owners, append_time) in pending {
+            let outcome = wait_committed(&ctx, group, written, deadline).await;
             record_outcome(&mut slots, &owners, outcome, &append_time);
         }
         if acks == 0 {
@@ -146,6 +158,11 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
         }
         Ok(Some(ResponseKind::Produce(response(slots).with_throttle_time_ms(throttle_ms))))
     }))
+}
+
+/// Whether each append's topic stamps LogAppendTime.
+fn append_time(snapshot: &Snapshot, appends: &[UnstampedAppend]) -> Vec<bool> {
+    appends.iter().map(|a| snapshot.topics.get(&a.topic).is_some_and(|t| t.log_append_time)).collect()
 }
 
 /// The checked appends (and the slots they answer) split by the Raft group holding their topic

@@ -4,7 +4,7 @@
 //!   0   4  len          u32 LE: bytes after this 8-byte header (kind + request id + body)
 //!   4   4  crc32c       u32 LE: CRC32C of those `len` bytes
 //!   8   1  kind         Hello | AppendEntries | Vote | InstallSnapshot | TimeoutNow | Removed |
-//!                       LogState | Forward | Features | Grouped | Response
+//!                       LogState | Forward | Features | Grouped | CrossGroup | Response
 //!   9   8  request id   u64 LE: chosen by the client, echoed in the Response
 //!  17   n  body         bincode 1.3 (fixint, no trailing bytes) of the request or the result
 //! ```
@@ -71,6 +71,9 @@ pub enum Kind {
     /// A request of Raft group > 0: group and inner kind lead the body (module docs). Never
     /// a decoded frame's kind: the reader unwraps it into [`Frame::group`] and the inner kind.
     Grouped = 10,
+    /// A message between Raft groups' leaders for a transaction across groups (`xgroup`); only
+    /// a cluster of several groups at `onelog.version` 8 sends it.
+    CrossGroup = 11,
     /// `Result<response, RaftError>` of the request with the same id.
     Response = 0x80,
 }
@@ -90,6 +93,7 @@ impl TryFrom<u8> for Kind {
             8 => Kind::Forward,
             9 => Kind::Features,
             10 => Kind::Grouped,
+            11 => Kind::CrossGroup,
             0x80 => Kind::Response,
             other => return Err(FrameError::UnknownKind(other)),
         })

@@ -35,10 +35,12 @@ pub type EnvelopeResponse = Result<Vec<u8>, String>;
 
 pub type EnvelopeFuture = Pin<Box<dyn Future<Output = EnvelopeResponse> + Send>>;
 
-/// What serves forwarded requests on the leader: the Kafka handlers (`net::forward`), set once
-/// the node's request context exists.
+/// What serves forwarded requests on the leader: the Kafka handlers (`net::forward`), and
+/// the messages between Raft groups' leaders (`xgroup`, `coord::xgroup`); set once the node's
+/// request context exists.
 pub trait ForwardHandler: Send + Sync {
     fn serve(&self, envelope: Envelope) -> EnvelopeFuture;
+    fn cross_group(&self, message: super::xgroup::XMessage) -> super::xgroup::XFuture;
 }
 
 /// Where the Raft server finds the handler; empty until the node serves Kafka requests.

@@ -34,6 +34,7 @@ pub fn check(raft: &Raft, from: u64, request: &Request) -> Result<(), String> {
         Request::LogState(q) => (Some(q.from), None, false),
         Request::Features(q) => (Some(q.from), None, false),
         Request::Forward(e) => (Some(e.from), None, false),
+        Request::CrossGroup(r) => (Some(r.from), None, false),
     };
     if sender != Some(from) {
         return Err(format!("names sender {sender:?} on a connection authenticated as node {from}"));

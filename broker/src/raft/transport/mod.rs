@@ -16,6 +16,7 @@
 //!   finalizes one).
 //! - [`log_state`]: asking a peer how much log it holds (a node that lost its log asks).
 //! - [`vote_gate`]: the votes a node that lost its log may cast until it has caught up.
+//! - [`xgroup`]: the messages between Raft groups' leaders for transactions across groups.
 
 pub mod auth;
 pub mod client;
@@ -31,6 +32,7 @@ pub mod server;
 pub mod tls;
 pub mod transfer;
 pub mod vote_gate;
+pub mod xgroup;
 
 pub use server::{serve_raft, GroupRaft, GroupRafts, RaftService};
 

@@ -288,13 +288,15 @@ pub(super) enum Request {
     LogState(super::log_state::LogStateQuery),
     Forward(super::envelope::Envelope),
     Features(super::features::FeaturesQuery),
+    CrossGroup(super::xgroup::XRequest),
 }
 
 impl Request {
     /// Decodes on the reading task, so a body that does not decode closes the connection:
     /// the request id, the group and the request.
     fn decode(frame: Frame) -> Result<(u64, u32, Request), FrameError> {
-        let node_wide = matches!(frame.kind, Kind::Removed | Kind::Forward | Kind::Features);
+        let node_wide =
+            matches!(frame.kind, Kind::Removed | Kind::Forward | Kind::Features | Kind::CrossGroup);
         if frame.group != 0 && node_wide {
             return Err(FrameError::BadGroup(frame.kind));
         }
@@ -307,6 +309,7 @@ impl Request {
             Kind::LogState => Request::LogState(frame.decode_body()?),
             Kind::Forward => Request::Forward(frame.decode_body()?),
             Kind::Features => Request::Features(frame.decode_body()?),
+            Kind::CrossGroup => Request::CrossGroup(frame.decode_body()?),
             Kind::Hello | Kind::Grouped | Kind::Response => return Err(FrameError::Unexpected(frame.kind)),
         };
         Ok((frame.request_id, frame.group, request))
@@ -344,6 +347,9 @@ async fn handle(
             encode_response(request_id, &super::log_state::on_log_state(raft, &target.log).await)
         }
         Request::Features(query) => encode_response(request_id, &super::features::on_features(&query)),
+        Request::CrossGroup(request) => {
+            encode_response(request_id, &super::xgroup::on_request(&service.forward, request).await)
+        }
         Request::Forward(envelope) => {
             encode_response(request_id, &super::envelope::on_envelope(&service.forward, envelope).await)
         }
