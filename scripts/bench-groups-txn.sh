@@ -141,6 +141,7 @@ for r in $(seq "$rounds"); do
     spread "groups=3, one per group" onelog.raft.groups=3 leader.imbalance.check.interval.seconds=1 \
         onelog.placement.rules="$rules_spread"
 done
+[ -f "$work/spread" ] || exit 0
 python3 -c 'import sys
 rows=[l.split() for l in open(sys.argv[1])]
 one=[float(v) for k,v in rows if k=="groups=1"]; three=[float(v) for k,v in rows if k=="groups=3"]

@@ -273,6 +273,11 @@ pub const XGROUP_RETRY_BACKOFF_MS: u64 = 50;
 /// sends it again (§3.2 step 5, ms).
 pub const XGROUP_DECISION_RESEND_MS: u64 = 1_000;
 
+/// How long a coordinator's leader gathers participants' confirmations before it proposes them
+/// as one entry (ms): at most that much longer it remembers a decision already applied
+/// everywhere.
+pub const XGROUP_CONFIRMATIONS_BATCH_MS: u64 = 50;
+
 /// Age of an instance a participant holds open with no decision after which its leader asks
 /// the coordinator what became of it (§3.3, ms): bounds how long data nobody will decide for,
 /// or a lost delivery, holds a partition's last stable offset back.

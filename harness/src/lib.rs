@@ -32,6 +32,7 @@ pub mod raw_ops;
 pub mod scrape;
 pub mod share_consumer;
 pub mod txn;
+pub mod txn_ledger;
 pub mod upgrade;
 
 pub use cluster::{Cluster, ClusterOptions};

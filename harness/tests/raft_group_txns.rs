@@ -19,7 +19,6 @@
 //!    group 2's log: read_committed skips it, nothing hangs, and the producer carries on.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,16 +28,15 @@ use harness::kafka::create_topics;
 use harness::raft_groups::{
     digests_agree, group_row, java_live_run, preferred_of_three, settle, three_group_rules, RULED_PREFIX,
 };
-use harness::txn::{
-    describe_transactions, open_after_commit, read_values, send_sync, transactional_config, READ_COMMITTED,
-};
+use harness::txn::{describe_transactions, open_after_commit, read_values, send_sync, READ_COMMITTED};
+use harness::txn_ledger::{kill_leader_mid_run, TxnLedger};
 use harness::{Cluster, RawClient};
 use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 use onelog_state::xgroup::placement::{IdKind, Placement};
 use onelog_state::xgroup::{producer_id_base, producer_id_group};
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::Producer;
 
 const GROUPS: u64 = 3;
 const PARTS: i32 = 2;
@@ -46,7 +44,6 @@ const PARTS: i32 = 2;
 const TXNS: usize = 200;
 const KILL_AFTER: usize = 60;
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(40);
-const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Group 0's applied index may move by this much while group 2 takes `TXNS` transactions: its
 /// own duties (liveness, limits), never one entry per transaction.
@@ -71,7 +68,8 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
     settle(cluster, &[1, 2, 3], GROUPS, SETTLE_TIMEOUT).await?;
     create_topics(&cluster.bootstrap(), &[(&topic(), PARTS)]).await?;
     coordinators_are_the_groups_leaders(cluster).await?;
-    let run = Arc::new(Run::default());
+    let targets = (0..PARTS).map(|p| (topic(), p)).collect();
+    let run = Arc::new(TxnLedger::new(&transactional_id(), targets));
     transactions_in_group_2(cluster, &run).await?;
     leader_kill_mid_transactions(cluster, &run).await?;
     for clients in [Clients::Kafka4, Clients::Kafka3] {
@@ -121,13 +119,13 @@ async fn coordinators_are_the_groups_leaders(cluster: &Cluster) -> Result<()> {
 }
 
 /// Transactions 0 … `TXNS` of one producer coordinated in group 2.
-async fn transactions_in_group_2(cluster: &Cluster, run: &Run) -> Result<()> {
+async fn transactions_in_group_2(cluster: &Cluster, run: &TxnLedger) -> Result<()> {
     let leader2 = preferred_of_three(2);
     let applied =
         |g| -> Result<u64> { Ok(group_row(cluster, leader2, g)?["last_applied"].as_u64().unwrap_or(0)) };
     let (group0_before, group2_before) = (applied(0)?, applied(2)?);
     let started = Instant::now();
-    let producer = init(&cluster.bootstrap())?;
+    let producer = run.init(&cluster.bootstrap())?;
     for txn in 0..TXNS {
         run.attempt(&producer, txn, txn % 4 == 3)?;
     }
@@ -145,7 +143,7 @@ async fn transactions_in_group_2(cluster: &Cluster, run: &Run) -> Result<()> {
         producer_id_group(pid) == 2 && pid >= producer_id_base(2),
         "producer id {pid} is not of group 2's range"
     );
-    let committed = run.verify(&cluster.bootstrap(), TXNS)?;
+    let committed = tokio::task::block_in_place(|| run.verify(&cluster.bootstrap(), TXNS))?;
     println!(
         "{TXNS} transactions coordinated in group 2 ({committed} committed) in {:.1} s, producer id {pid} \
          (group 2's range); group 0 applied {group0_grew} entries meanwhile, group 2 {group2_grew}",
@@ -156,70 +154,18 @@ async fn transactions_in_group_2(cluster: &Cluster, run: &Run) -> Result<()> {
 
 /// Group 2's leader killed -9 after `KILL_AFTER` of transactions `TXNS` … 2 × `TXNS`;
 /// restarted once they are done.
-async fn leader_kill_mid_transactions(cluster: &mut Cluster, run: &Arc<Run>) -> Result<()> {
-    let bootstrap = cluster.bootstrap();
-    let first = TXNS;
-    let before_kill = run.committed.load(Ordering::SeqCst);
-    let stop = Arc::new(AtomicBool::new(false));
-    let (thread_run, thread_stop) = (run.clone(), stop.clone());
-    let producer = std::thread::spawn(move || -> Result<()> {
-        let mut p = init(&bootstrap)?;
-        for txn in first..first + TXNS {
-            while !thread_stop.load(Ordering::SeqCst) {
-                match thread_run.attempt(&p, txn, false) {
-                    Ok(true) => break,
-                    Ok(false) => {}
-                    // A fatal error: a new instance fences the old one and aborts what it left.
-                    Err(_) => p = reinit(&bootstrap, &thread_stop)?,
-                }
-            }
-        }
-        Ok(())
-    });
-    let started = Instant::now();
-    while run.committed.load(Ordering::SeqCst) < before_kill + KILL_AFTER && !producer.is_finished() {
-        ensure!(started.elapsed() < RUN_TIMEOUT, "{KILL_AFTER} commits not reached");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let victim = preferred_of_three(2);
-    cluster.kill9(victim)?;
-    let killed_at = Instant::now();
-    let at_kill = run.committed.load(Ordering::SeqCst) - before_kill;
-    while run.committed.load(Ordering::SeqCst) == before_kill + at_kill && !producer.is_finished() {
-        ensure!(killed_at.elapsed() < RUN_TIMEOUT, "no transaction committed after the kill");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let resumed = killed_at.elapsed();
-    let new_leader = group_row(cluster, preferred_of_three(0), 2)?["leader"].clone();
-    while !producer.is_finished() {
-        if started.elapsed() > RUN_TIMEOUT {
-            stop.store(true, Ordering::SeqCst);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    producer.join().expect("producer thread panicked")?;
-    ensure!(!stop.load(Ordering::SeqCst), "{TXNS} transactions not done within {RUN_TIMEOUT:?}");
-    cluster.start_node(victim)?;
-    settle(cluster, &[1, 2, 3], GROUPS, SETTLE_TIMEOUT).await?;
-    let committed = run.verify(&cluster.bootstrap(), first + TXNS)?;
+async fn leader_kill_mid_transactions(cluster: &mut Cluster, run: &Arc<TxnLedger>) -> Result<()> {
+    let report = kill_leader_mid_run(cluster, run, (2, GROUPS), TXNS..2 * TXNS, KILL_AFTER).await?;
     println!(
-        "group 2's leader killed after {at_kill} commits: the next commit through node {new_leader} {:.1} s \
-         later; {committed} transactions committed, each visible once, {} aborted or unknown",
-        resumed.as_secs_f64(),
-        run.outcomes.lock().unwrap().values().filter(|o| **o != Outcome::Committed).count()
+        "group 2's leader (node {}) killed after {} commits: the next commit {:.1} s later; \
+         {} transactions committed, each visible once, {} aborted or unknown",
+        report.victim,
+        report.at_kill,
+        report.resumed.as_secs_f64(),
+        report.committed,
+        run.not_committed()
     );
     Ok(())
-}
-
-/// A new producer instance, retried while its coordinator moves (until `stop`).
-fn reinit(bootstrap: &str, stop: &AtomicBool) -> Result<FutureProducer> {
-    loop {
-        match init(bootstrap) {
-            Ok(p) => return Ok(p),
-            Err(e) if stop.load(Ordering::SeqCst) => return Err(e),
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
 }
 
 /// `TxnLiveRun` (harness/java) on a topic and transactional id of group 2.
@@ -275,107 +221,4 @@ async fn transactions_tool_in_group_2(cluster: &Cluster) -> Result<()> {
 fn tool(bootstrap: &str, args: &[&str], first_column: &str) -> Result<Vec<BTreeMap<String, String>>> {
     let out = tokio::task::block_in_place(|| harness::java::transactions(bootstrap, args))?;
     Ok(harness::java::table(&out.stdout, first_column))
-}
-
-fn init(bootstrap: &str) -> Result<FutureProducer> {
-    let producer: FutureProducer = transactional_config(bootstrap, &transactional_id()).create()?;
-    producer.init_transactions(CALL_TIMEOUT).context("init_transactions")?;
-    Ok(producer)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
-    Committed,
-    Aborted,
-    /// The commit failed without a verdict: read_committed may show it whole or not at all.
-    Unknown,
-}
-
-/// Every attempt of every transaction, as the client saw it end: (transaction, attempt).
-#[derive(Default)]
-struct Run {
-    outcomes: std::sync::Mutex<BTreeMap<(usize, usize), Outcome>>,
-    committed: AtomicUsize,
-}
-
-impl Run {
-    /// One attempt of transaction `txn`: a record to each partition, then commit (or abort when
-    /// asked). Ok(whether it committed); Err when the producer cannot go on.
-    fn attempt(&self, p: &FutureProducer, txn: usize, abort: bool) -> Result<bool> {
-        let key = {
-            let outcomes = self.outcomes.lock().unwrap();
-            (txn, outcomes.range((txn, 0)..(txn + 1, 0)).count())
-        };
-        let outcome = attempt_once(p, key, abort);
-        let recorded = match &outcome {
-            Ok(o) => *o,
-            Err(_) => Outcome::Unknown,
-        };
-        self.outcomes.lock().unwrap().insert(key, recorded);
-        if recorded == Outcome::Committed {
-            self.committed.fetch_add(1, Ordering::SeqCst);
-        }
-        outcome.map(|o| o == Outcome::Committed)
-    }
-
-    /// read_committed, for the transactions below `txns`: every attempt the client saw commit
-    /// is there exactly once with both records, none it aborted is there, and one of unknown
-    /// outcome is there whole or not at all. Returns how many committed.
-    fn verify(&self, bootstrap: &str, txns: usize) -> Result<usize> {
-        let mut seen: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-        for value in read_values(bootstrap, &topic(), PARTS, READ_COMMITTED)? {
-            *seen
-                .entry(parse(&value).with_context(|| format!("unrecognised value {value:?}"))?)
-                .or_default() += 1;
-        }
-        let outcomes = self.outcomes.lock().unwrap();
-        for (key, records) in &seen {
-            let outcome =
-                outcomes.get(key).with_context(|| format!("{key:?} visible but never attempted"))?;
-            ensure!(*records == PARTS as usize, "{key:?} ({outcome:?}) visible as {records} records");
-            ensure!(*outcome != Outcome::Aborted, "{key:?} visible, and the client aborted it");
-        }
-        let committed: Vec<_> = outcomes
-            .iter()
-            .filter(|(k, o)| **o == Outcome::Committed && k.0 < txns)
-            .map(|(k, _)| *k)
-            .collect();
-        for key in &committed {
-            ensure!(seen.contains_key(key), "{key:?} committed but not visible");
-        }
-        Ok(committed.len())
-    }
-}
-
-/// One attempt, whose records name it: `t{txn}-a{attempt}-p{partition}`.
-fn attempt_once(p: &FutureProducer, (txn, attempt): (usize, usize), abort: bool) -> Result<Outcome> {
-    p.begin_transaction()?;
-    let topic = topic();
-    for part in 0..PARTS {
-        let value = format!("t{txn}-a{attempt}-p{part}");
-        let record = FutureRecord::to(&topic).partition(part).key("k").payload(&value);
-        if let Err((e, _)) = p.send_result(record) {
-            p.abort_transaction(CALL_TIMEOUT)?;
-            anyhow::bail!("send: {e}");
-        }
-    }
-    if abort {
-        p.abort_transaction(CALL_TIMEOUT)?;
-        return Ok(Outcome::Aborted);
-    }
-    match p.commit_transaction(CALL_TIMEOUT) {
-        Ok(()) => Ok(Outcome::Committed),
-        Err(KafkaError::Transaction(e)) if e.txn_requires_abort() => {
-            p.abort_transaction(CALL_TIMEOUT)?;
-            Ok(Outcome::Aborted)
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-fn parse(value: &str) -> Option<(usize, usize)> {
-    let mut fields = value.split('-');
-    let txn = fields.next()?.strip_prefix('t')?.parse().ok()?;
-    let attempt = fields.next()?.strip_prefix('a')?.parse().ok()?;
-    Some((txn, attempt))
 }

@@ -295,6 +295,8 @@ fn take_batch(
 fn admit(proposal: &Proposal, finalized: impl FnOnce() -> i16) -> Result<(), ProposeError> {
     let needs = match proposal {
         Proposal::Op(op) if op.onelog_version() > 1 => op.onelog_version(),
+        // Stamped into the cross-group step `XOp::Produce`.
+        Proposal::ProduceRemote(_) => onelog_state::features::ONELOG_VERSION_RAFT_GROUPS,
         _ => return Ok(()),
     };
     let finalized = finalized();
@@ -364,5 +366,17 @@ mod tests {
         assert!(admit(&Proposal::Produce(Vec::new()), unread).is_ok(), "produce is as old as the log");
         let init = Proposal::Op(Op::InitCluster(InitClusterOp { cluster_id: "c".into() }));
         assert!(admit(&init, unread).is_ok());
+    }
+
+    #[test]
+    fn a_write_of_another_groups_transaction_needs_the_cross_group_level() {
+        let instance = onelog_state::xgroup::Instance { producer_id: 2 << 48, epoch: 0, n: 0 };
+        let remote = || {
+            let appends = Vec::new();
+            Proposal::ProduceRemote(entry::RemoteAppends { coordinator: 2, instance, prior: None, appends })
+        };
+        let refused = admit(&remote(), || 6).unwrap_err();
+        assert!(matches!(refused, ProposeError::NotFinalized { needs: 7, finalized: 6 }), "{refused:?}");
+        assert!(admit(&remote(), || 7).is_ok());
     }
 }

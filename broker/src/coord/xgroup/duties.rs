@@ -2,19 +2,23 @@
 //!
 //! - as a coordinator, deliver each decision to the participants it lists that have not
 //!   confirmed it, once applied and again every `XGROUP_DECISION_RESEND_MS`, and record the
-//!   confirmations (`XOp::Delivered`). The undelivered decisions are applied state, so a new
-//!   leader sends them again at once;
+//!   confirmations (`XOp::Delivered`), gathered for `XGROUP_CONFIRMATIONS_BATCH_MS` into one
+//!   entry: nothing waits for them but the coordinator's memory of the decision, so one entry
+//!   a few times a second replaces one per transaction. The undelivered decisions are applied
+//!   state, so a new leader sends them again at once;
 //! - as a participant, ask the coordinator about every instance held open here longer than
 //!   `XGROUP_DECISION_PULL_MS`, and apply what it says (an abort for data it never listed);
 //! - group 0 identifies itself as one of several groups, as the others do when they follow
 //!   it (`leader::groups`), so that its decisions too are kept for their participants.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_GROUP_COORDINATORS};
 use onelog_state::xgroup::coordinator::Resolution;
 use onelog_state::xgroup::{Decision, GroupId, Instance, XOp};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::{ask, participant};
@@ -30,7 +34,9 @@ pub fn start(ctx: &SharedCtx) {
     }
     let groups: Vec<GroupId> = ctx.lanes().map(|lane| lane.group).collect();
     for group in groups {
-        tokio::spawn(deliver(ctx.clone(), group));
+        let confirmations = Arc::new(Confirmations::default());
+        tokio::spawn(deliver(ctx.clone(), group, confirmations.clone()));
+        tokio::spawn(record_confirmations(ctx.clone(), group, confirmations));
         tokio::spawn(pull(ctx.clone(), group));
     }
     tokio::spawn(identify_group0(ctx.clone()));
@@ -41,8 +47,15 @@ fn leads(ctx: &SharedCtx, group: GroupId) -> bool {
     ctx.lane(group).is_some_and(|lane| lane.leadership.may_propose())
 }
 
+/// Participants' confirmations not yet proposed, and a wake-up for the task that proposes them.
+#[derive(Default)]
+struct Confirmations {
+    pending: Mutex<Vec<(Instance, GroupId)>>,
+    added: Notify,
+}
+
 /// As coordinator of `group`: every undelivered decision to its participants.
-async fn deliver(ctx: SharedCtx, group: GroupId) {
+async fn deliver(ctx: SharedCtx, group: GroupId, confirmations: Arc<Confirmations>) {
     let Some(mut applied) = ctx.lane(group).map(|lane| lane.applied.applied_index()) else { return };
     let resend = Duration::from_millis(limits::XGROUP_DECISION_RESEND_MS);
     let mut sent: HashMap<(Instance, GroupId), Instant> = HashMap::new();
@@ -67,14 +80,19 @@ async fn deliver(ctx: SharedCtx, group: GroupId) {
             for decision in &decisions {
                 sent.insert((decision.instance, participant), now);
             }
-            tokio::spawn(deliver_to(ctx.clone(), group, participant, decisions));
+            tokio::spawn(deliver_to(ctx.clone(), (group, participant), decisions, confirmations.clone()));
         }
     }
 }
 
-/// One delivery: the participant applies the decisions, and the ones it confirms are
-/// recorded in the coordinator's log. A failure is logged; the resend tries again.
-async fn deliver_to(ctx: SharedCtx, coordinator: GroupId, participant: GroupId, decisions: Vec<Decision>) {
+/// One delivery: the participant applies the decisions, and the ones it confirms are queued
+/// for the coordinator's log. A failure is logged; the resend tries again.
+async fn deliver_to(
+    ctx: SharedCtx,
+    (coordinator, participant): (GroupId, GroupId),
+    decisions: Vec<Decision>,
+    confirmations: Arc<Confirmations>,
+) {
     let message = XMessage::Decisions { participant, coordinator, decisions: decisions.clone() };
     let applied = match ask(&ctx, participant, message).await {
         Ok(XAnswer::Applied(applied)) => applied,
@@ -83,18 +101,27 @@ async fn deliver_to(ctx: SharedCtx, coordinator: GroupId, participant: GroupId, 
             return;
         }
     };
-    let confirmations: Vec<(Instance, GroupId)> = decisions
-        .iter()
-        .zip(applied)
-        .filter(|(_, applied)| applied.confirmable())
-        .map(|(d, _)| (d.instance, participant))
-        .collect();
-    if confirmations.is_empty() {
-        return;
+    let confirmed = decisions.iter().zip(applied).filter(|(_, applied)| applied.confirmable());
+    let confirmed: Vec<(Instance, GroupId)> = confirmed.map(|(d, _)| (d.instance, participant)).collect();
+    if !confirmed.is_empty() {
+        confirmations.pending.lock().unwrap_or_else(|p| p.into_inner()).extend(confirmed);
+        confirmations.added.notify_one();
     }
-    let Some(lane) = ctx.lane(coordinator) else { return };
-    if let Err(e) = lane.proposer.propose(Box::new(XOp::Delivered { confirmations })).await {
-        tracing::debug!(coordinator, participant, error = %e, "recording delivered decisions did not commit");
+}
+
+/// Proposes the confirmations gathered for `XGROUP_CONFIRMATIONS_BATCH_MS`, as one entry. A
+/// proposal that fails loses them: the decisions stay undelivered in the applied state, and
+/// the resend asks the participants again, which confirm what they applied already.
+async fn record_confirmations(ctx: SharedCtx, coordinator: GroupId, confirmations: Arc<Confirmations>) {
+    let gather = Duration::from_millis(limits::XGROUP_CONFIRMATIONS_BATCH_MS);
+    loop {
+        confirmations.added.notified().await;
+        tokio::time::sleep(gather).await;
+        let batch = std::mem::take(&mut *confirmations.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        let Some(lane) = ctx.lane(coordinator).filter(|_| !batch.is_empty()) else { continue };
+        if let Err(e) = lane.proposer.propose(Box::new(XOp::Delivered { confirmations: batch })).await {
+            tracing::debug!(coordinator, error = %e, "recording delivered decisions did not commit");
+        }
     }
 }
 
