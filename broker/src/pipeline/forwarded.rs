@@ -1,7 +1,8 @@
 //! The leader's side of forwarding (`net::forward`, `raft::transport::envelope`): a request a
 //! follower forwarded goes through the pipeline's access check and its handler
 //! (`pipeline::serve`), as the principal, client address and listener the follower's
-//! connection had, marked `forwarded` so it is never forwarded again.
+//! connection had, marked `forwarded` so it is never forwarded again. The same slot serves the
+//! messages other groups' leaders send for transactions across groups (`coord::xgroup`).
 
 use std::sync::Arc;
 

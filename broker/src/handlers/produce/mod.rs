@@ -15,7 +15,11 @@
 //!
 //! With several Raft groups (issue 32) each topic's batches go to the group it is placed in:
 //! one entry per group, proposed where this node leads that group (NOT_LEADER_OR_FOLLOWER
-//! elsewhere), so such a request is all-or-nothing per group only.
+//! elsewhere), so such a request is all-or-nothing per group only. Transactional batches of a
+//! producer another group coordinates (its producer id is of that group's range) join that
+//! transaction through the cross-group protocol (`remote`, docs/SCALING.md §3.1): their
+//! JoinTxn is asked here, in the connection's order, and they are answered once written here
+//! and registered there.
 //!
 //! While the data directory has less free space than `log.dir.free.bytes.min`, every partition
 //! gets KAFKA_STORAGE_ERROR, which clients retry (see `storage::free_space`).

@@ -323,10 +323,10 @@ mod tests {
     #[tokio::test]
     async fn unknown_kind_and_bad_body_are_errors() {
         let mut frame = encode(Kind::Vote, 1, &42u64, MAX).unwrap();
-        frame[HEADER_BYTES] = 11;
+        frame[HEADER_BYTES] = 12;
         let crc = crc32c::crc32c(&frame[HEADER_BYTES..]);
         frame[4..8].copy_from_slice(&crc.to_le_bytes());
-        assert!(matches!(read(&frame).await.unwrap_err(), FrameError::UnknownKind(11)));
+        assert!(matches!(read(&frame).await.unwrap_err(), FrameError::UnknownKind(12)));
 
         // A body that claims a string longer than the frame: an error, not an allocation.
         let frame = encode(Kind::Vote, 1, &u64::MAX, MAX).unwrap();

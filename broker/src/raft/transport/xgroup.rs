@@ -117,3 +117,24 @@ pub async fn send(peers: &Peers, (target, addr): (u64, &str), message: XMessage,
     let response = peer.call(request_id, frame, ttl).await.map_err(|e| unavailable(format!("{e:?}")))?;
     response.decode_body::<XResponse>().map_err(|e| unavailable(e.to_string()))?
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raft::transport::auth::Identity;
+    use crate::raft::transport::tests::{raft_config, start_node_with_secret};
+
+    /// Before the node serves Kafka requests its forward slot is empty: the message crosses
+    /// the transport (frame kind 11, guard, decode) and comes back "not the leader", which the
+    /// asking leader retries.
+    #[tokio::test]
+    async fn a_node_not_serving_yet_answers_not_the_leader_over_the_transport() -> anyhow::Result<()> {
+        let node = start_node_with_secret(1, raft_config(|_| {}), None).await?;
+        let peers = Peers::new(Identity::new(2, None));
+        let instance = Instance { producer_id: 2 << 48, epoch: 0, n: 0 };
+        let message = XMessage::Register { coordinator: 2, participant: 1, instance };
+        let answer = send(&peers, (1, &node.addr.raft), message, Duration::from_secs(5)).await;
+        assert_eq!(answer, Err(XRefusal::NotLeader));
+        Ok(())
+    }
+}
