@@ -115,6 +115,14 @@ impl Ctx {
         std::iter::once(0).chain(others).filter_map(|g| self.lane(g))
     }
 
+    /// The Raft address of `node`, from group 0's membership (every node is in it): where a
+    /// forwarded request or a message between groups' leaders goes.
+    pub fn raft_address(&self, node: u64) -> Option<String> {
+        let metrics = self.leadership.metrics();
+        let m = metrics.borrow();
+        m.membership_config.membership().get_node(&node).map(|n| n.raft.clone())
+    }
+
     /// The node leading `group` as this node knows it: from the group's Raft where this node
     /// is a voter, else as its voters last said (`raft::remote_leaders`).
     pub fn group_leader_id(&self, group: u32) -> Option<u64> {

@@ -201,6 +201,19 @@ pub struct KillReport {
     pub committed: usize,
 }
 
+impl std::fmt::Display for KillReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "node {} killed -9 after {} commits: the next commit {:.1} s later; {} transactions committed in all, each whole",
+            self.victim,
+            self.at_kill,
+            self.resumed.as_secs_f64(),
+            self.committed
+        )
+    }
+}
+
 /// Group `group`'s leader killed -9 after `kill_after` of transactions `txns` (committed one
 /// by one by a producer thread), restarted once they are done; the three nodes of `groups`
 /// groups settle, then the ledger is verified.

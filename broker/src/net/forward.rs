@@ -101,12 +101,7 @@ pub async fn to_leader(
 ) -> anyhow::Result<ResponseKind> {
     let leader = ctx.leader_id().context("no leader")?;
     anyhow::ensure!(leader != ctx.node_id, "this node is the leader");
-    let raft_addr = {
-        let metrics = ctx.leadership.metrics();
-        let m = metrics.borrow();
-        m.membership_config.membership().get_node(&leader).map(|n| n.raft.clone())
-    };
-    let raft_addr = raft_addr.context("the leader's Raft address is unknown")?;
+    let raft_addr = ctx.raft_address(leader).context("the leader's Raft address is unknown")?;
     let frame = encode_request(api_key, version, 1, FORWARDED_CLIENT_ID, &body)?;
     let envelope = Envelope {
         from: ctx.node_id,

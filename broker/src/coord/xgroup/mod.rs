@@ -72,16 +72,9 @@ async fn ask_once(ctx: &Ctx, group: GroupId, message: XMessage) -> XResponse {
     if leader == ctx.node_id {
         return Box::pin(serve(ctx, message)).await;
     }
-    let Some(addr) = raft_address(ctx, leader) else {
+    let Some(addr) = ctx.raft_address(leader) else {
         return Err(XRefusal::Unavailable(format!("node {leader}'s Raft address is unknown")));
     };
     let ttl = Duration::from_millis(limits::XGROUP_CALL_TTL_MS);
     xgroup::send(&ctx.peers, (leader, &addr), message, ttl).await
-}
-
-/// The Raft address of `node`, from group 0's membership (every node is in it).
-fn raft_address(ctx: &Ctx, node: u64) -> Option<String> {
-    let metrics = ctx.leadership.metrics();
-    let m = metrics.borrow();
-    m.membership_config.membership().get_node(&node).map(|n| n.raft.clone())
 }
