@@ -40,8 +40,9 @@ use crate::admin_api::{self, Digest, Status};
 use crate::disk::Tmpfs;
 use crate::links::Links;
 use crate::netproxy::ProxyHandle;
+use crate::ports::free_ports;
 use crate::probe::{probe_api_versions, probe_controller};
-use crate::process::{free_ports, onelog_binary, LOG_TAIL_LINES, READY_TIMEOUT, TERMINATE_TIMEOUT};
+use crate::process::{onelog_binary, LOG_TAIL_LINES, READY_TIMEOUT, TERMINATE_TIMEOUT};
 
 /// Longest `leader()` waits for every live node to name the same live leader.
 pub const LEADER_TIMEOUT: Duration = Duration::from_secs(20);

@@ -24,6 +24,7 @@ pub mod kafka;
 pub mod links;
 pub mod load;
 pub mod netproxy;
+pub mod ports;
 pub mod probe;
 pub mod process;
 pub mod raft_groups;

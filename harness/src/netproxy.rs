@@ -154,9 +154,9 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Binds an ephemeral 127.0.0.1 port (one no node was given, `process::bind_unhanded`) and forwards to `target`, starting in [`Mode::Pass`].
+    /// Binds an ephemeral 127.0.0.1 port (one no node was given, `ports::bind_unhanded`) and forwards to `target`, starting in [`Mode::Pass`].
     pub fn start(target: SocketAddr) -> Result<Proxy> {
-        let std_listener = crate::process::bind_unhanded().context("binding a proxy port")?;
+        let std_listener = crate::ports::bind_unhanded().context("binding a proxy port")?;
         std_listener.set_nonblocking(true)?;
         let listen = std_listener.local_addr()?;
         let (mode, _) = watch::channel(Mode::Pass);

@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use tempfile::TempDir;
 
+use crate::ports::free_port;
 use crate::probe::probe_api_versions;
 
 /// How long a broker may take from spawn to answering ApiVersions.
@@ -371,57 +372,6 @@ fn limit_open_files(command: &mut Command, max: u64) {
     }
 }
 
-/// A port that was free a moment ago (the broker binds it next; see `PORT_ATTEMPTS`), never
-/// one this test process handed out before.
-pub fn free_port() -> Result<u16> {
-    Ok(free_ports(1)?[0])
-}
-
-/// `count` distinct ports that were free a moment ago: all bound at once, then released, and
-/// none handed out before in this test process. Regression: two tests of one binary start
-/// clusters in parallel; the kernel may give the second a port the first was handed but had
-/// not bound yet, and the second cluster's node then lost the bind while its readiness probe
-/// reached the first cluster's node (java_consumer_group produced into the wrong cluster).
-pub fn free_ports(count: usize) -> Result<Vec<u16>> {
-    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
-    let mut held = Vec::new();
-    let mut ports = Vec::with_capacity(count);
-    while ports.len() < count {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let port = listener.local_addr()?.port();
-        if !handed_out.contains(&port) {
-            handed_out.push(port);
-            ports.push(port);
-        }
-        // Held until all are chosen, so the kernel gives distinct ones.
-        held.push(listener);
-    }
-    Ok(ports)
-}
-
-/// Ports [`free_ports`] handed out (released, for a process to bind) and ports bound by
-/// [`bind_unhanded`]: neither hands out one of them again.
-static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-
-/// A listener on an ephemeral 127.0.0.1 port that [`free_ports`] has not handed out, kept
-/// bound. Binding port 0 alone let the kernel give a harness proxy the port just chosen for a
-/// node (released until the node binds it): the node then failed with "Address already in
-/// use" (a chaos run's cluster start in CI).
-pub fn bind_unhanded() -> Result<TcpListener> {
-    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
-    let mut skipped = Vec::new();
-    loop {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let port = listener.local_addr()?.port();
-        if !handed_out.contains(&port) {
-            handed_out.push(port);
-            return Ok(listener);
-        }
-        // Held until one is found, so the kernel does not offer it again.
-        skipped.push(listener);
-    }
-}
-
 /// The onelog binary for `profile` ("debug" or "release"): `ONELOG_BIN`, else
 /// `$CARGO_TARGET_DIR/<profile>/onelog`, else `<workspace>/target/<profile>/onelog`.
 pub fn onelog_binary(profile: &str) -> Result<PathBuf> {
@@ -443,22 +393,5 @@ fn target_dir() -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("target"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A proxy's port is never one just handed out for a node, and never handed out after.
-    #[test]
-    fn bind_unhanded_never_returns_a_port_free_ports_handed_out() {
-        let for_nodes = free_ports(64).expect("ports");
-        let proxies: Vec<TcpListener> = (0..64).map(|_| bind_unhanded().expect("a proxy port")).collect();
-        let proxy_ports: Vec<u16> = proxies.iter().map(|l| l.local_addr().expect("addr").port()).collect();
-        assert!(proxy_ports.iter().all(|p| !for_nodes.contains(p)), "{proxy_ports:?} / {for_nodes:?}");
-        drop(proxies);
-        let later = free_ports(64).expect("ports");
-        assert!(later.iter().all(|p| !proxy_ports.contains(p)));
     }
 }
