@@ -250,6 +250,15 @@ pub const FORWARD_TIMEOUT_MS: u64 = 5_000;
 /// Metadata (`raft::remote_leaders`), and how long it waits for one voter's answer (ms).
 pub const REMOTE_LEADER_CHECK_INTERVAL_MS: u64 = 1_000;
 pub const REMOTE_LEADER_ASK_TIMEOUT_MS: u64 = 500;
+/// How soon a node asks again about a group none of whose voters has named a leader yet (a
+/// group still electing its first), so its Metadata names the leader soon after (ms).
+pub const REMOTE_LEADER_UNKNOWN_RETRY_MS: u64 = 100;
+/// Longest start-up waits, before the Kafka listener opens, to have heard who leads each group
+/// the node does not run (ms). A partition whose leader Metadata names as -1 is retried by
+/// clients, but librdkafka's offset queries keep that answer for `metadata.max.age.ms` (the
+/// chaos run's start, a 5-node cluster); past this wait the node serves anyway, naming no
+/// leader for that group's partitions until it hears.
+pub const REMOTE_LEADER_STARTUP_WAIT_MS: u64 = 10_000;
 
 /// Shortest time between two passes of a Raft group's leader over group 0's topics and levels
 /// (`leader::groups::follow_group0`): what a new topic may wait beyond its entry before its

@@ -78,6 +78,11 @@ pub async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     crate::raft::groups::join_others(&identity, &members, &others, &groups);
     join_cluster(&node, &identity, &peers, &opened, me).await?;
     let remote_leaders = crate::raft::remote_leaders::start(&connections, &members, &layout, node.node_id);
+    let patience = Duration::from_millis(crate::limits::REMOTE_LEADER_STARTUP_WAIT_MS);
+    let unheard = remote_leaders.wait_heard_of_all(patience).await;
+    if !unheard.is_empty() {
+        tracing::warn!(groups = ?unheard, "serving before any voter of these Raft groups named a leader: their partitions have none in Metadata until one does");
+    }
     let ctx = serving_ctx(&node, &config, (&opened, &connections), (removal, &groups, remote_leaders)).await;
     crate::leader::rebalance::start(&config, &connections, &groups);
     let _ = serving.set(ctx.clone());

@@ -205,10 +205,10 @@ pub fn run(options: &RunOptions) -> Result<Report> {
     if result.is_err() {
         eprintln!("{}", cluster.log_tails());
     }
-    // A run that found violations keeps its nodes' logs for the diagnosis, and so does any
-    // run with ONELOG_CHAOS_KEEP set.
+    // A run that failed or found violations keeps its nodes' logs for the diagnosis, and so
+    // does any run with ONELOG_CHAOS_KEEP set.
     let keep = std::env::var_os("ONELOG_CHAOS_KEEP").is_some();
-    if keep || result.as_ref().is_ok_and(|r| r.violations.total() > 0) {
+    if keep || result.as_ref().map_or(true, |r| r.violations.total() > 0) {
         if let Some(dir) = cluster.keep_dir() {
             eprintln!("kept the cluster directory {}", dir.display());
         }
@@ -336,11 +336,11 @@ fn wait_until_placed(bootstrap: &str, topics: &[(String, i32)]) -> Result<()> {
     let started = Instant::now();
     for (topic, partitions) in topics {
         for p in 0..*partitions {
-            while consumer.fetch_watermarks(topic, p, Duration::from_secs(5)).is_err() {
-                anyhow::ensure!(
-                    started.elapsed() < PLACED_WAIT,
-                    "{topic}/{p} not served after {PLACED_WAIT:?}"
-                );
+            while let Err(e) = consumer.fetch_watermarks(topic, p, Duration::from_secs(5)) {
+                if started.elapsed() > PLACED_WAIT {
+                    let leaders = partition_leaders(&consumer, topic);
+                    anyhow::bail!("{topic}/{p} not served after {PLACED_WAIT:?}: {e}; leaders {leaders}");
+                }
                 std::thread::sleep(Duration::from_millis(200));
             }
         }
@@ -350,6 +350,18 @@ fn wait_until_placed(bootstrap: &str, topics: &[(String, i32)]) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// `topic`'s partition leaders as Metadata names them, for a report.
+fn partition_leaders(consumer: &BaseConsumer, topic: &str) -> String {
+    match consumer.fetch_metadata(Some(topic), Duration::from_secs(5)) {
+        Ok(metadata) => metadata
+            .topics()
+            .iter()
+            .flat_map(|t| t.partitions().iter().map(|p| format!("{}:{} ", p.id(), p.leader())))
+            .collect(),
+        Err(e) => format!("unknown ({e})"),
+    }
 }
 
 fn start_workload(
