@@ -12,8 +12,11 @@
 //!   `chaos-copier-<s>` coordinated in group s mod N. The consumer group, as every consumer
 //!   group, is group 0's: each transaction writes its output in group N-1 and its offsets
 //!   (`send_offsets_to_transaction`, a TxnOffsetCommit) in group 0, whoever coordinates it;
-//! - **queue** and **share**: everything in group 0, as before (share groups read only group
-//!   0's topics).
+//! - **queue**: the topic in group N-1, writer w's transactional id `chaos-writer-<w>`
+//!   coordinated in group w mod N: a writer coordinated in another group than the topic's
+//!   commits across groups, the one in group N-1 within it; the plain (idempotent) writers
+//!   write to group N-1 and the readers' consumer group commits in group 0;
+//! - **share**: everything in group 0, as before (share groups read only group 0's topics).
 //!
 //! Transactional ids the rules above do not name (none today) stay in group 0 (`txn:=0`), and
 //! consumer groups are pinned to group 0 (`group:=0`), where the broker keeps them anyway.
@@ -115,6 +118,21 @@ pub fn copier_coordinator(slot: usize, groups: u32) -> u32 {
     (slot % groups.max(1) as usize) as u32
 }
 
+/// The group of the queue's topic.
+pub fn queue_topic_group(groups: u32) -> u32 {
+    groups.saturating_sub(1)
+}
+
+/// Queue writer `writer`'s transactional id (one rule per writer places it).
+pub fn queue_transactional_id(writer: usize) -> String {
+    format!("chaos-writer-{writer}")
+}
+
+/// Queue writer `writer`'s coordinator group.
+pub fn queue_coordinator(writer: usize, groups: u32) -> u32 {
+    (writer % groups.max(1) as usize) as u32
+}
+
 /// The topics a run creates, with their partition counts.
 pub fn topics(workload: Workload, groups: u32, partitions: i32) -> Vec<(String, i32)> {
     match workload {
@@ -133,10 +151,10 @@ pub fn topics(workload: Workload, groups: u32, partitions: i32) -> Vec<(String, 
     }
 }
 
-/// `onelog.placement.rules` for a run of `groups` groups (`copier_slots`: the copier's
-/// transactional ids). Longest prefix first: the first matching rule wins, so
+/// `onelog.placement.rules` for a run of `groups` groups with `writers` writers (the copier's
+/// and the queue's transactional ids). Longest prefix first: the first matching rule wins, so
 /// `chaos-copier-1` must come after `chaos-copier-10`, or it would take its id.
-pub fn rules(workload: Workload, groups: u32, copier_slots: usize) -> String {
+pub fn rules(workload: Workload, groups: u32, writers: usize) -> String {
     let mut rules: Vec<(String, u32)> = Vec::new();
     match workload {
         Workload::Bank => {
@@ -151,14 +169,20 @@ pub fn rules(workload: Workload, groups: u32, copier_slots: usize) -> String {
             rules.push((format!("topic:{}", names.input), input));
             rules.push((format!("topic:{}", names.output), output));
             rules.push((format!("topic:{}", names.observer), 0));
-            for slot in 0..copier_slots {
+            for slot in 0..copier_slots(writers) {
                 rules.push((
                     format!("txn:{}", names.transactional_id(slot)),
                     copier_coordinator(slot, groups),
                 ));
             }
         }
-        Workload::Queue | Workload::Share => rules.push((format!("topic:chaos-{}", workload.name()), 0)),
+        Workload::Queue => {
+            rules.push(("topic:chaos-queue".into(), queue_topic_group(groups)));
+            for w in 0..writers {
+                rules.push((format!("txn:{}", queue_transactional_id(w)), queue_coordinator(w, groups)));
+            }
+        }
+        Workload::Share => rules.push(("topic:chaos-share".into(), 0)),
     }
     rules.push(("txn:".into(), 0));
     rules.push(("group:".into(), 0));
@@ -168,7 +192,7 @@ pub fn rules(workload: Workload, groups: u32, copier_slots: usize) -> String {
 
 /// The rules of the run `options` describes.
 pub fn run_rules(options: &RunOptions) -> String {
-    rules(options.workload, options.groups, copier_slots(options.writers))
+    rules(options.workload, options.groups, options.writers)
 }
 
 /// What ran where, for the report (nothing with one group).
@@ -193,7 +217,11 @@ pub fn describe(options: &RunOptions, snapshot: &Snapshot) -> Vec<String> {
                 "copier: input in group {input}, output in group {output}, slot s's transactions coordinated in group s mod {groups}, the consumer group and its offsets in group 0"
             ));
         }
-        Workload::Queue | Workload::Share => lines.push("topics and transactional ids in group 0".into()),
+        Workload::Queue => lines.push(format!(
+            "queue: the topic in group {}, writer w's transactions coordinated in group w mod {groups}, the readers' consumer group in group 0",
+            queue_topic_group(groups)
+        )),
+        Workload::Share => lines.push("topics and transactional ids in group 0".into()),
     }
     lines
 }

@@ -79,13 +79,17 @@ fn the_copier_spans_input_output_and_offsets_groups() {
 }
 
 #[test]
-fn queue_and_share_stay_in_group_zero() {
-    for workload in [Workload::Queue, Workload::Share] {
-        let placement = parsed(workload, 3, 0);
-        assert_eq!(topic_group(&placement, &format!("chaos-{}", workload.name())), 0);
-        assert_eq!(placement.id(IdKind::Txn, "chaos-writer-2"), 0);
-        assert_eq!(placement.id(IdKind::Txn, "chaos-share-writer-1"), 0);
+fn the_queue_spans_groups_and_share_stays_in_group_zero() {
+    let queue = parsed(Workload::Queue, 3, 11);
+    assert_eq!(topic_group(&queue, "chaos-queue"), 2);
+    for writer in [0, 1, 2, 10] {
+        let id = queue_transactional_id(writer);
+        assert_eq!(queue.id(IdKind::Txn, &id), queue_coordinator(writer, 3), "{id}");
     }
+    assert_eq!(queue.id(IdKind::Group, "chaos-readers"), 0);
+    let share = parsed(Workload::Share, 3, 3);
+    assert_eq!(topic_group(&share, "chaos-share"), 0);
+    assert_eq!(share.id(IdKind::Txn, "chaos-share-writer-1"), 0);
 }
 
 #[test]

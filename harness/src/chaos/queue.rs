@@ -151,7 +151,7 @@ pub(crate) fn init_until_ready(
 fn writer(w: usize, config: &QueueConfig, history: &History, stop: &AtomicBool, faults: &ClientFaults) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let mut rng = StdRng::seed_from_u64(config.seed.wrapping_add(w as u64 * 7919));
-    let tid = format!("chaos-writer-{w}");
+    let tid = super::placement::queue_transactional_id(w);
     let name = format!("w{w}");
     let mut producer: Option<FutureProducer> = None;
     let mut seq = 0u64;
