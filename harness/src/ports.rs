@@ -20,9 +20,12 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 
-/// Ports a fixed-port fixture uses (`upgrade::fixture::FIXTURE_BASE_PORT` and its offsets):
-/// never handed out.
-const FIXTURE_PORTS: Range<u16> = 27000..28000;
+/// The ports, within each thousand, that the repository's fixed-port runs use: every script
+/// and fixture with a base port puts it at N092 (`scripts/compat.sh` 19092, 22092, 26092; the
+/// upgrade fixture's 27092; the benches' 19x92, 29x92, …) and its nodes' ports at +0…+2
+/// (Kafka), +100… (Raft), +200… (admin), +300… (extra listeners). Never handed out, so a
+/// script run beside a test cannot find its port taken.
+const FIXED_IN_EACH_THOUSAND: Range<u16> = 92..500;
 /// The lowest port handed out: above the well-known and registered services a developer's
 /// machine may run (Kafka on 9092, ZooKeeper on 2181, …).
 const POOL_START: u16 = 20000;
@@ -81,10 +84,11 @@ pub fn bind_unhanded() -> Result<TcpListener> {
     Ok(TcpListener::bind("127.0.0.1:0")?)
 }
 
-/// The candidate ports: from [`POOL_START`] up to the ephemeral range, without the fixture's.
+/// The candidate ports: from [`POOL_START`] up to the ephemeral range, without the ones
+/// fixed-port runs use.
 fn pool() -> Vec<u16> {
     let ephemeral_low = ephemeral_range().map_or(32768, |r| r.start);
-    (POOL_START..ephemeral_low).filter(|p| !FIXTURE_PORTS.contains(p)).collect()
+    (POOL_START..ephemeral_low).filter(|p| !FIXED_IN_EACH_THOUSAND.contains(&(p % 1000))).collect()
 }
 
 /// The kernel's `ip_local_port_range`, when it can be read.
@@ -144,6 +148,7 @@ mod tests {
         let ephemeral = ephemeral_range().expect("ip_local_port_range");
         for port in first.iter().chain(&second) {
             assert!(!ephemeral.contains(port), "port {port} is in the ephemeral range {ephemeral:?}");
+            assert!(!FIXED_IN_EACH_THOUSAND.contains(&(port % 1000)), "port {port} is a fixed-port run's");
             assert!(!second.contains(port) || !first.contains(port), "port {port} handed out twice");
         }
     }
