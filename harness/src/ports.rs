@@ -33,8 +33,9 @@ const POOL_START: u16 = 20000;
 /// kernel's ephemeral ones, as before.
 const POOL_MIN: usize = 2000;
 
-/// Ports this process reserved: their lock files stay open (and locked) until it exits.
-static RESERVED: Mutex<Vec<(u16, File)>> = Mutex::new(Vec::new());
+/// Ports this process handed out, each with its lock file (open and locked until the process
+/// exits; none for an ephemeral port of [`ephemeral_ports`]).
+static RESERVED: Mutex<Vec<(u16, Option<File>)>> = Mutex::new(Vec::new());
 /// Where the next search of the pool starts, so one process does not retry the same ports.
 static NEXT: Mutex<usize> = Mutex::new(usize::MAX);
 
@@ -68,7 +69,7 @@ pub fn free_ports(count: usize) -> Result<Vec<u16>> {
             continue;
         }
         if let Some(lock) = reserve(port)? {
-            reserved.push((port, lock));
+            reserved.push((port, Some(lock)));
             ports.push(port);
         }
     }
@@ -129,7 +130,7 @@ fn ephemeral_ports(count: usize) -> Result<Vec<u16>> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
         if !reserved.iter().any(|(p, _)| *p == port) {
-            reserved.push((port, tempfile::tempfile()?));
+            reserved.push((port, None));
             ports.push(port);
         }
         held.push(listener);

@@ -4,13 +4,14 @@
 //!
 //! Once a second (every 100 ms until one has answered), for each such group, the node asks
 //! the group's voters how much of its log they hold (`LogState`, the query a rejoining node
-//! makes, over the node's kept connection to each peer): the id of a voter's last entry names the leader that wrote it, and a leader
-//! writes an entry as soon as it is elected, so the answer with the highest term names the
-//! group's current leader, or its last one while an election runs. What it learnt stays until
-//! a newer term replaces it; a node that hears from no voter keeps the last answer, as a
-//! Kafka broker keeps a stale metadata cache. Start-up waits to have heard of every group
-//! (bounded) before the Kafka listener opens, as a Kafka broker serves once its metadata has
-//! caught up: a client's first Metadata then names every partition's leader.
+//! makes, over the node's kept connection to each peer): the id of a voter's last entry names
+//! the leader that wrote it, and a leader writes an entry as soon as it is elected, so the
+//! answer with the highest term names the group's current leader, or its last one while an
+//! election runs. What it learnt stays until a newer term replaces it; a node that hears from
+//! no voter keeps the last answer, as a Kafka broker keeps a stale metadata cache. Start-up
+//! waits to have heard of every group (bounded) before the Kafka listener opens, as a Kafka
+//! broker serves once its metadata has caught up: a client's first Metadata then names every
+//! partition's leader.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -54,7 +55,7 @@ impl RemoteLeaders {
     }
 
     /// The watched groups whose leader no voter has named yet.
-    pub fn unheard(&self) -> Vec<u32> {
+    fn unheard(&self) -> Vec<u32> {
         self.watched.iter().copied().filter(|g| self.get(*g).is_none()).collect()
     }
 
@@ -81,16 +82,17 @@ pub fn start(
     layout: &Layout,
     me: u64,
 ) -> RemoteLeaders {
-    let watched = layout.voters.iter().enumerate().skip(1).filter(|(_, voters)| !voters.contains(&me));
-    let leaders =
-        RemoteLeaders { watched: Arc::new(watched.map(|(g, _)| g as u32).collect()), ..Default::default() };
-    for (group, voters) in layout.voters.iter().enumerate().skip(1) {
-        if voters.contains(&me) {
-            continue;
-        }
-        let addrs: Vec<(u64, String)> =
-            voters.iter().filter_map(|v| Some((*v, members.get(v)?.raft.clone()))).collect();
-        let watch = Watch { group: group as u32, voters: voters.clone(), addrs, peers: peers.clone(), me };
+    let watches: Vec<Watch> = (layout.voters.iter().enumerate().skip(1))
+        .filter(|(_, voters)| !voters.contains(&me))
+        .map(|(group, voters)| {
+            let addrs: Vec<(u64, String)> =
+                voters.iter().filter_map(|v| Some((*v, members.get(v)?.raft.clone()))).collect();
+            Watch { group: group as u32, voters: voters.clone(), addrs, peers: peers.clone(), me }
+        })
+        .collect();
+    let watched = Arc::new(watches.iter().map(|w| w.group).collect());
+    let leaders = RemoteLeaders { watched, ..Default::default() };
+    for watch in watches {
         tokio::spawn(watch.run(leaders.clone()));
     }
     leaders
