@@ -9,8 +9,7 @@
 use std::sync::Arc;
 
 use crate::config::BrokerConfig;
-use crate::coord::consumer::ConsumerCoordinator;
-use crate::coord::group::Coordinator as GroupCoordinator;
+use crate::coord::lane::GroupCoordinators;
 use crate::coord::txn::TxnCoordinator;
 use crate::errors::{ProposeError, TxnFailure};
 use crate::leader::leadership::Leadership;
@@ -30,15 +29,9 @@ pub struct Ctx {
     pub applied: AppliedView,
     pub config: Arc<BrokerConfig>,
     pub proposer: Proposer,
-    /// Consumer-group membership, served while this node leads (see `coord::group`).
-    pub groups: GroupCoordinator,
-    /// KIP-848 consumer groups' session and revocation deadlines while this node leads
-    /// (`coord::consumer`); the groups themselves are applied state.
-    pub consumer_groups: ConsumerCoordinator,
-    /// KIP-1071 Streams groups' deadlines and due assignments while this node leads
-    /// (`coord::streams`); the groups themselves are applied state.
-    pub streams_groups: crate::coord::streams::StreamsCoordinator,
-    pub share_groups: crate::coord::share::ShareCoordinator,
+    /// The coordinators of the consumer, Streams and share groups placed in group 0, served
+    /// while this node leads it (`coord::lane`); the groups themselves are applied state.
+    pub coordinators: GroupCoordinators,
     /// Transactions, coordinated while this node leads (see `coord::txn`).
     pub txns: Arc<TxnCoordinator>,
     /// Who may do what: the authorization settings over the applied ACLs (`security::authz`).
@@ -57,10 +50,11 @@ pub struct Ctx {
 }
 
 /// A Raft group other than 0 that this node runs: its leadership, applied state and proposer,
-/// and the coordinator of the transactional ids placed in it.
+/// and the coordinators of the transactional ids and group ids placed in it.
 pub struct GroupLane {
     pub leader: crate::leader::groups::GroupLeader,
     pub txns: Arc<TxnCoordinator>,
+    pub coordinators: GroupCoordinators,
 }
 
 /// One Raft group as a request on its partitions sees it (issue 32): whether this node leads
@@ -74,6 +68,21 @@ pub struct Lane<'a> {
     pub proposer: &'a Proposer,
     /// The coordinator of the transactional ids placed in the group.
     pub txns: &'a Arc<TxnCoordinator>,
+    /// The coordinators of the group ids placed in the group.
+    pub coordinators: &'a GroupCoordinators,
+}
+
+impl Lane<'_> {
+    /// Whether this node may act as the group's leader now (see [`Leadership::is_leader`]).
+    pub fn is_leader(&self) -> bool {
+        self.leadership.is_leader()
+    }
+
+    /// Whether this node may take a write of the group answered from its committed entry (see
+    /// [`Leadership::may_propose`]).
+    pub fn may_propose(&self) -> bool {
+        self.leadership.may_propose()
+    }
 }
 
 impl Ctx {
@@ -93,11 +102,17 @@ impl Ctx {
         self.leadership.leader_id()
     }
 
+    /// Group 0, which every node runs.
+    pub fn group0(&self) -> Lane<'_> {
+        let (leadership, applied, proposer) = (&self.leadership, &self.applied, &self.proposer);
+        let (txns, coordinators) = (&self.txns, &self.coordinators);
+        Lane { group: 0, leadership, applied, proposer, txns, coordinators }
+    }
+
     /// Group `group` as this node runs it; `None` for a group it is not a voter of.
     pub fn lane(&self, group: u32) -> Option<Lane<'_>> {
         if group == 0 {
-            let (leadership, applied, proposer) = (&self.leadership, &self.applied, &self.proposer);
-            return Some(Lane { group, leadership, applied, proposer, txns: &self.txns });
+            return Some(self.group0());
         }
         let lane = self.group_leaders.iter().find(|l| l.leader.group == group)?;
         Some(Lane {
@@ -106,6 +121,7 @@ impl Ctx {
             applied: &lane.leader.duty.applied,
             proposer: &lane.leader.duty.proposer,
             txns: &lane.txns,
+            coordinators: &lane.coordinators,
         })
     }
 
@@ -154,6 +170,25 @@ impl Ctx {
     pub fn txn_coordinator(&self, transactional_id: &str) -> Result<&Arc<TxnCoordinator>, TxnFailure> {
         let lane = self.lane(self.txn_group(transactional_id));
         lane.map(|l| l.txns).ok_or(TxnFailure::Propose(ProposeError::NotLeader))
+    }
+
+    /// The Raft group whose log holds the state of group `group_id` (consumer, Streams or
+    /// share): group 0 for every id until consumer groups are placed (docs/SCALING.md §2,
+    /// "Placing consumer, Streams and share groups").
+    pub fn group_id_group(&self, _group_id: &str) -> u32 {
+        0
+    }
+
+    /// The dynamic configs of group `group_id` (IncrementalAlterConfigs on a GROUP resource):
+    /// group 0 holds them, wherever the group's state lives.
+    pub fn group_overrides(&self, group_id: &str) -> Option<onelog_state::configs::Overrides> {
+        self.applied.state(|s| s.configs.groups.get(group_id).cloned())
+    }
+
+    /// The lane of group `group_id`'s Raft group ([`Ctx::group_id_group`]); `None` where this
+    /// node does not run it (the group APIs answer NOT_COORDINATOR).
+    pub fn group_lane(&self, group_id: &str) -> Option<Lane<'_>> {
+        self.lane(self.group_id_group(group_id))
     }
 
     /// Whether this node serves reads of each of `groups` now (`Leadership::serves_reads`):

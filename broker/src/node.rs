@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 
 use crate::config::listeners::{peer_kafka_text, resolve, SecurityProtocol};
 use crate::config::{BrokerConfig, NodeSettings};
-use crate::coord::group::Coordinator as GroupCoordinator;
+use crate::coord::lane::GroupCoordinators;
 use crate::coord::txn::TxnCoordinator;
 use crate::ctx::Ctx;
 use crate::leader::duties;
@@ -262,6 +262,16 @@ async fn serving_ctx(
     let others = groups.handles.iter().filter(|h| h.group != 0);
     let group_leaders = others.map(|h| group_lane(crate::leader::groups::start(&with, h))).collect();
     wait_until_caught_up(raft, node.node_id).await;
+    let duty = Arc::new(duties::DutyCtx {
+        node_id: node.node_id,
+        leadership: leadership.clone(),
+        applied: applied.clone(),
+        metadata: applied.clone(),
+        proposer: proposer.clone(),
+        config: config.clone(),
+        removal,
+        peers: connections.clone(),
+    });
     let ctx = Arc::new(Ctx {
         node_id: node.node_id,
         data_dir: std::fs::canonicalize(&node.data_dir).unwrap_or_else(|_| node.data_dir.clone()),
@@ -269,10 +279,7 @@ async fn serving_ctx(
         applied: applied.clone(),
         config: config.clone(),
         proposer: proposer.clone(),
-        groups: GroupCoordinator::new(config.settings.group),
-        consumer_groups: Default::default(),
-        streams_groups: Default::default(),
-        share_groups: Default::default(),
+        coordinators: GroupCoordinators::start(&duty),
         txns: Arc::new(TxnCoordinator::new(0, leadership.clone(), applied.clone(), proposer.clone())),
         authorizer: Authorizer::new(config.settings.authz.clone(), applied.clone()),
         quotas: Default::default(),
@@ -280,34 +287,22 @@ async fn serving_ctx(
         group_leaders,
         remote_leaders,
     });
-    let duty = Arc::new(duties::DutyCtx {
-        node_id: node.node_id,
-        leadership,
-        applied: applied.clone(),
-        proposer,
-        config: config.clone(),
-        removal,
-        peers: connections.clone(),
-    });
     duties::start(duty.clone(), raft.clone());
-    crate::coord::group::duties::start(duty.clone(), ctx.groups.clone());
-    crate::coord::consumer::duties::start(duty.clone(), ctx.consumer_groups.clone());
-    crate::coord::streams::duties::start(duty.clone(), ctx.streams_groups.clone());
-    crate::coord::share::duties::start(duty.clone(), ctx.share_groups.clone());
     crate::coord::txn::duties::start(duty, ctx.txns.clone());
     crate::coord::xgroup::duties::start(&ctx);
     ctx
 }
 
-/// A group's lane: its leader and the coordinator of the transactional ids placed in it,
-/// whose duties (timeouts, expiry) run while this node leads the group.
+/// A group's lane: its leader and the coordinators of the transactional ids and group ids
+/// placed in it, whose duties (timeouts, expiry, sessions) run while this node leads the group.
 fn group_lane(leader: crate::leader::groups::GroupLeader) -> crate::ctx::GroupLane {
     let (leadership, applied, proposer) =
         (&leader.duty.leadership, &leader.duty.applied, &leader.duty.proposer);
     let txns =
         Arc::new(TxnCoordinator::new(leader.group, leadership.clone(), applied.clone(), proposer.clone()));
     crate::coord::txn::duties::start(leader.duty.clone(), txns.clone());
-    crate::ctx::GroupLane { leader, txns }
+    let coordinators = GroupCoordinators::start(&leader.duty);
+    crate::ctx::GroupLane { leader, txns, coordinators }
 }
 
 /// Binds every Kafka listener, now that the node can serve.

@@ -136,9 +136,9 @@ fn groups(
             let committed = committed_offsets(state, &id);
             let lag = committed.iter().map(|(c, hw)| hw.map_or(0, |hw| (hw - c).max(0))).sum();
             let members = match group_type {
-                Some(TYPE_CLASSIC) | None => {
-                    serving.and_then(|c| c.groups.describe(&id)).map(|v| v.members.len())
-                }
+                Some(TYPE_CLASSIC) | None => serving
+                    .and_then(|c| c.group_lane(&id)?.coordinators.classic.describe(&id))
+                    .map(|v| v.members.len()),
                 Some(_) => members_in_log(state, &id),
             };
             let partitions = committed.len();

@@ -5,6 +5,7 @@
 pub mod checks;
 pub mod consumer;
 pub mod group;
+pub mod lane;
 pub mod liveness;
 pub mod share;
 pub mod streams;

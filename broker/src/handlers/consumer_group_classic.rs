@@ -16,11 +16,11 @@ use onelog_state::consumer_group::{self as cg, ClassicJoin, ClassicProtocol, Con
 use super::util::group_op_failed;
 use crate::clock::wall_clock_ms;
 use crate::coord::group::{JoinResult, SyncResult};
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Lane};
 
 /// JoinGroup from a classic member: MEMBER_ID_REQUIRED, a refusal, or the member's epoch as
 /// its generation. The answer names no leader and no members: the consumer group assigns.
-pub async fn join(ctx: &Ctx, req: &Request, body: &JoinGroupRequest) -> JoinResult {
+pub async fn join(ctx: &Ctx, lane: Lane<'_>, req: &Request, body: &JoinGroupRequest) -> JoinResult {
     let limits = &ctx.config.settings.group;
     let session_ms = body.session_timeout_ms;
     if !(limits.min_session_timeout_ms..=limits.max_session_timeout_ms).contains(&session_ms) {
@@ -28,16 +28,16 @@ pub async fn join(ctx: &Ctx, req: &Request, body: &JoinGroupRequest) -> JoinResu
     }
     let join = input(req, body);
     let now_ms = wall_clock_ms();
-    let (dry_run, changed, settings) = ctx.applied.state(|s| {
-        let settings = ctx.config.settings.consumer_group.for_group(s.configs.groups.get(&join.group_id));
+    let settings = ctx.config.settings.consumer_group.for_group(ctx.group_overrides(&join.group_id).as_ref());
+    let (dry_run, changed) = lane.applied.state(|s| {
         let trial = |copy: &mut ConsumerGroups| copy.classic_join(&s.topics, &join, &settings, now_ms);
         let (answer, changed) = s.consumer_groups.trial(&join.group_id, trial);
-        (answer, changed, settings)
+        (answer, changed)
     });
     let answer = match dry_run {
         Ok(_) if changed => {
             let op = Box::new(ClassicJoinOp { join: join.clone(), settings, now_ms });
-            ctx.proposer
+            lane.proposer
                 .propose(op)
                 .await
                 .unwrap_or_else(|e| Err(Refusal { code: group_op_failed(&e), message: None }))
@@ -49,7 +49,12 @@ pub async fn join(ctx: &Ctx, req: &Request, body: &JoinGroupRequest) -> JoinResu
         Ok(answer) => {
             let key = (join.group_id.as_str(), answer.member_id.as_str());
             let timeouts = (join.session_timeout_ms, join.rebalance_timeout_ms);
-            ctx.consumer_groups.classic_joined(key, timeouts, answer.revocation_timer, wall_clock_ms());
+            lane.coordinators.consumer.classic_joined(
+                key,
+                timeouts,
+                answer.revocation_timer,
+                wall_clock_ms(),
+            );
             JoinResult {
                 error_code: error_code::NONE,
                 generation_id: answer.generation_id,
@@ -95,17 +100,23 @@ fn input(req: &Request, body: &JoinGroupRequest) -> ClassicJoin {
 }
 
 /// SyncGroup from a classic member: its current partitions, written nothing.
-pub fn sync(ctx: &Ctx, body: &SyncGroupRequest) -> SyncResult {
+pub fn sync(lane: Lane<'_>, body: &SyncGroupRequest) -> SyncResult {
     let group_id = body.group_id.0.as_str();
     let member = (body.member_id.as_str(), body.group_instance_id.as_deref());
     let protocol = (body.protocol_type.as_deref(), body.protocol_name.as_deref());
-    let synced = ctx
+    let synced = lane
         .applied
         .state(|s| s.consumer_groups.classic_sync(&s.topics, group_id, member, body.generation_id, protocol));
     match synced {
         Ok(sync) => {
             let key = (group_id, sync.member_id.as_str());
-            ctx.consumer_groups.classic_seen(key, sync.session_timeout_ms, true, None, wall_clock_ms());
+            lane.coordinators.consumer.classic_seen(
+                key,
+                sync.session_timeout_ms,
+                true,
+                None,
+                wall_clock_ms(),
+            );
             SyncResult {
                 error_code: error_code::NONE,
                 protocol_type: Some(cg::CONSUMER_PROTOCOL_TYPE.to_string()),
@@ -115,7 +126,7 @@ pub fn sync(ctx: &Ctx, body: &SyncGroupRequest) -> SyncResult {
         }
         Err(refusal) => {
             if refusal.code == error_code::REBALANCE_IN_PROGRESS {
-                arm_join_deadline(ctx, group_id, member);
+                arm_join_deadline(lane, group_id, member);
             }
             SyncResult { error_code: refusal.code, ..Default::default() }
         }
@@ -123,17 +134,23 @@ pub fn sync(ctx: &Ctx, body: &SyncGroupRequest) -> SyncResult {
 }
 
 /// Heartbeat from a classic member: 0, or REBALANCE_IN_PROGRESS when it must rejoin.
-pub fn heartbeat(ctx: &Ctx, body: &HeartbeatRequest) -> i16 {
+pub fn heartbeat(lane: Lane<'_>, body: &HeartbeatRequest) -> i16 {
     let group_id = body.group_id.0.as_str();
     let member = (body.member_id.as_str(), body.group_instance_id.as_deref());
     let beat =
-        ctx.applied.state(|s| s.consumer_groups.classic_heartbeat(group_id, member, body.generation_id));
+        lane.applied.state(|s| s.consumer_groups.classic_heartbeat(group_id, member, body.generation_id));
     match beat {
         Ok(beat) => {
             let rejoin =
                 (beat.error_code == error_code::REBALANCE_IN_PROGRESS).then_some(beat.rebalance_timeout_ms);
             let key = (group_id, beat.member_id.as_str());
-            ctx.consumer_groups.classic_seen(key, beat.session_timeout_ms, false, rejoin, wall_clock_ms());
+            lane.coordinators.consumer.classic_seen(
+                key,
+                beat.session_timeout_ms,
+                false,
+                rejoin,
+                wall_clock_ms(),
+            );
             beat.error_code
         }
         Err(refusal) => refusal.code,
@@ -142,13 +159,13 @@ pub fn heartbeat(ctx: &Ctx, body: &HeartbeatRequest) -> i16 {
 
 /// The join deadline after a SyncGroup answered REBALANCE_IN_PROGRESS (a member found by
 /// instance id has this member id, or the answer was FENCED_INSTANCE_ID).
-fn arm_join_deadline(ctx: &Ctx, group_id: &str, member: (&str, Option<&str>)) {
-    let timeouts = ctx.applied.state(|s| {
+fn arm_join_deadline(lane: Lane<'_>, group_id: &str, member: (&str, Option<&str>)) {
+    let timeouts = lane.applied.state(|s| {
         let m = s.consumer_groups.groups.get(group_id)?.members.get(member.0)?;
         Some((m.classic.as_ref()?.session_timeout_ms, m.rebalance_timeout_ms))
     });
     if let Some((session_ms, rebalance_ms)) = timeouts {
-        ctx.consumer_groups.classic_seen(
+        lane.coordinators.consumer.classic_seen(
             (group_id, member.0),
             session_ms,
             false,
@@ -160,19 +177,19 @@ fn arm_join_deadline(ctx: &Ctx, group_id: &str, member: (&str, Option<&str>)) {
 
 /// LeaveGroup of classic members: one log entry for all of them; each gets its own code.
 /// A request in which no member may leave is answered without a log entry.
-pub async fn leave(ctx: &Ctx, group_id: &str, members: Vec<(String, Option<String>)>) -> Vec<i16> {
+pub async fn leave(lane: Lane<'_>, group_id: &str, members: Vec<(String, Option<String>)>) -> Vec<i16> {
     let count = members.len();
-    let (dry_run, _) = ctx.applied.state(|s| {
+    let (dry_run, _) = lane.applied.state(|s| {
         s.consumer_groups.trial(group_id, |copy| copy.classic_leave(&s.topics, group_id, &members))
     });
     if dry_run.iter().all(|l| l.error_code != error_code::NONE) {
         return dry_run.into_iter().map(|l| l.error_code).collect();
     }
     let op = ClassicLeaveOp { group_id: group_id.to_string(), members };
-    match ctx.proposer.propose(op).await {
+    match lane.proposer.propose(op).await {
         Ok(left) => {
             for gone in left.iter().filter(|l| l.error_code == error_code::NONE) {
-                ctx.consumer_groups.left(group_id, &gone.member_id);
+                lane.coordinators.consumer.left(group_id, &gone.member_id);
             }
             left.into_iter().map(|l| l.error_code).collect()
         }

@@ -17,7 +17,7 @@ use kafka_protocol::messages::{ApiKey, ConsumerGroupDescribeResponse, RequestKin
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
 use super::{consumer_group_view, group_kind};
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Lane, SharedCtx};
 use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::ConsumerGroupDescribe;
@@ -29,7 +29,6 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::ConsumerGroupDescribe(body) = req.body else {
         anyhow::bail!("not a ConsumerGroupDescribe body")
     };
-    let leader = ctx.is_leader();
     let groups = body
         .group_ids
         .into_iter()
@@ -39,14 +38,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 (code::GROUP_AUTHORIZATION_FAILED, None)
             } else if group_id_invalid(&id.0) {
                 (error_code::INVALID_GROUP_ID, None)
-            } else if !leader {
-                (error_code::NOT_COORDINATOR, None)
-            } else if let Some(described) = consumer_group_view::describe(&ctx, &id.0) {
-                return described.with_group_id(id).with_authorized_operations(operations);
-            } else if is_other_group(&ctx, &id.0) {
-                (error_code::GROUP_ID_NOT_FOUND, Some(format!("Group {} is not a consumer group.", id.0)))
+            } else if let Some(lane) = ctx.group_lane(&id.0).filter(|lane| lane.is_leader()) {
+                if let Some(described) = consumer_group_view::describe(&ctx, lane, &id.0) {
+                    return described.with_group_id(id).with_authorized_operations(operations);
+                }
+                not_a_consumer_group(lane, &id.0)
             } else {
-                (error_code::GROUP_ID_NOT_FOUND, Some(format!("Group {} not found.", id.0)))
+                (error_code::NOT_COORDINATOR, None)
             };
             DescribedGroup::default()
                 .with_group_id(id)
@@ -60,9 +58,18 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     )))
 }
 
+/// Why an id with no consumer group is not described: another type holds it, or none does.
+fn not_a_consumer_group(lane: Lane, group_id: &str) -> (i16, Option<String>) {
+    if is_other_group(lane, group_id) {
+        (error_code::GROUP_ID_NOT_FOUND, Some(format!("Group {group_id} is not a consumer group.")))
+    } else {
+        (error_code::GROUP_ID_NOT_FOUND, Some(format!("Group {group_id} not found.")))
+    }
+}
+
 /// A group of another type: classic (members in the coordinator or committed offsets in the
 /// log), Streams or share.
-fn is_other_group(ctx: &Ctx, group_id: &str) -> bool {
-    adopt_group(ctx, group_id);
-    ctx.applied.state(|s| group_kind::kind(ctx, s, group_id).is_some())
+fn is_other_group(lane: Lane, group_id: &str) -> bool {
+    adopt_group(lane, group_id);
+    lane.applied.state(|s| group_kind::kind(lane, s, group_id).is_some())
 }

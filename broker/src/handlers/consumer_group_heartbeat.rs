@@ -34,7 +34,7 @@ use super::util::{adopt_group, group_op_failed, log_heartbeat_refusal, str_bytes
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
 use crate::coord::group::Snapshot;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::incident::Incident;
 use crate::security::authz::{op, rt, Subject};
 
@@ -53,7 +53,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let (group_id, member_id) = (hb.group_id.clone(), hb.member_id.clone());
     let answer = match check(&ctx, &req, &hb) {
         Err(refusal) => Err(refusal),
-        Ok(()) => heartbeat(&ctx, hb).await,
+        Ok(lane) => heartbeat(&ctx, lane, hb).await,
     };
     if let Err(refusal) = &answer {
         log_refusal(&group_id, &member_id, refusal);
@@ -70,21 +70,23 @@ fn log_refusal(group_id: &str, member_id: &str, refusal: &Refusal) {
     log_heartbeat_refusal(&REFUSED, "ConsumerGroupHeartbeat", (group_id, member_id), refusal.code, message);
 }
 
-/// What refuses the request before the group is looked at.
-fn check(ctx: &Ctx, req: &Request, hb: &cg::Heartbeat) -> Result<(), Refusal> {
+/// What refuses the request before the group is looked at; else the lane of the group's Raft
+/// group, which this node leads.
+fn check<'a>(ctx: &'a Ctx, req: &Request, hb: &cg::Heartbeat) -> Result<Lane<'a>, Refusal> {
     if ctx.applied.state(|s| s.features.level(GROUP_VERSION)) < 1 {
         return Err(Refusal::new(error_code::UNSUPPORTED_VERSION, NOT_ENABLED));
     }
-    if !ctx.is_leader() {
+    let Some(lane) = ctx.group_lane(&hb.group_id).filter(|lane| lane.is_leader()) else {
         return Err(Refusal { code: error_code::NOT_COORDINATOR, message: None });
-    }
+    };
     let names = hb.subscribed_topic_names.iter().flatten().map(String::as_str);
     let who = Subject::of(req);
     if !ctx.authorizer.allowed_each(&who, rt::TOPIC, names, op::DESCRIBE).iter().all(|ok| *ok) {
         let message = "The member is not authorized to describe one of its subscribed topics";
         return Err(Refusal::new(error_code::TOPIC_AUTHORIZATION_FAILED, message));
     }
-    cg::validate(hb, &ctx.config.settings.consumer_group.settings)
+    cg::validate(hb, &ctx.config.settings.consumer_group.settings)?;
+    Ok(lane)
 }
 
 /// The state machine's input. A v0 join without a member id gets one here, on the leader,
@@ -130,25 +132,24 @@ fn input(req: &Request, body: &ConsumerGroupHeartbeatRequest) -> cg::Heartbeat {
 /// heartbeat so that a change applies at the next one; the op carries them, so apply needs no
 /// config of its own. A join onto a live classic group carries the classic coordinator's
 /// snapshot of it (online upgrade), which the group is handed over for once it is in the log.
-async fn heartbeat(ctx: &Ctx, hb: cg::Heartbeat) -> Result<HeartbeatAnswer, Refusal> {
+async fn heartbeat(ctx: &Ctx, lane: Lane<'_>, hb: cg::Heartbeat) -> Result<HeartbeatAnswer, Refusal> {
     let now_ms = wall_clock_ms();
-    let upgrade = upgrade_snapshot(ctx, &hb)?;
-    let (dry_run, changed, settings) = ctx.applied.state(|s| {
-        let settings = ctx.config.settings.consumer_group.for_group(s.configs.groups.get(&hb.group_id));
-        let (answer, changed) = dry_run(ctx, s, &hb, upgrade.as_ref(), &settings, now_ms);
-        (answer, changed, settings)
-    });
+    let settings = ctx.config.settings.consumer_group.for_group(ctx.group_overrides(&hb.group_id).as_ref());
+    let upgrade = upgrade_snapshot(lane, &hb, &settings)?;
+    let (dry_run, changed) =
+        lane.applied.state(|s| dry_run(lane, s, &hb, upgrade.as_ref(), &settings, now_ms));
     let answer = match dry_run {
-        Ok(_) if changed => propose(ctx, &hb, settings.clone(), now_ms, upgrade.clone()).await,
+        Ok(_) if changed => propose(lane, &hb, settings.clone(), now_ms, upgrade.clone()).await,
         other => other,
     };
     if let Ok(answer) = &answer {
+        let classic = &lane.coordinators.classic;
         if upgrade.is_some() {
-            ctx.groups.hand_over(&hb.group_id);
+            classic.hand_over(&hb.group_id);
         }
         // The id is the consumer group's now (`apply_consumer::retire_classic_generation`).
-        ctx.groups.forget_empty(&hb.group_id);
-        rearm(ctx, &hb, answer, &settings);
+        classic.forget_empty(&hb.group_id);
+        rearm(lane, &hb, answer, &settings);
     }
     answer
 }
@@ -156,7 +157,7 @@ async fn heartbeat(ctx: &Ctx, hb: cg::Heartbeat) -> Result<HeartbeatAnswer, Refu
 /// The heartbeat against a copy of the applied state: its answer, and whether it changed the
 /// group (or converts a classic group, which always does).
 fn dry_run(
-    ctx: &Ctx,
+    lane: Lane,
     s: &BrokerState,
     hb: &cg::Heartbeat,
     upgrade: Option<&cg::ClassicGroupSnapshot>,
@@ -174,7 +175,7 @@ fn dry_run(
             cg::upgrade_and_join(snapshot, &s.topics, hb, settings, now_ms).map(|(_, answer)| answer);
         return (answer, true);
     }
-    let classic = classic_group_has_members(s, &hb.group_id) || ctx.groups.holds(&hb.group_id);
+    let classic = classic_group_has_members(s, &hb.group_id) || lane.coordinators.classic.holds(&hb.group_id);
     if classic && !is_consumer {
         let message = format!("Group {} is not a consumer group.", hb.group_id);
         return (Err(Refusal::new(error_code::GROUP_ID_NOT_FOUND, message)), false);
@@ -186,22 +187,22 @@ fn dry_run(
 /// snapshot for the upgrade. A group this leader adopted from the log has no subscriptions
 /// until it rebalances, which the snapshot starts: the join is answered
 /// COORDINATOR_LOAD_IN_PROGRESS meanwhile, and the client retries.
-fn upgrade_snapshot(ctx: &Ctx, hb: &cg::Heartbeat) -> Result<Option<cg::ClassicGroupSnapshot>, Refusal> {
+fn upgrade_snapshot(
+    lane: Lane,
+    hb: &cg::Heartbeat,
+    settings: &cg::GroupSettings,
+) -> Result<Option<cg::ClassicGroupSnapshot>, Refusal> {
     // Only a join can convert: the steady heartbeats of the hot path stop here.
     if hb.member_epoch != 0 {
         return Ok(None);
     }
-    let (is_consumer, settings) = ctx.applied.state(|s| {
-        let settings = ctx.config.settings.consumer_group.for_group(s.configs.groups.get(&hb.group_id));
-        (s.consumer_groups.groups.contains_key(&hb.group_id), settings)
-    });
-    if is_consumer {
+    if lane.applied.state(|s| s.consumer_groups.groups.contains_key(&hb.group_id)) {
         return Ok(None);
     }
-    adopt_group(ctx, &hb.group_id);
+    adopt_group(lane, &hb.group_id);
     let max_members =
         settings.migration.policy.upgrades().then(|| usize::try_from(settings.max_size).unwrap_or(0));
-    match ctx.groups.snapshot(&hb.group_id, max_members) {
+    match lane.coordinators.classic.snapshot(&hb.group_id, max_members) {
         Snapshot::NotLive => Ok(None),
         Snapshot::Ready(snapshot) => Ok(Some(snapshot)),
         Snapshot::Loading => {
@@ -212,14 +213,14 @@ fn upgrade_snapshot(ctx: &Ctx, hb: &cg::Heartbeat) -> Result<Option<cg::ClassicG
 }
 
 async fn propose(
-    ctx: &Ctx,
+    lane: Lane<'_>,
     hb: &cg::Heartbeat,
     settings: cg::GroupSettings,
     now_ms: i64,
     upgrade: Option<cg::ClassicGroupSnapshot>,
 ) -> Result<HeartbeatAnswer, Refusal> {
     let op = Box::new(ConsumerGroupHeartbeatOp { heartbeat: hb.clone(), settings, now_ms, upgrade });
-    match ctx.proposer.propose(op).await {
+    match lane.proposer.propose(op).await {
         Ok(answer) => answer,
         Err(e) => Err(Refusal { code: group_op_failed(&e), message: None }),
     }
@@ -227,8 +228,8 @@ async fn propose(
 
 /// A leave forgets the member's deadlines, except a static member's temporary leave (-2),
 /// whose session keeps running until it comes back (spec §3.9).
-fn rearm(ctx: &Ctx, hb: &cg::Heartbeat, answer: &HeartbeatAnswer, settings: &cg::GroupSettings) {
-    let coordinator = &ctx.consumer_groups;
+fn rearm(lane: Lane, hb: &cg::Heartbeat, answer: &HeartbeatAnswer, settings: &cg::GroupSettings) {
+    let coordinator = &lane.coordinators.consumer;
     match hb.member_epoch {
         cg::LEAVE_GROUP_MEMBER_EPOCH => coordinator.left(&hb.group_id, &answer.member_id),
         cg::LEAVE_GROUP_STATIC_MEMBER_EPOCH => {}

@@ -10,7 +10,7 @@ use kafka_protocol::messages::TopicName;
 use onelog_state::consumer_group::{self as cg, ConsumerGroup};
 
 use super::util::{str_bytes, uuid};
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Lane};
 
 /// `member_type` (v1, KIP-1099): 1 for a member that speaks the consumer protocol, 0 for a
 /// classic member inside the group (online migration).
@@ -18,9 +18,9 @@ const MEMBER_TYPE_CONSUMER: i8 = 1;
 const MEMBER_TYPE_CLASSIC: i8 = 0;
 
 /// The described group, or None when no consumer group has that id.
-pub fn describe(ctx: &Ctx, group_id: &str) -> Option<DescribedGroup> {
+pub fn describe(ctx: &Ctx, lane: Lane, group_id: &str) -> Option<DescribedGroup> {
     let settings = &ctx.config.settings.consumer_group.settings;
-    ctx.applied.state(|s| {
+    lane.applied.state(|s| {
         let group = s.consumer_groups.groups.get(group_id)?;
         // The virtual `__consumer_offsets` too: a regex may have matched it, as in Kafka.
         let names: BTreeMap<[u8; 16], &str> = onelog_state::internal_topic::names(&s.topics)

@@ -15,6 +15,8 @@
 //! (`apply_streams::delete_group`). A follower answers NOT_COORDINATOR per group, as every
 //! group API does here.
 
+use std::collections::BTreeMap;
+
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
@@ -23,7 +25,7 @@ use kafka_protocol::messages::{ApiKey, DeleteGroupsResponse, RequestKind, Respon
 use super::group_kind::{self, GroupKind};
 use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::security::authz::{self, code, op, rt, Subject};
 use onelog_state::command::{DeleteGroupsOp, GroupDeletion};
 
@@ -50,38 +52,56 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     Ok(Some(ResponseKind::DeleteGroups(DeleteGroupsResponse::default().with_results(results))))
 }
 
-/// One code per group id, in request order.
+/// One code per group id, in request order: each Raft group's ids deleted where that group's
+/// state lives, NOT_COORDINATOR where this node does not lead it.
 async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
-    let leader = ctx.is_leader();
-    let mut codes = Vec::with_capacity(ids.len());
-    // (index in the request, what the log op deletes)
-    let mut deletions: Vec<(usize, GroupDeletion)> = Vec::new();
+    let mut codes = vec![error_code::NOT_COORDINATOR; ids.len()];
+    let mut by_group: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     for (index, id) in ids.iter().enumerate() {
-        let code = if group_id_invalid(id) {
-            error_code::INVALID_GROUP_ID
-        } else if !leader {
-            error_code::NOT_COORDINATOR
-        } else if let Some(members) = members_in_log(ctx, id) {
+        if group_id_invalid(id) {
+            codes[index] = error_code::INVALID_GROUP_ID;
+        } else {
+            by_group.entry(ctx.group_id_group(id)).or_default().push(index);
+        }
+    }
+    for (group, indexes) in by_group {
+        let Some(lane) = ctx.lane(group).filter(|lane| lane.is_leader()) else { continue };
+        let named: Vec<&str> = indexes.iter().map(|i| ids[*i].as_str()).collect();
+        for (index, code) in indexes.into_iter().zip(delete_in(lane, &named).await) {
+            codes[index] = code;
+        }
+    }
+    codes
+}
+
+/// One code per id of `ids`, all placed in `lane`'s group, which this node leads.
+async fn delete_in(lane: Lane<'_>, ids: &[&str]) -> Vec<i16> {
+    let classic = &lane.coordinators.classic;
+    let mut codes = Vec::with_capacity(ids.len());
+    // (index in `ids`, what the log op deletes)
+    let mut deletions: Vec<(usize, GroupDeletion)> = Vec::new();
+    for (index, id) in ids.iter().copied().enumerate() {
+        let code = if let Some(members) = members_in_log(lane, id) {
             // Apply decides emptiness again, in log order (see `apply_consumer::delete_group`);
             // the classic coordinator has no part in these groups.
             if members > 0 {
                 error_code::NON_EMPTY_GROUP
             } else {
-                deletions.push((index, GroupDeletion { group_id: id.clone(), generation_id: 0 }));
+                deletions.push((index, GroupDeletion { group_id: id.to_string(), generation_id: 0 }));
                 error_code::NONE
             }
         } else {
-            adopt_group(ctx, id);
-            let in_log = ctx.applied.state(|s| s.groups.groups.contains_key(id));
-            match ctx.groups.begin_delete(id, in_log) {
+            adopt_group(lane, id);
+            let in_log = lane.applied.state(|s| s.groups.groups.contains_key(id));
+            match classic.begin_delete(id, in_log) {
                 Err(code) => code,
                 Ok(generation_id) if in_log => {
-                    deletions.push((index, GroupDeletion { group_id: id.clone(), generation_id }));
+                    deletions.push((index, GroupDeletion { group_id: id.to_string(), generation_id }));
                     error_code::NONE
                 }
                 // Only in the coordinator's memory: nothing in the log to delete.
                 Ok(_) => {
-                    ctx.groups.finish_delete(id, true);
+                    classic.finish_delete(id, true);
                     error_code::NONE
                 }
             }
@@ -92,12 +112,12 @@ async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
         return codes;
     }
     let op = DeleteGroupsOp { groups: deletions.iter().map(|(_, d)| d.clone()).collect() };
-    let applied: Vec<i16> = match ctx.proposer.propose(op).await {
+    let applied: Vec<i16> = match lane.proposer.propose(op).await {
         Ok(items) => items.into_iter().map(|(code, _)| code).collect(),
         Err(e) => vec![group_op_failed(&e); deletions.len()],
     };
     for ((index, deletion), code) in deletions.iter().zip(applied) {
-        ctx.groups.finish_delete(&deletion.group_id, code == error_code::NONE);
+        classic.finish_delete(&deletion.group_id, code == error_code::NONE);
         codes[*index] = code;
     }
     codes
@@ -106,8 +126,8 @@ async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
 /// The member count of the consumer, Streams or share group `id` (whose membership the log
 /// holds; a share group goes with its share-partition states, `apply_share::delete_group`),
 /// None if the id is a classic group's or unknown.
-fn members_in_log(ctx: &Ctx, id: &str) -> Option<usize> {
-    ctx.applied.state(|s| match group_kind::kind(ctx, s, id)? {
+fn members_in_log(lane: Lane, id: &str) -> Option<usize> {
+    lane.applied.state(|s| match group_kind::kind(lane, s, id)? {
         GroupKind::Consumer(group) => Some(group.members.len()),
         GroupKind::Streams(group) => Some(group.members.len()),
         GroupKind::Share => s.share_groups.groups.get(id).map(|g| g.members.len()),

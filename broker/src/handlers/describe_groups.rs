@@ -22,7 +22,7 @@ use super::group_kind::{self, GroupKind};
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::{authorized, HandlerResult};
 use crate::coord::group::GroupState;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Lane, SharedCtx};
 use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DescribeGroups;
@@ -32,7 +32,6 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
     let RequestKind::DescribeGroups(body) = req.body else { anyhow::bail!("not a DescribeGroups body") };
-    let leader = ctx.is_leader();
     let groups = body
         .groups
         .into_iter()
@@ -47,8 +46,8 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             let operations = authorized::group(&ctx, &who, body.include_authorized_operations, &id.0);
             let group = if group_id_invalid(&id.0) {
                 DescribedGroup::default().with_error_code(error_code::INVALID_GROUP_ID)
-            } else if leader {
-                describe(&ctx, &id, req.api_version)
+            } else if let Some(lane) = ctx.group_lane(&id.0).filter(|lane| lane.is_leader()) {
+                describe(lane, &id, req.api_version)
             } else {
                 DescribedGroup::default().with_error_code(error_code::NOT_COORDINATOR)
             };
@@ -58,15 +57,15 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     Ok(Some(ResponseKind::DescribeGroups(DescribeGroupsResponse::default().with_groups(groups))))
 }
 
-fn describe(ctx: &Ctx, id: &GroupId, v: i16) -> DescribedGroup {
-    adopt_group(ctx, &id.0);
-    let kind = ctx.applied.state(|s| match group_kind::kind(ctx, s, &id.0) {
+fn describe(lane: Lane, id: &GroupId, v: i16) -> DescribedGroup {
+    adopt_group(lane, &id.0);
+    let kind = lane.applied.state(|s| match group_kind::kind(lane, s, &id.0) {
         None => None,
         Some(GroupKind::Consumer(_) | GroupKind::Streams(_) | GroupKind::Share) => Some(false),
         Some(GroupKind::Classic) => Some(true),
     });
     let view = match kind {
-        Some(true) => ctx.groups.describe(&id.0),
+        Some(true) => lane.coordinators.classic.describe(&id.0),
         Some(false) => return not_classic(v, format!("Group {} is not a classic group.", &*id.0)),
         None => return not_classic(v, format!("Group {} not found.", &*id.0)),
     };

@@ -16,7 +16,7 @@ use onelog_state::consumer_group::ConsumerGroup;
 use onelog_state::streams_group::StreamsGroup;
 use onelog_state::BrokerState;
 
-use crate::ctx::Ctx;
+use crate::ctx::Lane;
 
 /// Kafka's names for the group types (ListGroups v5 `GroupType` and its filter).
 pub const TYPE_CLASSIC: &str = "classic";
@@ -33,10 +33,11 @@ pub enum GroupKind<'a> {
     Share,
 }
 
-/// The group `group_id` names in `state` as this node's coordinator sees it, None if no
-/// protocol knows it.
-pub fn kind<'a>(ctx: &Ctx, state: &'a BrokerState, group_id: &str) -> Option<GroupKind<'a>> {
-    if ctx.groups.holds(group_id) {
+/// The group `group_id` names in `state` (the applied state of `lane`, the group's Raft
+/// group) as this node's coordinator of it sees it, None if no protocol knows it.
+pub fn kind<'a>(lane: Lane, state: &'a BrokerState, group_id: &str) -> Option<GroupKind<'a>> {
+    let classic = &lane.coordinators.classic;
+    if classic.holds(group_id) {
         return Some(GroupKind::Classic);
     }
     if let Some(group) = state.consumer_groups.groups.get(group_id) {
@@ -48,23 +49,23 @@ pub fn kind<'a>(ctx: &Ctx, state: &'a BrokerState, group_id: &str) -> Option<Gro
     if is_share_group(state, group_id) {
         return Some(GroupKind::Share);
     }
-    let classic = state.groups.groups.contains_key(group_id) || ctx.groups.knows(group_id);
-    classic.then_some(GroupKind::Classic)
+    let known = state.groups.groups.contains_key(group_id) || classic.knows(group_id);
+    known.then_some(GroupKind::Classic)
 }
 
 /// Whether a consumer group with members holds the id: a classic JoinGroup is refused.
-pub fn consumer_group_has_members(ctx: &Ctx, group_id: &str) -> bool {
-    ctx.applied.state(|s| s.consumer_groups.groups.get(group_id).is_some_and(|g| !g.members.is_empty()))
+pub fn consumer_group_has_members(lane: Lane, group_id: &str) -> bool {
+    lane.applied.state(|s| s.consumer_groups.groups.get(group_id).is_some_and(|g| !g.members.is_empty()))
 }
 
 /// Whether a Streams group with members holds the id: Kafka answers a classic JoinGroup
 /// INCONSISTENT_GROUP_PROTOCOL (an empty one the join converts to a classic group).
-pub fn streams_group_has_members(ctx: &Ctx, group_id: &str) -> bool {
-    ctx.applied.state(|s| s.streams_groups.groups.get(group_id).is_some_and(|g| !g.members.is_empty()))
+pub fn streams_group_has_members(lane: Lane, group_id: &str) -> bool {
+    lane.applied.state(|s| s.streams_groups.groups.get(group_id).is_some_and(|g| !g.members.is_empty()))
 }
 
 /// Whether a share group holds the id, empty or not: Kafka's `classicGroupJoin` answers a
 /// classic JoinGroup INCONSISTENT_GROUP_PROTOCOL (it converts no share group).
-pub fn share_group_holds(ctx: &Ctx, group_id: &str) -> bool {
-    ctx.applied.state(|s| is_share_group(s, group_id))
+pub fn share_group_holds(lane: Lane, group_id: &str) -> bool {
+    lane.applied.state(|s| is_share_group(s, group_id))
 }

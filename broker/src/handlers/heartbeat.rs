@@ -20,21 +20,19 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::Heartbeat(body) = req.body else { anyhow::bail!("not a Heartbeat body") };
-    let code = if group_id_invalid(&body.group_id.0) {
-        error_code::INVALID_GROUP_ID
-    } else if !ctx.is_leader() {
-        error_code::NOT_COORDINATOR
-    } else if group_kind::consumer_group_has_members(&ctx, &body.group_id.0) {
+    let group_id = &body.group_id.0;
+    let code = match ctx.group_lane(group_id).filter(|lane| lane.is_leader()) {
+        _ if group_id_invalid(group_id) => error_code::INVALID_GROUP_ID,
+        None => error_code::NOT_COORDINATOR,
         // Online migration: a classic member inside a consumer group.
-        consumer_group_classic::heartbeat(&ctx, &body)
-    } else {
-        adopt_group(&ctx, &body.group_id.0);
-        ctx.groups.heartbeat(
-            &body.group_id.0,
-            body.generation_id,
-            &body.member_id,
-            body.group_instance_id.as_deref(),
-        )
+        Some(lane) if group_kind::consumer_group_has_members(lane, group_id) => {
+            consumer_group_classic::heartbeat(lane, &body)
+        }
+        Some(lane) => {
+            adopt_group(lane, group_id);
+            let member = (&body.member_id, body.group_instance_id.as_deref());
+            lane.coordinators.classic.heartbeat(group_id, body.generation_id, member.0, member.1)
+        }
     };
     Ok(Some(ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code))))
 }

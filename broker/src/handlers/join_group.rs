@@ -17,7 +17,7 @@
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
-use kafka_protocol::messages::{ApiKey, JoinGroupResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, JoinGroupRequest, JoinGroupResponse, RequestKind, ResponseKind};
 
 use super::util::{adopt_group, group_id_invalid, str_bytes};
 use super::HandlerResult;
@@ -33,35 +33,44 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::JoinGroup(body) = &req.body else { anyhow::bail!("not a JoinGroup body") };
     let v = req.api_version;
     let member_id = body.member_id.to_string();
-    let result = if group_id_invalid(&body.group_id.0) {
-        error(error_code::INVALID_GROUP_ID, &member_id)
-    } else if !ctx.is_leader() {
-        error(error_code::NOT_COORDINATOR, &member_id)
-    } else if group_kind::consumer_group_has_members(&ctx, &body.group_id.0) {
+    let group_id = &body.group_id.0;
+    let result = match ctx.group_lane(group_id).filter(|lane| lane.is_leader()) {
+        _ if group_id_invalid(group_id) => error(error_code::INVALID_GROUP_ID, &member_id),
+        None => error(error_code::NOT_COORDINATOR, &member_id),
         // Online migration: the consumer group serves the classic member.
-        consumer_group_classic::join(&ctx, &req, body).await
-    } else if group_kind::streams_group_has_members(&ctx, &body.group_id.0)
-        || group_kind::share_group_holds(&ctx, &body.group_id.0)
-    {
-        error(error_code::INCONSISTENT_GROUP_PROTOCOL, "")
-    } else {
-        adopt_group(&ctx, &body.group_id.0);
-        let join = JoinRequest {
-            group_id: body.group_id.0.to_string(),
-            member_id,
-            group_instance_id: body.group_instance_id.as_ref().map(|s| s.to_string()),
-            client_id: req.header.client_id.as_ref().map(|s| s.to_string()).unwrap_or_default(),
-            // Kafka reports the host as `InetAddress.toString()` with no name: "/127.0.0.1".
-            client_host: req.client_address.map(|ip| format!("/{ip}")).unwrap_or_default(),
-            session_timeout_ms: body.session_timeout_ms,
-            rebalance_timeout_ms: if v >= 1 { body.rebalance_timeout_ms } else { body.session_timeout_ms },
-            protocol_type: body.protocol_type.to_string(),
-            protocols: body.protocols.iter().map(|p| (p.name.to_string(), p.metadata.clone())).collect(),
-            require_known_member_id: v >= 4,
-        };
-        ctx.groups.join(join).await
+        Some(lane) if group_kind::consumer_group_has_members(lane, group_id) => {
+            consumer_group_classic::join(&ctx, lane, &req, body).await
+        }
+        Some(lane)
+            if group_kind::streams_group_has_members(lane, group_id)
+                || group_kind::share_group_holds(lane, group_id) =>
+        {
+            error(error_code::INCONSISTENT_GROUP_PROTOCOL, "")
+        }
+        Some(lane) => {
+            adopt_group(lane, group_id);
+            lane.coordinators.classic.join(join_request(&req, body, member_id)).await
+        }
     };
     Ok(Some(ResponseKind::JoinGroup(response(result, v))))
+}
+
+/// What the classic coordinator is asked.
+fn join_request(req: &Request, body: &JoinGroupRequest, member_id: String) -> JoinRequest {
+    let v = req.api_version;
+    JoinRequest {
+        group_id: body.group_id.0.to_string(),
+        member_id,
+        group_instance_id: body.group_instance_id.as_ref().map(|s| s.to_string()),
+        client_id: req.header.client_id.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+        // Kafka reports the host as `InetAddress.toString()` with no name: "/127.0.0.1".
+        client_host: req.client_address.map(|ip| format!("/{ip}")).unwrap_or_default(),
+        session_timeout_ms: body.session_timeout_ms,
+        rebalance_timeout_ms: if v >= 1 { body.rebalance_timeout_ms } else { body.session_timeout_ms },
+        protocol_type: body.protocol_type.to_string(),
+        protocols: body.protocols.iter().map(|p| (p.name.to_string(), p.metadata.clone())).collect(),
+        require_known_member_id: v >= 4,
+    }
 }
 
 fn error(code: i16, member_id: &str) -> JoinResult {

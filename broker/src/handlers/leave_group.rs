@@ -15,7 +15,7 @@ use kafka_protocol::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse, Re
 use super::util::{adopt_group, group_id_invalid};
 use super::HandlerResult;
 use super::{consumer_group_classic, group_kind};
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Lane, SharedCtx};
 
 pub const KEY: ApiKey = ApiKey::LeaveGroup;
 pub const VERSIONS: (i16, i16) = (0, 5);
@@ -23,24 +23,22 @@ pub const ACCEPTED_MIN_VERSION: i16 = 0;
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::LeaveGroup(body) = req.body else { anyhow::bail!("not a LeaveGroup body") };
-    let leader = ctx.is_leader();
-    if leader {
-        adopt_group(&ctx, &body.group_id.0);
+    let lane = ctx.group_lane(&body.group_id.0).filter(|lane| lane.is_leader());
+    if let Some(lane) = lane {
+        adopt_group(lane, &body.group_id.0);
     }
     let response = if group_id_invalid(&body.group_id.0) {
         LeaveGroupResponse::default().with_error_code(error_code::INVALID_GROUP_ID)
-    } else if leader && group_kind::consumer_group_has_members(&ctx, &body.group_id.0) {
-        classic_members_leave(&ctx, body, req.api_version).await
+    } else if let Some(lane) = lane.filter(|l| group_kind::consumer_group_has_members(*l, &body.group_id.0)) {
+        classic_members_leave(lane, body, req.api_version).await
     } else if req.api_version >= 3 {
-        if !leader {
-            LeaveGroupResponse::default().with_error_code(error_code::NOT_COORDINATOR)
-        } else {
+        if let Some(lane) = lane {
             let members = body
                 .members
                 .into_iter()
                 .map(|m| {
-                    let code =
-                        ctx.groups.leave(&body.group_id.0, &m.member_id, m.group_instance_id.as_deref());
+                    let instance = m.group_instance_id.as_deref();
+                    let code = lane.coordinators.classic.leave(&body.group_id.0, &m.member_id, instance);
                     MemberResponse::default()
                         .with_member_id(m.member_id)
                         .with_group_instance_id(m.group_instance_id)
@@ -48,12 +46,13 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 })
                 .collect();
             LeaveGroupResponse::default().with_members(members)
+        } else {
+            LeaveGroupResponse::default().with_error_code(error_code::NOT_COORDINATOR)
         }
     } else {
-        let code = if leader {
-            ctx.groups.leave(&body.group_id.0, &body.member_id, None)
-        } else {
-            error_code::NOT_COORDINATOR
+        let code = match lane {
+            Some(lane) => lane.coordinators.classic.leave(&body.group_id.0, &body.member_id, None),
+            None => error_code::NOT_COORDINATOR,
         };
         LeaveGroupResponse::default().with_error_code(code)
     };
@@ -61,7 +60,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 }
 
 /// Online migration: classic members leaving a consumer group (`consumer_group_classic`).
-async fn classic_members_leave(ctx: &Ctx, body: LeaveGroupRequest, v: i16) -> LeaveGroupResponse {
+async fn classic_members_leave(lane: Lane<'_>, body: LeaveGroupRequest, v: i16) -> LeaveGroupResponse {
     let members: Vec<(String, Option<String>)> = if v >= 3 {
         body.members
             .iter()
@@ -70,7 +69,7 @@ async fn classic_members_leave(ctx: &Ctx, body: LeaveGroupRequest, v: i16) -> Le
     } else {
         vec![(body.member_id.to_string(), None)]
     };
-    let codes = consumer_group_classic::leave(ctx, &body.group_id.0, members).await;
+    let codes = consumer_group_classic::leave(lane, &body.group_id.0, members).await;
     if v < 3 {
         return LeaveGroupResponse::default().with_error_code(codes.first().copied().unwrap_or_default());
     }

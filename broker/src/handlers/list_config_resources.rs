@@ -70,9 +70,12 @@ fn names(ctx: &Ctx, resource_type: i8) -> Vec<String> {
         TOPIC => ctx.applied.state(|s| s.topics.keys().cloned().collect()),
         BROKER => ctx.leadership.brokers().into_iter().map(|b| b.node_id.to_string()).collect(),
         GROUP => {
-            let mut groups: BTreeSet<String> =
-                ctx.applied.state(|s| s.groups.groups.keys().cloned().collect());
-            groups.extend(ctx.groups.list().into_iter().map(|(id, _, _)| id));
+            // Those of every Raft group this node runs.
+            let mut groups = BTreeSet::new();
+            for lane in ctx.lanes() {
+                groups.extend(lane.applied.state(|s| s.groups.groups.keys().cloned().collect::<Vec<_>>()));
+                groups.extend(lane.coordinators.classic.list().into_iter().map(|(id, _, _)| id));
+            }
             groups.into_iter().collect()
         }
         _ => Vec::new(), // client metrics: none configured

@@ -1,8 +1,9 @@
 //! ListGroups (key 16), v0–v5: the groups with members or committed offsets.
 //!
 //! Kafka's admin client asks every broker and merges the answers, each broker listing the
-//! groups it coordinates. The leader coordinates them all (see find_coordinator), so it lists
-//! every group and a follower answers an empty list, which keeps the merge free of duplicates.
+//! groups it coordinates. The leader of a Raft group coordinates every group id placed in it
+//! (see find_coordinator), so a node lists the groups of each Raft group it leads and answers
+//! an empty list if it leads none, which keeps the merge free of duplicates.
 //! With no leader known the answer is COORDINATOR_NOT_AVAILABLE, which the admin client
 //! retries, rather than an empty list that would look complete. The leader lists from its
 //! applied state even while its lease is being renewed: listing is not a write.
@@ -31,7 +32,7 @@ pub use super::group_kind::{TYPE_CLASSIC, TYPE_SHARE};
 use super::group_kind::{TYPE_CONSUMER, TYPE_STREAMS};
 use super::util::str_bytes;
 use super::HandlerResult;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::security::authz::{op, rt, Subject};
 use onelog_state::share_group::PROTOCOL_TYPE as SHARE_PROTOCOL_TYPE;
 use onelog_state::BrokerState;
@@ -86,15 +87,11 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         body.types_filter.is_empty()
             || body.types_filter.iter().any(|t| t.trim().eq_ignore_ascii_case(group_type))
     };
-    let groups = if leader == Some(ctx.node_id) {
-        listed(&ctx)
-            .into_iter()
-            .filter(|g| wanted(g.state) && type_wanted(g.group_type) && describable(&g.group_id))
-            .map(|g| row(g, req.api_version))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let groups = listed(&ctx)
+        .into_iter()
+        .filter(|g| wanted(g.state) && type_wanted(g.group_type) && describable(&g.group_id))
+        .map(|g| row(g, req.api_version))
+        .collect();
     Ok(Some(ResponseKind::ListGroups(
         ListGroupsResponse::default().with_error_code(error_code::NONE).with_groups(groups),
     )))
@@ -144,13 +141,20 @@ fn filter_name(state: &str) -> String {
     }
 }
 
-/// Every group in group id order: the classic coordinator's, the consumer, Streams and share
-/// groups, then the classic groups known only from committed offsets. An id is listed once, as
-/// `group_kind` decides.
+/// The groups this node coordinates: those of every Raft group it leads (its Raft leader,
+/// even while its lease is being renewed), in group id order within each.
 pub fn listed(ctx: &Ctx) -> Vec<Listed> {
+    let led = ctx.lanes().filter(|lane| lane.leadership.leader_id() == Some(ctx.node_id));
+    led.flat_map(listed_in).collect()
+}
+
+/// Every group of `lane` in group id order: the classic coordinator's, the consumer, Streams
+/// and share groups, then the classic groups known only from committed offsets. An id is
+/// listed once, as `group_kind` decides.
+fn listed_in(lane: Lane) -> Vec<Listed> {
     let classic = |(state, protocol_type): (&'static str, String)| (state, protocol_type, TYPE_CLASSIC);
-    let mut groups: BTreeMap<String, Row> = ctx
-        .groups
+    let coordinator = &lane.coordinators.classic;
+    let mut groups: BTreeMap<String, Row> = coordinator
         .list()
         .into_iter()
         // A group whose members all left keeps listing as the consumer group it was.
@@ -162,9 +166,9 @@ pub fn listed(ctx: &Ctx) -> Vec<Listed> {
         .collect();
     // Read under the applied lock, merged outside it: the coordinator has its own lock.
     let (from_log, with_offsets) =
-        ctx.applied.state(|s| (in_log(s), s.groups.groups.keys().cloned().collect::<Vec<_>>()));
+        lane.applied.state(|s| (in_log(s), s.groups.groups.keys().cloned().collect::<Vec<_>>()));
     for (id, row) in from_log {
-        if !ctx.groups.holds(&id) {
+        if !coordinator.holds(&id) {
             groups.insert(id, row);
         }
     }

@@ -32,7 +32,7 @@ use kafka_protocol::messages::{
 
 use super::util::{adopt_group, group_op_failed, topic_name};
 use super::HandlerFuture;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Lane, SharedCtx};
 use crate::leader::proposer::ProposeError;
 use crate::limits;
 use crate::security::authz::{self, code, op, rt, Subject};
@@ -61,6 +61,7 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     let mut keep = readable.iter();
     op.commits.retain(|_| *keep.next().unwrap_or(&false));
     let n = op.commits.len();
+    let lane = ctx.group_lane(&op.group_id).filter(|lane| lane.may_propose());
     let decided = if !group_allowed {
         Some(vec![(code::GROUP_AUTHORIZATION_FAILED, None); n])
     } else if n == 0 && !readable.is_empty() {
@@ -68,14 +69,14 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
     } else if op.group_id.len() > limits::GROUP_ID_BYTES_MAX {
         let message = format!("group id longer than {} bytes", limits::GROUP_ID_BYTES_MAX);
         Some(vec![(error_code::INVALID_GROUP_ID, Some(message)); n])
-    } else if !ctx.may_propose() {
-        Some(vec![(error_code::NOT_COORDINATOR, None); n])
-    } else {
-        match member_check(&ctx, &op, body.group_instance_id.as_deref()) {
+    } else if let Some(lane) = lane {
+        match member_check(lane, &op, body.group_instance_id.as_deref()) {
             Some(code) if code != error_code::NONE => Some(vec![(code, None); n]),
             // Apply checks the generation again against the log's record.
-            _ => check(&ctx, &op, req_version),
+            _ => check(lane, &op, req_version),
         }
+    } else {
+        Some(vec![(error_code::NOT_COORDINATOR, None); n])
     };
     tracing::debug!(
         group = %op.group_id,
@@ -85,9 +86,9 @@ pub async fn submit(ctx: SharedCtx, req: Request) -> anyhow::Result<HandlerFutur
         refused = ?decided.as_ref().map(|r| r.first().map(|(code, _)| *code)),
         "OffsetCommit"
     );
-    let pending = match decided {
-        Some(results) => Err(results),
-        None => Ok(ctx.proposer.submit(op).await),
+    let pending = match (decided, lane) {
+        (None, Some(lane)) => Ok(lane.proposer.submit(op).await),
+        (decided, _) => Err(decided.unwrap_or_else(|| vec![(error_code::NOT_COORDINATOR, None); n])),
     };
     // Stage two, spawned: wait for the commit and answer.
     Ok(Box::pin(async move {
@@ -130,22 +131,22 @@ fn to_op(body: &OffsetCommitRequest) -> OffsetCommitOp {
 /// (the applied state answers), and for a Streams group, whose members the log holds: the
 /// classic record of a group it took over must not refuse them as unknown. None for a share
 /// group too: the applied state refuses every commit to it (`apply_consumer::check_offset_commit`).
-pub(super) fn member_check(ctx: &Ctx, op: &OffsetCommitOp, instance_id: Option<&str>) -> Option<i16> {
+pub(super) fn member_check(lane: Lane, op: &OffsetCommitOp, instance_id: Option<&str>) -> Option<i16> {
     let in_log = |s: &onelog_state::BrokerState| {
         s.streams_groups.groups.contains_key(&op.group_id) || is_share_group(s, &op.group_id)
     };
-    if ctx.applied.state(in_log) {
+    if lane.applied.state(in_log) {
         return None;
     }
-    adopt_group(ctx, &op.group_id);
-    ctx.groups.check_commit(&op.group_id, op.generation_id, &op.member_id, instance_id)
+    adopt_group(lane, &op.group_id);
+    lane.coordinators.classic.check_commit(&op.group_id, op.generation_id, &op.member_id, instance_id)
 }
 
 /// The answer without a log entry when nothing would be stored, as apply would decide it now.
 /// A consumer-protocol group (KIP-848) decides membership by member epoch first; before v9 a
 /// member of one is answered UNSUPPORTED_VERSION, as Kafka does.
-fn check(ctx: &Ctx, op: &OffsetCommitOp, version: i16) -> Option<Vec<CommitResult>> {
-    let checked = ctx.applied.state(|s| {
+fn check(lane: Lane, op: &OffsetCommitOp, version: i16) -> Option<Vec<CommitResult>> {
+    let checked = lane.applied.state(|s| {
         let rules = s.commit_rules();
         match apply_consumer::check_offset_commit(s, op, version) {
             Some(code) if code != error_code::NONE => vec![(code, None); op.commits.len()],

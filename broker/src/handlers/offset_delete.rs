@@ -31,7 +31,7 @@ use super::group_kind::{self, GroupKind};
 use super::util::{adopt_group, group_id_invalid, group_op_failed};
 use super::HandlerResult;
 use crate::coord::group::Subscriptions;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::security::authz::{code, op, rt, Subject};
 use onelog_state::command::OffsetDeleteOp;
 use onelog_state::streams_group::StreamsGroup;
@@ -64,38 +64,30 @@ async fn delete(ctx: &Ctx, body: &OffsetDeleteRequest, readable: &[bool]) -> Res
     if group_id_invalid(&group_id) {
         return Err(error_code::INVALID_GROUP_ID);
     }
-    if !ctx.is_leader() {
+    let Some(lane) = ctx.group_lane(&group_id).filter(|lane| lane.is_leader()) else {
         return Err(error_code::NOT_COORDINATOR);
-    }
-    adopt_group(ctx, &group_id);
-    let (codes, op) = decide(ctx, &group_id, body, readable)?;
+    };
+    adopt_group(lane, &group_id);
+    let (codes, op) = lane.applied.state(|state| decide_in(lane, state, &group_id, body, readable))?;
     let Some(op) = op else { return Ok(codes) };
-    match ctx.proposer.propose(op).await {
+    match lane.proposer.propose(op).await {
         Ok(Ok(())) => Ok(codes),
         Ok(Err(refusal)) => Err(refusal.error_code),
         Err(e) => Err(group_op_failed(&e)),
     }
 }
 
-/// Each partition's code against the coordinator's membership and the applied state, and the
-/// op deleting the committed offsets among the deletable ones (None if there are none).
-fn decide(
-    ctx: &Ctx,
-    group_id: &str,
-    body: &OffsetDeleteRequest,
-    readable: &[bool],
-) -> Result<(Vec<i16>, Option<OffsetDeleteOp>), i16> {
-    ctx.applied.state(|state| decide_in(ctx, state, group_id, body, readable))
-}
-
+/// Each partition's code against the coordinator's membership and the applied state of the
+/// group's Raft group, and the op deleting the committed offsets among the deletable ones
+/// (None if there are none).
 fn decide_in(
-    ctx: &Ctx,
+    lane: Lane,
     state: &onelog_state::BrokerState,
     group_id: &str,
     body: &OffsetDeleteRequest,
     readable: &[bool],
 ) -> Result<(Vec<i16>, Option<OffsetDeleteOp>), i16> {
-    let subscriptions = subscriptions(ctx, state, group_id)?;
+    let subscriptions = subscriptions(lane, state, group_id)?;
     let mut codes = Vec::new();
     let mut partitions = Vec::new();
     for (topic, readable) in body.topics.iter().zip(readable) {
@@ -122,15 +114,19 @@ fn decide_in(
 /// The topics whose offsets stay: those the group's members subscribe to. A consumer group has
 /// no group-level refusal (Kafka deletes its offsets while members are active), nor has a
 /// Streams group; a classic group's coordinator decides as `coord::group::deletion` says.
-fn subscriptions(ctx: &Ctx, state: &onelog_state::BrokerState, group_id: &str) -> Result<Subscriptions, i16> {
-    match group_kind::kind(ctx, state, group_id) {
+fn subscriptions(
+    lane: Lane,
+    state: &onelog_state::BrokerState,
+    group_id: &str,
+) -> Result<Subscriptions, i16> {
+    match group_kind::kind(lane, state, group_id) {
         Some(GroupKind::Consumer(group)) => {
             return Ok(Subscriptions::Topics(group.subscribed_topic_names(&state.topics)))
         }
         Some(GroupKind::Streams(group)) => return Ok(Subscriptions::Topics(streams_source_topics(group))),
         _ => {}
     }
-    match ctx.groups.offset_delete_check(group_id) {
+    match lane.coordinators.classic.offset_delete_check(group_id) {
         Some(checked) => checked,
         // Not in the coordinator's memory: no members, so nothing is subscribed.
         None if state.groups.groups.contains_key(group_id) => Ok(Subscriptions::Topics(Default::default())),

@@ -1,8 +1,8 @@
 //! OffsetFetch (key 9), v1–v9: committed offsets from the applied state; no log entry.
 //!
-//! Only the leader coordinates groups (see find_coordinator); a follower answers
-//! NOT_COORDINATOR. The leader has applied every commit it acknowledged, so a consumer reads
-//! back what it committed. As Kafka: an unknown group or partition is offset -1, metadata ""
+//! A group is coordinated by the leader of the Raft group it is placed in (see
+//! find_coordinator); another node answers NOT_COORDINATOR. The leader has applied every
+//! commit it acknowledged, so a consumer reads back what it committed. As Kafka: an unknown group or partition is offset -1, metadata ""
 //! and NONE; topics null (v2+) asks for every committed partition of the group; v8 (KIP-709)
 //! asks for several groups at once, each with its own error code; v9 (KIP-848) carries a
 //! consumer-protocol or Streams member's id and epoch, checked as Kafka does
@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
@@ -24,7 +25,7 @@ use kafka_protocol::messages::{ApiKey, GroupId, OffsetFetchResponse, RequestKind
 
 use super::util::{str_bytes, topic_name};
 use super::HandlerResult;
-use crate::ctx::SharedCtx;
+use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::security::authz::{code, op, rt, Subject};
 use onelog_state::BrokerState;
 
@@ -41,39 +42,26 @@ type Fetched = (i32, i64, i32, String, i16);
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let who = Subject::of(&req);
     let RequestKind::OffsetFetch(body) = req.body else { anyhow::bail!("not an OffsetFetch body") };
-    let coordinator = ctx.leadership.serves_reads().await;
     let all_topics: Vec<bool> = body.groups.iter().map(|g| g.topics.is_none()).collect();
     let single_all_topics = body.topics.is_none();
     let single_group = (req.api_version < 8).then(|| body.group_id.0.to_string());
-    let mut response = ctx.applied.read(|applied| {
-        let state = &applied.state;
-        let stable = body.require_stable;
-        if req.api_version >= 8 {
-            let answers = body
-                .groups
-                .into_iter()
-                .map(|g| {
-                    let member_id = g.member_id.as_ref().map(|m| m.as_str());
-                    let fenced = member_check(state, &g.group_id.0, member_id, g.member_epoch);
-                    if fenced != error_code::NONE {
-                        return OffsetFetchResponseGroup::default()
-                            .with_group_id(g.group_id)
-                            .with_error_code(fenced);
-                    }
-                    let wanted = g.topics.map(|ts| {
-                        ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect()
-                    });
-                    group_response(state, stable, coordinator, g.group_id, wanted)
-                })
-                .collect();
-            OffsetFetchResponse::default().with_groups(answers)
-        } else {
-            let wanted: Wanted = body
-                .topics
-                .map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
-            single_response(state, stable, coordinator, &body.group_id.0, wanted, req.api_version)
+    let stable = body.require_stable;
+    let mut response = if req.api_version >= 8 {
+        let mut answers = Vec::with_capacity(body.groups.len());
+        for g in body.groups {
+            let (lane, coordinator) = lane_of(&ctx, &g.group_id.0).await;
+            answers.push(lane.applied.read(|applied| group_answer(&applied.state, stable, coordinator, g)));
         }
-    });
+        OffsetFetchResponse::default().with_groups(answers)
+    } else {
+        let (lane, coordinator) = lane_of(&ctx, &body.group_id.0).await;
+        let wanted: Wanted = body
+            .topics
+            .map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+        let group = &body.group_id.0;
+        let v = req.api_version;
+        lane.applied.read(|applied| single_response(&applied.state, stable, coordinator, group, wanted, v))
+    };
     if ctx.authorizer.enabled() {
         restrict(&ctx, &who, &mut response, &all_topics, single_all_topics);
         let refused =
@@ -83,6 +71,32 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         }
     }
     Ok(Some(ResponseKind::OffsetFetch(response)))
+}
+
+/// The lane of `group_id`'s Raft group and whether this node serves its reads as the
+/// coordinator; group 0's lane, not serving, where this node does not run that group.
+async fn lane_of<'a>(ctx: &'a Ctx, group_id: &str) -> (Lane<'a>, bool) {
+    match ctx.group_lane(group_id) {
+        Some(lane) => (lane, lane.leadership.serves_reads().await),
+        None => (ctx.group0(), false),
+    }
+}
+
+/// v8+: one group of the request, answered from its Raft group's state.
+fn group_answer(
+    state: &BrokerState,
+    stable: bool,
+    coordinator: bool,
+    g: OffsetFetchRequestGroup,
+) -> OffsetFetchResponseGroup {
+    let member_id = g.member_id.as_ref().map(|m| m.as_str());
+    let fenced = member_check(state, &g.group_id.0, member_id, g.member_epoch);
+    if fenced != error_code::NONE {
+        return OffsetFetchResponseGroup::default().with_group_id(g.group_id).with_error_code(fenced);
+    }
+    let wanted =
+        g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+    group_response(state, stable, coordinator, g.group_id, wanted)
 }
 
 /// v9 (KIP-848): a consumer-protocol or Streams member fetches at its member epoch (Kafka's

@@ -68,7 +68,8 @@ async fn serve(
     take_over(ctx).await;
     let term = ctx.leadership.term();
     let key = (group_id.clone(), member_id.clone());
-    ctx.share_groups
+    ctx.coordinators
+        .share
         .acknowledge_session(term, &key, body.share_session_epoch)
         .map_err(|code| (code, None))?;
     let outcomes = acknowledge(ctx, req, (&group_id, &member_id), body.is_renew_ack, requested).await;

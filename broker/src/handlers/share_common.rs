@@ -49,7 +49,8 @@ pub fn check(
 /// session here and cannot acknowledge them). Once per term.
 pub async fn take_over(ctx: &Ctx) {
     let term = ctx.leadership.term();
-    ctx.share_groups
+    ctx.coordinators
+        .share
         .take_over(term, || async {
             let groups = ctx.applied.state(|s| {
                 let held = s.share_states.deadlines();
@@ -99,7 +100,7 @@ static RELEASE_FAILED: Incident = Incident::new();
 
 /// Closes the member's share session (epoch -1) and releases what it held.
 pub async fn close(ctx: &Ctx, term: u64, key: &crate::coord::liveness::MemberKey) {
-    if let Some(session) = ctx.share_groups.close_session(term, key) {
+    if let Some(session) = ctx.coordinators.share.close_session(term, key) {
         release(ctx, &key.0, &key.1, session.partitions.into_iter().collect()).await;
     }
 }
@@ -108,7 +109,7 @@ pub async fn close(ctx: &Ctx, term: u64, key: &crate::coord::liveness::MemberKey
 /// released, as Kafka's `ShareSessionCache` does on a disconnect. Only this term's sessions
 /// (an earlier term's records were released when this one took over).
 pub fn connection_closed(ctx: &SharedCtx, connection: u64) {
-    let (term, sessions) = ctx.share_groups.disconnected(connection);
+    let (term, sessions) = ctx.coordinators.share.disconnected(connection);
     if sessions.is_empty() || term != ctx.leadership.term() || !ctx.is_leader() {
         return;
     }

@@ -92,7 +92,7 @@ async fn serve(
     let term = ctx.leadership.term();
     let key = (group_id.clone(), member_id.clone());
     let connection = (req.connection_id, ctx.config.settings.share_group.max_share_sessions);
-    let step = ctx.share_groups.fetch_session(
+    let step = ctx.coordinators.share.fetch_session(
         term,
         &key,
         body.share_session_epoch,

@@ -45,7 +45,6 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             ShareGroupDescribeResponse::default().with_groups(groups),
         )));
     }
-    let leader = ctx.is_leader();
     let groups = body
         .group_ids
         .into_iter()
@@ -55,15 +54,15 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 (code::GROUP_AUTHORIZATION_FAILED, None)
             } else if group_id_invalid(&id.0) {
                 (error_code::INVALID_GROUP_ID, None)
-            } else if !leader {
-                (error_code::NOT_COORDINATOR, None)
-            } else {
-                match ctx.applied.state(|s| describe(s, &id.0)) {
+            } else if let Some(lane) = ctx.group_lane(&id.0).filter(|lane| lane.is_leader()) {
+                match lane.applied.state(|s| describe(s, &id.0)) {
                     Ok(described) => {
                         return described.with_group_id(id).with_authorized_operations(operations)
                     }
                     Err(message) => (error_code::GROUP_ID_NOT_FOUND, Some(message)),
                 }
+            } else {
+                (error_code::NOT_COORDINATOR, None)
             };
             rs::DescribedGroup::default()
                 .with_group_id(id)

@@ -130,7 +130,7 @@ async fn heartbeat(ctx: &Ctx, hb: &shg::Heartbeat) -> Result<HeartbeatAnswer, Re
         other => other,
     };
     if let Ok(answer) = &answer {
-        let coordinator = &ctx.share_groups;
+        let coordinator = &ctx.coordinators.share;
         if hb.member_epoch == LEAVE_GROUP_MEMBER_EPOCH {
             coordinator.left(term, &hb.group_id, &hb.member_id);
         } else {

@@ -33,7 +33,7 @@ use super::util::{group_op_failed, log_heartbeat_refusal};
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
 use crate::controller::{self, TopicRequest};
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::incident::Incident;
 use crate::security::authz::{op, rt, Subject};
 
@@ -51,7 +51,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let hb = input(&req, body);
     let answer = match check(&ctx, &req, &hb) {
         Err(refusal) => Err(refusal),
-        Ok(()) => heartbeat(&ctx, &req, &hb).await,
+        Ok(lane) => heartbeat(&ctx, lane, &req, &hb).await,
     };
     if let Err(refusal) = &answer {
         log_refusal(&hb.group_id, &hb.member_id, refusal);
@@ -67,16 +67,17 @@ fn log_refusal(group_id: &str, member_id: &str, refusal: &Refusal) {
     log_heartbeat_refusal(&REFUSED, "StreamsGroupHeartbeat", (group_id, member_id), refusal.code, message);
 }
 
-/// What refuses the request before the group is looked at.
-fn check(ctx: &Ctx, req: &Request, hb: &sg::Heartbeat) -> Result<(), Refusal> {
+/// What refuses the request before the group is looked at; else the lane of the group's Raft
+/// group, which this node leads.
+fn check<'a>(ctx: &'a Ctx, req: &Request, hb: &sg::Heartbeat) -> Result<Lane<'a>, Refusal> {
     if ctx.applied.state(|s| s.features.level(STREAMS_VERSION)) < 1 {
         return Err(Refusal::new(error_code::UNSUPPORTED_VERSION, NOT_ENABLED));
     }
-    if !ctx.is_leader() {
+    let Some(lane) = ctx.group_lane(&hb.group_id).filter(|lane| lane.is_leader()) else {
         return Err(Refusal { code: error_code::NOT_COORDINATOR, message: None });
-    }
+    };
     sg::validate(hb)?;
-    let Some(topology) = &hb.topology else { return Ok(()) };
+    let Some(topology) = &hb.topology else { return Ok(lane) };
     let who = Subject::of(req);
     let names = topology_topics(topology);
     if !ctx
@@ -88,7 +89,7 @@ fn check(ctx: &Ctx, req: &Request, hb: &sg::Heartbeat) -> Result<(), Refusal> {
         let message = "The member is not authorized to describe one of the topology's topics";
         return Err(Refusal::new(error_code::TOPIC_AUTHORIZATION_FAILED, message));
     }
-    Ok(())
+    Ok(lane)
 }
 
 /// Every topic a topology names: source, repartition and changelog topics.
@@ -105,23 +106,25 @@ fn topology_topics(topology: &sg::Topology) -> Vec<String> {
 
 /// Runs the heartbeat against a copy of the applied group; proposes it when it changes the
 /// group, re-arms the member's deadlines, and creates missing internal topics.
-async fn heartbeat(ctx: &Ctx, req: &Request, hb: &sg::Heartbeat) -> Result<HeartbeatAnswer, Refusal> {
+async fn heartbeat(
+    ctx: &Ctx,
+    lane: Lane<'_>,
+    req: &Request,
+    hb: &sg::Heartbeat,
+) -> Result<HeartbeatAnswer, Refusal> {
     let now_ms = wall_clock_ms();
-    let (dry_run, changed, settings) = ctx.applied.state(|s| {
-        let settings = ctx.config.settings.streams_group.for_group(s.configs.groups.get(&hb.group_id));
-        let (answer, changed) = dry_run(s, hb, &settings, now_ms);
-        (answer, changed, settings)
-    });
+    let settings = ctx.config.settings.streams_group.for_group(ctx.group_overrides(&hb.group_id).as_ref());
+    let (dry_run, changed) = lane.applied.state(|s| dry_run(s, hb, &settings, now_ms));
     let answer = match dry_run {
-        Ok(_) if changed => propose(ctx, hb, settings.clone(), now_ms).await,
+        Ok(_) if changed => propose(lane, hb, settings.clone(), now_ms).await,
         other => other,
     };
     if let Ok(answer) = &answer {
         // The id is the Streams group's now (`apply_streams::retire_classic_generation`).
-        ctx.groups.forget_empty(&hb.group_id);
-        rearm(ctx, hb, answer, &settings);
+        lane.coordinators.classic.forget_empty(&hb.group_id);
+        rearm(lane, hb, answer, &settings);
         if answer.status.iter().any(|s| s.code == Status::MissingInternalTopics.code()) {
-            create_internal_topics(ctx, req, &hb.group_id).await;
+            create_internal_topics(ctx, lane, req, &hb.group_id).await;
         }
     }
     answer
@@ -140,13 +143,13 @@ fn dry_run(
 }
 
 async fn propose(
-    ctx: &Ctx,
+    lane: Lane<'_>,
     hb: &sg::Heartbeat,
     settings: sg::StreamsSettings,
     now_ms: i64,
 ) -> Result<HeartbeatAnswer, Refusal> {
     let op = Box::new(StreamsGroupHeartbeatOp { heartbeat: hb.clone(), settings, now_ms });
-    match ctx.proposer.propose(op).await {
+    match lane.proposer.propose(op).await {
         Ok(answer) => answer,
         Err(e) => Err(Refusal { code: group_op_failed(&e), message: None }),
     }
@@ -154,8 +157,8 @@ async fn propose(
 
 /// A leave forgets the member's deadlines, except a static member's temporary leave (-2),
 /// whose session keeps running until it comes back.
-fn rearm(ctx: &Ctx, hb: &sg::Heartbeat, answer: &HeartbeatAnswer, settings: &sg::StreamsSettings) {
-    let coordinator = &ctx.streams_groups;
+fn rearm(lane: Lane, hb: &sg::Heartbeat, answer: &HeartbeatAnswer, settings: &sg::StreamsSettings) {
+    let coordinator = &lane.coordinators.streams;
     match hb.member_epoch {
         sg::LEAVE_GROUP_MEMBER_EPOCH => coordinator.left(&hb.group_id, &answer.member_id),
         sg::LEAVE_GROUP_STATIC_MEMBER_EPOCH => {}
@@ -171,8 +174,8 @@ fn rearm(ctx: &Ctx, hb: &sg::Heartbeat, answer: &HeartbeatAnswer, settings: &sg:
 
 /// Creates the internal topics the group's topology needs and that do not exist, if the
 /// member may create them (CREATE on the cluster or each topic); one Raft entry.
-async fn create_internal_topics(ctx: &Ctx, req: &Request, group_id: &str) {
-    let missing = ctx.applied.state(|s| {
+async fn create_internal_topics(ctx: &Ctx, lane: Lane<'_>, req: &Request, group_id: &str) {
+    let missing = lane.applied.state(|s| {
         let topology = s.streams_groups.groups.get(group_id).and_then(|g| g.topology.clone());
         topology.map(|t| sg::configure(&t, &s.topics).internal_topics_to_create).unwrap_or_default()
     });

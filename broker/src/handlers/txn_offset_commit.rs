@@ -20,7 +20,7 @@ use onelog_state::xgroup::producer_id_group;
 use super::util::{producer, topic_name};
 use super::{offset_commit, HandlerResult};
 use crate::coord::xgroup::participant::{self, Remote};
-use crate::ctx::SharedCtx;
+use crate::ctx::{Lane, SharedCtx};
 use crate::errors::txn_failure_code;
 use crate::limits;
 use crate::security::authz::{self, code, op, rt, Subject};
@@ -55,9 +55,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         Vec::new() // every topic refused (or none sent): nothing to put in the log
     } else if op.group_id.len() > limits::GROUP_ID_BYTES_MAX {
         vec![error_code::INVALID_GROUP_ID; n]
-    } else if !ctx.is_leader() {
-        vec![error_code::NOT_COORDINATOR; n]
-    } else {
+    } else if let Some(lane) = ctx.group_lane(&op.group_id).filter(|lane| lane.is_leader()) {
         let member = OffsetCommitOp {
             group_id: op.group_id.clone(),
             generation_id: op.generation_id,
@@ -65,10 +63,12 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             commits: Vec::new(),
         };
         let instance = body.group_instance_id.as_deref();
-        match offset_commit::member_check(&ctx, &member, instance) {
+        match offset_commit::member_check(lane, &member, instance) {
             Some(code) if code != error_code::NONE && op.generation_id >= 0 => vec![code; n],
-            _ => propose(&ctx, op, req.api_version).await,
+            _ => propose(&ctx, lane, op, req.api_version).await,
         }
+    } else {
+        vec![error_code::NOT_COORDINATOR; n]
     };
     // The refused topics' codes back in request order.
     let codes: Vec<i16> = if refused_all.is_some() {
@@ -79,16 +79,17 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     Ok(Some(ResponseKind::TxnOffsetCommit(response(&body, &codes))))
 }
 
-async fn propose(ctx: &SharedCtx, op: TxnOffsetCommitOp, version: i16) -> Vec<i16> {
+/// The offsets go in the log of the consumer group's Raft group (`lane`): in the transaction's
+/// own entry where that group coordinates it, else as a participant that joins a transaction
+/// another group coordinates (docs/SCALING.md §3.1).
+async fn propose(ctx: &SharedCtx, lane: Lane<'_>, op: TxnOffsetCommitOp, version: i16) -> Vec<i16> {
     let n = op.commits.len();
-    // Consumer groups are group 0's: a producer another group coordinates joins its
-    // transaction from here (docs/SCALING.md §3.1).
     let coordinator = producer_id_group(op.producer.producer_id);
-    if coordinator != 0 && !ctx.single_group() {
-        let remote = Remote { participant: 0, coordinator, producer: op.producer };
+    if coordinator != lane.group && !ctx.single_group() {
+        let remote = Remote { participant: lane.group, coordinator, producer: op.producer };
         return participant::commit_offsets(ctx, remote, op, version).await;
     }
-    match ctx.txns.txn_offset_commit(op).await {
+    match lane.txns.txn_offset_commit(op).await {
         Ok(results) => results.into_iter().map(|(code, _)| code).collect(),
         Err(failure) => {
             tracing::debug!(?failure, "TxnOffsetCommit refused");

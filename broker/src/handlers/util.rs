@@ -40,17 +40,18 @@ pub fn uuid_bytes(id: &uuid::Uuid) -> [u8; 16] {
 
 /// Before the coordinator answers for a group, a new leader takes it over from the last
 /// generation recorded in the log (see `Coordinator::adopt`).
-pub fn adopt_group(ctx: &crate::ctx::Ctx, group_id: &str) {
-    ctx.groups.observe_term(ctx.leadership.term());
-    let (record, downgraded) = ctx.applied.state(|s| {
+pub fn adopt_group(lane: crate::ctx::Lane, group_id: &str) {
+    let classic = &lane.coordinators.classic;
+    classic.observe_term(lane.leadership.term());
+    let (record, downgraded) = lane.applied.state(|s| {
         let record = s.groups.groups.get(group_id).and_then(|g| g.generation.clone());
         (record, s.consumer_groups.downgraded.contains(group_id))
     });
     match record {
         // A downgrade's generation: its first rebalance hands out the partitions of the
         // consumer-protocol member that left (online migration).
-        Some(record) if downgraded => ctx.groups.adopt_downgraded(&record),
-        Some(record) => ctx.groups.adopt(&record),
+        Some(record) if downgraded => classic.adopt_downgraded(&record),
+        Some(record) => classic.adopt(&record),
         None => {}
     }
 }

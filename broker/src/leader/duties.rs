@@ -34,6 +34,9 @@ pub struct DutyCtx {
     pub node_id: u64,
     pub leadership: Arc<Leadership>,
     pub applied: AppliedView,
+    /// Group 0's applied state, where the cluster's metadata lives (topics, configs, ACLs):
+    /// `applied` itself for group 0's duties.
+    pub metadata: AppliedView,
     pub proposer: Proposer,
     pub config: Arc<BrokerConfig>,
     /// Woken when the leader tells this node it was removed (`raft::transport::removal`).

@@ -89,6 +89,7 @@ pub fn start(with: &GroupLeaderWith<'_>, handle: &GroupHandle) -> GroupLeader {
         node_id: with.node_id,
         leadership,
         applied: handle.applied.clone(),
+        metadata: with.group0.clone(),
         proposer,
         config: with.config.clone(),
         // A group has no removal notice of its own: the node's is group 0's.

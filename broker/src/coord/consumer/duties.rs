@@ -17,10 +17,11 @@ async fn fence_expired_members(ctx: Arc<DutyCtx>, coordinator: ConsumerCoordinat
     let settings = &ctx.config.settings.consumer_group;
     loop {
         let (term, now_ms) = checks.next(&ctx).await;
+        // Each group's own `consumer.*` configs, if it has them (group 0 holds them).
+        let configs = ctx.metadata.state(|m| m.configs.groups.clone());
         let due = ctx.applied.state(|s| {
-            // Each group's own `consumer.*` configs, if it has them.
             let times = |group: &str| {
-                let g = settings.for_group(s.configs.groups.get(group));
+                let g = settings.for_group(configs.get(group));
                 GroupTimes {
                     session_timeout_ms: g.session_timeout_ms,
                     heartbeat_interval_ms: g.heartbeat_interval_ms,

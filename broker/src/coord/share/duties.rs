@@ -19,9 +19,11 @@ async fn run(ctx: Arc<DutyCtx>, coordinator: ShareCoordinator) {
     let mut checks = LeaderChecks::start();
     loop {
         let (term, now_ms) = checks.next(&ctx).await;
+        // Each group's own configs, if it has them (group 0 holds them).
+        let configs = ctx.metadata.state(|m| m.configs.groups.clone());
         let (due, expire) = ctx.applied.state(|s| {
             let of = |group: &str| {
-                let g = ctx.config.settings.share_group.of(s, group);
+                let g = ctx.config.settings.share_group.for_group(configs.get(group));
                 (g.settings, g.limits)
             };
             let due = coordinator.due(term, &s.share_groups, of, now_ms);

@@ -19,8 +19,10 @@ async fn run(ctx: Arc<DutyCtx>, coordinator: StreamsCoordinator) {
     let config = &ctx.config.settings.streams_group;
     loop {
         let (term, now_ms) = checks.next(&ctx).await;
+        // Each group's own configs, if it has them (group 0 holds them).
+        let configs = ctx.metadata.state(|m| m.configs.groups.clone());
         let (due, settings) = ctx.applied.state(|s| {
-            let settings = |group: &str| config.for_group(s.configs.groups.get(group));
+            let settings = |group: &str| config.for_group(configs.get(group));
             let due = coordinator.due(term, &s.streams_groups, settings, now_ms);
             let with: Vec<_> = due.assignments.iter().map(|g| (g.clone(), settings(g))).collect();
             (due, with)
