@@ -18,7 +18,7 @@ use crate::raft::applied::AppliedView;
 use crate::raft::transport::peers::Peers;
 use crate::security::authz::Authorizer;
 use crate::security::quotas::QuotaManager;
-use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_GROUP_COORDINATORS};
+use onelog_state::features::{GROUP_PLACEMENT, ONELOG_VERSION, ONELOG_VERSION_GROUP_COORDINATORS};
 use onelog_state::xgroup::placement::{recorded_topic_group, IdKind};
 
 pub struct Ctx {
@@ -172,11 +172,21 @@ impl Ctx {
         lane.map(|l| l.txns).ok_or(TxnFailure::Propose(ProposeError::NotLeader))
     }
 
+    /// Whether consumer, Streams and share groups live in the Raft group their id is placed
+    /// in: a cluster of several groups created with `onelog.group.placement` 1
+    /// (docs/SCALING.md §2). Otherwise every group lives in group 0.
+    pub fn placed_groups(&self) -> bool {
+        !self.single_group() && self.applied.state(|s| s.features.level(GROUP_PLACEMENT) >= 1)
+    }
+
     /// The Raft group whose log holds the state of group `group_id` (consumer, Streams or
-    /// share): group 0 for every id until consumer groups are placed (docs/SCALING.md §2,
-    /// "Placing consumer, Streams and share groups").
-    pub fn group_id_group(&self, _group_id: &str) -> u32 {
-        0
+    /// share): its `group:` rule, else its hash (`Placement::id`); 0 while groups are not
+    /// placed.
+    pub fn group_id_group(&self, group_id: &str) -> u32 {
+        if !self.placed_groups() {
+            return 0;
+        }
+        self.config.settings.raft_groups.placement.id(IdKind::Group, group_id)
     }
 
     /// The dynamic configs of group `group_id` (IncrementalAlterConfigs on a GROUP resource):
@@ -185,10 +195,32 @@ impl Ctx {
         self.applied.state(|s| s.configs.groups.get(group_id).cloned())
     }
 
+    /// The settings share group `group_id` runs with: the broker's, under its dynamic configs.
+    pub fn share_group_settings(&self, group_id: &str) -> crate::config::share_group::ShareGroupSettings {
+        self.config.settings.share_group.for_group(self.group_overrides(group_id).as_ref())
+    }
+
+    /// The leader of Raft group `group` and its epoch, as a NOT_LEADER_OR_FOLLOWER answer
+    /// names them (`Leadership::leader_hint`); the epoch is -1 for a group this node does not
+    /// run, whose leader its voters named.
+    pub fn group_leader_hint(&self, group: u32) -> (i32, i32) {
+        match self.lane(group) {
+            Some(lane) => lane.leadership.leader_hint(),
+            None => self.group_leader_id(group).map_or((-1, -1), |leader| (leader as i32, -1)),
+        }
+    }
+
     /// The lane of group `group_id`'s Raft group ([`Ctx::group_id_group`]); `None` where this
-    /// node does not run it (the group APIs answer NOT_COORDINATOR).
+    /// node does not run it (the group APIs answer NOT_COORDINATOR), and in a cluster of
+    /// several groups until it recorded its first levels, which say where groups live.
     pub fn group_lane(&self, group_id: &str) -> Option<Lane<'_>> {
-        self.lane(self.group_id_group(group_id))
+        if !self.single_group() && !self.applied.state(|s| s.features.is_recorded()) {
+            return None;
+        }
+        let lane = self.lane(self.group_id_group(group_id))?;
+        // A group other than 0 serves groups once it follows group 0's levels (a new cluster's
+        // groups take them within a second of group 0).
+        (lane.group == 0 || lane.applied.state(|s| s.features.is_recorded())).then_some(lane)
     }
 
     /// Whether this node serves reads of each of `groups` now (`Leadership::serves_reads`):

@@ -19,11 +19,14 @@ pub const RULED_PREFIX: &str = "ruled-";
 pub const GROUP0_PREFIX: &str = "xg0-";
 pub const GROUP1_PREFIX: &str = "xg1-";
 
-/// The rules of [`start_three_groups`]: topics and transactional ids named `ruled-…` in group 2,
-/// `xg1-…` in group 1 and `xg0-…` in group 0.
+/// The rules of [`start_three_groups`]: topics, transactional ids and group ids named
+/// `ruled-…` in group 2, `xg1-…` in group 1 and `xg0-…` in group 0.
 pub fn three_group_rules() -> String {
     let (g0, g1, g2) = (GROUP0_PREFIX, GROUP1_PREFIX, RULED_PREFIX);
-    format!("topic:{g2}=2,txn:{g2}=2,topic:{g1}=1,txn:{g1}=1,topic:{g0}=0,txn:{g0}=0")
+    format!(
+        "topic:{g2}=2,txn:{g2}=2,group:{g2}=2,topic:{g1}=1,txn:{g1}=1,group:{g1}=1,topic:{g0}=0,txn:{g0}=0,\
+         group:{g0}=0"
+    )
 }
 
 /// Three nodes running three groups, each checking its groups' preferred leaders every second,

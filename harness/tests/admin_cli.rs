@@ -172,7 +172,7 @@ fn status(cluster: &mut Cluster, cli: &Cli) -> Result<()> {
     ensure!(json["features"]["onelog.version"] == 8, "finalized features {}", json["features"]);
     ensure!(
         text.contains(
-            "finalized features: group.version 1, onelog.version 8, share.version 1, streams.version 1, transaction.version 2"
+            "finalized features: group.version 1, onelog.group.placement 1, onelog.version 8, share.version 1, streams.version 1, transaction.version 2"
         ),
         "{text}"
     );

@@ -5,7 +5,8 @@
 //! - `downgrade` and `upgrade` of `transaction.version`, sent to a follower, are forwarded,
 //!   raise the epoch and show on every node; `--dry-run` changes nothing;
 //! - Kafka's refusals, with its messages: a level this build does not support, a feature it
-//!   does not know, a downgrade of `onelog.version`;
+//!   does not know, a downgrade of `onelog.version`, and a change of `onelog.group.placement`,
+//!   which only a new cluster's first levels set;
 //! - a member that cannot say which levels it supports (stopped here; a node of an older
 //!   build in a rolling upgrade) refuses every update;
 //! - the levels survive a kill -9 of every node (log and checkpoint).
@@ -62,6 +63,8 @@ fn kafka_features_describes_upgrades_and_refuses_as_kafka() -> Result<()> {
     ensure!(described(&via_follower, "streams.version")?.2 == 1, "streams.version not finalized at 1");
     ensure!(described(&via_follower, "share.version")?.2 == 1, "share.version not finalized at 1");
     ensure!(described(&via_follower, "group.version")?.2 == 1, "group.version not finalized at 1");
+    let placement = described(&via_follower, "onelog.group.placement")?;
+    ensure!((placement.0, placement.1, placement.2) == (0, 1, 1), "onelog.group.placement: {placement:?}");
     let (min, max, level, _) = described(&via_follower, "transaction.version")?;
     ensure!((min, max, level) == (0, 2, 2), "transaction.version: {min} {max} {level}");
 
@@ -94,6 +97,11 @@ fn kafka_features_describes_upgrades_and_refuses_as_kafka() -> Result<()> {
         &leader_addr,
         &["downgrade", "--feature", "onelog.version=1"],
         "Refusing to perform the requested downgrade because it might delete metadata information.",
+    )?;
+    refused(
+        &leader_addr,
+        &["disable", "--feature", "onelog.group.placement"],
+        "onelog.group.placement is chosen when a cluster is created",
     )?;
 
     // A member that cannot answer refuses every update.

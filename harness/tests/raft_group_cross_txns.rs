@@ -114,7 +114,8 @@ async fn leader_kill_mid_transactions(
 async fn offsets_in_transactions(cluster: &Cluster) -> Result<()> {
     let bootstrap = cluster.bootstrap();
     let [_, input, output] = topics();
-    let consumer_group = "xg-offsets";
+    // Placed in group 0 by rule (`group:xg0-=0`), so its offsets join from another group.
+    let consumer_group = &format!("{GROUP0_PREFIX}offsets");
     let consumer: BaseConsumer =
         harness::kafka::client_config(&bootstrap).set("group.id", consumer_group).create()?;
     let producer: FutureProducer =

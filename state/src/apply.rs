@@ -86,7 +86,7 @@ pub fn apply_op(
         Op::CreateAcls(create) => OpResult::Items(state.acls.create(&create.bindings)),
         Op::DeleteAcls(delete) => OpResult::AclsDeleted(state.acls.delete(&delete.filters)),
         Op::AlterScramCredentials(op) => OpResult::Items(state.scram.apply(&op.users)),
-        Op::UpdateFeatures(op) => OpResult::FeaturesUpdated(state.features.apply(op)),
+        Op::UpdateFeatures(op) => OpResult::FeaturesUpdated(update_features(state, op)),
         Op::ConsumerGroupHeartbeat(op) => apply_consumer::heartbeat(state, op),
         Op::FenceConsumerGroupMember(op) => apply_consumer::fence(state, op),
         Op::RecordConsumerLiveness(op) => apply_consumer::record_liveness(state, op),
@@ -130,6 +130,19 @@ fn done(state: &mut BrokerState, now_ms: i64, change: impl FnOnce(&mut BrokerSta
 fn expire_transactional_ids(state: &mut BrokerState, now_ms: i64) {
     let released = state.txns.expire(now_ms, state.limits.transactional_id_expiration_ms);
     state.xgroup.forget_producers(&released);
+}
+
+/// UpdateFeatures; raising `onelog.group.placement` is refused too while any group has state
+/// here, which placing group ids elsewhere would strand (`features::GROUP_PLACEMENT`; the
+/// levels check refuses it outright once the log recorded levels).
+fn update_features(state: &mut BrokerState, op: &crate::features::UpdateFeaturesOp) -> Result<(), Refusal> {
+    let placement = crate::features::GROUP_PLACEMENT;
+    let raises = op.updates.iter().any(|u| u.name == placement && u.level > state.features.level(placement));
+    if raises && state.has_group_state() {
+        let message = format!("{placement} cannot be set while consumer, Streams or share groups have state");
+        return Err(refusal(error_code::INVALID_UPDATE_VERSION, message));
+    }
+    state.features.apply(op)
 }
 
 fn offset_delete(state: &mut BrokerState, delete: &crate::command::OffsetDeleteOp) -> OpResult {

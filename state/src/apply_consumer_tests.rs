@@ -343,3 +343,48 @@ fn commits_to_a_share_group_id_are_refused_as_kafkas_share_group_refuses_them() 
         assert_eq!(checked, Some(error_code::GROUP_ID_NOT_FOUND));
     }
 }
+
+/// `onelog.group.placement` cannot be turned on over groups that already have state in this
+/// log: the new placement would strand them (a cluster's first levels, when nothing exists
+/// yet, are the only time it is set).
+#[test]
+fn group_placement_is_refused_once_a_group_has_state() {
+    use crate::features::{FeatureUpdate, UpdateFeaturesOp, UpgradeType, GROUP_PLACEMENT, ONELOG_VERSION};
+    let first_levels = || {
+        let update = |name: &str, level| FeatureUpdate {
+            name: name.into(),
+            level,
+            upgrade_type: UpgradeType::Upgrade,
+        };
+        Op::UpdateFeatures(UpdateFeaturesOp {
+            updates: vec![update(ONELOG_VERSION, 8), update(GROUP_PLACEMENT, 1)],
+        })
+    };
+    let mut fresh = with_topic();
+    let OpResult::FeaturesUpdated(done) = apply(&mut fresh, first_levels()) else {
+        panic!("not a features result")
+    };
+    assert!(done.is_ok(), "a new cluster's first levels: {done:?}");
+
+    let mut used = with_topic();
+    let commit = OffsetCommitOp {
+        group_id: "g".into(),
+        generation_id: -1,
+        member_id: String::new(),
+        commits: vec![OffsetCommitEntry {
+            topic: "t".into(),
+            partition: 0,
+            offset: 3,
+            leader_epoch: -1,
+            metadata: None,
+        }],
+    };
+    apply(&mut used, Op::OffsetCommit(commit));
+    assert!(used.has_group_state());
+    let OpResult::FeaturesUpdated(refused) = apply(&mut used, first_levels()) else {
+        panic!("not a features result")
+    };
+    let refusal = refused.expect_err("refused over a group with offsets");
+    assert!(refusal.message.contains("cannot be set while"), "{}", refusal.message);
+    assert_eq!(used.features.level(GROUP_PLACEMENT), 0, "nothing applied");
+}

@@ -44,6 +44,12 @@ pub const GROUP_VERSION: &str = "group.version";
 pub const SHARE_VERSION: &str = "share.version";
 /// KIP-1071's Streams groups.
 pub const STREAMS_VERSION: &str = "streams.version";
+/// Level 1: in a cluster of several Raft groups, a consumer, Streams or share group lives in
+/// the Raft group its id is placed in (`group:` rules, else its hash; docs/SCALING.md §2),
+/// where at 0 every group lives in group 0. Chosen when a cluster is created, with its first
+/// recorded levels, and never changed after: a running cluster holds its groups' state in
+/// group 0, and a group request decided before the change could still land there after it.
+pub const GROUP_PLACEMENT: &str = "onelog.group.placement";
 
 /// The level of `onelog.version` from which the log records feature levels at all: every
 /// other feature depends on it (a level set below it would not survive a checkpoint that
@@ -76,6 +82,7 @@ const DEPENDENCIES: &[(&str, i16, i16)] = &[
     (GROUP_VERSION, 1, ONELOG_VERSION_CONSUMER_GROUPS),
     (STREAMS_VERSION, 1, ONELOG_VERSION_STREAMS_GROUPS),
     (SHARE_VERSION, 1, ONELOG_VERSION_SHARE_GROUPS),
+    (GROUP_PLACEMENT, 1, ONELOG_VERSION_GROUP_COORDINATORS),
 ];
 
 /// The finalized levels of a log without any `UpdateFeatures`: what onelog 0.1.0 answered in
@@ -202,6 +209,12 @@ impl Features {
                 "Refusing to perform the requested downgrade because it might delete metadata information."
                     .into(),
             );
+        }
+        if update.name == GROUP_PLACEMENT && update.level != current && self.is_recorded() {
+            return refused(format!(
+                "{GROUP_PLACEMENT} is chosen when a cluster is created: a running cluster keeps its \
+                 consumer, Streams and share groups where they are (docs/SCALING.md §2)."
+            ));
         }
         let onelog_version = proposed.get(ONELOG_VERSION).copied().unwrap_or(0);
         let needs = DEPENDENCIES

@@ -155,3 +155,26 @@ fn share_state_counts_in_the_digest_from_the_level_that_brought_it() {
         assert_eq!(counted(&acquired), level >= 5, "share states at level {level}");
     }
 }
+
+#[test]
+fn group_placement_is_chosen_with_a_clusters_first_levels_only() {
+    let mut new_cluster = Features::default();
+    let first =
+        [update(ONELOG_VERSION, 8, UpgradeType::Upgrade), update(GROUP_PLACEMENT, 1, UpgradeType::Upgrade)];
+    new_cluster.apply(&UpdateFeaturesOp { updates: first.to_vec() }).expect("a new cluster's levels");
+    assert_eq!(new_cluster.level(GROUP_PLACEMENT), 1);
+    // Sending the same level again (kafka-features.sh upgrade of every feature) changes nothing.
+    new_cluster.check(&[update(GROUP_PLACEMENT, 1, UpgradeType::Upgrade)]).expect("unchanged");
+    let off = update(GROUP_PLACEMENT, 0, UpgradeType::SafeDowngrade);
+    assert!(refused(&new_cluster, &[off]).contains("chosen when a cluster is created"));
+
+    let mut running = Features::default();
+    running
+        .apply(&UpdateFeaturesOp { updates: vec![update(ONELOG_VERSION, 8, UpgradeType::Upgrade)] })
+        .unwrap();
+    let on = update(GROUP_PLACEMENT, 1, UpgradeType::Upgrade);
+    assert!(refused(&running, &[on]).contains("chosen when a cluster is created"));
+    let too_early =
+        [update(ONELOG_VERSION, 7, UpgradeType::Upgrade), update(GROUP_PLACEMENT, 1, UpgradeType::Upgrade)];
+    assert!(refused(&Features::default(), &too_early).contains("depends on onelog.version level 8"));
+}

@@ -244,6 +244,18 @@ impl BrokerState {
         pending
     }
 
+    /// Whether any consumer, Streams, share or classic group (committed offsets, a recorded
+    /// generation, offsets pending in a transaction) has state here.
+    pub fn has_group_state(&self) -> bool {
+        !self.groups.groups.is_empty()
+            || !self.consumer_groups.groups.is_empty()
+            || !self.streams_groups.groups.is_empty()
+            || !self.share_groups.groups.is_empty()
+            || !self.share_states.groups.is_empty()
+            || self.txns.by_id.values().any(|m| !m.pending_offsets.is_empty())
+            || self.xgroup.has_pending_offsets()
+    }
+
     pub fn topic_by_id(&self, topic_id: &[u8; 16]) -> Option<(&String, &Topic)> {
         self.topics.iter().find(|(_, t)| &t.topic_id == topic_id)
     }

@@ -248,7 +248,9 @@ impl GroupReading {
             consumer: consumer.into_iter().collect(),
             streams: streams.into_iter().collect(),
             share: share.into_iter().collect(),
-            share_rows: ctx.applied.state(share_groups::rows),
+            // Each Raft group's share groups (every one of them lives in group 0 unless the
+            // cluster places its groups).
+            share_rows: ctx.lanes().flat_map(|lane| lane.applied.state(share_groups::rows)).collect(),
         }
     }
 }

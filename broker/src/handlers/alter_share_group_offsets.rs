@@ -16,7 +16,7 @@ use kafka_protocol::messages::alter_share_group_offsets_response::{
 use kafka_protocol::messages::{AlterShareGroupOffsetsResponse, ApiKey, RequestKind, ResponseKind};
 use onelog_state::command::ShareResetOffsetsOp;
 
-use super::share_common::offsets_refusal;
+use super::share_common::offsets_lane;
 use super::util::{group_op_failed, str_bytes, uuid};
 use super::HandlerResult;
 use crate::ctx::SharedCtx;
@@ -36,9 +36,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         let response = AlterShareGroupOffsetsResponse::default().with_error_code(code);
         Ok(Some(ResponseKind::AlterShareGroupOffsets(response.with_error_message(message.map(str_bytes)))))
     };
-    if let Some(code) = offsets_refusal(&ctx, &who, group_id, op::READ) {
-        return refused(code, None);
-    }
+    let lane = match offsets_lane(&ctx, &who, group_id, op::READ) {
+        Ok(lane) => lane,
+        Err(code) => return refused(code, None),
+    };
     let mut reset = Vec::new();
     let mut topics = Vec::new();
     for t in &body.topics {
@@ -68,7 +69,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         );
     }
     let op = ShareResetOffsetsOp { group_id: group_id.to_string(), partitions: reset };
-    match ctx.proposer.propose(op).await {
+    match lane.proposer.propose(op).await {
         Ok(Ok(())) => {}
         Ok(Err(refusal)) => return refused(refusal.code, refusal.message),
         Err(e) => return refused(group_op_failed(&e), None),

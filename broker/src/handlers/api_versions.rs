@@ -89,7 +89,8 @@ mod tests {
                 "transaction.version",
                 "group.version",
                 "streams.version",
-                "share.version"
+                "share.version",
+                "onelog.group.placement"
             ]
         );
     }

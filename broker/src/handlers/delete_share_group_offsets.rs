@@ -14,7 +14,7 @@ use kafka_protocol::messages::{
 };
 use onelog_state::command::ShareDeleteOffsetsOp;
 
-use super::share_common::offsets_refusal;
+use super::share_common::offsets_lane;
 use super::util::{group_op_failed, str_bytes, uuid};
 use super::HandlerResult;
 use crate::ctx::SharedCtx;
@@ -36,9 +36,10 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         let response = DeleteShareGroupOffsetsResponse::default().with_error_code(code);
         Ok(Some(ResponseKind::DeleteShareGroupOffsets(response.with_error_message(message.map(str_bytes)))))
     };
-    if let Some(code) = offsets_refusal(&ctx, &who, group_id, op::DELETE) {
-        return refused(code, None);
-    }
+    let lane = match offsets_lane(&ctx, &who, group_id, op::DELETE) {
+        Ok(lane) => lane,
+        Err(code) => return refused(code, None),
+    };
     let mut answers = Vec::new();
     let mut named = Vec::new();
     for t in &body.topics {
@@ -62,7 +63,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
         group_id: group_id.to_string(),
         topics: named.iter().map(|(_, id)| *id).collect(),
     };
-    let deleted = match ctx.proposer.propose(op).await {
+    let deleted = match lane.proposer.propose(op).await {
         Ok(Ok(deleted)) => deleted,
         Ok(Err(refusal)) => return refused(refusal.code, refusal.message),
         Err(e) => return refused(group_op_failed(&e), None),

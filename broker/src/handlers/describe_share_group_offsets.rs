@@ -60,12 +60,12 @@ fn describe(ctx: &Ctx, who: &Subject, group_id: &str, topics: Option<Vec<(String
     if !ctx.authorizer.allowed(who, rt::GROUP, group_id, op::DESCRIBE) {
         return refused(code::GROUP_AUTHORIZATION_FAILED);
     }
-    if !ctx.is_leader() {
+    let Some(lane) = ctx.group_lane(group_id).filter(|lane| lane.is_leader()) else {
         return refused(error_code::NOT_COORDINATOR);
-    }
-    let epoch = ctx.leadership.leader_epoch();
+    };
+    let epoch = lane.leadership.leader_epoch();
     let readable = |name: &str| ctx.authorizer.allowed(who, rt::TOPIC, name, op::DESCRIBE);
-    ctx.applied.state(|s| {
+    lane.applied.state(|s| {
         let topics = match topics {
             Some(named) => named,
             None => with_state(s, group_id),

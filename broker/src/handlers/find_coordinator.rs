@@ -3,8 +3,9 @@
 //! Every group's committed offsets are entries in the one log, so one node coordinates every
 //! group and transactional id: the leader, wherever the request lands (followers answer from
 //! their view of the leader). With several Raft groups at `onelog.version` 8 a transactional
-//! id is coordinated by the leader of the group it is placed in (`Ctx::txn_group`; issue 32);
-//! consumer groups are still group 0's. v4+ (KIP-699) batches keys in `coordinator_keys` and
+//! id is coordinated by the leader of the group it is placed in (`Ctx::txn_group`; issue 32),
+//! and in a cluster created with `onelog.group.placement` 1 so is a group id
+//! (`Ctx::group_id_group`); elsewhere groups are group 0's. v4+ (KIP-699) batches keys in `coordinator_keys` and
 //! answers one `Coordinator` each; librdkafka asks with v≤2, Java 4.x with v4+.
 //!
 //! Errors as Kafka's `KafkaApis.getCoordinator`: a key type other than GROUP or TRANSACTION
@@ -97,7 +98,7 @@ fn find(ctx: &Ctx, listener: Option<&str>, key_type: i8, key: &str) -> Found {
         return Err((error_code::INVALID_REQUEST, message));
     }
     let unavailable = |why: &str| (error_code::COORDINATOR_NOT_AVAILABLE, why.to_string());
-    let group = if key_type == KEY_TYPE_TRANSACTION { ctx.txn_group(key) } else { 0 };
+    let group = if key_type == KEY_TYPE_TRANSACTION { ctx.txn_group(key) } else { ctx.group_id_group(key) };
     let leader = ctx.group_leader_id(group).ok_or_else(|| unavailable("No Raft leader is known"))?;
     ctx.leadership
         .brokers_on(listener)

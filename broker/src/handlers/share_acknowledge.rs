@@ -60,25 +60,26 @@ async fn serve(
     let (group_id, member_id) =
         check(ctx, req, body.group_id.as_ref().map(|g| g.0.as_str()), body.member_id.as_deref())?;
     let requested = requested(body);
-    if !ctx.is_leader() {
+    let hint = ctx.group_leader_hint(ctx.group_id_group(&group_id));
+    let Some(lane) = ctx.group_lane(&group_id).filter(|lane| lane.is_leader()) else {
         let outcomes =
             requested.into_keys().map(|k| (k, (error_code::NOT_LEADER_OR_FOLLOWER, None))).collect();
-        return Ok(response(ctx, outcomes));
-    }
-    take_over(ctx).await;
-    let term = ctx.leadership.term();
+        return Ok(response(hint, outcomes));
+    };
+    take_over(ctx, lane).await;
+    let term = lane.leadership.term();
     let key = (group_id.clone(), member_id.clone());
-    ctx.coordinators
+    lane.coordinators
         .share
         .acknowledge_session(term, &key, body.share_session_epoch)
         .map_err(|code| (code, None))?;
-    let outcomes = acknowledge(ctx, req, (&group_id, &member_id), body.is_renew_ack, requested).await;
+    let outcomes = acknowledge(ctx, lane, req, (&group_id, &member_id), body.is_renew_ack, requested).await;
     if body.share_session_epoch == FINAL_EPOCH {
-        close(ctx, term, &key).await;
+        close(ctx, lane, term, &key).await;
     }
-    let lock_ms = ctx.applied.state(|s| ctx.config.settings.share_group.of(s, &group_id).lock_ms);
+    let lock_ms = ctx.share_group_settings(&group_id).lock_ms;
     let lock_ms = i32::try_from(lock_ms).unwrap_or(i32::MAX);
-    let response = response(ctx, outcomes);
+    let response = response(hint, outcomes);
     Ok(if req.api_version >= 2 { response.with_acquisition_lock_timeout_ms(lock_ms) } else { response })
 }
 
@@ -97,8 +98,8 @@ fn requested(body: &ShareAcknowledgeRequest) -> Requested {
     out
 }
 
-fn response(ctx: &Ctx, outcomes: Outcomes) -> ShareAcknowledgeResponse {
-    let (leader, epoch) = ctx.leadership.leader_hint();
+/// The answer, each partition naming `(leader, epoch)` as its current leader.
+fn response((leader, epoch): (i32, i32), outcomes: Outcomes) -> ShareAcknowledgeResponse {
     let leader = LeaderIdAndEpoch::default().with_leader_id(leader).with_leader_epoch(epoch);
     let mut topics: BTreeMap<[u8; 16], Vec<PartitionData>> = BTreeMap::new();
     for ((topic_id, partition), (code, message)) in outcomes {

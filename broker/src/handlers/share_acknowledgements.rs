@@ -15,7 +15,7 @@ use onelog_state::share_partition::AckBatch;
 
 use super::util::group_op_failed;
 use crate::clock::wall_clock_ms;
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Lane};
 use crate::security::authz::{op, rt, Subject};
 
 /// KIP-932's acknowledge types: 0 Gap, 1 Accept, 2 Release, 3 Reject; 4 Renew (KIP-1222,
@@ -33,12 +33,13 @@ pub type Requested = BTreeMap<(TopicId, i32), Vec<AckBatch>>;
 /// of `group_id` in a request of `req`'s version with IsRenewAck `renew`.
 pub async fn acknowledge(
     ctx: &Ctx,
+    lane: Lane<'_>,
     req: &Request,
     (group_id, member_id): (&str, &str),
     renew: bool,
     requested: Requested,
 ) -> Outcomes {
-    let group = ctx.applied.state(|s| ctx.config.settings.share_group.of(s, group_id));
+    let group = ctx.share_group_settings(group_id);
     let who = Subject::of(req);
     let mut outcomes = Outcomes::new();
     let mut partitions = Vec::new();
@@ -68,7 +69,7 @@ pub async fn acknowledge(
         limits: group.limits,
         partitions,
     };
-    match ctx.proposer.propose(Box::new(op)).await {
+    match lane.proposer.propose(Box::new(op)).await {
         Ok(results) => {
             for (key, result) in keys.into_iter().zip(results) {
                 let outcome =

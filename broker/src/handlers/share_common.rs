@@ -13,7 +13,7 @@ use onelog_state::features::SHARE_VERSION;
 
 use super::share_group_heartbeat::{MEMBER_ID_CHARS_MAX, NOT_ENABLED};
 use crate::coord::share::sessions::SharePartitionKey;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::incident::Incident;
 use crate::security::authz::{op, rt, Subject};
 
@@ -44,29 +44,28 @@ pub fn check(
     }
 }
 
-/// Before this term's first acquisition or acknowledgement: releases every record the groups
-/// hold, since the sessions that acquired them were an earlier leader's (a client opens a new
-/// session here and cannot acknowledge them). Once per term.
-pub async fn take_over(ctx: &Ctx) {
-    let term = ctx.leadership.term();
-    ctx.coordinators
+/// Before this term's first acquisition or acknowledgement in `lane` (a share group's Raft
+/// group): releases every record its groups hold, since the sessions that acquired them were
+/// an earlier leader's (a client opens a new session here and cannot acknowledge them). Once
+/// per term.
+pub async fn take_over(ctx: &Ctx, lane: Lane<'_>) {
+    let term = lane.leadership.term();
+    lane.coordinators
         .share
         .take_over(term, || async {
-            let groups = ctx.applied.state(|s| {
-                let held = s.share_states.deadlines();
-                held.into_keys()
-                    .map(|g| (g.to_string(), ctx.config.settings.share_group.of(s, g).limits))
-                    .collect::<Vec<_>>()
-            });
+            let held: Vec<String> = lane
+                .applied
+                .state(|s| s.share_states.deadlines().into_keys().map(|g| g.to_string()).collect());
+            let groups: Vec<_> = held.into_iter().map(|g| (ctx.share_group_settings(&g).limits, g)).collect();
             if !groups.is_empty() {
                 tracing::info!(
                     groups = groups.len(),
                     "a new leader releases what earlier terms' share sessions held"
                 );
             }
-            for (group_id, limits) in groups {
+            for (limits, group_id) in groups {
                 let op = ShareReleaseOp { group_id, member_id: None, partitions: None, limits };
-                if ctx.proposer.propose(op).await.is_err() {
+                if lane.proposer.propose(op).await.is_err() {
                     return false;
                 }
             }
@@ -76,18 +75,24 @@ pub async fn take_over(ctx: &Ctx) {
 }
 
 /// Releases what `member_id` holds in `partitions` (a closed or replaced session).
-pub async fn release(ctx: &Ctx, group_id: &str, member_id: &str, partitions: Vec<SharePartitionKey>) {
+pub async fn release(
+    ctx: &Ctx,
+    lane: Lane<'_>,
+    group_id: &str,
+    member_id: &str,
+    partitions: Vec<SharePartitionKey>,
+) {
     if partitions.is_empty() {
         return;
     }
-    let limits = ctx.applied.state(|s| ctx.config.settings.share_group.of(s, group_id).limits);
+    let limits = ctx.share_group_settings(group_id).limits;
     let op = ShareReleaseOp {
         group_id: group_id.to_string(),
         member_id: Some(member_id.to_string()),
         partitions: Some(partitions),
         limits,
     };
-    if let Err(e) = ctx.proposer.propose(op).await {
+    if let Err(e) = lane.proposer.propose(op).await {
         // Not lost: the records' locks still expire.
         RELEASE_FAILED.record(|tally| {
             tracing::warn!(group_id, member_id, error = %e, suppressed = tally.suppressed,
@@ -99,26 +104,32 @@ pub async fn release(ctx: &Ctx, group_id: &str, member_id: &str, partitions: Vec
 static RELEASE_FAILED: Incident = Incident::new();
 
 /// Closes the member's share session (epoch -1) and releases what it held.
-pub async fn close(ctx: &Ctx, term: u64, key: &crate::coord::liveness::MemberKey) {
-    if let Some(session) = ctx.coordinators.share.close_session(term, key) {
-        release(ctx, &key.0, &key.1, session.partitions.into_iter().collect()).await;
+pub async fn close(ctx: &Ctx, lane: Lane<'_>, term: u64, key: &crate::coord::liveness::MemberKey) {
+    if let Some(session) = lane.coordinators.share.close_session(term, key) {
+        release(ctx, lane, &key.0, &key.1, session.partitions.into_iter().collect()).await;
     }
 }
 
 /// A client connection closed: its share sessions close with it and what they held is
 /// released, as Kafka's `ShareSessionCache` does on a disconnect. Only this term's sessions
-/// (an earlier term's records were released when this one took over).
+/// (an earlier term's records were released when this one took over), in each Raft group
+/// this node runs.
 pub fn connection_closed(ctx: &SharedCtx, connection: u64) {
-    let (term, sessions) = ctx.coordinators.share.disconnected(connection);
-    if sessions.is_empty() || term != ctx.leadership.term() || !ctx.is_leader() {
-        return;
-    }
-    let ctx = ctx.clone();
-    tokio::spawn(async move {
-        for ((group_id, member_id), session) in sessions {
-            release(&ctx, &group_id, &member_id, session.partitions.into_iter().collect()).await;
+    let groups: Vec<u32> = ctx.lanes().map(|lane| lane.group).collect();
+    for group in groups {
+        let Some(lane) = ctx.lane(group) else { continue };
+        let (term, sessions) = lane.coordinators.share.disconnected(connection);
+        if sessions.is_empty() || term != lane.leadership.term() || !lane.is_leader() {
+            continue;
         }
-    });
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let Some(lane) = ctx.lane(group) else { return };
+            for ((group_id, member_id), session) in sessions {
+                release(&ctx, lane, &group_id, &member_id, session.partitions.into_iter().collect()).await;
+            }
+        });
+    }
 }
 
 /// Share requests refused, whole or for some partitions: counted, one log line per interval.
@@ -146,16 +157,16 @@ pub fn log_refusal(api: &'static str, group_id: Option<&str>, top: i16, partitio
 
 /// What refuses AlterShareGroupOffsets and DeleteShareGroupOffsets before their topics, in
 /// Kafka's order: share groups not enabled, the group operation `op` not allowed, an empty
-/// group id, a follower.
-pub fn offsets_refusal(ctx: &Ctx, who: &Subject, group_id: &str, op: i8) -> Option<i16> {
+/// group id, a node not leading the group's Raft group; else that group's lane.
+pub fn offsets_lane<'a>(ctx: &'a Ctx, who: &Subject, group_id: &str, op: i8) -> Result<Lane<'a>, i16> {
     if ctx.applied.state(|s| s.features.level(SHARE_VERSION)) < 1 {
-        return Some(error_code::UNSUPPORTED_VERSION);
+        return Err(error_code::UNSUPPORTED_VERSION);
     }
     if !ctx.authorizer.allowed(who, rt::GROUP, group_id, op) {
-        return Some(crate::security::authz::code::GROUP_AUTHORIZATION_FAILED);
+        return Err(crate::security::authz::code::GROUP_AUTHORIZATION_FAILED);
     }
     if super::util::group_id_invalid(group_id) {
-        return Some(error_code::INVALID_GROUP_ID);
+        return Err(error_code::INVALID_GROUP_ID);
     }
-    (!ctx.is_leader()).then_some(error_code::NOT_COORDINATOR)
+    ctx.group_lane(group_id).filter(|lane| lane.is_leader()).ok_or(error_code::NOT_COORDINATOR)
 }

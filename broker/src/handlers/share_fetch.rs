@@ -34,7 +34,7 @@ use super::HandlerResult;
 use crate::clock::wall_clock_ms;
 use crate::config::share_group::ShareGroupSettings;
 use crate::coord::share::sessions::{Context, SharePartitionKey, INITIAL_EPOCH};
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::limits;
 use crate::security::authz::Subject;
 
@@ -78,7 +78,7 @@ async fn serve(
         return Ok(Err((error_code::INVALID_REQUEST, Some(problem))));
     }
     let (add, forget, acks) = partitions(body);
-    if !ctx.is_leader() {
+    let Some(lane) = ctx.group_lane(&group_id).filter(|lane| lane.is_leader()) else {
         // A follower holds no share session (they live on the leader): a session's next
         // request gets SHARE_SESSION_NOT_FOUND, as a Kafka broker without the session answers,
         // and the client opens one anew, whose partitions learn the leader.
@@ -86,13 +86,13 @@ async fn serve(
             return Ok(Err((error_code::SHARE_SESSION_NOT_FOUND, None)));
         }
         let keys: Vec<SharePartitionKey> = add.iter().chain(acks.keys()).copied().collect();
-        return Ok(Ok(not_leader(ctx, req, &keys)));
-    }
-    take_over(ctx).await;
-    let term = ctx.leadership.term();
+        return Ok(Ok(not_leader(ctx, ctx.group_id_group(&group_id), req, &keys)));
+    };
+    take_over(ctx, lane).await;
+    let term = lane.leadership.term();
     let key = (group_id.clone(), member_id.clone());
     let connection = (req.connection_id, ctx.config.settings.share_group.max_share_sessions);
-    let step = ctx.coordinators.share.fetch_session(
+    let step = lane.coordinators.share.fetch_session(
         term,
         &key,
         body.share_session_epoch,
@@ -105,23 +105,24 @@ async fn serve(
         Err(code) => return Ok(Err((code, None))),
     };
     if let Some(old) = replaced {
-        release(ctx, &group_id, &member_id, old.partitions.into_iter().collect()).await;
+        release(ctx, lane, &group_id, &member_id, old.partitions.into_iter().collect()).await;
     }
-    let group = ctx.applied.state(|s| ctx.config.settings.share_group.of(s, &group_id));
+    let group = ctx.share_group_settings(&group_id);
     let who = Subject::of(req);
-    let outcomes = acknowledge(ctx, req, (&group_id, &member_id), body.is_renew_ack, acks).await;
+    let outcomes = acknowledge(ctx, lane, req, (&group_id, &member_id), body.is_renew_ack, acks).await;
     let answers = match &context {
         Context::Final => {
-            close(ctx, term, &key).await;
+            close(ctx, lane, term, &key).await;
             BTreeMap::new()
         }
         _ if body.is_renew_ack => BTreeMap::new(),
         Context::Opened(keys) | Context::Next(keys) => {
-            fetch(ctx, &who, (&group_id, &member_id), keys, body, &group).await?
+            fetch(ctx, lane, &who, (&group_id, &member_id), keys, body, &group).await?
         }
     };
     let lock_ms = i32::try_from(group.lock_ms).unwrap_or(i32::MAX);
-    Ok(Ok(response(ctx, answers, outcomes).with_acquisition_lock_timeout_ms(lock_ms)))
+    let hint = ctx.group_leader_hint(lane.group);
+    Ok(Ok(response(hint, answers, outcomes).with_acquisition_lock_timeout_ms(lock_ms)))
 }
 
 /// KIP-1222: a renew-only request fetches nothing; Kafka names every limit that is not 0.
@@ -170,6 +171,7 @@ fn partitions(body: &ShareFetchRequest) -> (Vec<SharePartitionKey>, Vec<SharePar
 /// is nothing to acquire.
 async fn fetch(
     ctx: &Ctx,
+    lane: Lane<'_>,
     who: &Subject,
     (group_id, member_id): (&str, &str),
     keys: &[SharePartitionKey],
@@ -178,7 +180,7 @@ async fn fetch(
 ) -> anyhow::Result<BTreeMap<SharePartitionKey, Answer>> {
     let wait_ms = i64::from(body.max_wait_ms).clamp(0, limits::FETCH_WAIT_MS_MAX) as u64;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
-    let mut applied = ctx.applied.applied_index();
+    let mut applied = lane.applied.applied_index();
     loop {
         applied.mark_unchanged();
         let mut answers = BTreeMap::new();
@@ -188,7 +190,7 @@ async fn fetch(
                 Some(code) => {
                     answers.insert(key, Answer { code, ..Answer::default() });
                 }
-                None => match readable(ctx, group_id, key, group) {
+                None => match readable(lane, group_id, key, group) {
                     Some(r) => reads.push((key, r)),
                     None => {
                         answers.insert(
@@ -199,8 +201,8 @@ async fn fetch(
                 },
             }
         }
-        if let Some(op) = acquisition(ctx, (group_id, member_id), &reads, body, group)? {
-            let Ok(acquired) = ctx.proposer.propose(Box::new(op)).await else {
+        if let Some(op) = acquisition(lane, (group_id, member_id), &reads, body, group)? {
+            let Ok(acquired) = lane.proposer.propose(Box::new(op)).await else {
                 // Leadership moved: the client finds the new leader.
                 for (key, _) in reads {
                     answers.insert(
@@ -251,7 +253,7 @@ fn rotated(keys: &[SharePartitionKey], epoch: i32) -> Vec<SharePartitionKey> {
 /// the applied state acquires nothing and starts no share state (no log entry for an empty
 /// fetch).
 fn acquisition(
-    ctx: &Ctx,
+    lane: Lane,
     (group_id, member_id): (&str, &str),
     reads: &[(SharePartitionKey, Readable)],
     body: &ShareFetchRequest,
@@ -281,22 +283,19 @@ fn acquisition(
         limits: group.limits,
         partitions,
     };
-    Ok(ctx.applied.state(|s| would_acquire(s, &op)).then_some(op))
+    Ok(lane.applied.state(|s| would_acquire(s, &op)).then_some(op))
 }
 
-fn leader_of(ctx: &Ctx) -> LeaderIdAndEpoch {
-    let (leader, epoch) = ctx.leadership.leader_hint();
-    LeaderIdAndEpoch::default().with_leader_id(leader).with_leader_epoch(epoch)
-}
-
-/// Every partition NOT_LEADER_OR_FOLLOWER, with the leader this node knows and its address
-/// (Kafka's NodeEndpoints): a Java client moves to a new leader from this answer only with both.
-fn not_leader(ctx: &Ctx, req: &Request, keys: &[SharePartitionKey]) -> ShareFetchResponse {
+/// Every partition NOT_LEADER_OR_FOLLOWER, with the leader of the share group's Raft group
+/// `group` this node knows and its address (Kafka's NodeEndpoints): a Java client moves to a
+/// new leader from this answer only with both.
+fn not_leader(ctx: &Ctx, group: u32, req: &Request, keys: &[SharePartitionKey]) -> ShareFetchResponse {
     let answers = keys
         .iter()
         .map(|k| (*k, Answer { code: error_code::NOT_LEADER_OR_FOLLOWER, ..Answer::default() }))
         .collect();
-    let leader = ctx.leader_id().map(|l| l as i32);
+    let hint = ctx.group_leader_hint(group);
+    let leader = (hint.0 >= 0).then_some(hint.0);
     let endpoints = ctx
         .leadership
         .brokers_on(req.listener.as_deref())
@@ -309,16 +308,17 @@ fn not_leader(ctx: &Ctx, req: &Request, keys: &[SharePartitionKey]) -> ShareFetc
                 .with_port(b.port)
         })
         .collect();
-    response(ctx, answers, Outcomes::new()).with_node_endpoints(endpoints)
+    response(hint, answers, Outcomes::new()).with_node_endpoints(endpoints)
 }
 
 /// Every partition fetched or acknowledged, grouped by topic id.
+/// The answer, each partition naming `(leader, epoch)` as its current leader.
 fn response(
-    ctx: &Ctx,
+    (leader, epoch): (i32, i32),
     answers: BTreeMap<SharePartitionKey, Answer>,
     mut outcomes: Outcomes,
 ) -> ShareFetchResponse {
-    let leader = leader_of(ctx);
+    let leader = LeaderIdAndEpoch::default().with_leader_id(leader).with_leader_epoch(epoch);
     let mut topics: BTreeMap<[u8; 16], Vec<PartitionData>> = BTreeMap::new();
     let mut add = |key: SharePartitionKey, data: PartitionData| topics.entry(key.0).or_default().push(data);
     for (key, answer) in answers {

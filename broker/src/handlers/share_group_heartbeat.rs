@@ -20,11 +20,12 @@ use onelog_state::command::ShareGroupHeartbeatOp;
 use onelog_state::consumer_group::Refusal;
 use onelog_state::features::SHARE_VERSION;
 use onelog_state::share_group::{self as shg, HeartbeatAnswer, LEAVE_GROUP_MEMBER_EPOCH};
+use onelog_state::xgroup::placement::recorded_topic_group;
 
 use super::util::{group_op_failed, log_heartbeat_refusal, str_bytes, uuid};
 use super::HandlerResult;
 use crate::clock::wall_clock_ms;
-use crate::ctx::{Ctx, SharedCtx};
+use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::incident::Incident;
 use crate::security::authz::{op, rt, Subject};
 
@@ -58,7 +59,7 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     };
     let answer = match check(&ctx, &req, &hb) {
         Err(refusal) => Err(refusal),
-        Ok(()) => heartbeat(&ctx, &hb).await,
+        Ok(lane) => heartbeat(&ctx, lane, &hb).await,
     };
     if let Err(refusal) = &answer {
         let message = refusal.message.as_deref();
@@ -76,8 +77,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 /// Refused heartbeats: counted, one log line per interval. A coordinator move is routine.
 static REFUSED: Incident = Incident::new();
 
-/// What refuses the request before the group is looked at, in Kafka's order.
-fn check(ctx: &Ctx, req: &Request, hb: &shg::Heartbeat) -> Result<(), Refusal> {
+/// What refuses the request before the group is looked at, in Kafka's order, then a topic
+/// placed in another Raft group than the share group; else the group's lane.
+fn check<'a>(ctx: &'a Ctx, req: &Request, hb: &shg::Heartbeat) -> Result<Lane<'a>, Refusal> {
     if ctx.applied.state(|s| s.features.level(SHARE_VERSION)) < 1 {
         return Err(Refusal::new(error_code::UNSUPPORTED_VERSION, NOT_ENABLED));
     }
@@ -94,25 +96,47 @@ fn check(ctx: &Ctx, req: &Request, hb: &shg::Heartbeat) -> Result<(), Refusal> {
     {
         return Err(Refusal { code: error_code::TOPIC_AUTHORIZATION_FAILED, message: None });
     }
-    if !ctx.is_leader() {
+    let Some(lane) = ctx.group_lane(&hb.group_id).filter(|lane| lane.is_leader()) else {
         return Err(Refusal { code: error_code::NOT_COORDINATOR, message: None });
+    };
+    if let Some(message) = placed_elsewhere(ctx, lane.group, &hb.group_id, names) {
+        return Err(Refusal::new(error_code::INVALID_REQUEST, message));
     }
-    Ok(())
+    Ok(lane)
+}
+
+/// A share group reads records where its share partitions live, its own Raft group: a
+/// subscribed topic placed in another one would be assigned and never read, so the member is
+/// refused instead, naming what to place together (docs/SCALING.md §2).
+fn placed_elsewhere(ctx: &Ctx, group: u32, group_id: &str, topics: &[String]) -> Option<String> {
+    if ctx.single_group() {
+        return None;
+    }
+    let elsewhere = ctx.applied.state(|s| {
+        topics.iter().find_map(|name| {
+            let placed = recorded_topic_group(&s.topics.get(name)?.configs);
+            (placed != group).then(|| (name.clone(), placed))
+        })
+    });
+    let (topic, placed) = elsewhere?;
+    Some(format!(
+        "Share group {group_id} lives in Raft group {group} and topic {topic} in Raft group {placed}: a share \
+         group reads only topics of its own Raft group. Place them together (onelog.placement.rules, \
+         group: and topic: rules naming one placement key)."
+    ))
 }
 
 /// Runs the heartbeat against a copy of the applied group; proposes it when it changes the
 /// group, and re-arms the member's session.
-async fn heartbeat(ctx: &Ctx, hb: &shg::Heartbeat) -> Result<HeartbeatAnswer, Refusal> {
+async fn heartbeat(ctx: &Ctx, lane: Lane<'_>, hb: &shg::Heartbeat) -> Result<HeartbeatAnswer, Refusal> {
     let now_ms = wall_clock_ms();
-    let term = ctx.leadership.term();
-    let (dry_run, changed, group) = ctx.applied.state(|s| {
-        let group = ctx.config.settings.share_group.of(s, &hb.group_id);
+    let term = lane.leadership.term();
+    let group = ctx.share_group_settings(&hb.group_id);
+    let (dry_run, changed) = lane.applied.state(|s| {
         if let Some(refusal) = other_type(s, &hb.group_id) {
-            return (Err(refusal), false, group);
+            return (Err(refusal), false);
         }
-        let (answer, changed) =
-            s.share_groups.trial(&hb.group_id, |copy| copy.heartbeat(&s.topics, hb, &group.settings, now_ms));
-        (answer, changed, group)
+        s.share_groups.trial(&hb.group_id, |copy| copy.heartbeat(&s.topics, hb, &group.settings, now_ms))
     });
     let answer = match dry_run {
         Ok(_) if changed => {
@@ -122,7 +146,7 @@ async fn heartbeat(ctx: &Ctx, hb: &shg::Heartbeat) -> Result<HeartbeatAnswer, Re
                 limits: group.limits,
                 now_ms,
             };
-            match ctx.proposer.propose(Box::new(op)).await {
+            match lane.proposer.propose(Box::new(op)).await {
                 Ok(answer) => answer,
                 Err(e) => Err(Refusal { code: group_op_failed(&e), message: None }),
             }
@@ -130,7 +154,7 @@ async fn heartbeat(ctx: &Ctx, hb: &shg::Heartbeat) -> Result<HeartbeatAnswer, Re
         other => other,
     };
     if let Ok(answer) = &answer {
-        let coordinator = &ctx.coordinators.share;
+        let coordinator = &lane.coordinators.share;
         if hb.member_epoch == LEAVE_GROUP_MEMBER_EPOCH {
             coordinator.left(term, &hb.group_id, &hb.member_id);
         } else {

@@ -11,8 +11,9 @@ use onelog_state::share_partition::{Acquired, LogBatch};
 use onelog_state::AbortedTxn;
 
 use crate::config::share_group::{AutoOffsetReset, ShareGroupSettings};
-use crate::ctx::Ctx;
+use crate::ctx::Lane;
 use crate::storage::partitions::SharedLog;
+use onelog_state::xgroup::placement::holds_topic_data;
 
 /// One partition as an acquisition sees it.
 pub struct Readable {
@@ -28,17 +29,22 @@ pub struct Readable {
     pub aborted: Vec<AbortedTxn>,
 }
 
-/// The partition's files and offsets, or None if the topic (by id) or partition is gone.
+/// The partition's files and offsets in `lane` (the share group's Raft group), or None if the
+/// topic (by id) or partition is gone, or its data is not in that group (a share group reads
+/// the topics placed with it only).
 pub fn readable(
-    ctx: &Ctx,
+    lane: Lane,
     group_id: &str,
     (topic_id, partition): (TopicId, i32),
     group: &ShareGroupSettings,
 ) -> Option<Readable> {
-    ctx.applied
+    lane.applied
         .with_partitions(|applied, partitions| {
             let s = &applied.state;
             let (_, topic) = s.topic_by_id(&topic_id)?;
+            if !holds_topic_data(lane.group, &topic.configs) {
+                return None;
+            }
             let ps = usize::try_from(partition).ok().and_then(|i| topic.partitions.get(i))?;
             let log = partitions.get(&topic_id, partition)?;
             let upper = if group.read_committed { ps.last_stable_offset() } else { ps.high_watermark() };

@@ -20,7 +20,8 @@
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, StreamsGroupHeartbeatResponse};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind, StreamsGroupHeartbeatResponse, TopicName};
 use onelog_state::apply_streams::other_type;
 use onelog_state::command::StreamsGroupHeartbeatOp;
 use onelog_state::consumer_group::Refusal;
@@ -198,13 +199,50 @@ async fn create_internal_topics(ctx: &Ctx, lane: Lane<'_>, req: &Request, group_
     if requests.is_empty() {
         return;
     }
-    let results = controller::create_topics(ctx, &requests, false).await;
+    let results = if ctx.is_leader() {
+        controller::create_topics(ctx, &requests, false).await
+    } else {
+        // The group's Raft group is led here, group 0 (the controller's) elsewhere.
+        created_by_controller(ctx, req, &requests).await
+    };
     for (request, (code, message)) in requests.iter().zip(results) {
         if code != error_code::NONE && code != error_code::TOPIC_ALREADY_EXISTS {
             tracing::warn!(group_id, topic = %request.name, error = error_code::name(code),
                 message = message.as_deref().unwrap_or(""), "could not create a Streams internal topic");
         }
     }
+}
+
+/// `requests` forwarded to the controller, as the member's CreateTopics; one (code, message)
+/// per request (NOT_CONTROLLER for each when the controller cannot be asked).
+async fn created_by_controller(
+    ctx: &Ctx,
+    req: &Request,
+    requests: &[TopicRequest],
+) -> Vec<(i16, Option<String>)> {
+    let topics = requests.iter().map(creatable).collect();
+    let origin = crate::net::forward::Origin::of(req);
+    let Ok(ResponseKind::CreateTopics(response)) =
+        crate::net::forward::create_on_leader(ctx, &origin, topics).await
+    else {
+        return vec![(error_code::NOT_CONTROLLER, None); requests.len()];
+    };
+    let answer = |name: &str| {
+        let t = response.topics.iter().find(|t| t.name.0.as_str() == name)?;
+        Some((t.error_code, t.error_message.as_ref().map(|m| m.to_string())))
+    };
+    requests.iter().map(|r| answer(&r.name).unwrap_or((error_code::UNKNOWN_SERVER_ERROR, None))).collect()
+}
+
+fn creatable(request: &TopicRequest) -> CreatableTopic {
+    let configs = request.configs.iter().map(|(name, value)| {
+        CreatableTopicConfig::default().with_name(name.clone().into()).with_value(Some(value.clone().into()))
+    });
+    CreatableTopic::default()
+        .with_name(TopicName(request.name.clone().into()))
+        .with_num_partitions(request.partitions)
+        .with_replication_factor(request.replication_factor)
+        .with_configs(configs.collect())
 }
 
 /// The group the member heartbeats in.

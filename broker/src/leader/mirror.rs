@@ -3,6 +3,7 @@
 //! holds its data (`onelog.raft.group`); the leader of that group, which replicates group 0,
 //! sees the topic applied there and puts it in its own log, whose apply creates the partition
 //! logs under `groups/<g>/`. Deletion, new partitions and config changes follow the same way.
+//! Where consumer groups are placed per group too, every group keeps every topic.
 //!
 //! The group's copy is matched to group 0's by topic id, so a topic deleted and created again
 //! under its name is dropped and made anew, never confused with the old one. Each pass is
@@ -15,6 +16,7 @@ use onelog_state::command::{
     AlterConfigsOp, CreatePartitionsOp, CreateTopicsOp, DeleteTopicsOp, NewPartitions, NewTopic,
 };
 use onelog_state::configs::{AlterKind, ConfigAlteration, ConfigResource, ResourceAlteration};
+use onelog_state::features::GROUP_PLACEMENT;
 use onelog_state::xgroup::placement::{is_topic_placement_config, recorded_topic_group};
 use onelog_state::BrokerState;
 
@@ -30,8 +32,8 @@ struct Held {
     configs: BTreeMap<String, String>,
 }
 
-/// The topics `state` holds for `group`: all its topics for the group's own state (`group`
-/// `None`), those placed in `group` for group 0's.
+/// The topics `state` holds for `group`: all its topics (`group` `None`), else those placed
+/// in `group`.
 fn held(state: &BrokerState, group: Option<u32>) -> BTreeMap<String, Held> {
     let placed_here =
         |configs: &BTreeMap<String, String>| group.is_none_or(|g| recorded_topic_group(configs) == g);
@@ -104,9 +106,15 @@ fn replacing(name: &str, configs: &BTreeMap<String, String>) -> ResourceAlterati
     ResourceAlteration { resource: ConfigResource::Topic(name.to_string()), replace: true, alterations }
 }
 
-/// One pass, while this node leads `group`: proposes what the group's topics lack.
+/// One pass, while this node leads `group`: proposes what the group's topics lack. A cluster
+/// that places its consumer, Streams and share groups (`onelog.group.placement`) copies every
+/// topic's metadata, as group 0 holds it, since a group placed here assigns and commits
+/// offsets of topics placed anywhere; the partitions of the others stay empty here.
 pub async fn mirror_once(ctx: &DutyCtx, group0: &AppliedView, group: u32) {
-    let wanted = group0.state(|s| held(s, Some(group)));
+    let wanted = group0.state(|s| {
+        let every_topic = s.features.level(GROUP_PLACEMENT) >= 1;
+        held(s, (!every_topic).then_some(group))
+    });
     let current = ctx.applied.state(|s| held(s, None));
     let changes = changes(&wanted, &current);
     let proposer = &ctx.proposer;

@@ -135,11 +135,21 @@ pub async fn create_topics_on_leader(ctx: &Ctx, origin: &Origin, names: &[String
                 .with_replication_factor(-1)
         })
         .collect();
+    create_on_leader(ctx, origin, topics).await.map(drop)
+}
+
+/// Asks the leader to create `topics` as a CreateTopics request of `origin` would, then waits
+/// until this node has applied those it created; the leader's answer.
+pub async fn create_on_leader(
+    ctx: &Ctx,
+    origin: &Origin,
+    topics: Vec<CreatableTopic>,
+) -> anyhow::Result<ResponseKind> {
     let body =
         RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(topics).with_timeout_ms(5000));
     let response = to_leader(ctx, origin, ApiKey::CreateTopics, CREATE_TOPICS_VERSION, body).await?;
     wait_applied(ctx, |state| topics_created(&response, state)).await;
-    Ok(())
+    Ok(response)
 }
 
 /// Whether every topic a CreateTopics response says was created is in `state`.

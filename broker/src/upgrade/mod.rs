@@ -16,8 +16,8 @@ use std::fmt;
 use std::ops::RangeInclusive;
 
 use onelog_state::features::{
-    FeatureUpdate, UpgradeType, GROUP_VERSION, ONELOG_VERSION, SHARE_VERSION, STREAMS_VERSION,
-    TRANSACTION_VERSION,
+    FeatureUpdate, UpgradeType, GROUP_PLACEMENT, GROUP_VERSION, ONELOG_VERSION, SHARE_VERSION,
+    STREAMS_VERSION, TRANSACTION_VERSION,
 };
 
 /// onelog's release, as `onelog --version` and the status page show it.
@@ -31,6 +31,7 @@ pub const SUPPORTED: &[(&str, i16, i16)] = &[
     (GROUP_VERSION, 0, 1),
     (STREAMS_VERSION, 0, 1),
     (SHARE_VERSION, 0, 1),
+    (GROUP_PLACEMENT, 0, 1),
 ];
 
 /// The supported range of `name`; `0..=0` for a feature this build does not know.

@@ -160,6 +160,11 @@ impl CrossGroup {
         open.filter_map(|o| o.offsets.get(group)).flat_map(|offsets| offsets.keys().cloned()).collect()
     }
 
+    /// Whether another group's open instance holds offsets pending here.
+    pub fn has_pending_offsets(&self) -> bool {
+        self.remote.values().filter_map(|r| r.open.as_ref()).any(|o| !o.offsets.is_empty())
+    }
+
     /// An expired producer id: its number is forgotten; undelivered decisions are not.
     pub fn forget_producers(&mut self, producer_ids: &BTreeSet<i64>) {
         self.coordinated.retain(|pid, _| !producer_ids.contains(pid));

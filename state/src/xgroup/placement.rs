@@ -45,11 +45,12 @@ pub fn recorded_topic_group(configs: &BTreeMap<String, String>) -> GroupId {
     configs.get(TOPIC_GROUP_CONFIG).and_then(|g| g.trim().parse().ok()).unwrap_or(0)
 }
 
-/// Whether group `group`'s copy of a topic with `configs` holds the topic's data: a group other
-/// than 0 has only the topics placed in it, while group 0 has every topic's metadata and the
-/// data of its own only (the others' partitions there stay empty).
+/// Whether group `group`'s copy of a topic with `configs` holds the topic's data: group 0 has
+/// every topic's metadata, and so has every group of a cluster that places its consumer groups
+/// (`features::GROUP_PLACEMENT`, for their assignments and commits), but each holds the data
+/// of the topics placed in it only (the others' partitions there stay empty).
 pub fn holds_topic_data(group: GroupId, configs: &BTreeMap<String, String>) -> bool {
-    group != 0 || recorded_topic_group(configs) == 0
+    recorded_topic_group(configs) == group
 }
 
 /// Why a placement config's value cannot be, whatever the group count; the count itself is

@@ -76,8 +76,8 @@ pub async fn submit_produce(
     })
 }
 
-/// TxnOffsetCommit of a remote producer in this group (consumer groups are group 0's): the
-/// offsets are held by the instance until its decision. One code per commit.
+/// TxnOffsetCommit of a remote producer in this group, the consumer group's: the offsets are
+/// held by the instance until its decision. One code per commit.
 pub async fn commit_offsets(
     ctx: &SharedCtx,
     remote: Remote,
