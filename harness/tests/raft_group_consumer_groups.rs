@@ -11,8 +11,10 @@
 //! 3. a Streams group placed in group 2 joins at group 2's leader (not the controller) with a
 //!    topology whose changelog is missing: that leader has group 0's leader create it, and
 //!    the member is handed every task;
-//! 4. group 2's leader is killed -9: a new member of the group, after more records were
-//!    written, reads exactly the new ones from the group's commits on the next leader;
+//! 4. group 2's leader is killed -9: more records are written, the new leader's status page
+//!    shows the group that many behind (its offsets read from group 2, the high watermarks
+//!    from the topics' groups), and a new member reads exactly the new ones from the group's
+//!    commits;
 //! 5. a share group placed in group 2 reads group 2's topic, every record delivered and
 //!    acknowledged through group 2's log (group 0's untouched); one that subscribes to group
 //!    1's topic is refused with INVALID_REQUEST naming both groups (it would be assigned
@@ -161,6 +163,7 @@ async fn resume_after_leader_kill(cluster: &mut Cluster) -> Result<()> {
     let [in2, in1] = topics();
     produce_numbered(&bootstrap, &in2, 2 * RECORDS..3 * RECORDS).await?;
     produce_numbered(&bootstrap, &in1, 3 * RECORDS..4 * RECORDS).await?;
+    lag_on_the_status_page(cluster, &group_id(GroupProtocol::Classic), 2 * RECORDS)?;
     let started = Instant::now();
     let values =
         read_and_commit(&bootstrap, &group_id(GroupProtocol::Classic), GroupProtocol::Classic, 2 * RECORDS)
@@ -276,6 +279,31 @@ async fn share_group_in_group_2(cluster: &Cluster) -> Result<()> {
         values.len()
     );
     Ok(())
+}
+
+/// The status page of group 2's new leader shows `group` `lag` records behind: its offsets
+/// read from group 2, the high watermarks from groups 1 and 2.
+fn lag_on_the_status_page(cluster: &Cluster, group: &str, lag: usize) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let leader = group_row(cluster, 1, 2)?["leader"].as_u64().unwrap_or(0);
+        let page = match leader {
+            0 => String::new(),
+            // The killed leader, until node 1 hears of the new one, does not answer.
+            id => harness::admin_api::request(cluster.admin_addr(id), "GET", "/")
+                .map(|r| r.text())
+                .unwrap_or_default(),
+        };
+        let row = page.split(&format!("<td>{group}</td>")).nth(1).and_then(|rest| rest.split("</tr>").next());
+        if row.is_some_and(|r| r.ends_with(&format!("<td class=\"n\">{lag}</td><td class=\"n\">–</td>"))) {
+            println!(
+                "the status page of group 2's new leader (node {leader}) shows {group} {lag} records behind"
+            );
+            return Ok(());
+        }
+        ensure!(Instant::now() < deadline, "no row of {group} {lag} behind at node {leader}: {row:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// A share group of group 2 subscribing to group 1's topic.

@@ -14,7 +14,9 @@ use super::AdminCtx;
 use crate::clock::wall_clock_ms;
 use crate::ctx::SharedCtx;
 use crate::handlers::list_groups::{TYPE_CLASSIC, TYPE_SHARE};
+use crate::raft::applied::AppliedView;
 use crate::raft::Metrics;
+use onelog_state::xgroup::placement::recorded_topic_group;
 use onelog_state::BrokerState;
 
 /// Seconds between the browser's reloads.
@@ -70,11 +72,8 @@ pub async fn gather(ctx: &AdminCtx) -> PageData {
     let nodes = nodes(&m, &snapshot);
     let serving_ctx = ctx.serving.get().cloned();
     let now_ms = wall_clock_ms();
-    let (groups, mut transactions) = ctx.applied.read(|applied| {
-        let state = &applied.state;
-        let groups = groups(state, serving_ctx.as_ref(), snapshot.is_leader, &snapshot.share_group_rows);
-        (groups, open_transactions(state, now_ms))
-    });
+    let groups = groups(ctx, serving_ctx.as_ref(), snapshot.is_leader, &snapshot.share_group_rows);
+    let mut transactions = ctx.applied.state(|s| open_transactions(s, now_ms));
     // The transactions coordinated in the other Raft groups this node runs (issue 32).
     for handle in ctx.groups.handles.iter().filter(|h| h.group != 0) {
         transactions.extend(handle.applied.state(|s| open_transactions(s, now_ms)));
@@ -109,42 +108,71 @@ fn nodes(m: &Metrics, snapshot: &Snapshot) -> Vec<NodeRow> {
         .collect()
 }
 
-/// The groups (classic, consumer, Streams and share) with their lag. Which type holds an id,
-/// and a classic group's state, are known only to the group coordinator, which runs on the
-/// serving leader; elsewhere the groups that committed offsets are listed as `Unknown`.
-/// Members are those the serving node's coordinator knows, or for a consumer or Streams group
-/// those the log holds. A share group's figures are the ones `/metrics` read (`shares`).
+/// The groups (classic, consumer, Streams and share) with their lag: those of every Raft
+/// group this node leads. Which type holds an id, and a classic group's state, are known only
+/// to the group coordinator, which runs on the leader of the id's Raft group; on a node not
+/// leading group 0 the groups that committed offsets there are listed too, as `Unknown`. Members are those the coordinator knows, or for a consumer or Streams
+/// group those the log holds. A share group's figures are the ones `/metrics` read (`shares`).
+/// Each group is read from the Raft group holding it, each partition's high watermark from
+/// the one holding the topic.
 fn groups(
-    state: &BrokerState,
+    ctx: &AdminCtx,
     serving: Option<&SharedCtx>,
     is_leader: bool,
     shares: &[ShareGroupRow],
 ) -> Vec<GroupRow> {
-    let listed: Vec<(String, Option<&'static str>, &'static str)> = match serving {
-        Some(c) if is_leader => crate::handlers::list_groups::listed(c)
-            .into_iter()
-            .map(|g| (g.group_id, Some(g.group_type), g.state))
-            .collect(),
-        _ => state.groups.groups.keys().map(|id| (id.clone(), None, "Unknown")).collect(),
-    };
+    let mut listed: Vec<(String, Option<&'static str>, &'static str)> = serving
+        .map(|c| crate::handlers::list_groups::listed(c))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|g| (g.group_id, Some(g.group_type), g.state))
+        .collect();
+    if !is_leader || serving.is_none() {
+        // Group 0's groups that committed offsets, whose coordinator is another node.
+        let known: Vec<String> = listed.iter().map(|(id, _, _)| id.clone()).collect();
+        let in_group0: Vec<String> = ctx.applied.state(|s| s.groups.groups.keys().cloned().collect());
+        let others = in_group0.into_iter().filter(|id| !known.contains(id));
+        listed.extend(others.map(|id| (id, None, "Unknown")));
+    }
     listed
         .into_iter()
         .map(|(id, group_type, group_state)| {
             if let Some(share) = shares.iter().find(|r| r.group_id == id) {
                 return share_row(share);
             }
-            let committed = committed_offsets(state, &id);
+            let held_in = serving.map_or(0, |c| c.group_id_group(&id));
+            let Some(view) = group_view(ctx, held_in) else {
+                let (members, lag, partitions) = (None, 0, 0);
+                return GroupRow {
+                    id,
+                    group_type,
+                    state: group_state,
+                    members,
+                    lag,
+                    partitions,
+                    in_flight: None,
+                };
+            };
+            let committed = committed_offsets(ctx, view, &id);
             let lag = committed.iter().map(|(c, hw)| hw.map_or(0, |hw| (hw - c).max(0))).sum();
             let members = match group_type {
                 Some(TYPE_CLASSIC) | None => serving
                     .and_then(|c| c.group_lane(&id)?.coordinators.classic.describe(&id))
                     .map(|v| v.members.len()),
-                Some(_) => members_in_log(state, &id),
+                Some(_) => view.state(|s| members_in_log(s, &id)),
             };
             let partitions = committed.len();
             GroupRow { id, group_type, state: group_state, members, lag, partitions, in_flight: None }
         })
         .collect()
+}
+
+/// The applied state of Raft group `group` on this node, if it runs it.
+fn group_view(ctx: &AdminCtx, group: u32) -> Option<&AppliedView> {
+    if group == 0 {
+        return Some(&ctx.applied);
+    }
+    ctx.groups.handles.iter().find(|h| h.group == group).map(|h| &h.applied)
 }
 
 /// A share group's row: it commits no offsets, its lag and records in flight are its share
@@ -170,18 +198,23 @@ fn members_in_log(state: &BrokerState, group_id: &str) -> Option<usize> {
     consumer.or_else(streams).or_else(share)
 }
 
-/// A group's committed offsets, each beside the high watermark of its partition (`None` for a
-/// partition that no longer exists).
-fn committed_offsets(state: &BrokerState, group_id: &str) -> Vec<(i64, Option<i64>)> {
+/// A group's committed offsets in `view` (the Raft group holding it), each beside the high
+/// watermark of its partition, read from the Raft group holding the topic (`None` for a
+/// partition that no longer exists, or of a group this node does not run).
+fn committed_offsets(ctx: &AdminCtx, view: &AppliedView, group_id: &str) -> Vec<(i64, Option<i64>)> {
+    let offsets: Vec<(String, i32, i64)> = view.state(|s| {
+        let offsets = s.groups.groups.get(group_id).map(|g| &g.offsets).into_iter().flatten();
+        offsets
+            .flat_map(|(topic, parts)| parts.iter().map(move |(p, c)| (topic.clone(), *p, c.offset)))
+            .collect()
+    });
     let hw = |topic: &str, partition: i32| {
-        state.topics.get(topic).and_then(|t| t.partitions.get(partition as usize)).map(|p| p.high_watermark())
+        let placed = ctx.applied.state(|s| s.topics.get(topic).map(|t| recorded_topic_group(&t.configs)))?;
+        group_view(ctx, placed)?.state(|s| {
+            s.topics.get(topic).and_then(|t| t.partitions.get(partition as usize)).map(|p| p.high_watermark())
+        })
     };
-    let offsets = state.groups.groups.get(group_id).map(|g| &g.offsets);
-    offsets
-        .into_iter()
-        .flatten()
-        .flat_map(|(topic, parts)| parts.iter().map(move |(p, c)| (c.offset, hw(topic, *p))))
-        .collect()
+    offsets.into_iter().map(|(topic, p, c)| (c, hw(&topic, p))).collect()
 }
 
 /// The transactions written to and not yet decided, with their age (0 for one whose start

@@ -8,18 +8,19 @@
 //!   w's transactional id `chaos-bank-c<g>-<w>` is coordinated in group g = w mod N. A
 //!   transfer debits one account and credits another drawn from all of them, so most
 //!   transfers write to two groups, under a coordinator that is often a third;
-//! - **copier**: the input in group N-2, the output in group N-1, slot s's transactional id
-//!   `chaos-copier-<s>` coordinated in group s mod N. The consumer group, as every consumer
-//!   group, is group 0's: each transaction writes its output in group N-1 and its offsets
-//!   (`send_offsets_to_transaction`, a TxnOffsetCommit) in group 0, whoever coordinates it;
+//! - **copier**: the input in group N-2, the output and the consumer group `chaos-copier` in
+//!   group N-1 (the cluster places its groups, `onelog.group.placement`), slot s's
+//!   transactional id `chaos-copier-<s>` coordinated in group s mod N: each transaction
+//!   writes its output and its offsets (`send_offsets_to_transaction`, a TxnOffsetCommit) in
+//!   group N-1, within that group for the slots it coordinates, across groups for the others;
 //! - **queue**: the topic in group N-1, writer w's transactional id `chaos-writer-<w>`
 //!   coordinated in group w mod N: a writer coordinated in another group than the topic's
 //!   commits across groups, the one in group N-1 within it; the plain (idempotent) writers
-//!   write to group N-1 and the readers' consumer group commits in group 0;
+//!   write to group N-1 and the readers' consumer groups (`chaos-reader-…`) commit there too;
 //! - **share**: everything in group 0, as before (share groups read only group 0's topics).
 //!
 //! Transactional ids the rules above do not name (none today) stay in group 0 (`txn:=0`), and
-//! consumer groups are pinned to group 0 (`group:=0`), where the broker keeps them anyway.
+//! so do the other consumer and share groups (`group:=0`).
 
 use std::cmp::Reverse;
 
@@ -168,6 +169,7 @@ pub fn rules(workload: Workload, groups: u32, writers: usize) -> String {
             let (input, output) = copier_topic_groups(groups);
             rules.push((format!("topic:{}", names.input), input));
             rules.push((format!("topic:{}", names.output), output));
+            rules.push((format!("group:{}", names.group), output));
             rules.push((format!("topic:{}", names.observer), 0));
             for slot in 0..copier_slots(writers) {
                 rules.push((
@@ -178,6 +180,7 @@ pub fn rules(workload: Workload, groups: u32, writers: usize) -> String {
         }
         Workload::Queue => {
             rules.push(("topic:chaos-queue".into(), queue_topic_group(groups)));
+            rules.push(("group:chaos-reader".into(), queue_topic_group(groups)));
             for w in 0..writers {
                 rules.push((format!("txn:{}", queue_transactional_id(w)), queue_coordinator(w, groups)));
             }
@@ -214,11 +217,11 @@ pub fn describe(options: &RunOptions, snapshot: &Snapshot) -> Vec<String> {
         Workload::Copier => {
             let (input, output) = copier_topic_groups(groups);
             lines.push(format!(
-                "copier: input in group {input}, output in group {output}, slot s's transactions coordinated in group s mod {groups}, the consumer group and its offsets in group 0"
+                "copier: input in group {input}, output, the consumer group and its offsets in group {output}, slot s's transactions coordinated in group s mod {groups}"
             ));
         }
         Workload::Queue => lines.push(format!(
-            "queue: the topic in group {}, writer w's transactions coordinated in group w mod {groups}, the readers' consumer group in group 0",
+            "queue: the topic and the readers' consumer groups in group {}, writer w's transactions coordinated in group w mod {groups}",
             queue_topic_group(groups)
         )),
         Workload::Share => lines.push("topics and transactional ids in group 0".into()),

@@ -73,7 +73,7 @@ fn the_copier_spans_input_output_and_offsets_groups() {
     assert_eq!(topic_group(&placement, names.input), 1);
     assert_eq!(topic_group(&placement, names.output), 2);
     assert_eq!(topic_group(&placement, names.observer), 0);
-    assert_eq!(placement.id(IdKind::Group, names.group), 0);
+    assert_eq!(placement.id(IdKind::Group, names.group), 2, "the consumer group with the output");
     let two = parsed(Workload::Copier, 2, 2);
     assert_eq!((topic_group(&two, names.input), topic_group(&two, names.output)), (0, 1));
 }
@@ -86,7 +86,8 @@ fn the_queue_spans_groups_and_share_stays_in_group_zero() {
         let id = queue_transactional_id(writer);
         assert_eq!(queue.id(IdKind::Txn, &id), queue_coordinator(writer, 3), "{id}");
     }
-    assert_eq!(queue.id(IdKind::Group, "chaos-readers"), 0);
+    assert_eq!(queue.id(IdKind::Group, "chaos-reader-3"), 2, "the readers' groups with the topic");
+    assert_eq!(queue.id(IdKind::Group, "chaos-final-read"), 0);
     let share = parsed(Workload::Share, 3, 3);
     assert_eq!(topic_group(&share, "chaos-share"), 0);
     assert_eq!(share.id(IdKind::Txn, "chaos-share-writer-1"), 0);
