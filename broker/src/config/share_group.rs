@@ -13,7 +13,6 @@ use onelog_state::configs::Overrides;
 use onelog_state::group_config::{self as gc, ShareGroupBounds};
 use onelog_state::share_group::ShareSettings;
 use onelog_state::share_partition::Limits;
-use onelog_state::BrokerState;
 
 /// The broker's share-group settings and the bounds on a group's overrides of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,11 +67,6 @@ pub struct ShareGroupSettings {
 }
 
 impl ShareGroupConfig {
-    /// [`Self::for_group`] with the overrides `state` holds for `group`.
-    pub fn of(&self, state: &BrokerState, group: &str) -> ShareGroupSettings {
-        self.for_group(state.configs.groups.get(group))
-    }
-
     /// The settings a group runs with, given its stored overrides
     /// (`BrokerState::configs.groups`), each capped to the broker's bounds as Kafka 4.4's
     /// `GroupConfig.evaluate` clamps it. `max_size` is the broker's alone.
