@@ -260,7 +260,10 @@ async fn serving_ctx(
     let (leadership, proposer) = crate::leader::groups::lead(&with, (raft, applied, &opened.transfer));
     // The other groups' leaderships, proposers and duties (`leader::groups`).
     let others = groups.handles.iter().filter(|h| h.group != 0);
-    let group_leaders = others.map(|h| group_lane(crate::leader::groups::start(&with, h))).collect();
+    // One cache of share sessions per node, as per Kafka broker (`coord::share::sessions`).
+    let sessions = crate::coord::share::sessions::SessionCache::default();
+    let group_leaders =
+        others.map(|h| group_lane(crate::leader::groups::start(&with, h), &sessions)).collect();
     wait_until_caught_up(raft, node.node_id).await;
     let duty = Arc::new(duties::DutyCtx {
         node_id: node.node_id,
@@ -279,7 +282,7 @@ async fn serving_ctx(
         applied: applied.clone(),
         config: config.clone(),
         proposer: proposer.clone(),
-        coordinators: GroupCoordinators::start(&duty),
+        coordinators: GroupCoordinators::start(&duty, &sessions),
         txns: Arc::new(TxnCoordinator::new(0, leadership.clone(), applied.clone(), proposer.clone())),
         authorizer: Authorizer::new(config.settings.authz.clone(), applied.clone()),
         quotas: Default::default(),
@@ -295,13 +298,16 @@ async fn serving_ctx(
 
 /// A group's lane: its leader and the coordinators of the transactional ids and group ids
 /// placed in it, whose duties (timeouts, expiry, sessions) run while this node leads the group.
-fn group_lane(leader: crate::leader::groups::GroupLeader) -> crate::ctx::GroupLane {
+fn group_lane(
+    leader: crate::leader::groups::GroupLeader,
+    sessions: &crate::coord::share::sessions::SessionCache,
+) -> crate::ctx::GroupLane {
     let (leadership, applied, proposer) =
         (&leader.duty.leadership, &leader.duty.applied, &leader.duty.proposer);
     let txns =
         Arc::new(TxnCoordinator::new(leader.group, leadership.clone(), applied.clone(), proposer.clone()));
     crate::coord::txn::duties::start(leader.duty.clone(), txns.clone());
-    let coordinators = GroupCoordinators::start(&leader.duty);
+    let coordinators = GroupCoordinators::start(&leader.duty, sessions);
     crate::ctx::GroupLane { leader, txns, coordinators }
 }
 

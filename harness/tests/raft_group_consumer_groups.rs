@@ -16,9 +16,10 @@
 //!    from the topics' groups), and a new member reads exactly the new ones from the group's
 //!    commits;
 //! 5. a share group placed in group 2 reads group 2's topic, every record delivered and
-//!    acknowledged through group 2's log (group 0's untouched); one that subscribes to group
-//!    1's topic is refused with INVALID_REQUEST naming both groups (it would be assigned
-//!    partitions it cannot read);
+//!    acknowledged through group 2's log (group 0's untouched); one placed in group 2 reads
+//!    group 1's topic, its records acquired and acknowledged in group 1's log, and its
+//!    coordinator describes, resets and deletes its offsets there, and deletes the group
+//!    (`share`);
 //! 6. each group's replicas end with equal digests.
 
 use std::collections::BTreeSet;
@@ -31,20 +32,22 @@ use harness::raft_groups::{
     digests_agree, group_row, preferred_of_three, settle, three_group_rules, GROUP1_PREFIX, RULED_PREFIX,
 };
 use harness::raw_ops::topic_name;
-use harness::share_consumer::{joined, set_group_configs, AckType, ShareConsumer, ShareConsumerConfig};
 use harness::{Cluster, RawClient};
-use kafka_compat::error_code::{INVALID_REQUEST, NOT_COORDINATOR};
+use kafka_compat::error_code::NOT_COORDINATOR;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
 use kafka_protocol::messages::streams_group_heartbeat_request::{Subtopology, TopicInfo, Topology};
 use kafka_protocol::messages::{
     FindCoordinatorRequest, GroupId, ListGroupsRequest, MetadataRequest, OffsetFetchRequest,
-    ShareGroupHeartbeatRequest, StreamsGroupHeartbeatRequest, TopicName,
+    StreamsGroupHeartbeatRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use onelog_state::xgroup::placement::{IdKind, Placement};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::Message;
+
+#[path = "raft_group_consumer_groups/share.rs"]
+mod share;
 
 const GROUPS: u64 = 3;
 const PARTS: i32 = 3;
@@ -82,8 +85,8 @@ async fn scenario(cluster: &mut Cluster) -> Result<()> {
         group_in_group_2(cluster, protocol).await?;
     }
     streams_group_in_group_2(cluster).await?;
-    share_group_in_group_2(cluster).await?;
-    share_group_across_groups_refused(cluster).await?;
+    share::share_group_in_group_2(cluster).await?;
+    share::share_group_across_groups(cluster).await?;
     resume_after_leader_kill(cluster).await?;
     for g in 0..GROUPS {
         digests_agree(cluster, &[1, 2, 3], g, Duration::from_secs(30)).await?;
@@ -236,51 +239,6 @@ async fn topic_exists(cluster: &Cluster, topic: &str) -> Result<bool> {
     Ok(answer.topics.iter().any(|t| t.error_code == 0))
 }
 
-/// A share group of group 2 reading group 2's topic: every record delivered and accepted, in
-/// group 2's log.
-async fn share_group_in_group_2(cluster: &Cluster) -> Result<()> {
-    let leader2 = preferred_of_three(2);
-    let applied =
-        |g| -> Result<u64> { Ok(group_row(cluster, leader2, g)?["last_applied"].as_u64().unwrap_or(0)) };
-    let (group0_before, group2_before) = (applied(0)?, applied(2)?);
-    let [in2, _] = topics();
-    let group = format!("{RULED_PREFIX}sharers-ok");
-    let config = ShareConsumerConfig::new(&cluster.bootstrap(), &group, &in2)?;
-    // The records are older than the group (a share group starts at the latest by default);
-    // its configs live in group 0, wherever the group lives.
-    set_group_configs(&config.bootstrap, &in2, &group, &[("share.auto.offset.reset", "earliest")]).await?;
-    let mut consumer = ShareConsumer::start(config);
-    joined(&consumer, READ_TIMEOUT).await?;
-    let deadline = Instant::now() + READ_TIMEOUT;
-    let mut values = BTreeSet::new();
-    while values.len() < RECORDS {
-        ensure!(
-            Instant::now() < deadline,
-            "{group}: {} of {RECORDS} records in {READ_TIMEOUT:?}",
-            values.len()
-        );
-        let Ok(fetched) = consumer.poll().await else { continue };
-        for d in fetched.deliveries {
-            let value = std::str::from_utf8(d.value.as_deref().unwrap_or_default())?.parse::<usize>()?;
-            values.insert(value);
-            consumer.acknowledge(d.partition, d.offset, AckType::Accept);
-        }
-    }
-    consumer.commit().await?;
-    consumer.close().await;
-    ensure!(values == (0..RECORDS).collect::<BTreeSet<_>>(), "{group} got {} values", values.len());
-    let (group0_grew, group2_grew) = (applied(0)? - group0_before, applied(2)? - group2_before);
-    ensure!(
-        group0_grew <= GROUP0_ENTRIES_MAX && group2_grew >= 2,
-        "{group}: group 0 applied {group0_grew} entries, group 2 {group2_grew}"
-    );
-    println!(
-        "share group {group}: {} records of group 2's topic delivered and accepted in group 2's log ({group2_grew} entries; group 0: {group0_grew})",
-        values.len()
-    );
-    Ok(())
-}
-
 /// The status page of group 2's new leader shows `group` `lag` records behind: its offsets
 /// read from group 2, the high watermarks from groups 1 and 2.
 fn lag_on_the_status_page(cluster: &Cluster, group: &str, lag: usize) -> Result<()> {
@@ -304,27 +262,6 @@ fn lag_on_the_status_page(cluster: &Cluster, group: &str, lag: usize) -> Result<
         ensure!(Instant::now() < deadline, "no row of {group} {lag} behind at node {leader}: {row:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
-}
-
-/// A share group of group 2 subscribing to group 1's topic.
-async fn share_group_across_groups_refused(cluster: &Cluster) -> Result<()> {
-    let [_, in1] = topics();
-    let mut client = RawClient::connect_negotiated(cluster.kafka_addr(preferred_of_three(2))).await?;
-    let request = ShareGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(StrBytes::from_string(format!("{RULED_PREFIX}sharers"))))
-        .with_member_id(StrBytes::from_string(uuid::Uuid::new_v4().to_string()))
-        .with_member_epoch(0)
-        .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_string(in1.clone()))]));
-    let answer = client.request(1, &request).await?;
-    let message = answer.error_message.as_deref().unwrap_or("").to_string();
-    ensure!(
-        answer.error_code == INVALID_REQUEST
-            && message.contains("Raft group 2")
-            && message.contains("Raft group 1"),
-        "a share group of group 2 on {in1}: {answer:?}"
-    );
-    println!("a share group of group 2 subscribing to group 1's topic: INVALID_REQUEST ({message})");
-    Ok(())
 }
 
 /// Reads with a member of `group` until `want` records came, commits, and leaves.

@@ -249,8 +249,8 @@ impl GroupReading {
             streams: streams.into_iter().collect(),
             share: share.into_iter().collect(),
             // Each Raft group's share groups (every one of them lives in group 0 unless the
-            // cluster places its groups).
-            share_rows: ctx.lanes().flat_map(|lane| lane.applied.state(share_groups::rows)).collect(),
+            // cluster places its groups), their share partitions from their topics' groups.
+            share_rows: share_groups::across(ctx),
         }
     }
 }

@@ -21,6 +21,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::MetricType;
 
 use super::metrics::{gauge, Series};
+use crate::ctx::Ctx;
 use crate::handlers::describe_share_group_offsets::lag;
 
 /// One share group's figures, as one read of the applied state saw them.
@@ -44,30 +45,59 @@ pub struct ShareGroupRow {
     pub archived: u64,
 }
 
-/// Every share group, in group id order.
+/// Every share group, in group id order, read from one state holding both its members and its
+/// share partitions (a single Raft group).
+#[cfg(test)]
 pub fn rows(state: &BrokerState) -> Vec<ShareGroupRow> {
-    let high_watermarks = high_watermarks(state);
-    state
-        .share_groups
-        .groups
-        .iter()
+    let mut rows = members(state, |_| true);
+    add_partitions(&mut rows, state);
+    rows.into_values().collect()
+}
+
+/// Every share group of the Raft groups this node runs, in group id order: its members from
+/// the Raft group its id is placed in, its share partitions' figures from every Raft group
+/// holding one (a share partition lives with its topic, docs/SCALING.md §2).
+pub fn across(ctx: &Ctx) -> Vec<ShareGroupRow> {
+    let mut rows = BTreeMap::new();
+    for lane in ctx.lanes() {
+        // Read apart from the placement, which reads group 0's state.
+        let found = lane.applied.state(|s| members(s, |_| true));
+        rows.extend(found.into_iter().filter(|(id, _)| ctx.group_id_group(id) == lane.group));
+    }
+    for lane in ctx.lanes() {
+        lane.applied.state(|s| add_partitions(&mut rows, s));
+    }
+    rows.into_values().collect()
+}
+
+/// The share groups of `state` whose ids pass `placed`, with their members.
+fn members(state: &BrokerState, placed: impl Fn(&str) -> bool) -> BTreeMap<String, ShareGroupRow> {
+    let groups = state.share_groups.groups.iter().filter(|(id, _)| placed(id));
+    groups
         .map(|(id, group)| {
-            let mut row = ShareGroupRow {
+            let row = ShareGroupRow {
                 group_id: id.clone(),
                 state: group.state().as_str(),
                 members: group.members.len(),
                 ..ShareGroupRow::default()
             };
-            let partitions = state.share_states.groups.get(id).into_iter().flatten();
-            for (topic_id, by_partition) in partitions {
-                for (partition, share) in by_partition {
-                    let hw = high_watermarks.get(topic_id).and_then(|hws| hws.get(*partition as usize));
-                    row.add(share, hw.copied());
-                }
-            }
-            row
+            (id.clone(), row)
         })
         .collect()
+}
+
+/// Adds the figures of each share partition `state` holds to its group's row, if listed.
+fn add_partitions(rows: &mut BTreeMap<String, ShareGroupRow>, state: &BrokerState) {
+    let high_watermarks = high_watermarks(state);
+    for (id, partitions) in &state.share_states.groups {
+        let Some(row) = rows.get_mut(id) else { continue };
+        for (topic_id, by_partition) in partitions {
+            for (partition, share) in by_partition {
+                let hw = high_watermarks.get(topic_id).and_then(|hws| hws.get(*partition as usize));
+                row.add(share, hw.copied());
+            }
+        }
+    }
 }
 
 impl ShareGroupRow {

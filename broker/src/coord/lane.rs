@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::consumer::ConsumerCoordinator;
 use super::group::Coordinator as ClassicCoordinator;
+use super::share::sessions::SessionCache;
 use super::share::ShareCoordinator;
 use super::streams::StreamsCoordinator;
 use crate::leader::duties::DutyCtx;
@@ -26,13 +27,14 @@ pub struct GroupCoordinators {
 }
 
 impl GroupCoordinators {
-    /// The coordinators of the Raft group `duty` leads, with their duties started on it.
-    pub fn start(duty: &Arc<DutyCtx>) -> Self {
+    /// The coordinators of the Raft group `duty` leads, with their duties started on it;
+    /// `sessions`: the node's share sessions.
+    pub fn start(duty: &Arc<DutyCtx>, sessions: &SessionCache) -> Self {
         let coordinators = GroupCoordinators {
             classic: ClassicCoordinator::new(duty.config.settings.group),
             consumer: Default::default(),
             streams: Default::default(),
-            share: Default::default(),
+            share: ShareCoordinator::new(sessions.clone()),
         };
         super::group::duties::start(duty.clone(), coordinators.classic.clone());
         super::consumer::duties::start(duty.clone(), coordinators.consumer.clone());

@@ -2,11 +2,14 @@
 //! given offsets (`kafka-share-groups.sh --reset-offsets`), as Kafka 4.4's
 //! `alterShareGroupOffsets`: a group no type holds is created empty, one with members is
 //! NON_EMPTY_GROUP, another type's id GROUP_ID_NOT_FOUND; an unknown topic or partition is
-//! UNKNOWN_TOPIC_OR_PARTITION for it. One `ShareResetOffsets` op; a follower answers
-//! NOT_COORDINATOR.
+//! UNKNOWN_TOPIC_OR_PARTITION for it. One `ShareResetOffsets` op in the group's Raft group,
+//! then one in each other Raft group holding a named partition (`coord::share::remote`); a
+//! node not leading the group's Raft group answers NOT_COORDINATOR.
 //!
 //! Access: READ on the group, then READ on each topic (TOPIC_AUTHORIZATION_FAILED for its
 //! partitions), as Kafka checks.
+
+use std::collections::BTreeMap;
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
@@ -15,11 +18,14 @@ use kafka_protocol::messages::alter_share_group_offsets_response::{
 };
 use kafka_protocol::messages::{AlterShareGroupOffsetsResponse, ApiKey, RequestKind, ResponseKind};
 use onelog_state::command::ShareResetOffsetsOp;
+use onelog_state::consumer_group::TopicId;
 
-use super::share_common::offsets_lane;
+use super::share_common::{data_group, offsets_lane};
 use super::util::{group_op_failed, str_bytes, uuid};
 use super::HandlerResult;
+use crate::coord::share::remote;
 use crate::ctx::SharedCtx;
+use crate::raft::transport::xgroup::ShareStateChange;
 use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::AlterShareGroupOffsets;
@@ -68,11 +74,25 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
                 .with_partitions(partitions),
         );
     }
-    let op = ShareResetOffsetsOp { group_id: group_id.to_string(), partitions: reset };
+    // The group's own Raft group decides (emptiness, type) and resets what it holds; then each
+    // other group holding one of the partitions (`coord::share::remote`).
+    let mut by_group: BTreeMap<u32, Vec<(TopicId, i32, i64)>> = BTreeMap::new();
+    for p in reset {
+        by_group.entry(data_group(&ctx, &p.0)).or_default().push(p);
+    }
+    let own = by_group.remove(&lane.group).unwrap_or_default();
+    let op = ShareResetOffsetsOp { group_id: group_id.to_string(), partitions: own };
     match lane.proposer.propose(op).await {
         Ok(Ok(())) => {}
         Ok(Err(refusal)) => return refused(refusal.code, refusal.message),
         Err(e) => return refused(group_op_failed(&e), None),
+    }
+    for (group, partitions) in by_group {
+        if let Err((code, message)) =
+            remote::change(&ctx, group, group_id, ShareStateChange::Reset(partitions)).await
+        {
+            return refused(code, message);
+        }
     }
     Ok(Some(ResponseKind::AlterShareGroupOffsets(
         AlterShareGroupOffsetsResponse::default().with_responses(topics),

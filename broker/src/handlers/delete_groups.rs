@@ -67,15 +67,16 @@ async fn delete(ctx: &Ctx, ids: &[String]) -> Vec<i16> {
     for (group, indexes) in by_group {
         let Some(lane) = ctx.lane(group).filter(|lane| lane.is_leader()) else { continue };
         let named: Vec<&str> = indexes.iter().map(|i| ids[*i].as_str()).collect();
-        for (index, code) in indexes.into_iter().zip(delete_in(lane, &named).await) {
+        for (index, code) in indexes.into_iter().zip(delete_in(ctx, lane, &named).await) {
             codes[index] = code;
         }
     }
     codes
 }
 
-/// One code per id of `ids`, all placed in `lane`'s group, which this node leads.
-async fn delete_in(lane: Lane<'_>, ids: &[&str]) -> Vec<i16> {
+/// One code per id of `ids`, all placed in `lane`'s group, which this node leads. A share
+/// group deleted there forgets its share partitions in the other Raft groups too.
+async fn delete_in(ctx: &Ctx, lane: Lane<'_>, ids: &[&str]) -> Vec<i16> {
     let classic = &lane.coordinators.classic;
     let mut codes = Vec::with_capacity(ids.len());
     // (index in `ids`, what the log op deletes)
@@ -111,6 +112,11 @@ async fn delete_in(lane: Lane<'_>, ids: &[&str]) -> Vec<i16> {
     if deletions.is_empty() {
         return codes;
     }
+    let shares: Vec<&str> = ids
+        .iter()
+        .copied()
+        .filter(|id| lane.applied.state(|s| s.share_groups.groups.contains_key(*id)))
+        .collect();
     let op = DeleteGroupsOp { groups: deletions.iter().map(|(_, d)| d.clone()).collect() };
     let applied: Vec<i16> = match lane.proposer.propose(op).await {
         Ok(items) => items.into_iter().map(|(code, _)| code).collect(),
@@ -119,6 +125,10 @@ async fn delete_in(lane: Lane<'_>, ids: &[&str]) -> Vec<i16> {
     for ((index, deletion), code) in deletions.iter().zip(applied) {
         classic.finish_delete(&deletion.group_id, code == error_code::NONE);
         codes[*index] = code;
+        let share = shares.contains(&deletion.group_id.as_str());
+        if code == error_code::NONE && share && !ctx.single_group() {
+            crate::coord::share::remote::forget_elsewhere(ctx, lane.group, &deletion.group_id).await;
+        }
     }
     codes
 }

@@ -2,7 +2,9 @@
 //! topics (`kafka-share-groups.sh --delete-offsets`), as Kafka 4.4: a group with members is
 //! NON_EMPTY_GROUP, another type's id GROUP_ID_NOT_FOUND (top level); an unknown topic, or one
 //! the group has no state of, UNKNOWN_TOPIC_OR_PARTITION for it ("There is no offset
-//! information to delete."). One `ShareDeleteOffsets` op; a follower answers NOT_COORDINATOR.
+//! information to delete."). One `ShareDeleteOffsets` op in the group's Raft group, then one in
+//! the Raft group of each other topic (`coord::share::remote`); a node not leading the group's
+//! Raft group answers NOT_COORDINATOR.
 //!
 //! Access: DELETE on the group, then READ on each topic (TOPIC_AUTHORIZATION_FAILED for it).
 
@@ -13,11 +15,14 @@ use kafka_protocol::messages::{
     ApiKey, DeleteShareGroupOffsetsResponse, RequestKind, ResponseKind, TopicName,
 };
 use onelog_state::command::ShareDeleteOffsetsOp;
+use onelog_state::consumer_group::TopicId;
 
-use super::share_common::offsets_lane;
+use super::share_common::{data_group, offsets_lane};
 use super::util::{group_op_failed, str_bytes, uuid};
 use super::HandlerResult;
+use crate::coord::share::remote;
 use crate::ctx::SharedCtx;
+use crate::raft::transport::xgroup::ShareStateChange;
 use crate::security::authz::{code, op, rt, Subject};
 
 pub const KEY: ApiKey = ApiKey::DeleteShareGroupOffsets;
@@ -59,15 +64,28 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
             None => answers.push(answer(error_code::UNKNOWN_TOPIC_OR_PARTITION, None)),
         }
     }
-    let op = ShareDeleteOffsetsOp {
-        group_id: group_id.to_string(),
-        topics: named.iter().map(|(_, id)| *id).collect(),
-    };
-    let deleted = match lane.proposer.propose(op).await {
-        Ok(Ok(deleted)) => deleted,
+    // The group's own Raft group decides (emptiness, type) and forgets what it holds; then the
+    // Raft group of each other topic (`coord::share::remote`).
+    let groups: Vec<u32> = named.iter().map(|(_, id)| data_group(&ctx, id)).collect();
+    let own: Vec<TopicId> =
+        named.iter().zip(&groups).filter(|(_, g)| **g == lane.group).map(|((_, id), _)| *id).collect();
+    let op = ShareDeleteOffsetsOp { group_id: group_id.to_string(), topics: own };
+    let mut own_deleted = match lane.proposer.propose(op).await {
+        Ok(Ok(deleted)) => deleted.into_iter(),
         Ok(Err(refusal)) => return refused(refusal.code, refusal.message),
         Err(e) => return refused(group_op_failed(&e), None),
     };
+    let mut deleted = Vec::with_capacity(named.len());
+    for ((_, id), group) in named.iter().zip(&groups) {
+        if *group == lane.group {
+            deleted.push(own_deleted.next().unwrap_or(false));
+            continue;
+        }
+        match remote::change(&ctx, *group, group_id, ShareStateChange::Delete(vec![*id])).await {
+            Ok(flags) => deleted.push(flags.first().copied().unwrap_or(false)),
+            Err((code, message)) => return refused(code, message),
+        }
+    }
     for ((name, id), had_state) in named.into_iter().zip(deleted) {
         let topic = Topic::default().with_topic_name(TopicName(str_bytes(name))).with_topic_id(uuid(&id));
         answers.push(match had_state {

@@ -3,7 +3,9 @@
 //! coordinator's summary: lag = high watermark − start offset − the records above the start
 //! already acknowledged or archived. A partition the group never read answers start offset
 //! -1 (and lag -1); a group without topics named, every partition the group has state of.
-//! A follower answers NOT_COORDINATOR.
+//! A node not leading the group's Raft group answers NOT_COORDINATOR. Each topic's share
+//! partitions are read where they live, from this node's replica of the topic's Raft group
+//! (committed state; the leader's may be an entry ahead).
 //!
 //! Access: DESCRIBE on the group, then DESCRIBE on each topic (a topic not allowed is left
 //! out of the answer, as Kafka's `partitionByAuthorized`).
@@ -60,22 +62,41 @@ fn describe(ctx: &Ctx, who: &Subject, group_id: &str, topics: Option<Vec<(String
     if !ctx.authorizer.allowed(who, rt::GROUP, group_id, op::DESCRIBE) {
         return refused(code::GROUP_AUTHORIZATION_FAILED);
     }
-    let Some(lane) = ctx.group_lane(group_id).filter(|lane| lane.is_leader()) else {
+    if ctx.group_lane(group_id).filter(|lane| lane.is_leader()).is_none() {
         return refused(error_code::NOT_COORDINATOR);
-    };
-    let epoch = lane.leadership.leader_epoch();
+    }
     let readable = |name: &str| ctx.authorizer.allowed(who, rt::TOPIC, name, op::DESCRIBE);
-    lane.applied.state(|s| {
-        let topics = match topics {
-            Some(named) => named,
-            None => with_state(s, group_id),
-        };
-        let answered = topics
-            .into_iter()
-            .filter(|(name, _)| readable(name))
-            .map(|(name, ps)| topic(s, group_id, &name, &ps, epoch));
-        Group::default().with_topics(answered.collect())
-    })
+    let topics = match topics {
+        Some(named) => named,
+        None => ctx.lanes().flat_map(|lane| lane.applied.state(|s| with_state(s, group_id))).collect(),
+    };
+    let answered = topics.into_iter().filter(|(name, _)| readable(name)).map(|(name, ps)| {
+        // Each share partition lives in its topic's Raft group: read from this node's replica.
+        let group = ctx.topic_group(&name);
+        match ctx.lane(group) {
+            Some(lane) => {
+                let epoch = lane.leadership.leader_epoch();
+                lane.applied.state(|s| topic(s, group_id, &name, &ps, epoch))
+            }
+            None => not_here(&name, &ps, group),
+        }
+    });
+    Group::default().with_topics(answered.collect())
+}
+
+/// The partitions of a topic whose Raft group this node does not run (a group of fewer voters
+/// than nodes): COORDINATOR_NOT_AVAILABLE for each, naming the group.
+fn not_here(name: &str, partitions: &[i32], group: u32) -> Topic {
+    let message = format!("topic {name} is in Raft group {group}, which this node does not run");
+    let partitions = partitions.iter().map(|p| {
+        Partition::default()
+            .with_partition_index(*p)
+            .with_start_offset(-1)
+            .with_lag(-1)
+            .with_error_code(error_code::COORDINATOR_NOT_AVAILABLE)
+            .with_error_message(Some(str_bytes(message.clone())))
+    });
+    Topic::default().with_topic_name(TopicName(str_bytes(name))).with_partitions(partitions.collect())
 }
 
 /// Every topic and partition the group has share state of, by name.

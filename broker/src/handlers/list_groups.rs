@@ -142,10 +142,18 @@ fn filter_name(state: &str) -> String {
 }
 
 /// The groups this node coordinates: those of every Raft group it leads (its Raft leader,
-/// even while its lease is being renewed), in group id order within each.
+/// even while its lease is being renewed) placed in it, in group id order within each. A Raft
+/// group holding a share partition of a share group placed elsewhere (an offsets reset made
+/// there, `coord::share::remote`) may know that group's id, empty: it is listed where it lives.
 pub fn listed(ctx: &Ctx) -> Vec<Listed> {
     let led = ctx.lanes().filter(|lane| lane.leadership.leader_id() == Some(ctx.node_id));
-    led.flat_map(listed_in).collect()
+    let groups: Vec<(u32, Listed)> =
+        led.flat_map(|lane| listed_in(lane).into_iter().map(move |g| (lane.group, g))).collect();
+    groups
+        .into_iter()
+        .filter(|(group, g)| ctx.group_id_group(&g.group_id) == *group)
+        .map(|(_, g)| g)
+        .collect()
 }
 
 /// Every group of `lane` in group id order: the classic coordinator's, the consumer, Streams

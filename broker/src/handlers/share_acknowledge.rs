@@ -2,7 +2,8 @@
 //! ShareFetch. As Kafka 4.4's `KafkaApis.handleShareAcknowledgeRequest`: the request checks
 //! (`share_common`), the share session's epoch (`Sessions::acknowledge`: epoch 0 is
 //! INVALID_SHARE_SESSION_EPOCH, -1 acknowledges and closes the session), then the
-//! acknowledgements (`share_acknowledgements`), answered once applied.
+//! acknowledgements (`share_acknowledgements`) in each partition's Raft group, answered once
+//! applied; a partition of a group this node does not lead is NOT_LEADER_OR_FOLLOWER.
 //!
 //! Access: READ on the group, then READ on each topic, as Kafka checks.
 
@@ -18,8 +19,10 @@ use kafka_protocol::messages::{
 };
 use onelog_state::share_partition::AckBatch;
 
-use super::share_acknowledgements::{acknowledge, types, Outcomes, Requested};
-use super::share_common::{check, close, log_refusal, take_over, Refused};
+use super::share_acknowledgements::{acknowledge_by_group, types, Outcomes, Requested};
+use super::share_common::{
+    by_group, check, close, data_group, led, log_refusal, take_over, terms, with_groups, Refused,
+};
 use super::util::{str_bytes, uuid, uuid_bytes};
 use super::HandlerResult;
 use crate::coord::share::sessions::FINAL_EPOCH;
@@ -60,26 +63,26 @@ async fn serve(
     let (group_id, member_id) =
         check(ctx, req, body.group_id.as_ref().map(|g| g.0.as_str()), body.member_id.as_deref())?;
     let requested = requested(body);
-    let hint = ctx.group_leader_hint(ctx.group_id_group(&group_id));
-    let Some(lane) = ctx.group_lane(&group_id).filter(|lane| lane.is_leader()) else {
-        let outcomes =
-            requested.into_keys().map(|k| (k, (error_code::NOT_LEADER_OR_FOLLOWER, None))).collect();
-        return Ok(response(hint, outcomes));
-    };
-    take_over(ctx, lane).await;
-    let term = lane.leadership.term();
+    let groups = by_group(ctx, requested.keys().copied());
     let key = (group_id.clone(), member_id.clone());
-    lane.coordinators
-        .share
-        .acknowledge_session(term, &key, body.share_session_epoch)
-        .map_err(|code| (code, None))?;
-    let outcomes = acknowledge(ctx, lane, req, (&group_id, &member_id), body.is_renew_ack, requested).await;
-    if body.share_session_epoch == FINAL_EPOCH {
-        close(ctx, lane, term, &key).await;
+    let epoch = body.share_session_epoch;
+    with_groups(ctx, terms(ctx, groups.keys()), |groups| {
+        ctx.coordinators.share.sessions.with(|s| s.acknowledge(&key, epoch, groups))
+    })
+    .map_err(|code| (code, None))?;
+    for group in groups.into_keys() {
+        if let Some(lane) = led(ctx, group) {
+            take_over(ctx, lane).await;
+        }
+    }
+    let ids = (group_id.as_str(), member_id.as_str());
+    let outcomes = acknowledge_by_group(ctx, req, ids, body.is_renew_ack, requested).await;
+    if epoch == FINAL_EPOCH {
+        close(ctx, &key).await;
     }
     let lock_ms = ctx.share_group_settings(&group_id).lock_ms;
     let lock_ms = i32::try_from(lock_ms).unwrap_or(i32::MAX);
-    let response = response(hint, outcomes);
+    let response = response(ctx, outcomes);
     Ok(if req.api_version >= 2 { response.with_acquisition_lock_timeout_ms(lock_ms) } else { response })
 }
 
@@ -98,11 +101,12 @@ fn requested(body: &ShareAcknowledgeRequest) -> Requested {
     out
 }
 
-/// The answer, each partition naming `(leader, epoch)` as its current leader.
-fn response((leader, epoch): (i32, i32), outcomes: Outcomes) -> ShareAcknowledgeResponse {
-    let leader = LeaderIdAndEpoch::default().with_leader_id(leader).with_leader_epoch(epoch);
+/// The answer, each partition naming the leader of its topic's Raft group as its current leader.
+fn response(ctx: &Ctx, outcomes: Outcomes) -> ShareAcknowledgeResponse {
     let mut topics: BTreeMap<[u8; 16], Vec<PartitionData>> = BTreeMap::new();
     for ((topic_id, partition), (code, message)) in outcomes {
+        let (leader, epoch) = ctx.group_leader_hint(data_group(ctx, &topic_id));
+        let leader = LeaderIdAndEpoch::default().with_leader_id(leader).with_leader_epoch(epoch);
         let data = PartitionData::default()
             .with_partition_index(partition)
             .with_error_code(code)

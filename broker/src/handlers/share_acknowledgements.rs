@@ -1,5 +1,5 @@
 //! Acknowledgements of share-group records, as ShareAcknowledge carries them and ShareFetch
-//! piggybacks them: Kafka 4.4's checks of each partition's batches (`KafkaApis.
+//! piggybacks them, in the Raft group of each partition's topic: Kafka 4.4's checks of each partition's batches (`KafkaApis.
 //! validateAcknowledgementBatches`: INVALID_REQUEST for the partition), its topic checks
 //! (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED), then one `ShareAcknowledge` op for
 //! the rest, answered once it is applied: an acknowledged record is durable before the client
@@ -13,6 +13,7 @@ use onelog_state::command::{AcknowledgePartition, ShareAcknowledgeOp};
 use onelog_state::consumer_group::TopicId;
 use onelog_state::share_partition::AckBatch;
 
+use super::share_common::{data_group, led};
 use super::util::group_op_failed;
 use crate::clock::wall_clock_ms;
 use crate::ctx::{Ctx, Lane};
@@ -28,6 +29,33 @@ pub type Outcomes = BTreeMap<(TopicId, i32), (i16, Option<String>)>;
 
 /// One request's acknowledgements: per partition, its batches (first, last, types).
 pub type Requested = BTreeMap<(TopicId, i32), Vec<AckBatch>>;
+
+/// Acknowledges `requested` in the Raft group of each partition's topic, where its share state
+/// lives: one op per group this node leads, NOT_LEADER_OR_FOLLOWER for a partition of a group it
+/// does not.
+pub async fn acknowledge_by_group(
+    ctx: &Ctx,
+    req: &Request,
+    ids: (&str, &str),
+    renew: bool,
+    requested: Requested,
+) -> Outcomes {
+    let mut by_group: BTreeMap<u32, Requested> = BTreeMap::new();
+    for (key, batches) in requested {
+        by_group.entry(data_group(ctx, &key.0)).or_default().insert(key, batches);
+    }
+    let mut outcomes = Outcomes::new();
+    for (group, requested) in by_group {
+        match led(ctx, group) {
+            Some(lane) => outcomes.extend(acknowledge(ctx, lane, req, ids, renew, requested).await),
+            None => {
+                let not_leader = (error_code::NOT_LEADER_OR_FOLLOWER, None);
+                outcomes.extend(requested.into_keys().map(|k| (k, not_leader.clone())));
+            }
+        }
+    }
+    outcomes
+}
 
 /// Checks, proposes and answers every partition of `requested`, acknowledged by `member_id`
 /// of `group_id` in a request of `req`'s version with IsRenewAck `renew`.

@@ -5,14 +5,24 @@
 //! one replaces it or when its connection closes, as Kafka's `ShareSessionCache` and
 //! `SharePartitionManager.releaseSession` do. A release the log does not take (leadership
 //! moved) is not lost: the records' locks still expire.
+//!
+//! A share partition's records are acquired and acknowledged in the log of the Raft group
+//! holding its topic, whatever group holds the share group's membership (docs/SCALING.md §2),
+//! as Kafka keeps a share partition on its partition's leader: a request's partitions are
+//! served per Raft group ([`by_group`]), each by this node if it leads that group.
+
+use std::collections::BTreeMap;
 
 use kafka_compat::codec::Request;
 use kafka_compat::error_code;
 use onelog_state::command::ShareReleaseOp;
+use onelog_state::consumer_group::TopicId;
 use onelog_state::features::SHARE_VERSION;
+use onelog_state::xgroup::placement::recorded_topic_group;
 
 use super::share_group_heartbeat::{MEMBER_ID_CHARS_MAX, NOT_ENABLED};
-use crate::coord::share::sessions::SharePartitionKey;
+use crate::coord::liveness::MemberKey;
+use crate::coord::share::sessions::{Groups, SharePartitionKey, ShareSession, Terms};
 use crate::ctx::{Ctx, Lane, SharedCtx};
 use crate::incident::Incident;
 use crate::security::authz::{op, rt, Subject};
@@ -44,8 +54,8 @@ pub fn check(
     }
 }
 
-/// Before this term's first acquisition or acknowledgement in `lane` (a share group's Raft
-/// group): releases every record its groups hold, since the sessions that acquired them were
+/// Before this term's first acquisition or acknowledgement in `lane` (a Raft group holding
+/// share partitions): releases every record its share groups hold, since the sessions that acquired them were
 /// an earlier leader's (a client opens a new session here and cannot acknowledge them). Once
 /// per term.
 pub async fn take_over(ctx: &Ctx, lane: Lane<'_>) {
@@ -103,33 +113,76 @@ pub async fn release(
 
 static RELEASE_FAILED: Incident = Incident::new();
 
+/// The Raft group holding the records of topic `topic_id`, as group 0 recorded it at creation
+/// (0 for a topic it does not know: its partitions are answered UNKNOWN_TOPIC_OR_PARTITION).
+pub fn data_group(ctx: &Ctx, topic_id: &TopicId) -> u32 {
+    if ctx.single_group() {
+        return 0;
+    }
+    ctx.applied.state(|s| s.topic_by_id(topic_id).map_or(0, |(_, t)| recorded_topic_group(&t.configs)))
+}
+
+/// `keys` by the Raft group holding their records.
+pub fn by_group(
+    ctx: &Ctx,
+    keys: impl IntoIterator<Item = SharePartitionKey>,
+) -> BTreeMap<u32, Vec<SharePartitionKey>> {
+    let mut out: BTreeMap<u32, Vec<SharePartitionKey>> = BTreeMap::new();
+    for key in keys {
+        out.entry(data_group(ctx, &key.0)).or_default().push(key);
+    }
+    out
+}
+
+/// The lane of Raft group `group` if this node leads it.
+pub fn led(ctx: &Ctx, group: u32) -> Option<Lane<'_>> {
+    ctx.lane(group).filter(|lane| lane.is_leader())
+}
+
+/// The terms of the groups in `groups` this node leads, for a session step: a session remembers
+/// them, and is gone once one moved on (`coord::share::sessions`).
+pub fn terms<'a>(ctx: &Ctx, groups: impl IntoIterator<Item = &'a u32>) -> Terms {
+    groups.into_iter().filter_map(|g| led(ctx, *g).map(|lane| (*g, lane.leadership.term()))).collect()
+}
+
+/// Runs a session step with the request's groups' terms.
+pub fn with_groups<T>(ctx: &Ctx, terms: Terms, step: impl FnOnce(&Groups) -> T) -> T {
+    let moved = |group: u32, term: u64| ctx.lane(group).is_none_or(|lane| lane.leadership.term() != term);
+    step(&Groups { terms, moved: &moved })
+}
+
+/// Releases what `member_id` held in a closed or replaced session, in each Raft group of its
+/// partitions this node still leads in the term the session recorded (a later term's leader
+/// released them when it took over).
+pub async fn release_session(ctx: &Ctx, (group_id, member_id): (&str, &str), session: ShareSession) {
+    for (group, partitions) in by_group(ctx, session.partitions) {
+        let Some(lane) = led(ctx, group) else { continue };
+        if session.terms.get(&group) == Some(&lane.leadership.term()) {
+            release(ctx, lane, group_id, member_id, partitions).await;
+        }
+    }
+}
+
 /// Closes the member's share session (epoch -1) and releases what it held.
-pub async fn close(ctx: &Ctx, lane: Lane<'_>, term: u64, key: &crate::coord::liveness::MemberKey) {
-    if let Some(session) = lane.coordinators.share.close_session(term, key) {
-        release(ctx, lane, &key.0, &key.1, session.partitions.into_iter().collect()).await;
+pub async fn close(ctx: &Ctx, key: &MemberKey) {
+    if let Some(session) = ctx.coordinators.share.sessions.with(|s| s.close(key)) {
+        release_session(ctx, (&key.0, &key.1), session).await;
     }
 }
 
 /// A client connection closed: its share sessions close with it and what they held is
-/// released, as Kafka's `ShareSessionCache` does on a disconnect. Only this term's sessions
-/// (an earlier term's records were released when this one took over), in each Raft group
-/// this node runs.
+/// released, as Kafka's `ShareSessionCache` does on a disconnect.
 pub fn connection_closed(ctx: &SharedCtx, connection: u64) {
-    let groups: Vec<u32> = ctx.lanes().map(|lane| lane.group).collect();
-    for group in groups {
-        let Some(lane) = ctx.lane(group) else { continue };
-        let (term, sessions) = lane.coordinators.share.disconnected(connection);
-        if sessions.is_empty() || term != lane.leadership.term() || !lane.is_leader() {
-            continue;
-        }
-        let ctx = ctx.clone();
-        tokio::spawn(async move {
-            let Some(lane) = ctx.lane(group) else { return };
-            for ((group_id, member_id), session) in sessions {
-                release(&ctx, lane, &group_id, &member_id, session.partitions.into_iter().collect()).await;
-            }
-        });
+    let sessions = ctx.coordinators.share.sessions.with(|s| s.disconnected(connection));
+    if sessions.is_empty() {
+        return;
     }
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        for ((group_id, member_id), session) in sessions {
+            release_session(&ctx, (&group_id, &member_id), session).await;
+        }
+    });
 }
 
 /// Share requests refused, whole or for some partitions: counted, one log line per interval.

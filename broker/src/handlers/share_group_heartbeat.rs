@@ -20,7 +20,6 @@ use onelog_state::command::ShareGroupHeartbeatOp;
 use onelog_state::consumer_group::Refusal;
 use onelog_state::features::SHARE_VERSION;
 use onelog_state::share_group::{self as shg, HeartbeatAnswer, LEAVE_GROUP_MEMBER_EPOCH};
-use onelog_state::xgroup::placement::recorded_topic_group;
 
 use super::util::{group_op_failed, log_heartbeat_refusal, str_bytes, uuid};
 use super::HandlerResult;
@@ -77,8 +76,9 @@ pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
 /// Refused heartbeats: counted, one log line per interval. A coordinator move is routine.
 static REFUSED: Incident = Incident::new();
 
-/// What refuses the request before the group is looked at, in Kafka's order, then a topic
-/// placed in another Raft group than the share group; else the group's lane.
+/// What refuses the request before the group is looked at, in Kafka's order; else the group's
+/// lane. The group's members are assigned partitions of any Raft group: each is read where its
+/// topic lives (`share_common`).
 fn check<'a>(ctx: &'a Ctx, req: &Request, hb: &shg::Heartbeat) -> Result<Lane<'a>, Refusal> {
     if ctx.applied.state(|s| s.features.level(SHARE_VERSION)) < 1 {
         return Err(Refusal::new(error_code::UNSUPPORTED_VERSION, NOT_ENABLED));
@@ -96,34 +96,9 @@ fn check<'a>(ctx: &'a Ctx, req: &Request, hb: &shg::Heartbeat) -> Result<Lane<'a
     {
         return Err(Refusal { code: error_code::TOPIC_AUTHORIZATION_FAILED, message: None });
     }
-    let Some(lane) = ctx.group_lane(&hb.group_id).filter(|lane| lane.is_leader()) else {
-        return Err(Refusal { code: error_code::NOT_COORDINATOR, message: None });
-    };
-    if let Some(message) = placed_elsewhere(ctx, lane.group, &hb.group_id, names) {
-        return Err(Refusal::new(error_code::INVALID_REQUEST, message));
-    }
-    Ok(lane)
-}
-
-/// A share group reads records where its share partitions live, its own Raft group: a
-/// subscribed topic placed in another one would be assigned and never read, so the member is
-/// refused instead, naming what to place together (docs/SCALING.md §2).
-fn placed_elsewhere(ctx: &Ctx, group: u32, group_id: &str, topics: &[String]) -> Option<String> {
-    if ctx.single_group() {
-        return None;
-    }
-    let elsewhere = ctx.applied.state(|s| {
-        topics.iter().find_map(|name| {
-            let placed = recorded_topic_group(&s.topics.get(name)?.configs);
-            (placed != group).then(|| (name.clone(), placed))
-        })
-    });
-    let (topic, placed) = elsewhere?;
-    Some(format!(
-        "Share group {group_id} lives in Raft group {group} and topic {topic} in Raft group {placed}: a share \
-         group reads only topics of its own Raft group. Place them together (onelog.placement.rules, \
-         group: and topic: rules naming one placement key)."
-    ))
+    ctx.group_lane(&hb.group_id)
+        .filter(|lane| lane.is_leader())
+        .ok_or(Refusal { code: error_code::NOT_COORDINATOR, message: None })
 }
 
 /// Runs the heartbeat against a copy of the applied group; proposes it when it changes the

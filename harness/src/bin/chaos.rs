@@ -42,11 +42,11 @@ struct Args {
     /// 3 or 5.
     #[arg(long, default_value_t = 3)]
     nodes: u64,
-    /// Raft groups (`onelog.raft.groups`). With more than one, bank and copier transactions
-    /// span groups (the bank's accounts in one topic per group; the copier's input in group
-    /// N-2, output in N-1, offsets in 0; transactional ids coordinated in every group); queue
-    /// and share stay in group 0 (`chaos::placement`). After the faults every group must agree
-    /// on every node (`chaos::raft_groups`).
+    /// Raft groups (`onelog.raft.groups`). With more than one, every workload spans groups
+    /// (`chaos::placement`): the bank's accounts in one topic per group; the copier's input in
+    /// group N-2, its output and consumer group in N-1; the queue's topic and readers in N-1;
+    /// the share topic in N-1, its share group in 0; transactional ids coordinated in every
+    /// group. After the faults every group must agree on every node (`chaos::raft_groups`).
     #[arg(long, default_value_t = 1)]
     groups: u32,
     /// Comma-separated fault kinds; all when absent.

@@ -17,7 +17,10 @@
 //!   coordinated in group w mod N: a writer coordinated in another group than the topic's
 //!   commits across groups, the one in group N-1 within it; the plain (idempotent) writers
 //!   write to group N-1 and the readers' consumer groups (`chaos-reader-…`) commit there too;
-//! - **share**: everything in group 0, as before (share groups read only group 0's topics).
+//! - **share**: the topic in group N-1, the share group `chaos-share` and the writers'
+//!   transactional ids in group 0: the group's members join at group 0's leader and fetch
+//!   from group N-1's, where its share partitions live, and every transactional write to the
+//!   topic is a transaction across groups.
 //!
 //! Transactional ids the rules above do not name (none today) stay in group 0 (`txn:=0`), and
 //! so do the other consumer and share groups (`group:=0`).
@@ -185,7 +188,7 @@ pub fn rules(workload: Workload, groups: u32, writers: usize) -> String {
                 rules.push((format!("txn:{}", queue_transactional_id(w)), queue_coordinator(w, groups)));
             }
         }
-        Workload::Share => rules.push(("topic:chaos-share".into(), 0)),
+        Workload::Share => rules.push(("topic:chaos-share".into(), groups - 1)),
     }
     rules.push(("txn:".into(), 0));
     rules.push(("group:".into(), 0));
@@ -224,7 +227,10 @@ pub fn describe(options: &RunOptions, snapshot: &Snapshot) -> Vec<String> {
             "queue: the topic and the readers' consumer groups in group {}, writer w's transactions coordinated in group w mod {groups}",
             queue_topic_group(groups)
         )),
-        Workload::Share => lines.push("topics and transactional ids in group 0".into()),
+        Workload::Share => lines.push(format!(
+            "share: the topic and its share partitions in group {}, the share group's members and the writers' transactions in group 0",
+            groups - 1
+        )),
     }
     lines
 }

@@ -79,7 +79,7 @@ fn the_copier_spans_input_output_and_offsets_groups() {
 }
 
 #[test]
-fn the_queue_spans_groups_and_share_stays_in_group_zero() {
+fn the_queue_and_the_share_group_span_groups() {
     let queue = parsed(Workload::Queue, 3, 11);
     assert_eq!(topic_group(&queue, "chaos-queue"), 2);
     for writer in [0, 1, 2, 10] {
@@ -89,7 +89,8 @@ fn the_queue_spans_groups_and_share_stays_in_group_zero() {
     assert_eq!(queue.id(IdKind::Group, "chaos-reader-3"), 2, "the readers' groups with the topic");
     assert_eq!(queue.id(IdKind::Group, "chaos-final-read"), 0);
     let share = parsed(Workload::Share, 3, 3);
-    assert_eq!(topic_group(&share, "chaos-share"), 0);
+    assert_eq!(topic_group(&share, "chaos-share"), 2);
+    assert_eq!(share.id(IdKind::Group, "chaos-share"), 0, "the share group apart from its topic");
     assert_eq!(share.id(IdKind::Txn, "chaos-share-writer-1"), 0);
 }
 

@@ -51,10 +51,9 @@ pub struct RunOptions {
     pub seed: u64,
     pub length: Duration,
     pub nodes: u64,
-    /// `onelog.raft.groups` (issue 32). With more than one, the bank's accounts and the copier's
-    /// topics are spread over the groups and their transactions coordinated in several of them
-    /// (cross-group transactions); the queue and share workloads stay in group 0
-    /// (`placement`).
+    /// `onelog.raft.groups` (issue 32). With more than one, every workload's topics, groups
+    /// and transactional ids are spread over the groups (`placement`): transactions across
+    /// groups, and a share group apart from its topic.
     pub groups: u32,
     pub workload: Workload,
     pub faults: Vec<FaultKind>,

@@ -2,7 +2,7 @@
 //! connection of its own so that a ShareFetch waiting on the log never delays it: join with
 //! epoch 0 under the member's own id, then heartbeat at the interval the broker answers with
 //! the epoch it gave; take each new assignment; rejoin at epoch 0 when fenced or unknown; find
-//! the leader again on NOT_COORDINATOR or a lost connection. A leave (epoch -1) is the
+//! the coordinator again on NOT_COORDINATOR or a lost connection. A leave (epoch -1) is the
 //! consumer's `close`.
 
 use std::collections::BTreeSet;
@@ -13,7 +13,7 @@ use anyhow::{anyhow, Result};
 use kafka_compat::error_code::{FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID};
 use kafka_protocol::messages::{GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName};
 
-use super::leader::{connect_leader, text, DISCOVERY_TIMEOUT};
+use super::leader::{connect_coordinator, text, DISCOVERY_TIMEOUT};
 use super::{Event, Events, ShareConsumerConfig};
 use crate::raw_client::RawClient;
 
@@ -41,7 +41,7 @@ pub(super) async fn run(config: ShareConsumerConfig, membership: Arc<Mutex<Membe
     let mut client: Option<RawClient> = None;
     loop {
         if client.is_none() {
-            match connect_leader(&config.bootstrap, &config.topic).await {
+            match connect_coordinator(&config.bootstrap, &config.topic, &config.group).await {
                 Ok((c, leader)) => {
                     membership.lock().expect("membership").topic_id = Some(leader.topic_id);
                     client = Some(c);
@@ -111,7 +111,7 @@ pub(super) async fn beat(
 /// Leaves the group (epoch -1), best effort: a member that cannot leave is fenced when its
 /// session passes.
 pub(super) async fn leave(config: &ShareConsumerConfig) {
-    if let Ok((mut client, _)) = connect_leader(&config.bootstrap, &config.topic).await {
+    if let Ok((mut client, _)) = connect_coordinator(&config.bootstrap, &config.topic, &config.group).await {
         let _ = beat(&mut client, config, LEAVE_EPOCH).await;
     }
 }

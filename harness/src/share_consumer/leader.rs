@@ -1,8 +1,9 @@
-//! Where a share group is served: onelog's Raft leader leads every partition and coordinates
-//! every group, so the consumer asks any node's Metadata for the topic's partition 0 leader and
-//! dials the address that node advertises. A follower's Metadata may still name the old leader
-//! after an election; the caller then meets NOT_LEADER_OR_FOLLOWER or NOT_COORDINATOR and asks
-//! again.
+//! Where a share group is served, as a Kafka share consumer finds it: its records at the
+//! leader of the topic's partitions (one Raft group's leader leads a topic's every partition),
+//! from any node's Metadata; its membership at the group's coordinator, from FindCoordinator,
+//! which with several Raft groups may be another node. A follower may still name the old
+//! leader after an election; the caller then meets NOT_LEADER_OR_FOLLOWER or NOT_COORDINATOR
+//! and asks again.
 //!
 //! Also the two admin calls a share-group run needs beside the consumer: the group's configs
 //! (IncrementalAlterConfigs on resource type GROUP) and its lag (DescribeShareGroupOffsets).
@@ -19,7 +20,8 @@ use kafka_protocol::messages::describe_share_group_offsets_request::{
 use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    DescribeShareGroupOffsetsRequest, GroupId, IncrementalAlterConfigsRequest, MetadataRequest, TopicName,
+    DescribeShareGroupOffsetsRequest, FindCoordinatorRequest, GroupId, IncrementalAlterConfigsRequest,
+    MetadataRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
@@ -47,14 +49,23 @@ static NEXT_NODE: AtomicUsize = AtomicUsize::new(0);
 
 /// Asks the bootstrap nodes in turn until one names a leader of `topic`.
 pub async fn find_leader(bootstrap: &[SocketAddr], topic: &str) -> Result<Leader> {
+    in_turn(bootstrap, "metadata", |addr| ask(addr, topic)).await
+}
+
+/// Asks the bootstrap nodes in turn, the first one spread across calls, until one answers.
+async fn in_turn<T, F, Fut>(bootstrap: &[SocketAddr], what: &str, ask: F) -> Result<T>
+where
+    F: Fn(SocketAddr) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
     anyhow::ensure!(!bootstrap.is_empty(), "no bootstrap address");
     let first = NEXT_NODE.fetch_add(1, Ordering::Relaxed);
     let mut last_error = anyhow!("no node answered");
     for i in 0..bootstrap.len() {
         let addr = bootstrap[(first + i) % bootstrap.len()];
-        match ask(addr, topic).await {
-            Ok(leader) => return Ok(leader),
-            Err(e) => last_error = e.context(format!("metadata from {addr}")),
+        match ask(addr).await {
+            Ok(found) => return Ok(found),
+            Err(e) => last_error = e.context(format!("{what} from {addr}")),
         }
     }
     Err(last_error)
@@ -64,6 +75,33 @@ pub async fn find_leader(bootstrap: &[SocketAddr], topic: &str) -> Result<Leader
 pub async fn connect_leader(bootstrap: &[SocketAddr], topic: &str) -> Result<(RawClient, Leader)> {
     let leader = find_leader(bootstrap, topic).await?;
     Ok((connect(leader.addr).await?, leader))
+}
+
+/// A negotiated connection to the coordinator of share group `group`, and the leader of
+/// `topic` (for its id).
+pub async fn connect_coordinator(
+    bootstrap: &[SocketAddr],
+    topic: &str,
+    group: &str,
+) -> Result<(RawClient, Leader)> {
+    let leader = find_leader(bootstrap, topic).await?;
+    let coordinator = find_coordinator(bootstrap, group).await?;
+    Ok((connect(coordinator).await?, leader))
+}
+
+/// Asks the bootstrap nodes in turn for the coordinator of `group` (FindCoordinator v4, key
+/// type GROUP, as KIP-932's consumer asks).
+pub async fn find_coordinator(bootstrap: &[SocketAddr], group: &str) -> Result<SocketAddr> {
+    in_turn(bootstrap, "FindCoordinator", |addr| ask_coordinator(addr, group)).await
+}
+
+async fn ask_coordinator(addr: SocketAddr, group: &str) -> Result<SocketAddr> {
+    let mut client = connect(addr).await?;
+    let request = FindCoordinatorRequest::default().with_key_type(0).with_coordinator_keys(vec![text(group)]);
+    let answer = timed(client.request(4, &request)).await?;
+    let c = answer.coordinators.first().context("no coordinator in the answer")?;
+    anyhow::ensure!(c.error_code == 0, "group {group}: error {}", c.error_code);
+    format!("{}:{}", c.host, c.port).parse().context("the coordinator's address")
 }
 
 /// A negotiated connection to `addr`, within [`DISCOVERY_TIMEOUT`].
@@ -121,13 +159,14 @@ pub async fn set_group_configs(
 }
 
 /// Each partition's share-partition start offset and lag (DescribeShareGroupOffsets v1,
-/// KIP-1226): records neither acknowledged nor archived. Partition → (start offset, lag).
+/// KIP-1226), asked of the group's coordinator: records neither acknowledged nor archived.
+/// Partition → (start offset, lag).
 pub async fn share_lag(
     bootstrap: &[SocketAddr],
     topic: &str,
     group: &str,
 ) -> Result<BTreeMap<i32, (i64, i64)>> {
-    let (mut client, leader) = connect_leader(bootstrap, topic).await?;
+    let (mut client, leader) = connect_coordinator(bootstrap, topic, group).await?;
     let partitions = (0..leader.partitions).collect();
     let request = DescribeShareGroupOffsetsRequest::default().with_groups(vec![
         DescribeShareGroupOffsetsRequestGroup::default().with_group_id(GroupId(text(group))).with_topics(

@@ -1,6 +1,7 @@
-//! Share groups' leader memory (KIP-932): each member's session deadline, the share sessions
-//! of ShareFetch (`sessions`), and whether this term already released what the previous
-//! leader's sessions held. Everything else is replicated state (`onelog_state::share_group`,
+//! Share groups' leader memory (KIP-932): each member's session deadline and whether this
+//! term already released what the previous leader's sessions held, per Raft group; the share
+//! sessions of ShareFetch (`sessions`), one cache per node shared by every group's
+//! coordinator. Everything else is replicated state (`onelog_state::share_group`,
 //! `share_states`): a passed member deadline becomes a `FenceShareGroupMember` op, a passed
 //! acquisition lock a `ShareExpireLocks` op, a closed session a `ShareRelease` op.
 //!
@@ -8,6 +9,7 @@
 //! the log records liveness): a new leader arms each from the member's last recorded liveness.
 
 pub mod duties;
+pub mod remote;
 pub mod sessions;
 
 use std::collections::BTreeMap;
@@ -19,7 +21,7 @@ use onelog_state::share_partition::Limits;
 use tokio::time::Instant;
 
 use super::liveness::{millis, takeover_session, Heard, MemberKey};
-use sessions::{Context, Sessions, SharePartitionKey, ShareSession};
+use sessions::SessionCache;
 
 #[derive(Default)]
 struct Memory {
@@ -27,7 +29,6 @@ struct Memory {
     term: u64,
     members: BTreeMap<MemberKey, Instant>,
     heard: Heard,
-    sessions: Sessions,
     /// This term proposed the release of what earlier terms' sessions held.
     taken_over: bool,
 }
@@ -43,12 +44,19 @@ pub struct Due {
 #[derive(Clone, Default)]
 pub struct ShareCoordinator {
     memory: Arc<Mutex<Memory>>,
+    /// The node's share sessions (the same cache in every group's coordinator).
+    pub sessions: SessionCache,
     /// Held while a new term's takeover release is proposed, so that no acquisition of this
     /// term is proposed before it.
     takeover: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl ShareCoordinator {
+    /// The coordinator of one Raft group, with the node's sessions.
+    pub fn new(sessions: SessionCache) -> Self {
+        ShareCoordinator { sessions, ..ShareCoordinator::default() }
+    }
+
     /// After a successful heartbeat (not a leave) at `now_ms`: a new member session.
     pub fn heartbeat(&self, term: u64, group: &str, member: &str, session_ms: i32, now_ms: i64) {
         let key = (group.to_string(), member.to_string());
@@ -65,40 +73,6 @@ impl ShareCoordinator {
         let mut memory = self.lock(term);
         memory.members.remove(&key);
         memory.heard.forget(&key);
-    }
-
-    /// A ShareFetch's session step (`Sessions::fetch`).
-    pub fn fetch_session(
-        &self,
-        term: u64,
-        key: &MemberKey,
-        epoch: i32,
-        partitions: (&[SharePartitionKey], &[SharePartitionKey]),
-        acknowledging: bool,
-        connection: (u64, usize),
-    ) -> Result<(Context, Option<ShareSession>), i16> {
-        self.lock(term).sessions.fetch(key, epoch, partitions, acknowledging, connection)
-    }
-
-    /// A ShareAcknowledge's session step (`Sessions::acknowledge`).
-    pub fn acknowledge_session(&self, term: u64, key: &MemberKey, epoch: i32) -> Result<(), i16> {
-        self.lock(term).sessions.acknowledge(key, epoch)
-    }
-
-    pub fn close_session(&self, term: u64, key: &MemberKey) -> Option<ShareSession> {
-        self.lock(term).sessions.close(key)
-    }
-
-    /// The sessions a closed connection held, whatever the term (their records are released
-    /// only if they still are this term's).
-    pub fn disconnected(&self, connection: u64) -> (u64, Vec<(MemberKey, ShareSession)>) {
-        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
-        let term = memory.term;
-        (term, memory.sessions.disconnected(connection))
-    }
-
-    pub fn session_count(&self) -> usize {
-        self.memory.lock().unwrap_or_else(|p| p.into_inner()).sessions.len()
     }
 
     /// Runs `release` once per term, before this term's first acquisition: the sessions of
@@ -151,7 +125,7 @@ impl ShareCoordinator {
             if deadline <= now {
                 // Proposed once; looked at again a session later if the member is still there.
                 deadline = now + millis(s.session_timeout_ms);
-                memory.sessions.close(&key);
+                self.sessions.with(|s| s.close(&key));
                 let (group_id, member_id) = key.clone();
                 due.fences.push(FenceShareMemberOp { group_id, member_id, limits: *limits });
             }

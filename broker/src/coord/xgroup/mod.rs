@@ -17,6 +17,7 @@
 
 pub mod duties;
 pub mod participant;
+pub mod share_state;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +41,9 @@ pub async fn serve(ctx: &Ctx, message: XMessage) -> XResponse {
         }
         XMessage::Decisions { participant: p, coordinator, decisions } => {
             participant::apply_decisions(ctx, p, coordinator, decisions).await
+        }
+        XMessage::ShareState { group, group_id, change } => {
+            share_state::serve(ctx, group, &group_id, change).await
         }
     }
 }

@@ -183,6 +183,7 @@ fn produce_code(refusal: &XRefusal, version: i16) -> i16 {
     match refusal {
         XRefusal::Txn(e) => txn_error_code(e, ApiKey::Produce, version),
         XRefusal::NotAdded { .. } => partition_not_added(version),
+        XRefusal::Refused { code, .. } => *code,
         XRefusal::NotLeader | XRefusal::Unavailable(_) => error_code::NOT_ENOUGH_REPLICAS,
     }
 }
@@ -193,6 +194,7 @@ fn offsets_code(refusal: &XRefusal, version: i16) -> i16 {
     match refusal {
         XRefusal::Txn(e) => txn_error_code(e, ApiKey::TxnOffsetCommit, version),
         XRefusal::NotAdded { .. } => error_code::INVALID_TXN_STATE,
+        XRefusal::Refused { code, .. } => *code,
         XRefusal::NotLeader | XRefusal::Unavailable(_) => error_code::COORDINATOR_NOT_AVAILABLE,
     }
 }

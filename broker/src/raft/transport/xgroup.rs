@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use onelog_state::consumer_group::TopicId;
 use onelog_state::txns::{ProducerIdEpoch, TxnError};
 use onelog_state::xgroup::coordinator::{Joined, Resolution};
 use onelog_state::xgroup::participant::Applied;
@@ -41,6 +42,21 @@ pub enum XMessage {
     Resolve { coordinator: GroupId, participant: GroupId, instance: Instance },
     /// To a participant's leader: apply the coordinator's decisions (§3.2 step 3).
     Decisions { participant: GroupId, coordinator: GroupId, decisions: Vec<Decision> },
+    /// To the leader of `group`: change what share group `group_id` holds of the partitions
+    /// that group stores (§2: a share partition lives with its topic), for the share group's
+    /// coordinator serving AlterShareGroupOffsets, DeleteShareGroupOffsets or DeleteGroups.
+    ShareState { group: GroupId, group_id: String, change: ShareStateChange },
+}
+
+/// A change of a share group's share partitions in one Raft group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ShareStateChange {
+    /// Start these partitions over at these offsets (topic id, partition, offset).
+    Reset(Vec<(TopicId, i32, i64)>),
+    /// Forget the group's state of these topics.
+    Delete(Vec<TopicId>),
+    /// Forget all the group's state (the group was deleted).
+    DeleteAll,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,6 +93,8 @@ pub enum XAnswer {
     Registered,
     Resolved(Resolution),
     Applied(Vec<Applied>),
+    /// A share-state change made; for a `Delete`, per topic whether there was any state.
+    ShareState(Vec<bool>),
 }
 
 /// Why a message was not served.
@@ -94,6 +112,9 @@ pub enum XRefusal {
     /// Nobody answered in time.
     #[error("{0}")]
     Unavailable(String),
+    /// The group's log refused a share-state change with this Kafka error code.
+    #[error("refused with error code {code}: {message:?}")]
+    Refused { code: i16, message: Option<String> },
 }
 
 pub type XResponse = Result<XAnswer, XRefusal>;
