@@ -292,6 +292,10 @@ pub const XGROUP_CONFIRMATIONS_BATCH_MS: u64 = 50;
 /// or a lost delivery, holds a partition's last stable offset back.
 pub const XGROUP_DECISION_PULL_MS: u64 = 3_000;
 
+/// Most producer ids a participant's leader asks one coordinator about, and forgets, in one
+/// pass (`coord::xgroup::forget`): 8 bytes each in the message and the entry.
+pub const XGROUP_FORGET_BATCH_MAX: usize = 1_000;
+
 /// Longest CreateTopics waits, once group 0 applied a topic placed in another Raft group, for
 /// that group to hold it too (issue 32: its leader puts it in its log within a pass of
 /// `leader::mirror`). A topic not there by then is answered created anyway: it is, and Produce

@@ -145,8 +145,8 @@ fn status(cluster: &mut Cluster, cli: &Cli) -> Result<()> {
     // start, before a follower, and once before any node, had applied the levels' entry, and
     // was told onelog.version 1.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while cluster.status(leader)?.features["finalized"]["onelog.version"] != 8 {
-        ensure!(Instant::now() < deadline, "the new cluster's leader never finalized onelog.version 8");
+    while cluster.status(leader)?.features["finalized"]["onelog.version"] != 9 {
+        ensure!(Instant::now() < deadline, "the new cluster's leader never finalized onelog.version 9");
         std::thread::sleep(Duration::from_millis(20));
     }
     cluster.wait_all_applied(Duration::from_secs(10))?;
@@ -169,10 +169,10 @@ fn status(cluster: &mut Cluster, cli: &Cli) -> Result<()> {
     let release = env!("CARGO_PKG_VERSION");
     let nodes = json["nodes"].as_array().context("nodes")?;
     ensure!(nodes.iter().all(|n| n["release"] == release), "releases in {nodes:?}");
-    ensure!(json["features"]["onelog.version"] == 8, "finalized features {}", json["features"]);
+    ensure!(json["features"]["onelog.version"] == 9, "finalized features {}", json["features"]);
     ensure!(
         text.contains(
-            "finalized features: group.version 1, onelog.group.placement 1, onelog.version 8, share.version 1, streams.version 1, transaction.version 2"
+            "finalized features: group.version 1, onelog.group.placement 1, onelog.version 9, share.version 1, streams.version 1, transaction.version 2"
         ),
         "{text}"
     );

@@ -59,7 +59,7 @@ fn kafka_features_describes_upgrades_and_refuses_as_kafka() -> Result<()> {
     let via_follower = cluster.kafka_addr(follower).to_string();
 
     // A new cluster starts at the newest levels this build supports.
-    let epoch = on_every_node(&cluster, &ids, "onelog.version", 8)?;
+    let epoch = on_every_node(&cluster, &ids, "onelog.version", 9)?;
     ensure!(described(&via_follower, "streams.version")?.2 == 1, "streams.version not finalized at 1");
     ensure!(described(&via_follower, "share.version")?.2 == 1, "share.version not finalized at 1");
     ensure!(described(&via_follower, "group.version")?.2 == 1, "group.version not finalized at 1");
@@ -85,8 +85,8 @@ fn kafka_features_describes_upgrades_and_refuses_as_kafka() -> Result<()> {
     let leader_addr = cluster.kafka_addr(leader).to_string();
     refused(
         &via_follower,
-        &["upgrade", "--feature", "onelog.version=9"],
-        &format!("Invalid update version 9 for feature onelog.version. Local controller {leader} only supports versions 1-8"),
+        &["upgrade", "--feature", "onelog.version=10"],
+        &format!("Invalid update version 10 for feature onelog.version. Local controller {leader} only supports versions 1-9"),
     )?;
     refused(
         &leader_addr,
@@ -123,6 +123,6 @@ fn kafka_features_describes_upgrades_and_refuses_as_kafka() -> Result<()> {
     }
     cluster.start_all()?;
     on_every_node(&cluster, &ids, "transaction.version", 1)?;
-    on_every_node(&cluster, &ids, "onelog.version", 8)?;
+    on_every_node(&cluster, &ids, "onelog.version", 9)?;
     cluster.check_none_exited()
 }

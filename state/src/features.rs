@@ -34,7 +34,9 @@ use crate::command::Refusal;
 /// cross-group transaction entries (`Op::CrossGroup`) and their state in checkpoints
 /// (format 13), what a cluster of more than one Raft group needs. 8: a group of several
 /// identifies itself in its log (`XOp::Identify`) and allocates producer ids from its own
-/// range, so transactional ids are coordinated in the group they are placed in.
+/// range, so transactional ids are coordinated in the group they are placed in. 9: a
+/// participant group forgets the fence of a remote producer id its coordinator no longer
+/// knows (`XOp::Forget`), and passes an operator's abort marker on to the coordinator.
 pub const ONELOG_VERSION: &str = "onelog.version";
 /// KIP-890's transactions v2 (Produce v12, TxnOffsetCommit v5, EndTxn v5 epoch bumps).
 pub const TRANSACTION_VERSION: &str = "transaction.version";
@@ -75,6 +77,12 @@ pub const ONELOG_VERSION_RAFT_GROUPS: i16 = 7;
 /// number (`XOp::Identify`) and coordinates the transactional ids placed in it with producer
 /// ids from its own range (issue 32). Below it every transaction is coordinated in group 0.
 pub const ONELOG_VERSION_GROUP_COORDINATORS: i16 = 8;
+/// The level of `onelog.version` from which a participant group's leader sends the
+/// coordinator group's leader the `Gone` and `AdminAbort` messages (issue 32): it forgets a
+/// producer id of another group once that group no longer knows it (`XOp::Forget`; below it a
+/// participant keeps each remote producer's fence for good), and passes on an operator's abort
+/// marker for another group's transaction (below it such a marker changes nothing).
+pub const ONELOG_VERSION_PARTICIPANT_MESSAGES: i16 = 9;
 
 /// What a client feature's level needs of `onelog.version` (Kafka's `metadata.version`
 /// dependencies, `FeatureVersion.dependencies`): (feature, from level, onelog.version).

@@ -28,12 +28,16 @@ pub struct GroupRow {
     /// The group's own cluster id and finalized levels (group 0's, once its leader followed).
     pub cluster_id: Option<String>,
     pub finalized: Vec<(String, i16)>,
+    /// Producer ids of other groups this group keeps a fence or an open instance of
+    /// (`CrossGroup::remote`; forgotten once their coordinator no longer knows them).
+    pub remote_producers: usize,
 }
 
 /// Every group's reading on this node (`me`), group 0 first.
 pub fn rows(groups: &NodeGroups, me: u64) -> Vec<GroupRow> {
     let read = |h: &crate::raft::groups::GroupHandle| {
-        let (cluster_id, finalized) = h.applied.state(|s| (s.cluster_id.clone(), s.features.finalized()));
+        let (cluster_id, finalized, remote_producers) =
+            h.applied.state(|s| (s.cluster_id.clone(), s.features.finalized(), s.xgroup.remote.len()));
         let metrics = h.raft.metrics();
         let m = metrics.borrow();
         GroupRow {
@@ -49,6 +53,7 @@ pub fn rows(groups: &NodeGroups, me: u64) -> Vec<GroupRow> {
             serving: crate::raft::leads_with_own_term_applied(&m),
             cluster_id,
             finalized,
+            remote_producers,
         }
     };
     groups.handles.iter().map(read).collect()
@@ -56,7 +61,7 @@ pub fn rows(groups: &NodeGroups, me: u64) -> Vec<GroupRow> {
 
 /// `/status`'s `"raft_groups"`: `{"count", "groups": [{"group", "leader", "term", "role",
 /// "serving", "voters", "preferred_leader", "last_log_index", "last_applied", "cluster_id",
-/// "finalized": {name: level}}]}`.
+/// "finalized": {name: level}, "remote_producers"}]}`.
 pub fn status_json(groups: &NodeGroups, me: u64) -> Value {
     let rows: Vec<Value> = rows(groups, me)
         .into_iter()
@@ -73,6 +78,7 @@ pub fn status_json(groups: &NodeGroups, me: u64) -> Value {
                 "last_applied": r.applied_index,
                 "cluster_id": r.cluster_id,
                 "finalized": r.finalized.into_iter().map(|(n, l)| (n, json!(l))).collect::<serde_json::Map<_, _>>(),
+                "remote_producers": r.remote_producers,
             })
         })
         .collect();

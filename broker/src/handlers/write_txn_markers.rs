@@ -10,8 +10,11 @@
 //! partition the transaction wrote and bumps the epoch; the producer's next EndTxn(commit) gets
 //! the abortable error of any broker abort (`onelog_state::txn_errors`). Per partition:
 //! - a node not leading the partition's Raft group answers NOT_LEADER_OR_FOLLOWER, and the
-//!   admin client looks the leader up again (the group's leader aborts it: with several groups
-//!   a transaction's partitions are in the group coordinating it, issue 32);
+//!   admin client looks the leader up again;
+//! - a partition holding a transaction another Raft group coordinates (issue 32) asks that
+//!   group's leader to abort it (`onelog.version` 9; below it, such a marker changes nothing
+//!   and is answered NONE); an unreachable coordinator is NOT_LEADER_OR_FOLLOWER, which the
+//!   admin client retries;
 //! - a commit marker (transaction_result = true) is refused with INVALID_REQUEST: only the
 //!   producer's own EndTxn commits, and the admin client never sends one;
 //! - a marker epoch older than the producer's gets INVALID_PRODUCER_EPOCH, as from Kafka's
@@ -37,13 +40,16 @@ use kafka_protocol::messages::{
     ApiKey, RequestKind, ResponseKind, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 };
 
+use onelog_state::features::{ONELOG_VERSION, ONELOG_VERSION_PARTICIPANT_MESSAGES};
 use onelog_state::txns::{BrokerAbort, ProducerIdEpoch};
 
 use super::util::producer;
 use super::HandlerResult;
 use crate::coord::txn::views::{self, AbortTarget};
+use crate::coord::xgroup::ask;
 use crate::ctx::{Ctx, SharedCtx};
 use crate::errors::{propose_error_code, Addressed};
+use crate::raft::transport::xgroup::{XAnswer, XMessage};
 
 pub const KEY: ApiKey = ApiKey::WriteTxnMarkers;
 /// KIP-896 removed v0 in Kafka 4.0; v1 is the flexible version every admin client sends.
@@ -55,15 +61,19 @@ enum Decided {
     Code(i16),
     /// Abort the transaction in this Raft group (the partition's, which coordinates it).
     Abort(u32, String, ProducerIdEpoch),
+    /// Ask Raft group `coordinator`, which coordinates the producer, to abort it.
+    Remote(u32, ProducerIdEpoch),
 }
 
 pub async fn handle(ctx: SharedCtx, req: Request) -> HandlerResult {
     let RequestKind::WriteTxnMarkers(body) = req.body else { anyhow::bail!("not a WriteTxnMarkers body") };
     let decided = decide(&ctx, &body);
     let aborted = abort(&ctx, &decided).await;
+    let remote = abort_remote(&ctx, &decided).await;
     let codes = decided.into_iter().map(|d| match d {
         Decided::Code(code) => code,
         Decided::Abort(group, ..) => aborted.get(&group).copied().unwrap_or(error_code::NONE),
+        Decided::Remote(_, id) => remote.get(&id.producer_id).copied().unwrap_or(error_code::NONE),
     });
     Ok(Some(ResponseKind::WriteTxnMarkers(response(&body, codes))))
 }
@@ -84,7 +94,7 @@ fn decide(ctx: &Ctx, body: &WriteTxnMarkersRequest) -> Vec<Decided> {
                     Some(lane) => {
                         let found =
                             lane.applied.state(|s| views::abort_target(s, id, &topic.name.0, partition));
-                        target(group, found)
+                        target(group, id, found)
                     }
                 });
             }
@@ -93,10 +103,11 @@ fn decide(ctx: &Ctx, body: &WriteTxnMarkersRequest) -> Vec<Decided> {
     decided
 }
 
-/// The one mapping from an abort target to the partition's answer.
-fn target(group: u32, target: AbortTarget) -> Decided {
+/// The one mapping from an abort target of marker `marker` to the partition's answer.
+fn target(group: u32, marker: ProducerIdEpoch, target: AbortTarget) -> Decided {
     match target {
         AbortTarget::Open(transactional_id, id) => Decided::Abort(group, transactional_id, id),
+        AbortTarget::Remote { coordinator } => Decided::Remote(coordinator, marker),
         AbortTarget::NothingOpen => Decided::Code(error_code::NONE),
         AbortTarget::StaleEpoch { .. } => Decided::Code(error_code::INVALID_PRODUCER_EPOCH),
         AbortTarget::UnknownPartition => Decided::Code(error_code::UNKNOWN_TOPIC_OR_PARTITION),
@@ -129,6 +140,30 @@ async fn abort(ctx: &Ctx, decided: &[Decided]) -> BTreeMap<u32, i16> {
         codes.insert(group, code);
     }
     codes
+}
+
+/// Asks the coordinating group of each remote producer named to abort its transaction, once
+/// per producer (`onelog.version` 9); returns each producer id's code.
+async fn abort_remote(ctx: &Ctx, decided: &[Decided]) -> BTreeMap<i64, i16> {
+    let mut asked = BTreeMap::new();
+    let level = ctx.applied.state(|s| s.features.level(ONELOG_VERSION));
+    for d in decided {
+        let Decided::Remote(coordinator, producer) = d else { continue };
+        if asked.contains_key(&producer.producer_id) {
+            continue;
+        }
+        let code = if level < ONELOG_VERSION_PARTICIPANT_MESSAGES {
+            error_code::NONE
+        } else {
+            let message = XMessage::AdminAbort { coordinator: *coordinator, producer: *producer };
+            match ask(ctx, *coordinator, message).await {
+                Ok(XAnswer::Aborted(code)) => code,
+                Ok(_) | Err(_) => error_code::NOT_LEADER_OR_FOLLOWER,
+            }
+        };
+        asked.insert(producer.producer_id, code);
+    }
+    asked
 }
 
 /// One result per requested marker, topic and partition, in request order.

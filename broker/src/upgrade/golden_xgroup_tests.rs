@@ -1,4 +1,5 @@
-//! Golden files of `onelog.version` 7 (transactions across Raft groups, issue 32):
+//! Golden files of `onelog.version` 7 (transactions across Raft groups, issue 32), and of the
+//! steps levels 8 and 9 add to op kind 43 (`ops-43-identify`, `ops-43-forget`):
 //! `0.2.0/checkpoint-13`, 0.1.0's state with the cross-group state of a group that coordinates
 //! one producer and holds another group's open instance (format 13), and `0.2.0/ops-43`, one
 //! op of each step the level adds. As in `golden_tests`: each decodes, and encodes back to the
@@ -143,4 +144,27 @@ fn ops_43_identify_decodes_and_encodes_back() {
 #[ignore = "writes a golden file: run by hand, once per release that adds one"]
 fn write_golden_0_2_0_xgroup_identify() {
     write_once("0.2.0/ops-43-identify", bincode::serialize(&ops_identify()).unwrap());
+}
+
+/// The step `onelog.version` 9 adds to op kind 43: a participant forgets remote producer ids
+/// their coordinator no longer knows (`XOp::Forget`).
+fn ops_forget() -> Vec<Op> {
+    vec![Op::CrossGroup(Box::new(XOp::Forget { producer_ids: vec![REMOTE_PRODUCER, REMOTE_PRODUCER + 1] }))]
+}
+
+#[test]
+fn ops_43_forget_decodes_and_encodes_back() {
+    let bytes = read("0.2.0/ops-43-forget");
+    let decoded: Vec<Op> = bincode::deserialize(&bytes).expect("the Forget op decodes");
+    let forgets = |x: &XOp| matches!(x, XOp::Forget { producer_ids } if producer_ids.len() == 2);
+    assert!(matches!(&decoded[..], [Op::CrossGroup(x)] if forgets(x)), "{decoded:?}");
+    assert_eq!(decoded[0].onelog_version(), 9, "the level that brought it");
+    assert_eq!(bincode::serialize(&ops_forget()).unwrap(), bytes, "the op the file was written from");
+}
+
+/// Writes `0.2.0/ops-43-forget`, once, with the build that adds the step; never to update it.
+#[test]
+#[ignore = "writes a golden file: run by hand, once per release that adds one"]
+fn write_golden_0_2_0_xgroup_forget() {
+    write_once("0.2.0/ops-43-forget", bincode::serialize(&ops_forget()).unwrap());
 }

@@ -26,7 +26,7 @@ pub const RELEASE: &str = env!("CARGO_PKG_VERSION");
 /// The feature levels this build can serve: (name, min, max). A feature this build cannot
 /// serve at all is absent (Kafka's brokers list only features with a level above 0).
 pub const SUPPORTED: &[(&str, i16, i16)] = &[
-    (ONELOG_VERSION, 1, 8),
+    (ONELOG_VERSION, 1, 9),
     (TRANSACTION_VERSION, 0, 2),
     (GROUP_VERSION, 0, 1),
     (STREAMS_VERSION, 0, 1),

@@ -298,7 +298,8 @@ fn drive(
             let journaled = finalize_journaled_segments(cluster)?;
             let cross_group = finalize_cross_group_state(cluster)?;
             let coordinators = finalize_group_coordinators(cluster)?;
-            format!("{finalized}; {gated}; {streams}; {share}; {journaled}; {cross_group}; {coordinators}")
+            let forget = finalize_forget_remote(cluster)?;
+            format!("{finalized}; {gated}; {streams}; {share}; {journaled}; {cross_group}; {coordinators}; {forget}")
         }
         Some(_) => "not reached".to_string(),
     };
@@ -474,6 +475,15 @@ fn finalize_group_coordinators(cluster: &mut Cluster) -> Result<String> {
     finalize_onelog_version(cluster, 8)?;
     println!("roll: onelog.version 8 finalized on every node");
     Ok("onelog.version 8 finalized".into())
+}
+
+/// The level onelog.version 9 gates (issue 32): a participant group forgets the remote
+/// producer ids their coordinator no longer knows. A one-group cluster has none; finalized
+/// under load, every node describes it and the workload carries on.
+fn finalize_forget_remote(cluster: &mut Cluster) -> Result<String> {
+    finalize_onelog_version(cluster, 9)?;
+    println!("roll: onelog.version 9 finalized on every node");
+    Ok("onelog.version 9 finalized".into())
 }
 
 /// `kafka-features.sh upgrade --feature onelog.version=LEVEL`, then waits until every node

@@ -69,6 +69,23 @@ pub fn resolve(state: &BrokerState, instance: Instance, group: GroupId) -> Resol
     }
 }
 
+/// Of `producer_ids` (remote producers `participant` holds nothing open of), those this group
+/// no longer knows, so the participant may forget them (`XOp::Forget`): no transactional id
+/// maps to the id any more (it expired, or moved to a new producer id), so a write of it is
+/// refused at JoinTxn, and no decision of it waits for the participant, which would bring the
+/// entry back. Producer ids are never handed out again.
+pub fn gone(state: &BrokerState, participant: GroupId, producer_ids: &[i64]) -> Vec<i64> {
+    let waiting: std::collections::BTreeSet<i64> = state
+        .xgroup
+        .undelivered
+        .iter()
+        .filter(|(_, decided)| decided.waiting.contains(&participant))
+        .map(|(instance, _)| instance.producer_id)
+        .collect();
+    let known = |pid: &i64| state.txns.by_producer(*pid).is_some() || waiting.contains(pid);
+    producer_ids.iter().copied().filter(|pid| !known(pid)).collect()
+}
+
 /// Apply of RegisterParticipant: `group` holds data of `instance`, which must still be the
 /// producer's current, undecided instance. The transaction is open in C from then on (its
 /// timeout runs from here), so that ending it in any way records the decision for `group`.

@@ -32,6 +32,10 @@ pub enum XOp {
     /// (`onelog.version` 8): its number and the group count, so that it allocates producer ids
     /// from its own range (`producer_id_base`).
     Identify { group: GroupId, groups: u32 },
+    /// In P (`onelog.version` 9): forget these remote producer ids, which their coordinator
+    /// said it no longer knows; one still holding an open instance here is kept
+    /// (`CrossGroup::forget_remote`).
+    Forget { producer_ids: Vec<i64> },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,14 +75,16 @@ impl XOp {
             XOp::Produce(op) => op.prior.is_some(),
             XOp::TxnOffsetCommit(op) => op.prior.is_some(),
             XOp::Decisions { .. } => true,
-            XOp::Identify { .. } => false,
+            XOp::Identify { .. } | XOp::Forget { .. } => false,
         }
     }
 
-    /// The `onelog.version` that brought the step: 7 for the protocol's five, 8 for Identify.
+    /// The `onelog.version` that brought the step: 7 for the protocol's five, 8 for Identify,
+    /// 9 for Forget.
     pub fn onelog_version(&self) -> i16 {
         match self {
             XOp::Identify { .. } => crate::features::ONELOG_VERSION_GROUP_COORDINATORS,
+            XOp::Forget { .. } => crate::features::ONELOG_VERSION_PARTICIPANT_MESSAGES,
             _ => crate::features::ONELOG_VERSION_RAFT_GROUPS,
         }
     }
@@ -114,6 +120,10 @@ pub fn apply_xop(
         ),
         XOp::Identify { group, groups } => {
             super::CrossGroup::identify(state, *group, *groups);
+            XResult::Done
+        }
+        XOp::Forget { producer_ids } => {
+            state.xgroup.forget_remote(producer_ids);
             XResult::Done
         }
     }

@@ -102,6 +102,32 @@ impl CrossGroup {
         open.offsets.entry(group_id.to_string()).or_default().extend(offsets);
     }
 
+    /// The remote producer ids holding nothing open here, by coordinator, at most `max` of each
+    /// (lowest first): what the participant's leader asks whether their coordinator still
+    /// knows (`coordinator::gone`).
+    pub fn idle_remote(&self, max: usize) -> BTreeMap<GroupId, Vec<i64>> {
+        let mut out: BTreeMap<GroupId, Vec<i64>> = BTreeMap::new();
+        for (producer_id, remote) in self.remote.iter().filter(|(_, r)| r.open.is_none()) {
+            let ids = out.entry(remote.coordinator).or_default();
+            if ids.len() < max {
+                ids.push(*producer_id);
+            }
+        }
+        out
+    }
+
+    /// Apply of `XOp::Forget`: drops each remote producer id that holds nothing open here. Its
+    /// fence is no longer needed: its coordinator no longer knows it, so any later write of it
+    /// is refused at JoinTxn or, if one joined before and lands after this entry, opens an
+    /// instance the coordinator never registers and the pull aborts (SCALING.md §4).
+    pub fn forget_remote(&mut self, producer_ids: &[i64]) {
+        for producer_id in producer_ids {
+            if self.remote.get(producer_id).is_some_and(|r| r.open.is_none()) {
+                self.remote.remove(producer_id);
+            }
+        }
+    }
+
     /// The open instances whose first write here is at least `age_ms` old at `now_ms`: what the
     /// participant's leader asks their coordinator about (SCALING.md §3.3).
     pub fn open_since(&self, now_ms: i64, age_ms: i64) -> Vec<(GroupId, Instance)> {

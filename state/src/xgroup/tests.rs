@@ -251,3 +251,36 @@ fn identify_allocates_from_the_groups_range_and_never_moves_back() {
     assert_eq!(state.producers.next_producer_id, (2 << 48) + 1, "a second Identify keeps the counter");
     assert_eq!(super::producer_id_group(41), 0, "group 0's range starts at 0");
 }
+
+/// `onelog.version` 9: a participant forgets a remote producer id only once its coordinator
+/// no longer knows it and no decision of it waits for the participant, and never while it holds
+/// an instance of it open; a write of the forgotten id is refused at JoinTxn.
+#[test]
+fn a_participant_forgets_a_producer_id_its_coordinator_forgot() {
+    let (mut c, id) = coordinator_with_producer();
+    let pid = id.producer_id;
+    let instance = coordinator::join(&c, id, P, None).unwrap().instance;
+    assert_eq!(x(&mut c, XOp::Register { instance, group: P }, &mut Vec::new()), XResult::Registered(Ok(())));
+    let mut p = group();
+    assert!(matches!(write(&mut p, instance, None, 0, 0), XResult::Produced(Ok(_))));
+    assert!(p.xgroup.idle_remote(10).is_empty(), "an open instance is not idle");
+    x(&mut p, XOp::Forget { producer_ids: vec![pid] }, &mut Vec::new());
+    assert_eq!(p.xgroup.open_instance(pid), Some(instance), "an open instance is kept");
+
+    assert!(matches!(end(&mut c, id, true), OpResult::Txn(Ok(_))));
+    let decide = XOp::Decisions { coordinator: C, decisions: vec![Decision { instance, commit: true }] };
+    x(&mut p, decide, &mut Vec::new());
+    assert_eq!(p.xgroup.idle_remote(10), std::collections::BTreeMap::from([(C, vec![pid])]));
+    assert!(coordinator::gone(&c, P, &[pid]).is_empty(), "known, and its decision waits for P");
+    c.xgroup.delivered(&[(instance, P)]);
+    assert!(coordinator::gone(&c, P, &[pid]).is_empty(), "its transactional id still maps to it");
+
+    let later = LeaderStamp { now_ms: STAMP.now_ms + c.limits.transactional_id_expiration_ms + 1, term: 1 };
+    let expire = Op::ExpireTransactionalIds(crate::command::ExpireTransactionalIdsOp {});
+    apply_op(&mut c, &later, &expire, &mut Vec::new());
+    assert_eq!(coordinator::gone(&c, P, &[pid, pid + 1]), vec![pid, pid + 1], "neither is known");
+    assert_eq!(x(&mut p, XOp::Forget { producer_ids: vec![pid] }, &mut Vec::new()), XResult::Done);
+    assert!(p.xgroup.remote.is_empty());
+    assert_eq!(coordinator::join(&c, id, P, None).unwrap_err(), TxnError::InvalidProducerIdMapping);
+    assert_eq!(XOp::Forget { producer_ids: vec![] }.onelog_version(), 9);
+}

@@ -1,5 +1,6 @@
 //! The coordinator group's answers to other groups' leaders (docs/SCALING.md §3): JoinTxn,
-//! RegisterParticipant and the pull, for the transactional ids this coordinator's group holds.
+//! RegisterParticipant, the pull and an operator's abort asked at a participant, for the
+//! transactional ids this coordinator's group holds.
 //!
 //! JoinTxn is answered from the applied state and this term's memory, as AddPartitionsToTxn
 //! is: the producer must be the id's current one and, for a transactions-v1 write, the
@@ -7,6 +8,8 @@
 //! (`XOp::Register`), whose apply refuses an instance that is no longer current; every
 //! decision this group takes from then on lists the participant (`xgroup::coordinator`).
 
+use kafka_compat::error_code;
+use onelog_state::txns::{BrokerAbort, ProducerIdEpoch, TxnState};
 use onelog_state::xgroup::coordinator::{self, Resolution};
 use onelog_state::xgroup::{GroupId, Instance, XOp, XResult};
 
@@ -69,6 +72,37 @@ impl TxnCoordinator {
             Ok(XResult::Registered(Ok(()))) => Ok(XAnswer::Registered),
             Ok(XResult::Registered(Err(e))) => Err(XRefusal::Txn(e)),
             Ok(other) => fatal::invariant(&format!("a registration was answered with {other:?}")),
+            Err(ProposeError::NotLeader) => Err(XRefusal::NotLeader),
+            Err(e) => Err(XRefusal::Unavailable(e.to_string())),
+        }
+    }
+
+    /// An operator's abort (`kafka-transactions.sh abort`, WriteTxnMarkers) that reached a
+    /// participant holding an instance of `producer` open (`onelog.version` 9): this group
+    /// aborts the producer's transaction if it is still open, as a partition leader's abort
+    /// marker would (`handlers::write_txn_markers`). The answer is the partition's code.
+    pub async fn admin_abort(&self, producer: ProducerIdEpoch) -> XResponse {
+        self.ensure_cross_group()?;
+        let found = self.applied.state(|s| {
+            let (tid, meta) = s.txns.by_producer(producer.producer_id)?;
+            let current =
+                ProducerIdEpoch { producer_id: meta.producer_id, producer_epoch: meta.producer_epoch };
+            Some((tid.clone(), current, meta.state))
+        });
+        let (transactional_id, current) = match found {
+            Some((_, current, _)) if producer.producer_epoch < current.producer_epoch => {
+                return Ok(XAnswer::Aborted(error_code::INVALID_PRODUCER_EPOCH));
+            }
+            Some((tid, current, TxnState::Ongoing)) => (tid, current),
+            // Nothing open: nothing to abort, as the partition leader answers.
+            _ => return Ok(XAnswer::Aborted(error_code::NONE)),
+        };
+        tracing::info!(
+            transactional_id,
+            "aborting a transaction for WriteTxnMarkers at a participant (admin)"
+        );
+        match self.abort(BrokerAbort::Admin, vec![(transactional_id, current)]).await {
+            Ok(()) => Ok(XAnswer::Aborted(error_code::NONE)),
             Err(ProposeError::NotLeader) => Err(XRefusal::NotLeader),
             Err(e) => Err(XRefusal::Unavailable(e.to_string())),
         }

@@ -180,6 +180,11 @@ pub enum AbortTarget {
         current: i16,
     },
     UnknownPartition,
+    /// The partition holds an open instance of a producer another Raft group coordinates
+    /// (issue 32): that group decides its transaction, so the abort is asked of it.
+    Remote {
+        coordinator: u32,
+    },
 }
 
 /// Which transaction an abort marker for `marker` on `topic`/`partition` aborts.
@@ -194,6 +199,15 @@ pub fn abort_target(
     partition: i32,
 ) -> AbortTarget {
     let Some(p) = state.partition(topic, partition) else { return AbortTarget::UnknownPartition };
+    let remote = state.xgroup.remote.get(&marker.producer_id);
+    if let Some(open) = remote.and_then(|r| r.open.as_ref()) {
+        if marker.producer_epoch < open.instance.epoch {
+            return AbortTarget::StaleEpoch { current: open.instance.epoch };
+        }
+        if open.partitions.contains_key(&(topic.to_string(), partition)) {
+            return AbortTarget::Remote { coordinator: remote.map_or(0, |r| r.coordinator) };
+        }
+    }
     let Some((transactional_id, meta)) = state.txns.by_producer(marker.producer_id) else {
         // An idempotent producer, or one whose transactional id expired: no transaction.
         return AbortTarget::NothingOpen;

@@ -7,7 +7,8 @@
 //!   a few times a second replaces one per transaction. The undelivered decisions are applied
 //!   state, so a new leader sends them again at once;
 //! - as a participant, ask the coordinator about every instance held open here longer than
-//!   `XGROUP_DECISION_PULL_MS`, and apply what it says (an abort for data it never listed);
+//!   `XGROUP_DECISION_PULL_MS`, and apply what it says (an abort for data it never listed),
+//!   and forget the producer ids the coordinator no longer knows (`forget`);
 //! - group 0 identifies itself as one of several groups, as the others do when they follow
 //!   it (`leader::groups`), so that its decisions too are kept for their participants.
 
@@ -38,12 +39,13 @@ pub fn start(ctx: &SharedCtx) {
         tokio::spawn(deliver(ctx.clone(), group, confirmations.clone()));
         tokio::spawn(record_confirmations(ctx.clone(), group, confirmations));
         tokio::spawn(pull(ctx.clone(), group));
+        tokio::spawn(super::forget::run(ctx.clone(), group));
     }
     tokio::spawn(identify_group0(ctx.clone()));
 }
 
 /// Whether this node leads `group` and may write to its log now.
-fn leads(ctx: &SharedCtx, group: GroupId) -> bool {
+pub(super) fn leads(ctx: &SharedCtx, group: GroupId) -> bool {
     ctx.lane(group).is_some_and(|lane| lane.leadership.may_propose())
 }
 

@@ -16,18 +16,20 @@
 //! [`serve`] answers them; [`ask`] finds the group's leader and asks until it answers.
 
 pub mod duties;
+mod forget;
 pub mod participant;
 pub mod share_state;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use onelog_state::xgroup::coordinator::gone;
 use onelog_state::xgroup::GroupId;
 
 use crate::coord::txn::TxnCoordinator;
 use crate::ctx::Ctx;
 use crate::limits;
-use crate::raft::transport::xgroup::{self, XMessage, XRefusal, XResponse};
+use crate::raft::transport::xgroup::{self, XAnswer, XMessage, XRefusal, XResponse};
 
 /// Answers a message from another group's leader, where this node leads the group it names.
 pub async fn serve(ctx: &Ctx, message: XMessage) -> XResponse {
@@ -44,6 +46,12 @@ pub async fn serve(ctx: &Ctx, message: XMessage) -> XResponse {
         }
         XMessage::ShareState { group, group_id, change } => {
             share_state::serve(ctx, group, &group_id, change).await
+        }
+        XMessage::AdminAbort { coordinator: c, producer } => coordinator(ctx, c)?.admin_abort(producer).await,
+        XMessage::Gone { coordinator: c, participant, producer_ids } => {
+            let lane = ctx.lane(c).filter(|lane| lane.is_leader()).ok_or(XRefusal::NotLeader)?;
+            let gone = lane.applied.state(|s| gone(s, participant, &producer_ids));
+            Ok(XAnswer::Gone(gone))
         }
     }
 }

@@ -46,6 +46,13 @@ pub enum XMessage {
     /// that group stores (§2: a share partition lives with its topic), for the share group's
     /// coordinator serving AlterShareGroupOffsets, DeleteShareGroupOffsets or DeleteGroups.
     ShareState { group: GroupId, group_id: String, change: ShareStateChange },
+    /// To the coordinator's leader (`onelog.version` 9): which of these producer ids, of which
+    /// the participant holds nothing open, it no longer knows (so the participant may forget
+    /// them, `XOp::Forget`).
+    Gone { coordinator: GroupId, participant: GroupId, producer_ids: Vec<i64> },
+    /// To the coordinator's leader (`onelog.version` 9): an operator's abort marker reached a
+    /// participant holding `producer`'s transaction open; abort it if it still is.
+    AdminAbort { coordinator: GroupId, producer: ProducerIdEpoch },
 }
 
 /// A change of a share group's share partitions in one Raft group.
@@ -95,6 +102,10 @@ pub enum XAnswer {
     Applied(Vec<Applied>),
     /// A share-state change made; for a `Delete`, per topic whether there was any state.
     ShareState(Vec<bool>),
+    /// The producer ids asked about that the coordinator no longer knows.
+    Gone(Vec<i64>),
+    /// An admin abort's outcome: the partition's Kafka error code.
+    Aborted(i16),
 }
 
 /// Why a message was not served.
